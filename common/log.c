@@ -1,0 +1,111 @@
+/*
+ * log.c - logging to stderr or syslog.  No state but the destination and the
+ * verbosity, both set once at start-up (the verbosity may change later; it is
+ * read without a lock because a stale value only changes what is logged).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "log.h"
+
+static enum log_dest log_dest = LOG_TO_STDERR;
+static int log_verbosity;
+static const char *log_ident = "wbd";
+
+void
+log_init(const char *ident, enum log_dest dest, int verbosity)
+{
+	log_ident = ident;
+	log_dest = dest;
+	log_verbosity = verbosity;
+	if (dest == LOG_TO_SYSLOG)
+		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void
+log_set_verbosity(int verbosity)
+{
+	__atomic_store_n(&log_verbosity, verbosity, __ATOMIC_RELAXED);
+}
+
+int
+log_get_verbosity(void)
+{
+	return __atomic_load_n(&log_verbosity, __ATOMIC_RELAXED);
+}
+
+static void
+log_vemit(int prio, const char *fmt, va_list ap, int errnum)
+{
+	char msg[1024];
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+
+	if (n < 0)
+		return;
+	if (errnum && (size_t)n < sizeof msg)
+		snprintf(msg + n, sizeof msg - n, ": %s", strerror(errnum));
+
+	if (log_dest == LOG_TO_SYSLOG) {
+		syslog(prio, "%s", msg);
+		return;
+	}
+	const char *level = prio == LOG_ERR ? "error: " :
+	    prio == LOG_WARNING ? "warning: " :
+	    prio == LOG_DEBUG ? "debug: " : "";
+	struct timespec ts;
+	struct tm tm;
+	char stamp[32];
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
+	/* One fprintf per line keeps lines from different threads whole. */
+	fprintf(stderr, "%s.%03ld %s: %s%s\n", stamp, ts.tv_nsec / 1000000,
+	    log_ident, level, msg);
+}
+
+#define LOG_BODY(prio, errnum) do {		\
+	va_list ap;				\
+	va_start(ap, fmt);			\
+	log_vemit(prio, fmt, ap, errnum);	\
+	va_end(ap);				\
+} while (0)
+
+void
+log_warn(const char *fmt, ...)
+{
+	int saved = errno;
+	LOG_BODY(LOG_WARNING, saved);
+	errno = saved;
+}
+
+void
+log_warnx(const char *fmt, ...)
+{
+	LOG_BODY(LOG_WARNING, 0);
+}
+
+void
+log_info(const char *fmt, ...)
+{
+	LOG_BODY(LOG_INFO, 0);
+}
+
+void
+log_debug(const char *fmt, ...)
+{
+	if (log_get_verbosity() < 1)
+		return;
+	LOG_BODY(LOG_DEBUG, 0);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	LOG_BODY(LOG_ERR, 0);
+	exit(1);
+}

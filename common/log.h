@@ -1,0 +1,27 @@
+/*
+ * log.h - wbd's small logging API, in the OpenBSD daemons' style.
+ *
+ * log_warn() appends strerror(errno), log_warnx() does not.  Messages go to
+ * stderr while the daemon runs in the foreground and to syslog otherwise.
+ * Every function is safe to call from any thread.
+ */
+#ifndef WBD_LOG_H
+#define WBD_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+enum log_dest { LOG_TO_STDERR, LOG_TO_SYSLOG };
+
+void log_init(const char *ident, enum log_dest dest, int verbosity);
+void log_set_verbosity(int verbosity);
+int log_get_verbosity(void);
+
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Only during start-up: logs and exits 1. */
+void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

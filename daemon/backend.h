@@ -1,0 +1,65 @@
+/*
+ * backend.h - the backing-device interface: a table of operations.
+ *
+ * A backend is opened once per export and shared by every worker of its
+ * writeback device, so each operation must be safe to call concurrently
+ * from several threads (positioned I/O only).  Operations return 0 or a
+ * negative errno.  They may block: they run on worker threads, never on an
+ * I/O thread.
+ */
+#ifndef WBD_BACKEND_H
+#define WBD_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct backend;
+
+struct backend_ops {
+	const char *name;
+	int (*pread)(struct backend *b, void *buf, uint32_t count, uint64_t off);
+	int (*pwrite)(struct backend *b, const void *buf, uint32_t count,
+	    uint64_t off);
+	int (*flush)(struct backend *b);
+	int (*trim)(struct backend *b, uint32_t count, uint64_t off);
+	/* FAST: fail with -ENOTSUP rather than writing zeroes slowly. */
+	int (*zero)(struct backend *b, uint32_t count, uint64_t off,
+	    bool may_trim, bool fast);
+	uint64_t (*size)(struct backend *b);
+	void (*close)(struct backend *b);
+};
+
+/* What a backend can do; decides the flags an export advertises. */
+#define BACKEND_CAN_TRIM        (1u << 0)
+#define BACKEND_CAN_ZERO        (1u << 1)
+#define BACKEND_CAN_FAST_ZERO   (1u << 2)
+#define BACKEND_READ_ONLY       (1u << 3)
+#define BACKEND_ROTATIONAL      (1u << 4)
+
+struct backend {
+	const struct backend_ops *ops;
+	unsigned caps;
+	/* Identity of the writeback device it belongs to ("MAJ:MIN"). */
+	dev_t dev;
+	char dev_name[32];
+	char *description;      /* what it is, for logs ("file /x/y.img") */
+};
+
+/*
+ * Open a local file or block device.  A regular file that does not exist
+ * is created sparse with SIZE_BYTES; an existing one smaller than
+ * SIZE_BYTES is extended.  SIZE_BYTES 0 means "use the file's size".
+ * Returns NULL with errno set, after logging why.
+ */
+struct backend *backend_file_open(const char *path, uint64_t size_bytes,
+    bool readonly);
+
+static inline void
+backend_close(struct backend *b)
+{
+	if (b)
+		b->ops->close(b);
+}
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * config.h - wbd's configuration, loaded from a libconfig file.
+ *
+ * config_load() fills a struct wbd_config from a file; every error names the
+ * file, the line and what was expected.  The structure is plain data: the
+ * daemon copies what it needs at start-up (and on reload), so the loader
+ * never touches live state.  Owned by the main thread.
+ */
+#ifndef WBD_CONFIG_H
+#define WBD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define WBD_DEFAULT_CONFIG   "/etc/wbd/wbd.conf"
+#define WBD_DEFAULT_TCP      "127.0.0.1:10809"
+
+enum cache_mode {
+	CACHE_WRITEBACK = 0,            /* default */
+	CACHE_WRITETHROUGH,             /* every write reaches the backing first */
+	CACHE_WRITETHROUGH_UNTIL_FLUSH, /* writethrough until the client flushes */
+};
+
+const char *cache_mode_name(enum cache_mode m);
+int cache_mode_parse(const char *s, enum cache_mode *out);
+
+struct export_conf {
+	char *name;
+	char *description;              /* may be NULL */
+	char *backing;                  /* path (later also nbd:// URIs) */
+	uint64_t size_bytes;            /* 0: use the backing's size */
+	bool readonly;
+	enum cache_mode cache_mode;
+	int line;                       /* where it was defined, for messages */
+};
+
+/* A threshold given either as a ratio (percent) or in bytes; bytes win. */
+struct threshold {
+	unsigned ratio_pct;
+	uint64_t bytes;                 /* 0: use ratio_pct */
+};
+
+struct cache_conf {
+	uint64_t size_bytes;            /* resolved: a percentage is of RAM */
+	unsigned size_pct;              /* nonzero if given as "N%" */
+	uint32_t page_size;             /* power of two, 512 .. 1M */
+};
+
+struct writeback_conf {
+	struct threshold dirty_background;   /* default 10 % */
+	struct threshold dirty;              /* default 20 % */
+	unsigned dirty_expire_centisecs;     /* default 3000 */
+	unsigned dirty_writeback_centisecs;  /* default 500; 0 disables */
+	unsigned min_workers;                /* default 1 */
+	unsigned max_workers;                /* default 8 */
+	uint64_t max_io_bytes;               /* coalescing cap, default 1M */
+};
+
+struct wbd_config {
+	char *path;                     /* the file it came from */
+
+	char **listen_tcp;              /* "host:port", "[v6]:port" */
+	size_t n_listen_tcp;
+	char **listen_unix;             /* socket paths */
+	size_t n_listen_unix;
+
+	unsigned io_threads;            /* 0: one per CPU */
+
+	struct cache_conf cache;
+	struct writeback_conf writeback;
+
+	struct export_conf *exports;
+	size_t n_exports;
+};
+
+/*
+ * Load PATH into *CFG (which is zeroed first).  On error returns -1 and
+ * writes "PATH:LINE: what was expected" into ERR (up to ERRLEN bytes;
+ * "PATH: ..." when no line can be blamed, as for a missing file or a file
+ * with no exports at all);
+ * *CFG is then left empty.
+ */
+int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errlen);
+
+/*
+ * Defaults only, no exports: what a missing group means.  It allocates the
+ * default listener, so config_free() must follow.
+ */
+void config_defaults(struct wbd_config *cfg);
+
+void config_free(struct wbd_config *cfg);
+
+/*
+ * Split a TCP listener, "host:port" or "[v6addr]:port" (port 1 to 65535,
+ * numeric), into *HOST (without brackets) and *PORT, both to be freed by
+ * the caller.  Returns 0, or -1 with errno EINVAL or ENOMEM.
+ */
+int config_parse_hostport(const char *s, char **host, char **port);
+
+#endif

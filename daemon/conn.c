@@ -1,0 +1,803 @@
+/*
+ * conn.c - a client connection: the handshake, then the transmission phase.
+ *
+ * Runs entirely on the connection's I/O thread.  Input is read into a
+ * buffer (large WRITE payloads straight into the request) and parsed by a
+ * small state machine; each state names what it is waiting for.  At most one
+ * read() happens per wake-up, so a busy client cannot starve the others on
+ * the same thread.  Requests are carried out out of order and their replies
+ * are queued as they complete; reading stops while too many requests or
+ * bytes are in flight (back-pressure), and resumes as replies drain.
+ *
+ * Lifetime: a connection is freed only when its socket is closed and no
+ * request is in flight on a worker (c->inflight == 0).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "conn.h"
+#include "daemon.h"
+#include "export.h"
+#include "handshake.h"
+#include "ioloop.h"
+#include "log.h"
+#include "proto.h"
+#include "request.h"
+
+#define CONN_RBUF_BYTES         (128u << 10)
+#define CONN_MAX_INFLIGHT       256u
+#define CONN_MAX_INFLIGHT_BYTES (64u << 20)
+#define CONN_DIRECT_READ_BYTES  (64u << 10)
+#define CONN_MAX_IOV            64
+#define CONN_LOG_BAD_REQUESTS   10
+
+enum conn_state {
+	CS_HS_CLIENT_FLAGS,     /* waiting for the client's 32-bit flags */
+	CS_HS_OPT_HEADER,       /* waiting for IHAVEOPT, option, length */
+	CS_HS_OPT_DATA,         /* waiting for an option's data */
+	CS_HS_OPT_DISCARD,      /* skipping an oversized option's data */
+	CS_TX_HEADER,           /* waiting for a 28-byte request header */
+	CS_TX_PAYLOAD,          /* filling a WRITE's payload */
+	CS_TX_DISCARD,          /* skipping a rejected WRITE's payload */
+	CS_DONE,                /* reading no more */
+};
+
+struct conn {
+	struct conn *next, *prev;       /* on io->conns */
+	struct ioloop *io;
+	int fd;
+	char peer[64];
+	ev_io rw, ww;
+	enum conn_state state;
+	bool reading;                   /* rw is started */
+	bool paused;                    /* stopped by back-pressure */
+	bool closing;                   /* no more input; close when idle */
+	bool dead;                      /* socket closed */
+	bool flushing;                  /* inside conn_flush_out() */
+
+	struct hs_ctx hs;
+	struct export *exp;
+	struct proto_export_view view;
+
+	uint8_t *rbuf;
+	size_t rstart, rend;
+
+	uint32_t opt, optlen;
+	uint64_t discard_left;
+	struct request *cur;            /* the WRITE being filled or skipped */
+	uint32_t cur_got;
+
+	struct out *out_head, **out_tail;
+	size_t out_off;                 /* bytes of out_head already sent */
+
+	unsigned inflight;
+	size_t inflight_bytes;
+	unsigned bad_requests;
+};
+
+static void conn_process(struct conn *c);
+static void conn_flush_out(struct conn *c);
+static void conn_maybe_finish(struct conn *c);
+
+struct conn *
+conn_next(struct conn *c)
+{
+	return c->next;
+}
+
+struct ioloop *
+conn_ioloop(struct conn *c)
+{
+	return c->io;
+}
+
+/* --- output ------------------------------------------------------------ */
+
+static void
+conn_queue_out(struct conn *c, struct out *o)
+{
+	if (c->dead) {
+		o->release(o);
+		return;
+	}
+	o->next = NULL;
+	*c->out_tail = o;
+	c->out_tail = &o->next;
+	/* Inside a flush, the running loop picks it up. */
+	if (!c->flushing && !ev_is_active(&c->ww))
+		conn_flush_out(c);
+}
+
+static void
+conn_drop_out(struct conn *c)
+{
+	struct out *o = c->out_head;
+
+	c->out_head = NULL;
+	c->out_tail = &c->out_head;
+	c->out_off = 0;
+	while (o) {
+		struct out *next = o->next;
+		o->release(o);
+		o = next;
+	}
+}
+
+static void
+conn_close_socket(struct conn *c)
+{
+	if (c->dead)
+		return;
+	ev_io_stop(c->io->loop, &c->rw);
+	ev_io_stop(c->io->loop, &c->ww);
+	c->reading = false;
+	close(c->fd);
+	c->fd = -1;
+	c->dead = true;
+	c->closing = true;
+	c->state = CS_DONE;
+	conn_drop_out(c);
+}
+
+static void
+conn_flush_out(struct conn *c)
+{
+	c->flushing = true;
+	while (c->out_head) {
+		struct iovec iov[CONN_MAX_IOV];
+		int n = 0;
+		size_t skip = c->out_off;
+
+		for (struct out *o = c->out_head; o && n < CONN_MAX_IOV - 1;
+		    o = o->next) {
+			for (unsigned i = 0; i < o->niov; i++) {
+				size_t len = o->iov[i].iov_len;
+				if (skip >= len) {
+					skip -= len;
+					continue;
+				}
+				iov[n].iov_base = (char *)o->iov[i].iov_base + skip;
+				iov[n].iov_len = len - skip;
+				skip = 0;
+				n++;
+			}
+		}
+		ssize_t w = writev(c->fd, iov, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				ev_io_start(c->io->loop, &c->ww);
+				c->flushing = false;
+				return;
+			}
+			if (errno != EPIPE && errno != ECONNRESET)
+				log_warn("%s: write", c->peer);
+			else
+				log_debug("%s: peer went away", c->peer);
+			c->flushing = false;
+			conn_close_socket(c);
+			return;
+		}
+		size_t done = c->out_off + (size_t)w;
+		while (c->out_head && done >= c->out_head->bytes) {
+			struct out *o = c->out_head;
+			done -= o->bytes;
+			c->out_head = o->next;
+			if (!c->out_head)
+				c->out_tail = &c->out_head;
+			o->release(o);
+		}
+		c->out_off = done;
+	}
+	c->flushing = false;
+	ev_io_stop(c->io->loop, &c->ww);
+}
+
+struct hs_out {
+	struct out out;
+	uint8_t data[];
+};
+
+static void
+conn_hs_out_release(struct out *o)
+{
+	free(o);
+}
+
+/* Queue the handshake bytes in B; returns -1 if out of memory. */
+static int
+conn_queue_buf(struct conn *c, const struct buf *b)
+{
+	if (b->oom)
+		return -1;
+	if (b->len == 0)
+		return 0;
+	struct hs_out *h = malloc(sizeof *h + b->len);
+	if (!h)
+		return -1;
+	memcpy(h->data, b->data, b->len);
+	h->out.iov[0].iov_base = h->data;
+	h->out.iov[0].iov_len = b->len;
+	h->out.niov = 1;
+	h->out.bytes = b->len;
+	h->out.release = conn_hs_out_release;
+	conn_queue_out(c, &h->out);
+	return 0;
+}
+
+/* --- reading ----------------------------------------------------------- */
+
+static void
+conn_stop_reading(struct conn *c)
+{
+	if (c->reading) {
+		ev_io_stop(c->io->loop, &c->rw);
+		c->reading = false;
+	}
+}
+
+/* Stop reading and close once every reply has gone out. */
+static void
+conn_close_gracefully(struct conn *c)
+{
+	conn_stop_reading(c);
+	c->closing = true;
+	c->state = CS_DONE;
+}
+
+static bool
+conn_over_limit(const struct conn *c)
+{
+	return c->inflight >= CONN_MAX_INFLIGHT ||
+	    c->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES;
+}
+
+static void
+conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = w->data;
+	ssize_t n;
+
+	if (c->state == CS_TX_PAYLOAD && c->rstart == c->rend &&
+	    c->cur->nbd.count - c->cur_got >= CONN_DIRECT_READ_BYTES) {
+		/* Large payload: read it in place, no copy. */
+		n = read(c->fd, (char *)c->cur->data + c->cur_got,
+		    c->cur->nbd.count - c->cur_got);
+		if (n > 0)
+			c->cur_got += (uint32_t)n;
+	} else {
+		if (c->rstart > 0) {
+			memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
+			c->rend -= c->rstart;
+			c->rstart = 0;
+		}
+		n = read(c->fd, c->rbuf + c->rend, CONN_RBUF_BYTES - c->rend);
+		if (n > 0)
+			c->rend += (size_t)n;
+	}
+	if (n < 0) {
+		/* Woken to parse what is already buffered (see resume). */
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			goto process;
+		if (errno != ECONNRESET)
+			log_warn("%s: read", c->peer);
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	}
+	if (n == 0) {
+		if (c->state != CS_TX_HEADER || c->rstart != c->rend)
+			log_info("%s: client closed the connection mid-%s",
+			    c->peer, c->state < CS_TX_HEADER ? "handshake" :
+			    "request");
+		else
+			log_debug("%s: client closed the connection", c->peer);
+		conn_close_gracefully(c);
+		conn_maybe_finish(c);
+		return;
+	}
+process:
+	conn_process(c);
+	conn_maybe_finish(c);
+}
+
+/* --- requests ---------------------------------------------------------- */
+
+static void
+conn_request_release(struct out *o)
+{
+	struct request *req = container_of(o, struct request, out);
+	struct conn *c = req->conn;
+
+	c->inflight--;
+	if (req->data) {
+		c->inflight_bytes -= req->nbd.count;
+		free(req->data);
+	}
+	free(req);
+	if (c->paused && !conn_over_limit(c) && !c->closing && !c->dead) {
+		/*
+		 * Input may already be buffered: have the read callback parse
+		 * it even if the socket has nothing new.  Not parsed here, as
+		 * this may run inside conn_flush_out().
+		 */
+		c->paused = false;
+		c->reading = true;
+		ev_io_start(c->io->loop, &c->rw);
+		ev_feed_event(c->io->loop, &c->rw, EV_READ);
+	}
+}
+
+static struct request *
+conn_request_new(struct conn *c, const struct nbd_request *nbd, bool data)
+{
+	struct request *req = calloc(1, sizeof *req);
+
+	if (!req)
+		return NULL;
+	req->conn = c;
+	req->nbd = *nbd;
+	if (data) {
+		req->data = malloc(nbd->count);
+		if (!req->data) {
+			free(req);
+			return NULL;
+		}
+		c->inflight_bytes += nbd->count;
+	}
+	req->out.release = conn_request_release;
+	c->inflight++;
+	return req;
+}
+
+/* Build the reply to REQ and queue it. */
+static void
+conn_reply(struct request *req)
+{
+	struct conn *c = req->conn;
+	uint32_t err = req->nbd_err ? req->nbd_err :
+	    proto_errno_to_nbd(req->err);
+	bool is_read = req->nbd.type == NBD_CMD_READ;
+	struct out *o = &req->out;
+
+	o->niov = 1;
+	if (c->view.structured && is_read) {
+		if (err == 0) {
+			proto_encode_structured_hdr(req->hdr, NBD_REPLY_FLAG_DONE,
+			    NBD_REPLY_TYPE_OFFSET_DATA, req->nbd.cookie,
+			    8 + req->nbd.count);
+			put_u64(req->hdr + NBD_STRUCTURED_REPLY_SIZE,
+			    req->nbd.offset);
+			o->iov[0].iov_len = NBD_STRUCTURED_REPLY_SIZE + 8;
+		} else {
+			proto_encode_structured_hdr(req->hdr, NBD_REPLY_FLAG_DONE,
+			    NBD_REPLY_TYPE_ERROR, req->nbd.cookie, 6);
+			put_u32(req->hdr + NBD_STRUCTURED_REPLY_SIZE, err);
+			put_u16(req->hdr + NBD_STRUCTURED_REPLY_SIZE + 4, 0);
+			o->iov[0].iov_len = NBD_STRUCTURED_REPLY_SIZE + 6;
+		}
+	} else {
+		proto_encode_simple_reply(req->hdr, req->nbd.cookie, err);
+		o->iov[0].iov_len = NBD_SIMPLE_REPLY_SIZE;
+	}
+	o->iov[0].iov_base = req->hdr;
+	if (is_read && err == 0) {
+		o->iov[1].iov_base = req->data;
+		o->iov[1].iov_len = req->nbd.count;
+		o->niov = 2;
+	}
+	o->bytes = o->iov[0].iov_len + (o->niov == 2 ? o->iov[1].iov_len : 0);
+	conn_queue_out(c, o);
+}
+
+void
+conn_request_done(struct request *req)
+{
+	struct conn *c = req->conn;
+
+	if (req->err)
+		log_warnx("%s: %s of %u bytes at %llu failed: %s", c->peer,
+		    proto_cmd_name(req->nbd.type), req->nbd.count,
+		    (unsigned long long)req->nbd.offset, strerror(req->err));
+	conn_reply(req);
+	conn_maybe_finish(c);
+}
+
+static void
+conn_log_bad(struct conn *c, const struct nbd_request *nbd, uint32_t err,
+    const char *why)
+{
+	c->bad_requests++;
+	if (c->bad_requests <= CONN_LOG_BAD_REQUESTS)
+		log_warnx("%s: rejected %s (type %u, flags 0x%x) offset %llu "
+		    "length %u: %s (NBD error %u)%s", c->peer,
+		    proto_cmd_name(nbd->type), nbd->type, nbd->flags,
+		    (unsigned long long)nbd->offset, nbd->count, why, err,
+		    c->bad_requests == CONN_LOG_BAD_REQUESTS ?
+		    "; not logging further rejections on this connection" : "");
+}
+
+/* Reply with an error at once (no payload pending). */
+static void
+conn_reply_error(struct conn *c, const struct nbd_request *nbd, uint32_t err)
+{
+	struct request *req = conn_request_new(c, nbd, false);
+
+	if (!req) {
+		log_warnx("%s: out of memory replying to a request", c->peer);
+		conn_close_socket(c);
+		return;
+	}
+	req->nbd_err = err;
+	conn_reply(req);
+}
+
+/* A complete request header has arrived. */
+static void
+conn_handle_request(struct conn *c, const struct nbd_request *nbd)
+{
+	const char *why = "";
+	uint32_t err = proto_check_request(nbd, &c->view, &why);
+	uint32_t payload = proto_payload_bytes(nbd);
+
+	if (err == 0 && nbd->type == NBD_CMD_DISC) {
+		log_debug("%s: client sent DISC", c->peer);
+		conn_close_gracefully(c);
+		return;
+	}
+	if (err) {
+		conn_log_bad(c, nbd, err, why);
+		if (payload == 0) {
+			conn_reply_error(c, nbd, err);
+			return;
+		}
+		if (payload > PROTO_MAX_DISCARD_BYTES) {
+			log_warnx("%s: WRITE payload of %u bytes is too large to "
+			    "skip; disconnecting", c->peer, payload);
+			conn_close_socket(c);
+			return;
+		}
+		/* Skip the payload, then reply, so the stream stays in sync. */
+		c->cur = conn_request_new(c, nbd, false);
+		if (!c->cur) {
+			conn_close_socket(c);
+			return;
+		}
+		c->cur->nbd_err = err;
+		c->discard_left = payload;
+		c->state = CS_TX_DISCARD;
+		return;
+	}
+
+	bool data = nbd->type == NBD_CMD_READ || nbd->type == NBD_CMD_WRITE;
+	struct request *req = conn_request_new(c, nbd, data);
+	if (!req) {
+		log_warnx("%s: out of memory for a %u-byte %s", c->peer,
+		    nbd->count, proto_cmd_name(nbd->type));
+		if (payload) {
+			c->cur = conn_request_new(c, nbd, false);
+			if (!c->cur) {
+				conn_close_socket(c);
+				return;
+			}
+			c->cur->nbd_err = NBD_ENOMEM;
+			c->discard_left = payload;
+			c->state = CS_TX_DISCARD;
+		} else {
+			conn_reply_error(c, nbd, NBD_ENOMEM);
+		}
+		return;
+	}
+	if (payload) {
+		c->cur = req;
+		c->cur_got = 0;
+		c->state = CS_TX_PAYLOAD;
+		return;
+	}
+	export_submit(c->exp, req);
+}
+
+/* --- the input state machine ------------------------------------------ */
+
+static void
+conn_enter_transmission(struct conn *c)
+{
+	c->exp = container_of(c->hs.chosen, struct export, hs);
+	c->view.size_bytes = c->exp->size_bytes;
+	c->view.tflags = c->exp->tflags;
+	c->view.structured = c->hs.structured;
+	c->state = CS_TX_HEADER;
+	log_info("%s: connected to export \"%s\"%s", c->peer, c->exp->name,
+	    c->hs.structured ? " (structured replies)" : "");
+}
+
+static void
+conn_handle_option(struct conn *c, const uint8_t *data)
+{
+	struct buf out;
+	enum hs_action act;
+
+	buf_init(&out);
+	act = hs_option(&c->hs, c->opt, data, c->optlen, &out);
+	if (conn_queue_buf(c, &out) < 0) {
+		log_warnx("%s: out of memory in the handshake", c->peer);
+		buf_free(&out);
+		conn_close_socket(c);
+		return;
+	}
+	buf_free(&out);
+	switch (act) {
+	case HS_CONTINUE:
+		c->state = CS_HS_OPT_HEADER;
+		break;
+	case HS_TRANSMISSION:
+		conn_enter_transmission(c);
+		break;
+	case HS_CLOSE:
+		conn_close_gracefully(c);
+		break;
+	}
+}
+
+static void
+conn_process(struct conn *c)
+{
+	while (!c->dead && !c->closing) {
+		size_t avail = c->rend - c->rstart;
+		uint8_t *p = c->rbuf + c->rstart;
+
+		switch (c->state) {
+		case CS_HS_CLIENT_FLAGS:
+			if (avail < 4)
+				return;
+			c->rstart += 4;
+			if (hs_client_flags(&c->hs, get_u32(p)) == HS_CLOSE) {
+				conn_close_socket(c);
+				return;
+			}
+			c->state = CS_HS_OPT_HEADER;
+			break;
+
+		case CS_HS_OPT_HEADER:
+			if (avail < 16)
+				return;
+			if (get_u64(p) != NBD_OPT_MAGIC) {
+				log_warnx("%s: bad option magic in the "
+				    "handshake; disconnecting", c->peer);
+				conn_close_socket(c);
+				return;
+			}
+			c->opt = get_u32(p + 8);
+			c->optlen = get_u32(p + 12);
+			c->rstart += 16;
+			if (c->optlen > HS_MAX_DISCARD_BYTES) {
+				log_warnx("%s: option %s with absurd length %u; "
+				    "disconnecting", c->peer,
+				    hs_option_name(c->opt), c->optlen);
+				conn_close_socket(c);
+				return;
+			}
+			if (c->optlen > HS_MAX_OPTION_BYTES) {
+				log_warnx("%s: option %s of %u bytes is too "
+				    "large; skipping it", c->peer,
+				    hs_option_name(c->opt), c->optlen);
+				c->discard_left = c->optlen;
+				c->state = CS_HS_OPT_DISCARD;
+			} else {
+				c->state = CS_HS_OPT_DATA;
+			}
+			break;
+
+		case CS_HS_OPT_DATA:
+			if (avail < c->optlen)
+				return;
+			c->rstart += c->optlen;
+			conn_handle_option(c, p);
+			break;
+
+		case CS_HS_OPT_DISCARD:
+		case CS_TX_DISCARD: {
+			size_t n = avail < c->discard_left ? avail :
+			    (size_t)c->discard_left;
+			c->rstart += n;
+			c->discard_left -= n;
+			if (c->discard_left > 0)
+				return;
+			if (c->state == CS_HS_OPT_DISCARD) {
+				struct buf out;
+				buf_init(&out);
+				hs_reply_error(&out, c->opt, NBD_REP_ERR_TOO_BIG,
+				    "option too large");
+				int r = conn_queue_buf(c, &out);
+				buf_free(&out);
+				if (r < 0) {
+					conn_close_socket(c);
+					return;
+				}
+				c->state = CS_HS_OPT_HEADER;
+			} else {
+				struct request *req = c->cur;
+				c->cur = NULL;
+				c->state = CS_TX_HEADER;
+				conn_reply(req);
+			}
+			break;
+		}
+
+		case CS_TX_HEADER: {
+			struct nbd_request nbd;
+			if (conn_over_limit(c)) {
+				conn_stop_reading(c);
+				c->paused = true;
+				return;
+			}
+			if (avail < NBD_REQUEST_SIZE)
+				return;
+			if (proto_decode_request(p, &nbd) < 0) {
+				log_warnx("%s: bad request magic 0x%08x; "
+				    "disconnecting", c->peer, get_u32(p));
+				conn_close_socket(c);
+				return;
+			}
+			c->rstart += NBD_REQUEST_SIZE;
+			conn_handle_request(c, &nbd);
+			break;
+		}
+
+		case CS_TX_PAYLOAD: {
+			struct request *req = c->cur;
+			uint32_t need = req->nbd.count - c->cur_got;
+			size_t n = avail < need ? avail : need;
+			memcpy((char *)req->data + c->cur_got, p, n);
+			c->rstart += n;
+			c->cur_got += (uint32_t)n;
+			if (c->cur_got < req->nbd.count)
+				return;
+			c->cur = NULL;
+			c->state = CS_TX_HEADER;
+			export_submit(c->exp, req);
+			break;
+		}
+
+		case CS_DONE:
+			return;
+		}
+	}
+}
+
+/* --- lifecycle --------------------------------------------------------- */
+
+static void
+conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = w->data;
+
+	conn_flush_out(c);
+	conn_maybe_finish(c);
+}
+
+/* Free C if it is closing and nothing is left in flight or queued. */
+static void
+conn_maybe_finish(struct conn *c)
+{
+	if (!c->closing || c->inflight > 0)
+		return;
+	if (c->cur) {
+		/* A request was being read when input ended. */
+		struct request *req = c->cur;
+		c->cur = NULL;
+		req->out.release(&req->out);
+		if (c->inflight > 0)
+			return;
+	}
+	if (!c->dead && c->out_head)
+		return;         /* replies still going out */
+
+	struct ioloop *io = c->io;
+	conn_close_socket(c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		io->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	io->n_conns--;
+	log_debug("%s: closed", c->peer);
+	hs_ctx_clear(&c->hs);
+	free(c->rbuf);
+	free(c);
+	ioloop_conn_gone(io);
+}
+
+static const struct hs_export *
+conn_hs_lookup(void *arg, const char *name)
+{
+	struct conn *c = arg;
+	struct export *e = daemon_find_export(c->io->d, name);
+	return e ? &e->hs : NULL;
+}
+
+static const struct hs_export *
+conn_hs_nth(void *arg, size_t i)
+{
+	struct conn *c = arg;
+	struct export *e = daemon_nth_export(c->io->d, i);
+	return e ? &e->hs : NULL;
+}
+
+void
+conn_start(struct ioloop *io, int fd, const char *peer)
+{
+	struct conn *c = calloc(1, sizeof *c);
+
+	if (c)
+		c->rbuf = malloc(CONN_RBUF_BYTES);
+	if (!c || !c->rbuf || io->draining) {
+		if (c && c->rbuf)
+			log_debug("%s: shutting down, refusing connection", peer);
+		else
+			log_warnx("%s: out of memory for a new connection", peer);
+		if (c)
+			free(c->rbuf);
+		free(c);
+		close(fd);
+		return;
+	}
+	c->io = io;
+	c->fd = fd;
+	snprintf(c->peer, sizeof c->peer, "%s", peer);
+	c->out_tail = &c->out_head;
+	c->hs.lookup = conn_hs_lookup;
+	c->hs.nth = conn_hs_nth;
+	c->hs.arg = c;
+	c->state = CS_HS_CLIENT_FLAGS;
+	ev_io_init(&c->rw, conn_read_cb, fd, EV_READ);
+	ev_io_init(&c->ww, conn_write_cb, fd, EV_WRITE);
+	c->rw.data = c->ww.data = c;
+
+	c->next = io->conns;
+	if (io->conns)
+		io->conns->prev = c;
+	io->conns = c;
+	io->n_conns++;
+	log_debug("%s: new connection on I/O thread %u", peer, io->index);
+
+	struct buf out;
+	buf_init(&out);
+	hs_greeting(&out);
+	int r = conn_queue_buf(c, &out);
+	buf_free(&out);
+	if (r < 0) {
+		conn_close_socket(c);
+		c->closing = true;
+		conn_maybe_finish(c);
+		return;
+	}
+	c->reading = true;
+	ev_io_start(io->loop, &c->rw);
+}
+
+void
+conn_drain(struct conn *c)
+{
+	if (c->state < CS_TX_HEADER) {
+		/* Still haggling: nothing to finish. */
+		conn_close_socket(c);
+	} else {
+		conn_close_gracefully(c);
+	}
+	conn_maybe_finish(c);
+}
+
+void
+conn_abort(struct conn *c)
+{
+	conn_close_socket(c);
+	conn_maybe_finish(c);
+}

@@ -1,0 +1,48 @@
+/*
+ * daemon.h - the daemon as a whole: configuration, listeners, I/O threads,
+ * exports and writeback devices.  Built and torn down by the main thread;
+ * after start-up the export and device tables are read-only, so I/O threads
+ * read them without a lock.
+ */
+#ifndef WBD_DAEMON_H
+#define WBD_DAEMON_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+struct export;
+struct ioloop;
+struct listener;
+struct wb_dev;
+
+struct daemon {
+	struct wbd_config cfg;
+	struct ev_loop *loop;           /* the main thread's: accept, signals */
+
+	struct ioloop **io;
+	unsigned n_io;
+	unsigned next_io;               /* round-robin for new connections */
+
+	struct listener *listeners;
+
+	struct export **exports;
+	size_t n_exports;
+	struct wb_dev **devs;
+	size_t n_devs;
+
+	ev_signal sig_term, sig_int, sig_hup;
+	bool stopping;
+	int exit_status;
+};
+
+/* Export lookup for the handshake ("" is the first export). */
+struct export *daemon_find_export(struct daemon *d, const char *name);
+struct export *daemon_nth_export(struct daemon *d, size_t i);
+
+/* Hand an accepted socket to the next I/O thread (main thread). */
+void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * export.h - an NBD export: a name, a backing device and the writeback
+ * device (with its worker pool) that serves it.
+ *
+ * Exports are created at start-up by the main thread and are read-only
+ * afterwards, so I/O threads use them without locks.
+ */
+#ifndef WBD_EXPORT_H
+#define WBD_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "config.h"
+#include "handshake.h"
+
+struct request;
+struct wb_dev;
+
+struct export {
+	char *name;
+	char *description;
+	struct backend *backend;
+	struct wb_dev *dev;
+	uint64_t size_bytes;
+	uint16_t tflags;
+	enum cache_mode cache_mode;
+	struct hs_export hs;            /* what the handshake shows */
+};
+
+struct export *export_new(const struct export_conf *ec, struct wb_dev *dev,
+    struct backend *b);
+void export_free(struct export *e);
+
+/*
+ * Carry out a validated request: its job runs on the export's device pool
+ * and completes on the connection's I/O thread.
+ */
+void export_submit(struct export *e, struct request *req);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * job.h - a unit of work handed between threads.
+ *
+ * A job is run on a worker thread (run) and then completed on the I/O
+ * thread that owns it (done), through that thread's mailbox.  A job with
+ * no owner is completed on the worker itself.  The job is embedded in the
+ * structure that needs the work done; no allocation happens here.
+ */
+#ifndef WBD_JOB_H
+#define WBD_JOB_H
+
+#include <stdint.h>
+
+struct ioloop;
+
+struct job {
+	struct job *next;
+	void (*run)(struct job *job);           /* on a worker; may be NULL */
+	void (*done)(struct job *job);          /* on OWNER's thread */
+	struct ioloop *owner;
+	uint64_t queued_ns;                     /* when it was submitted */
+};
+
+#endif

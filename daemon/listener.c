@@ -1,0 +1,292 @@
+/*
+ * listener.c - TCP and Unix listening sockets.
+ *
+ * Main thread only.  A Unix socket path that is already in use by a live
+ * server is never clobbered: binding fails with a clear message; a stale
+ * socket file (nobody accepts on it) is removed and replaced.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "listener.h"
+#include "log.h"
+
+#define LISTEN_BACKLOG          128
+#define ACCEPTS_PER_WAKEUP      32
+#define ACCEPT_PAUSE_S          0.5
+
+struct listener {
+	struct listener *next;
+	struct daemon *d;
+	int fd;
+	ev_io w;
+	ev_timer pause;                 /* out of descriptors: retry later */
+	char desc[128];
+	char *unix_path;                /* to unlink at exit */
+	unsigned long accepted;
+	bool is_tcp;
+};
+
+static void
+listener_pause_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct listener *l = t->data;
+	ev_io_start(loop, &l->w);
+}
+
+static void
+listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct listener *l = w->data;
+
+	for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof ss;
+		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sslen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK ||
+			    errno == EINTR || errno == ECONNABORTED)
+				return;
+			log_warn("%s: accept", l->desc);
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				ev_io_stop(loop, &l->w);
+				ev_timer_set(&l->pause, ACCEPT_PAUSE_S, 0);
+				ev_timer_start(loop, &l->pause);
+			}
+			return;
+		}
+
+		char peer[64];
+		l->accepted++;
+		if (l->is_tcp) {
+			int one = 1;
+			char host[INET6_ADDRSTRLEN] = "?";
+			unsigned port = 0;
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+			if (ss.ss_family == AF_INET) {
+				struct sockaddr_in *sin = (void *)&ss;
+				inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
+				port = ntohs(sin->sin_port);
+				snprintf(peer, sizeof peer, "%s:%u", host, port);
+			} else {
+				struct sockaddr_in6 *sin6 = (void *)&ss;
+				inet_ntop(AF_INET6, &sin6->sin6_addr, host,
+				    sizeof host);
+				port = ntohs(sin6->sin6_port);
+				snprintf(peer, sizeof peer, "[%s]:%u", host, port);
+			}
+		} else {
+			snprintf(peer, sizeof peer, "unix#%lu", l->accepted);
+		}
+		daemon_dispatch_conn(l->d, fd, peer);
+	}
+}
+
+static struct listener *
+listener_add(struct daemon *d, int fd, const char *desc, bool is_tcp)
+{
+	struct listener *l = calloc(1, sizeof *l);
+
+	if (!l) {
+		close(fd);
+		return NULL;
+	}
+	l->d = d;
+	l->fd = fd;
+	l->is_tcp = is_tcp;
+	snprintf(l->desc, sizeof l->desc, "%s", desc);
+	ev_io_init(&l->w, listener_accept_cb, fd, EV_READ);
+	l->w.data = l;
+	ev_timer_init(&l->pause, listener_pause_cb, ACCEPT_PAUSE_S, 0);
+	l->pause.data = l;
+	l->next = d->listeners;
+	d->listeners = l;
+	return l;
+}
+
+static int
+listener_open_tcp(struct daemon *d, const char *spec)
+{
+	char *host = NULL, *port = NULL;
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+	}, *res, *ai;
+	int n = 0, r;
+
+	if (config_parse_hostport(spec, &host, &port) < 0) {
+		log_warnx("listen %s: expected HOST:PORT or [V6ADDR]:PORT", spec);
+		return -1;
+	}
+	r = getaddrinfo(*host ? host : NULL, port, &hints, &res);
+	if (r != 0) {
+		log_warnx("listen %s: %s", spec, gai_strerror(r));
+		free(host);
+		free(port);
+		return -1;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family,
+		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+		int one = 1;
+		if (fd < 0) {
+			log_warn("listen %s: socket", spec);
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+			    sizeof one);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+		    listen(fd, LISTEN_BACKLOG) < 0) {
+			log_warn("listen %s", spec);
+			close(fd);
+			continue;
+		}
+		char desc[128];
+		snprintf(desc, sizeof desc, "tcp %s", spec);
+		if (listener_add(d, fd, desc, true))
+			n++;
+	}
+	freeaddrinfo(res);
+	free(host);
+	free(port);
+	if (n == 0) {
+		log_warnx("listen %s: could not bind any address", spec);
+		return -1;
+	}
+	log_info("listening on tcp %s", spec);
+	return 0;
+}
+
+/* Is a live server accepting on the Unix socket at PATH? */
+static bool
+unix_socket_is_live(const struct sockaddr_un *sun)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return true;    /* cannot tell: do not clobber */
+	live = connect(fd, (const struct sockaddr *)sun, sizeof *sun) == 0 ||
+	    (errno != ECONNREFUSED && errno != ENOENT);
+	close(fd);
+	return live;
+}
+
+static int
+listener_open_unix(struct daemon *d, const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (strlen(path) >= sizeof sun.sun_path) {
+		log_warnx("listen unix %s: path too long", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_warnx("listen unix %s: exists and is not a socket; "
+			    "not removing it", path);
+			return -1;
+		}
+		if (unix_socket_is_live(&sun)) {
+			log_warnx("listen unix %s: already in use by a running "
+			    "server", path);
+			return -1;
+		}
+		log_info("removing stale socket %s", path);
+		if (unlink(path) < 0 && errno != ENOENT) {
+			log_warn("listen unix %s: cannot remove stale socket",
+			    path);
+			return -1;
+		}
+	} else {
+		/* Create the socket's directory if only the last level is missing. */
+		char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash && slash != dir) {
+			*slash = '\0';
+			if (mkdir(dir, 0755) == 0)
+				log_info("created directory %s", dir);
+		}
+		free(dir);
+	}
+
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_warn("listen unix %s: socket", path);
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
+	    listen(fd, LISTEN_BACKLOG) < 0) {
+		log_warn("listen unix %s", path);
+		close(fd);
+		return -1;
+	}
+	char desc[128];
+	snprintf(desc, sizeof desc, "unix %s", path);
+	struct listener *l = listener_add(d, fd, desc, false);
+	if (!l || !(l->unix_path = strdup(path))) {
+		unlink(path);
+		return -1;
+	}
+	log_info("listening on unix %s", path);
+	return 0;
+}
+
+int
+listeners_open(struct daemon *d)
+{
+	for (size_t i = 0; i < d->cfg.n_listen_tcp; i++)
+		if (listener_open_tcp(d, d->cfg.listen_tcp[i]) < 0)
+			return -1;
+	for (size_t i = 0; i < d->cfg.n_listen_unix; i++)
+		if (listener_open_unix(d, d->cfg.listen_unix[i]) < 0)
+			return -1;
+	return 0;
+}
+
+void
+listeners_start(struct daemon *d)
+{
+	for (struct listener *l = d->listeners; l; l = l->next)
+		ev_io_start(d->loop, &l->w);
+}
+
+void
+listeners_close(struct daemon *d)
+{
+	struct listener *l = d->listeners;
+
+	d->listeners = NULL;
+	while (l) {
+		struct listener *next = l->next;
+		ev_io_stop(d->loop, &l->w);
+		ev_timer_stop(d->loop, &l->pause);
+		close(l->fd);
+		if (l->unix_path) {
+			if (unlink(l->unix_path) < 0 && errno != ENOENT)
+				log_warn("cannot remove %s", l->unix_path);
+			free(l->unix_path);
+		}
+		free(l);
+		l = next;
+	}
+}

@@ -1,0 +1,401 @@
+/*
+ * main.c - wbd's entry point: options, start-up, signals and shutdown.
+ *
+ * The main thread runs the default libev loop: listeners and signals.  It
+ * starts one I/O thread per CPU (or io_threads) and one worker pool per
+ * writeback device; see docs/architecture.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "config.h"
+#include "conn.h"
+#include "daemon.h"
+#include "export.h"
+#include "ioloop.h"
+#include "listener.h"
+#include "log.h"
+#include "nbd-proto.h"
+#include "size.h"
+#include "wbdev.h"
+
+#define POOL_GROW_DELAY_MS      100
+#define POOL_IDLE_TIMEOUT_MS    30000
+#define MAX_IO_THREADS          64
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"Usage: wbd [OPTION]...\n"
+"Serve NBD exports from a write-back memory cache.\n"
+"\n"
+"  -c, --config=FILE     configuration file (default " WBD_DEFAULT_CONFIG ")\n"
+"  -f, --foreground      stay in the foreground and log to stderr\n"
+"  -n, --check-config    check the configuration, print \"configuration OK\"\n"
+"                        or the error, and exit (0 if OK, 1 if not)\n"
+"  -v, --verbose         log more (repeat for debug detail)\n"
+"  -V, --version         print the version and exit\n"
+"  -h, --help            print this help and exit\n"
+"\n"
+"Signals: SIGTERM or SIGINT finish the requests in flight, flush every\n"
+"backing device and exit.\n"
+"\n"
+"Connect with, for example:\n"
+"  nbdinfo nbd://127.0.0.1:10809/EXPORT\n"
+"  nbdinfo 'nbd+unix:///EXPORT?socket=/run/wbd/nbd.sock'\n"
+"\n"
+"See wbd(8) and docs/ for the configuration file.\n");
+}
+
+struct export *
+daemon_find_export(struct daemon *d, const char *name)
+{
+	if (!*name)
+		return d->n_exports ? d->exports[0] : NULL;
+	for (size_t i = 0; i < d->n_exports; i++)
+		if (strcmp(d->exports[i]->name, name) == 0)
+			return d->exports[i];
+	return NULL;
+}
+
+struct export *
+daemon_nth_export(struct daemon *d, size_t i)
+{
+	return i < d->n_exports ? d->exports[i] : NULL;
+}
+
+/* Mailbox message carrying a new connection to an I/O thread. */
+struct new_conn {
+	struct job job;
+	int fd;
+	char peer[64];
+};
+
+static void
+new_conn_done(struct job *job)
+{
+	struct new_conn *nc = (struct new_conn *)job;
+
+	conn_start(job->owner, nc->fd, nc->peer);
+	free(nc);
+}
+
+void
+daemon_dispatch_conn(struct daemon *d, int fd, const char *peer)
+{
+	struct new_conn *nc = calloc(1, sizeof *nc);
+
+	if (!nc) {
+		log_warnx("%s: out of memory, dropping connection", peer);
+		close(fd);
+		return;
+	}
+	nc->fd = fd;
+	snprintf(nc->peer, sizeof nc->peer, "%s", peer);
+	nc->job.done = new_conn_done;
+	nc->job.owner = d->io[d->next_io++ % d->n_io];
+	ioloop_post(nc->job.owner, &nc->job);
+}
+
+static void
+pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
+{
+	pp->min_workers = cfg->writeback.min_workers;
+	pp->max_workers = cfg->writeback.max_workers;
+	pp->grow_delay_ms = POOL_GROW_DELAY_MS;
+	pp->idle_timeout_ms = POOL_IDLE_TIMEOUT_MS;
+}
+
+static struct wb_dev *
+daemon_get_dev(struct daemon *d, const struct backend *b)
+{
+	struct pool_params pp;
+
+	for (size_t i = 0; i < d->n_devs; i++)
+		if (d->devs[i]->id == b->dev)
+			return d->devs[i];
+	pool_params_from_config(&d->cfg, &pp);
+	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp);
+	if (!dev)
+		return NULL;
+	struct wb_dev **v = realloc(d->devs, (d->n_devs + 1) * sizeof *v);
+	if (!v) {
+		wb_dev_free(dev);
+		return NULL;
+	}
+	d->devs = v;
+	d->devs[d->n_devs++] = dev;
+	return dev;
+}
+
+/* Open the backing files (no threads yet). */
+static int
+daemon_open_backends(struct daemon *d, struct backend **backends)
+{
+	for (size_t i = 0; i < d->cfg.n_exports; i++) {
+		const struct export_conf *ec = &d->cfg.exports[i];
+		backends[i] = backend_file_open(ec->backing, ec->size_bytes,
+		    ec->readonly);
+		if (!backends[i]) {
+			log_warnx("%s:%d: export \"%s\": cannot open backing "
+			    "\"%s\"", d->cfg.path, ec->line, ec->name,
+			    ec->backing);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+daemon_create_exports(struct daemon *d, struct backend **backends)
+{
+	d->exports = calloc(d->cfg.n_exports, sizeof *d->exports);
+	if (!d->exports)
+		return -1;
+	for (size_t i = 0; i < d->cfg.n_exports; i++) {
+		const struct export_conf *ec = &d->cfg.exports[i];
+		struct wb_dev *dev = daemon_get_dev(d, backends[i]);
+		if (!dev)
+			return -1;
+		struct export *e = export_new(ec, dev, backends[i]);
+		if (!e)
+			return -1;
+		backends[i] = NULL;     /* owned by the export now */
+		d->exports[d->n_exports++] = e;
+		char sz[32];
+		log_info("export \"%s\": %s, %s, device %s%s", e->name,
+		    e->backend->description,
+		    size_human(e->size_bytes, sz, sizeof sz), dev->name,
+		    (e->tflags & NBD_FLAG_READ_ONLY) ? ", read-only" : "");
+	}
+	return 0;
+}
+
+static int
+daemon_start_io_threads(struct daemon *d)
+{
+	unsigned n = d->cfg.io_threads;
+	sigset_t all, old;
+
+	if (n == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		n = cpus > 0 ? (unsigned)cpus : 1;
+	}
+	if (n > MAX_IO_THREADS)
+		n = MAX_IO_THREADS;
+	d->io = calloc(n, sizeof *d->io);
+	if (!d->io)
+		return -1;
+
+	/* Threads inherit a full signal mask: signals go to the main loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int r = 0;
+	for (unsigned i = 0; i < n; i++) {
+		d->io[i] = ioloop_new(d, i);
+		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
+			ioloop_free(d->io[i]);
+			d->io[i] = NULL;
+			r = -1;
+			break;
+		}
+		d->n_io++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+static void
+daemon_stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct daemon *d = w->data;
+
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	log_info("received %s: finishing requests in flight, then flushing "
+	    "and exiting", strsignal(w->signum));
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void
+daemon_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	log_warnx("SIGHUP: configuration reload is not implemented yet; "
+	    "restart wbd to apply a new configuration");
+}
+
+/* Flush every backend; returns the number that failed. */
+static int
+daemon_flush_all(struct daemon *d)
+{
+	int failed = 0;
+
+	for (size_t i = 0; i < d->n_exports; i++) {
+		struct export *e = d->exports[i];
+		if (e->tflags & NBD_FLAG_READ_ONLY)
+			continue;
+		int r = e->backend->ops->flush(e->backend);
+		if (r < 0) {
+			errno = -r;
+			log_warn("export \"%s\": final flush of %s FAILED",
+			    e->name, e->backend->description);
+			failed++;
+		}
+	}
+	return failed;
+}
+
+static void
+daemon_free(struct daemon *d)
+{
+	for (unsigned i = 0; i < d->n_io; i++)
+		ioloop_free(d->io[i]);
+	free(d->io);
+	for (size_t i = 0; i < d->n_devs; i++)
+		wb_dev_free(d->devs[i]);
+	free(d->devs);
+	for (size_t i = 0; i < d->n_exports; i++)
+		export_free(d->exports[i]);
+	free(d->exports);
+	config_free(&d->cfg);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "check-config", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config_path = WBD_DEFAULT_CONFIG;
+	bool foreground = false, check_only = false;
+	int verbosity = 0, ch;
+	struct daemon dstate = { 0 }, *d = &dstate;
+	char err[1024];
+
+	while ((ch = getopt_long(argc, argv, "c:fnvVh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			config_path = optarg;
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case 'n':
+			check_only = true;
+			break;
+		case 'v':
+			verbosity++;
+			break;
+		case 'V':
+			printf("wbd %s\n", WBD_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'wbd --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "wbd: unexpected argument \"%s\"\n"
+		    "Try 'wbd --help' for more information.\n", argv[optind]);
+		return 2;
+	}
+
+	log_init("wbd", LOG_TO_STDERR, verbosity);
+	if (config_load(config_path, &d->cfg, err, sizeof err) < 0) {
+		fprintf(stderr, "wbd: %s\n", err);
+		return 1;
+	}
+	if (check_only) {
+		printf("configuration OK\n");
+		config_free(&d->cfg);
+		return 0;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	d->loop = ev_default_loop(EVFLAG_AUTO);
+	if (!d->loop)
+		fatalx("cannot initialise the event loop");
+
+	/* Everything that can fail on bad input, before detaching. */
+	struct backend **backends = calloc(d->cfg.n_exports, sizeof *backends);
+	if (!backends || daemon_open_backends(d, backends) < 0 ||
+	    listeners_open(d) < 0) {
+		listeners_close(d);
+		for (size_t i = 0; backends && i < d->cfg.n_exports; i++)
+			backend_close(backends[i]);
+		free(backends);
+		config_free(&d->cfg);
+		log_warnx("start-up failed");
+		return 1;
+	}
+	if (!foreground) {
+		if (daemon(0, 0) < 0)
+			fatalx("cannot detach: %s", strerror(errno));
+		log_init("wbd", LOG_TO_SYSLOG, verbosity);
+		ev_loop_fork(d->loop);
+	}
+
+	if (daemon_create_exports(d, backends) < 0 ||
+	    daemon_start_io_threads(d) < 0) {
+		log_warnx("start-up failed");
+		for (size_t i = 0; i < d->cfg.n_exports; i++)
+			backend_close(backends[i]);
+		free(backends);
+		listeners_close(d);
+		for (unsigned i = 0; i < d->n_io; i++) {
+			ioloop_drain(d->io[i]);
+			ioloop_join(d->io[i]);
+		}
+		daemon_free(d);
+		return 1;
+	}
+	free(backends);
+
+	ev_signal_init(&d->sig_term, daemon_stop_cb, SIGTERM);
+	ev_signal_init(&d->sig_int, daemon_stop_cb, SIGINT);
+	ev_signal_init(&d->sig_hup, daemon_hup_cb, SIGHUP);
+	d->sig_term.data = d->sig_int.data = d->sig_hup.data = d;
+	ev_signal_start(d->loop, &d->sig_term);
+	ev_signal_start(d->loop, &d->sig_int);
+	ev_signal_start(d->loop, &d->sig_hup);
+	listeners_start(d);
+	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
+	    "writeback device(s)", WBD_VERSION, d->n_exports, d->n_io,
+	    d->n_devs);
+
+	ev_run(d->loop, 0);
+
+	/* Shutdown: stop accepting, finish what is in flight, flush. */
+	listeners_close(d);
+	for (unsigned i = 0; i < d->n_io; i++)
+		ioloop_drain(d->io[i]);
+	for (unsigned i = 0; i < d->n_io; i++)
+		ioloop_join(d->io[i]);
+	int failed = daemon_flush_all(d);
+	if (failed)
+		log_warnx("shutdown: %d backing device(s) could not be flushed; "
+		    "data may not be durable", failed);
+	else
+		log_info("shutdown complete: all backing devices flushed");
+	daemon_free(d);
+	ev_loop_destroy(d->loop);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,236 @@
+/*
+ * pool.c - per-device worker threads.
+ *
+ * Locking: p->lock protects everything in struct pool below it; workers
+ * sleep on p->cond.  Jobs are run with no lock held.  A worker that finds
+ * the queue's oldest job has waited longer than grow_delay_ms while no one
+ * is idle starts another worker (up to max); a worker that has been idle for
+ * idle_timeout_ms exits while more than min_workers remain.  A pool never
+ * drops below one thread while work is queued.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ioloop.h"
+#include "log.h"
+#include "pool.h"
+
+struct pool {
+	char name[16];                  /* thread name, 15 chars + NUL */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;            /* work queued, or stopping */
+	pthread_cond_t exited;          /* a worker exited */
+	struct job *head, **tail;
+	unsigned queued;
+	unsigned threads, busy, idle;
+	unsigned spawned_total, reaped_total;
+	struct pool_params params;
+	bool stopping;
+};
+
+uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *pool_worker(void *arg);
+
+/* Start one more worker.  Called with p->lock held. */
+static int
+pool_spawn_locked(struct pool *p)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&t, &attr, pool_worker, p);
+	pthread_attr_destroy(&attr);
+	if (r != 0) {
+		errno = r;
+		log_warn("%s: cannot start a worker", p->name);
+		return -1;
+	}
+	pthread_setname_np(t, p->name);
+	p->threads++;
+	p->spawned_total++;
+	return 0;
+}
+
+/* Should the queue get another worker?  Called with p->lock held. */
+static bool
+pool_should_grow_locked(struct pool *p, uint64_t now)
+{
+	if (p->threads >= p->params.max_workers || p->idle > 0 || !p->head)
+		return false;
+	if (p->threads == 0)
+		return true;
+	return now - p->head->queued_ns >=
+	    (uint64_t)p->params.grow_delay_ms * 1000000u;
+}
+
+static void *
+pool_worker(void *arg)
+{
+	struct pool *p = arg;
+	uint64_t idle_since = now_ns();
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		if (!p->head) {
+			if (p->stopping)
+				break;
+			uint64_t now = now_ns();
+			uint64_t idle_ns = (uint64_t)p->params.idle_timeout_ms *
+			    1000000u;
+			if (p->threads > p->params.min_workers &&
+			    now - idle_since >= idle_ns) {
+				p->reaped_total++;
+				break;
+			}
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			uint64_t wait_ns = p->threads > p->params.min_workers ?
+			    idle_ns - (now - idle_since) : 1000000000u;
+			until.tv_sec += wait_ns / 1000000000u;
+			until.tv_nsec += wait_ns % 1000000000u;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			p->idle++;
+			pthread_cond_timedwait(&p->cond, &p->lock, &until);
+			p->idle--;
+			continue;
+		}
+
+		struct job *job = p->head;
+		p->head = job->next;
+		if (!p->head)
+			p->tail = &p->head;
+		p->queued--;
+		job->next = NULL;
+
+		/* Work still waiting behind this one on busy workers? */
+		if (pool_should_grow_locked(p, now_ns()))
+			pool_spawn_locked(p);
+
+		p->busy++;
+		pthread_mutex_unlock(&p->lock);
+
+		if (job->run)
+			job->run(job);
+		if (job->owner)
+			ioloop_post(job->owner, job);
+		else if (job->done)
+			job->done(job);
+
+		pthread_mutex_lock(&p->lock);
+		p->busy--;
+		idle_since = now_ns();
+	}
+	p->threads--;
+	pthread_cond_broadcast(&p->exited);
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+struct pool *
+pool_new(const char *name, const struct pool_params *params)
+{
+	struct pool *p = calloc(1, sizeof *p);
+
+	if (!p)
+		return NULL;
+	strncpy(p->name, name, sizeof p->name - 1);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	pthread_cond_init(&p->exited, NULL);
+	p->tail = &p->head;
+	p->params = *params;
+	if (p->params.min_workers < 1)
+		p->params.min_workers = 1;
+	if (p->params.max_workers < p->params.min_workers)
+		p->params.max_workers = p->params.min_workers;
+
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < p->params.min_workers; i++)
+		if (pool_spawn_locked(p) < 0)
+			break;
+	unsigned n = p->threads;
+	pthread_mutex_unlock(&p->lock);
+	if (n == 0) {
+		pool_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void
+pool_submit(struct pool *p, struct job *job)
+{
+	uint64_t now = now_ns();
+
+	job->next = NULL;
+	job->queued_ns = now;
+	pthread_mutex_lock(&p->lock);
+	*p->tail = job;
+	p->tail = &job->next;
+	p->queued++;
+	if (p->idle > 0)
+		pthread_cond_signal(&p->cond);
+	else if (pool_should_grow_locked(p, now))
+		pool_spawn_locked(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+pool_set_params(struct pool *p, const struct pool_params *params)
+{
+	pthread_mutex_lock(&p->lock);
+	p->params = *params;
+	while (p->threads < p->params.min_workers)
+		if (pool_spawn_locked(p) < 0)
+			break;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+pool_get_stats(struct pool *p, struct pool_stats *st)
+{
+	pthread_mutex_lock(&p->lock);
+	st->threads = p->threads;
+	st->busy = p->busy;
+	st->queued = p->queued;
+	st->spawned_total = p->spawned_total;
+	st->reaped_total = p->reaped_total;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+pool_free(struct pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	if (p->head && p->threads == 0)
+		pool_spawn_locked(p);
+	pthread_cond_broadcast(&p->cond);
+	while (p->threads > 0)
+		pthread_cond_wait(&p->exited, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	pthread_cond_destroy(&p->exited);
+	free(p);
+}

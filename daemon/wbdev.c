@@ -1,0 +1,39 @@
+/*
+ * wbdev.c - writeback devices and their worker pools.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "wbdev.h"
+
+struct wb_dev *
+wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
+{
+	struct wb_dev *dev = calloc(1, sizeof *dev);
+	char thread_name[32];
+
+	if (!dev)
+		return NULL;
+	dev->id = id;
+	snprintf(dev->name, sizeof dev->name, "%s", name);
+	snprintf(thread_name, sizeof thread_name, "flush-%s", name);
+	dev->pool = pool_new(thread_name, params);
+	if (!dev->pool) {
+		free(dev);
+		return NULL;
+	}
+	log_debug("writeback device %s: %u..%u workers", name,
+	    params->min_workers, params->max_workers);
+	return dev;
+}
+
+void
+wb_dev_free(struct wb_dev *dev)
+{
+	if (!dev)
+		return;
+	pool_free(dev->pool);
+	free(dev);
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# install-deps.sh - install what wbd needs to build and test on Debian 12.
+#
+# Runs apt-get update and apt-get install as root (through sudo when run as
+# another user).  Does nothing, quickly, when every package is already
+# installed.  Set WBD_SKIP_DEPS=1 to skip this step entirely.
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	meson ninja-build pkg-config gcc
+	libev-dev libconfig-dev libnbd-dev libcmocka-dev libjansson-dev libsystemd-dev
+	# tests: real NBD clients and servers
+	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
+	# tests and scripts
+	jq tmux procps util-linux
+)
+
+if [[ -n ${WBD_SKIP_DEPS:-} ]]; then
+	echo "install-deps: WBD_SKIP_DEPS is set, not installing anything"
+	exit 0
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[[ $status == installed ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+	echo "install-deps: all ${#PACKAGES[@]} packages are installed"
+	exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: apt-get not found; install these by hand: ${missing[*]}" >&2
+	exit 1
+fi
+
+SUDO=()
+if ((EUID != 0)); then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO=(sudo)
+	else
+		echo "install-deps: not root and no sudo; install these as root: ${missing[*]}" >&2
+		exit 1
+	fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,291 @@
+# lib.sh - shared helpers for wbd's integration tests.  Sourced, not run.
+#
+# Every test is one bash script named after the behaviour it checks.  It
+# sources this file, which makes a temporary directory ($T), picks a free TCP
+# port ($PORT) and a Unix socket path ($SOCK), and installs an EXIT trap that
+# stops every process the test started (SIGTERM, then SIGKILL), fails the test
+# if a daemon log holds a sanitizer report, and removes $T.
+#
+# Exit codes follow meson/automake: 0 pass, 1 fail, 77 skip.
+#
+# Environment: WBD (path of the daemon, set by meson), SRCDIR (this
+# directory), KEEP_TMP=1 to keep $T for a post-mortem.
+
+set -euo pipefail
+
+TEST_NAME=$(basename "$0" .sh)
+: "${WBD:?WBD must name the wbd binary (meson sets it)}"
+: "${SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/wbd-it.XXXXXX")
+CONF=$T/wbd.conf
+LOG=$T/wbd.log
+SOCK=$T/nbd.sock
+PORT=
+WBD_PID=
+_PIDS=()          # every background process started through this library
+_LOGS=()          # every daemon log, scanned for sanitizer reports at exit
+_EXPORTS=()       # config lines built by add_export
+
+log() { printf '%s: %s\n' "$TEST_NAME" "$*" >&2; }
+
+# fail MESSAGE: print it with the daemon's log and exit 1.
+fail() {
+	printf 'FAIL: %s: %s\n' "$TEST_NAME" "$*" >&2
+	_show_logs
+	exit 1
+}
+
+# skip REASON: exit 77 (meson reports SKIP).
+skip() {
+	printf 'SKIP: %s: %s\n' "$TEST_NAME" "$*" >&2
+	exit 77
+}
+
+# need PROGRAM...: skip unless each program is installed.
+need() {
+	local p
+	for p in "$@"; do
+		command -v "$p" >/dev/null 2>&1 || skip "$p is not installed"
+	done
+}
+
+_show_logs() {
+	[[ -n ${_LOGS_SHOWN:-} ]] && return 0
+	_LOGS_SHOWN=1
+	local l
+	for l in "${_LOGS[@]}"; do
+		[[ -s $l ]] || continue
+		printf -- '--- %s (last 60 lines) ---\n' "$l" >&2
+		tail -n 60 "$l" >&2
+	done
+}
+
+trap 'printf "FAIL: %s: line %s: command failed (status %s): %s\n" \
+	"$TEST_NAME" "$LINENO" "$?" "$BASH_COMMAND" >&2' ERR
+
+# A PYTHON that can import libnbd's bindings (python3-libnbd installs into the
+# system interpreter, which a pyenv or venv python3 on PATH cannot see).
+PYTHON=
+for _p in python3 /usr/bin/python3; do
+	if command -v "$_p" >/dev/null 2>&1 &&
+	   "$_p" -c 'import nbd' >/dev/null 2>&1; then
+		PYTHON=$_p
+		break
+	fi
+done
+unset _p
+
+need_python_nbd() {
+	[[ -n $PYTHON ]] || skip "python3 bindings of libnbd (python3-libnbd) not found"
+}
+
+# proc_alive PID: true while PID runs (a zombie counts as dead).
+proc_alive() {
+	local state
+	[[ -r /proc/$1/stat ]] || return 1
+	state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[[ -n $state && $state != Z && $state != X ]]
+}
+
+# wait_exit PID SECONDS: wait up to SECONDS for PID (a child of this shell) to
+# exit; sets EXIT_STATUS and returns 0, or returns 1 if it is still running.
+EXIT_STATUS=
+wait_exit() {
+	local pid=$1 limit=$(( $2 * 10 )) i=0
+	while proc_alive "$pid"; do
+		(( i++ < limit )) || return 1
+		sleep 0.1
+	done
+	EXIT_STATUS=0
+	wait "$pid" || EXIT_STATUS=$?
+	return 0
+}
+
+# free_port: print a TCP port on 127.0.0.1 that nobody listens on right now.
+free_port() {
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# add_export NAME SIZE rw|ro [DESCRIPTION [BACKING]]: add an export to the
+# next write_config.  The backing file defaults to $T/NAME.img.
+add_export() {
+	local name=$1 size=$2 mode=$3 desc=${4:-} backing=${5:-$T/$1.img} ro=false line
+	[[ $mode == ro ]] && ro=true
+	line="  { name = \"$name\"; "
+	[[ -n $desc ]] && line+="description = \"$desc\"; "
+	line+="backing = \"$backing\"; size = \"$size\"; readonly = $ro; }"
+	_EXPORTS+=("$line")
+}
+
+# write_config [FILE [SOCKET [PORT]]]: write a config with the exports added so
+# far (default file $CONF, socket $SOCK, port $PORT, picked if empty).
+write_config() {
+	local file=${1:-$CONF} sock=${2:-$SOCK} port=${3:-} i
+	if [[ -z $port ]]; then
+		[[ -n $PORT ]] || PORT=$(free_port)
+		port=$PORT
+	fi
+	((${#_EXPORTS[@]} > 0)) || fail "write_config: no exports (use add_export)"
+	{
+		echo "# written by $TEST_NAME"
+		echo "listen = { tcp = [ \"127.0.0.1:$port\" ]; unix = [ \"$sock\" ]; };"
+		echo "cache = { size = \"64M\"; page_size = \"4K\"; };"
+		echo "exports = ("
+		for i in "${!_EXPORTS[@]}"; do
+			if (( i + 1 < ${#_EXPORTS[@]} )); then
+				echo "${_EXPORTS[$i]},"
+			else
+				echo "${_EXPORTS[$i]}"
+			fi
+		done
+		echo ");"
+	} >"$file"
+}
+
+# uri_unix [EXPORT [SOCKET]] / uri_tcp [EXPORT [PORT]]: NBD URIs of an export.
+uri_unix() { printf 'nbd+unix:///%s?socket=%s' "${1:-disk0}" "${2:-$SOCK}"; }
+uri_tcp() { printf 'nbd://127.0.0.1:%s/%s' "${2:-$PORT}" "${1:-disk0}"; }
+
+# can_connect SOCKET PORT: true if both listeners accept a connection.
+can_connect() {
+	python3 - "$1" "$2" <<'EOF'
+import socket, sys
+try:
+    if sys.argv[1]:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(1)
+        s.connect(sys.argv[1])
+        s.close()
+    if sys.argv[2]:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=1)
+        s.close()
+except OSError:
+    sys.exit(1)
+EOF
+}
+
+# spawn_wbd CONF LOG [ARGS...]: start "$WBD -f -c CONF ARGS" in the
+# background, its stdout and stderr to LOG; sets SPAWNED_PID.
+SPAWNED_PID=
+spawn_wbd() {
+	local conf=$1 logf=$2
+	shift 2
+	_LOGS+=("$logf")
+	"$WBD" -f -c "$conf" "$@" >>"$logf" 2>&1 &
+	SPAWNED_PID=$!
+	_PIDS+=("$SPAWNED_PID")
+}
+
+# wait_ready PID SOCKET PORT LOG: wait (bounded) until the daemon accepts on
+# both listeners; fail with its log if it exits or takes too long.
+wait_ready() {
+	_wait_ready "$@" && return 0
+	case $? in
+	2) fail "wbd exited during start-up (status $EXIT_STATUS); see $4" ;;
+	*) fail "wbd did not accept connections within 30 s" ;;
+	esac
+}
+
+# _wait_ready: 0 ready, 2 the daemon exited (EXIT_STATUS set), 3 timed out.
+_wait_ready() {
+	local pid=$1 sock=$2 port=$3 i
+	for ((i = 0; i < 300; i++)); do
+		if ! proc_alive "$pid"; then
+			EXIT_STATUS=0
+			wait "$pid" || EXIT_STATUS=$?
+			return 2
+		fi
+		if [[ -S $sock ]] && can_connect "$sock" "$port"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 3
+}
+
+# start_wbd [ARGS...]: write_config if $CONF does not exist yet, start the
+# daemon on it and wait until it serves; sets WBD_PID.  A port taken between
+# free_port and bind is retried with another port.
+start_wbd() {
+	local attempt rc
+	[[ -f $CONF ]] || write_config
+	for attempt in 1 2 3; do
+		spawn_wbd "$CONF" "$LOG" "$@"
+		WBD_PID=$SPAWNED_PID
+		rc=0
+		_wait_ready "$WBD_PID" "$SOCK" "$PORT" || rc=$?
+		case $rc in
+		0) return 0 ;;
+		2) if ((attempt < 3)) && grep -qi 'address already in use' "$LOG"; then
+			log "port $PORT was taken, retrying with another"
+			PORT=$(free_port)
+			write_config
+			continue
+		   fi
+		   fail "wbd exited during start-up (status $EXIT_STATUS)" ;;
+		*) fail "wbd did not accept connections within 30 s" ;;
+		esac
+	done
+}
+
+# stop_wbd [PID [SIGNAL [SECONDS]]]: signal the daemon (default SIGTERM) and
+# wait for it to exit; sets EXIT_STATUS, fails if it does not exit in time.
+stop_wbd() {
+	local pid=${1:-$WBD_PID} sig=${2:-TERM} secs=${3:-20}
+	kill -s "$sig" "$pid" 2>/dev/null || true
+	wait_exit "$pid" "$secs" ||
+		fail "wbd (pid $pid) still running ${secs}s after SIG$sig"
+}
+
+# assert_alive [PID]: the daemon is still running.
+assert_alive() {
+	proc_alive "${1:-$WBD_PID}" || fail "wbd (pid ${1:-$WBD_PID}) is no longer running"
+}
+
+# Sanitizer reports (ASan, LSan, UBSan) in any daemon log fail the test.
+SANITIZER_RE='ERROR: (Address|Leak|Memory|Thread)Sanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer'
+
+check_logs_clean() {
+	local l
+	for l in "${_LOGS[@]}"; do
+		if [[ -f $l ]] && grep -Eq "$SANITIZER_RE" "$l"; then
+			printf 'FAIL: %s: sanitizer report in %s:\n' "$TEST_NAME" "$l" >&2
+			cat "$l" >&2
+			return 1
+		fi
+	done
+	return 0
+}
+
+_cleanup() {
+	local rc=$? pid
+	trap - ERR
+	set +e
+	for pid in "${_PIDS[@]}"; do
+		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${_PIDS[@]}"; do
+		if ! wait_exit "$pid" 20; then
+			printf '%s: pid %s ignored SIGTERM for 20 s; killing it\n' \
+				"$TEST_NAME" "$pid" >&2
+			kill -KILL "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			((rc == 0)) && rc=1
+		fi
+	done
+	check_logs_clean || rc=1
+	if ((rc != 0 && rc != 77)); then
+		_show_logs
+	fi
+	if [[ -n ${KEEP_TMP:-} ]]; then
+		printf '%s: kept %s\n' "$TEST_NAME" "$T" >&2
+	else
+		rm -rf "$T"
+	fi
+	exit "$rc"
+}
+trap _cleanup EXIT

@@ -1,0 +1,408 @@
+/*
+ * test-handshake.c - the option parser: every option wbd knows, the errors
+ * the protocol prescribes for malformed ones, and unknown options.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "buf.h"
+#include "handshake.h"
+#include "nbd-proto.h"
+
+static const struct hs_export exports[] = {
+	{ .name = "disk0", .description = "scratch disk", .size_bytes = 1 << 20,
+	  .tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH,
+	  .max_block_bytes = 32 << 20 },
+	{ .name = "ro", .description = NULL, .size_bytes = 4096,
+	  .tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_READ_ONLY,
+	  .max_block_bytes = 32 << 20 },
+};
+
+static const struct hs_export *
+lookup(void *arg, const char *name)
+{
+	if (!*name)
+		return &exports[0];
+	for (size_t i = 0; i < 2; i++)
+		if (strcmp(exports[i].name, name) == 0)
+			return &exports[i];
+	return NULL;
+}
+
+static const struct hs_export *
+nth(void *arg, size_t i)
+{
+	return i < 2 ? &exports[i] : NULL;
+}
+
+struct fixture {
+	struct hs_ctx hs;
+	struct buf out;
+	size_t pos;             /* parse position in out */
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof *f);
+	f->hs.lookup = lookup;
+	f->hs.nth = nth;
+	buf_init(&f->out);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	hs_ctx_clear(&f->hs);
+	buf_free(&f->out);
+	free(f);
+	return 0;
+}
+
+/* Read the next option reply; returns its type, data in *DATA. */
+static uint32_t
+next_reply(struct fixture *f, uint32_t want_opt, const uint8_t **data,
+    uint32_t *len)
+{
+	assert_true(f->out.len >= f->pos + 20);
+	const uint8_t *p = f->out.data + f->pos;
+	assert_true(get_u64(p) == NBD_REP_MAGIC);
+	assert_int_equal(get_u32(p + 8), want_opt);
+	uint32_t type = get_u32(p + 12);
+	*len = get_u32(p + 16);
+	assert_true(f->out.len >= f->pos + 20 + *len);
+	*data = p + 20;
+	f->pos += 20 + *len;
+	return type;
+}
+
+static void
+assert_all_read(struct fixture *f)
+{
+	assert_int_equal(f->pos, f->out.len);
+}
+
+/* Build an INFO/GO payload. */
+static size_t
+info_payload(uint8_t *p, const char *name, const uint16_t *reqs, uint16_t n)
+{
+	size_t nl = strlen(name);
+	put_u32(p, (uint32_t)nl);
+	memcpy(p + 4, name, nl);
+	put_u16(p + 4 + nl, n);
+	for (uint16_t i = 0; i < n; i++)
+		put_u16(p + 6 + nl + 2 * i, reqs[i]);
+	return 6 + nl + 2u * n;
+}
+
+static void
+test_greeting(void **state)
+{
+	struct fixture *f = *state;
+	hs_greeting(&f->out);
+	assert_int_equal(f->out.len, 18);
+	assert_true(get_u64(f->out.data) == NBD_MAGIC);
+	assert_true(get_u64(f->out.data + 8) == NBD_OPT_MAGIC);
+	assert_int_equal(get_u16(f->out.data + 16),
+	    NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
+}
+
+static void
+test_client_flags(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(hs_client_flags(&f->hs, NBD_FLAG_C_FIXED_NEWSTYLE |
+	    NBD_FLAG_C_NO_ZEROES), HS_CONTINUE);
+	assert_true(f->hs.no_zeroes);
+	assert_int_equal(hs_client_flags(&f->hs, 1u << 7), HS_CLOSE);
+}
+
+static void
+test_go_known_export(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t p[64];
+	uint16_t reqs[] = { NBD_INFO_NAME, NBD_INFO_DESCRIPTION,
+	    NBD_INFO_BLOCK_SIZE };
+	size_t n = info_payload(p, "disk0", reqs, 3);
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_ptr_equal(f->hs.chosen, &exports[0]);
+
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+	assert_int_equal(len, 12);
+	assert_int_equal(get_u16(d), NBD_INFO_EXPORT);
+	assert_true(get_u64(d + 2) == 1 << 20);
+	assert_int_equal(get_u16(d + 10), exports[0].tflags);
+
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+	assert_int_equal(get_u16(d), NBD_INFO_NAME);
+	assert_memory_equal(d + 2, "disk0", 5);
+
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+	assert_int_equal(get_u16(d), NBD_INFO_DESCRIPTION);
+	assert_int_equal(len, 2 + strlen("scratch disk"));
+
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+	assert_int_equal(len, 14);
+	assert_int_equal(get_u16(d), NBD_INFO_BLOCK_SIZE);
+	assert_int_equal(get_u32(d + 2), 1);
+	assert_int_equal(get_u32(d + 6), 4096);
+	assert_int_equal(get_u32(d + 10), 32 << 20);
+
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_ACK);
+	assert_all_read(f);
+}
+
+static void
+test_info_does_not_enter_transmission(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t p[64];
+	size_t n = info_payload(p, "ro", NULL, 0);
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_INFO, p, (uint32_t)n,
+	    &f->out), HS_CONTINUE);
+	assert_null(f->hs.chosen);
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len), NBD_REP_INFO);
+	assert_int_equal(get_u16(d + 10), exports[1].tflags);
+	/* Block size is sent unasked; no description for "ro". */
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len), NBD_REP_INFO);
+	assert_int_equal(get_u16(d), NBD_INFO_BLOCK_SIZE);
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len), NBD_REP_ACK);
+	assert_all_read(f);
+}
+
+static void
+test_default_export(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t p[16];
+	size_t n = info_payload(p, "", NULL, 0);
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_ptr_equal(f->hs.chosen, &exports[0]);
+}
+
+static void
+test_go_unknown_export(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t p[64];
+	size_t n = info_payload(p, "nope", NULL, 0);
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len),
+	    NBD_REP_ERR_UNKNOWN);
+	assert_true(len > 0);   /* carries a message */
+	assert_all_read(f);
+}
+
+static void
+test_go_malformed(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t p[64];
+	const uint8_t *d;
+	uint32_t len;
+
+	/* Too short to hold a name length and request count. */
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, 3, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len),
+	    NBD_REP_ERR_INVALID);
+
+	/* Name length larger than the option. */
+	size_t n = info_payload(p, "disk0", NULL, 0);
+	put_u32(p, 1000);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len),
+	    NBD_REP_ERR_INVALID);
+
+	/* Request count that does not match the length. */
+	n = info_payload(p, "disk0", NULL, 0);
+	put_u16(p + 4 + 5, 3);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_INFO, p, (uint32_t)n,
+	    &f->out), HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len),
+	    NBD_REP_ERR_INVALID);
+
+	/* A NUL inside the name. */
+	n = info_payload(p, "disk0", NULL, 0);
+	p[5] = '\0';
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len),
+	    NBD_REP_ERR_INVALID);
+	assert_null(f->hs.chosen);
+	assert_all_read(f);
+}
+
+static void
+test_go_name_too_long(void **state)
+{
+	struct fixture *f = *state;
+	size_t nl = HS_MAX_NAME_BYTES + 1;
+	uint8_t *p = calloc(1, nl + 6);
+	const uint8_t *d;
+	uint32_t len;
+
+	memset(p + 4, 'a', nl);
+	put_u32(p, (uint32_t)nl);
+	put_u16(p + 4 + nl, 0);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)(nl + 6),
+	    &f->out), HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len),
+	    NBD_REP_ERR_TOO_BIG);
+	free(p);
+}
+
+static void
+test_export_name(void **state)
+{
+	struct fixture *f = *state;
+
+	f->hs.no_zeroes = false;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+	    (const uint8_t *)"ro", 2, &f->out), HS_TRANSMISSION);
+	assert_int_equal(f->out.len, 8 + 2 + 124);
+	assert_true(get_u64(f->out.data) == 4096);
+	assert_int_equal(get_u16(f->out.data + 8), exports[1].tflags);
+}
+
+static void
+test_export_name_no_zeroes(void **state)
+{
+	struct fixture *f = *state;
+
+	f->hs.no_zeroes = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+	    (const uint8_t *)"disk0", 5, &f->out), HS_TRANSMISSION);
+	assert_int_equal(f->out.len, 10);
+}
+
+static void
+test_export_name_unknown_closes(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+	    (const uint8_t *)"zzz", 3, &f->out), HS_CLOSE);
+	assert_int_equal(f->out.len, 0);
+}
+
+static void
+test_list(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_SERVER);
+	assert_int_equal(get_u32(d), 5);
+	assert_memory_equal(d + 4, "disk0", 5);
+	assert_memory_equal(d + 9, "scratch disk", len - 9);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_SERVER);
+	assert_int_equal(len, 4 + 2);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_ACK);
+	assert_all_read(f);
+
+	/* LIST with data is invalid. */
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST, (const uint8_t *)"x",
+	    1, &f->out), HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len),
+	    NBD_REP_ERR_INVALID);
+}
+
+static void
+test_structured_reply(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0,
+	    &f->out), HS_CONTINUE);
+	assert_true(f->hs.structured);
+	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
+	    NBD_REP_ACK);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY,
+	    (const uint8_t *)"x", 1, &f->out), HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
+	    NBD_REP_ERR_INVALID);
+}
+
+static void
+test_abort(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_ABORT, NULL, 0, &f->out),
+	    HS_CLOSE);
+	assert_int_equal(next_reply(f, NBD_OPT_ABORT, &d, &len), NBD_REP_ACK);
+}
+
+static void
+test_unsupported_options(void **state)
+{
+	struct fixture *f = *state;
+	const uint32_t opts[] = { NBD_OPT_STARTTLS, NBD_OPT_PEEK_EXPORT,
+	    NBD_OPT_LIST_META_CONTEXT, NBD_OPT_SET_META_CONTEXT,
+	    NBD_OPT_EXTENDED_HEADERS, 12345, 0xffffffffu };
+	const uint8_t *d;
+	uint32_t len;
+
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		assert_int_equal(hs_option(&f->hs, opts[i],
+		    (const uint8_t *)"abc", 3, &f->out), HS_CONTINUE);
+		assert_int_equal(next_reply(f, opts[i], &d, &len),
+		    NBD_REP_ERR_UNSUP);
+	}
+	assert_all_read(f);
+}
+
+int
+main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_greeting),
+		T(test_client_flags),
+		T(test_go_known_export),
+		T(test_info_does_not_enter_transmission),
+		T(test_default_export),
+		T(test_go_unknown_export),
+		T(test_go_malformed),
+		T(test_go_name_too_long),
+		T(test_export_name),
+		T(test_export_name_no_zeroes),
+		T(test_export_name_unknown_closes),
+		T(test_list),
+		T(test_structured_reply),
+		T(test_abort),
+		T(test_unsupported_options),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
