@@ -39,7 +39,7 @@ log_get_verbosity(void)
 	return __atomic_load_n(&log_verbosity, __ATOMIC_RELAXED);
 }
 
-static void
+static void __attribute__((format(printf, 2, 0)))
 log_vemit(int prio, const char *fmt, va_list ap, int errnum)
 {
 	char msg[1024];

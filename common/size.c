@@ -90,6 +90,11 @@ size_human(uint64_t n, char *buf, size_t len)
 		v /= 1024;
 		i++;
 	}
+	/* Else 1048575 would print as "1024.0 KiB". */
+	if (i > 0 && i < 6 && v >= 1023.95) {
+		v /= 1024;
+		i++;
+	}
 	if (i == 0)
 		snprintf(buf, len, "%llu B", (unsigned long long)n);
 	else

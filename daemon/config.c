@@ -133,6 +133,7 @@ static const char *
 cfg_repr(const config_setting_t *s, char *buf, size_t len)
 {
 	const char *str;
+	int n;
 
 	switch (config_setting_type(s)) {
 	case CONFIG_TYPE_INT:
@@ -142,7 +143,10 @@ cfg_repr(const config_setting_t *s, char *buf, size_t len)
 		snprintf(buf, len, "%lld", config_setting_get_int64(s));
 		break;
 	case CONFIG_TYPE_FLOAT:
-		snprintf(buf, len, "%g", config_setting_get_float(s));
+		/* Keep "1e3" from reading as the integer 1000. */
+		n = snprintf(buf, len, "%g", config_setting_get_float(s));
+		if (n > 0 && (size_t)n + 2 < len && strpbrk(buf, ".en") == NULL)
+			strcat(buf, ".0");
 		break;
 	case CONFIG_TYPE_BOOL:
 		snprintf(buf, len, "%s",
@@ -847,7 +851,7 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 			return -1;
 		}
 		ram = (uint64_t)pages * (uint64_t)pagesz;
-		v = ram / 100 * cc->size_pct;
+		v = ram / 100 * cc->size_pct + ram % 100 * cc->size_pct / 100;
 		v -= v % cc->page_size;
 	}
 	if (r == 1)

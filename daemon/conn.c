@@ -35,6 +35,8 @@
 #define CONN_DIRECT_READ_BYTES  (64u << 10)
 #define CONN_MAX_IOV            64
 #define CONN_LOG_BAD_REQUESTS   10
+/* A client must finish the handshake within this time. */
+#define CONN_HANDSHAKE_TIMEOUT_S 30.0
 
 enum conn_state {
 	CS_HS_CLIENT_FLAGS,     /* waiting for the client's 32-bit flags */
@@ -53,6 +55,7 @@ struct conn {
 	int fd;
 	char peer[64];
 	ev_io rw, ww;
+	ev_timer hs_timer;              /* handshake deadline */
 	enum conn_state state;
 	bool reading;                   /* rw is started */
 	bool paused;                    /* stopped by back-pressure */
@@ -135,6 +138,7 @@ conn_close_socket(struct conn *c)
 		return;
 	ev_io_stop(c->io->loop, &c->rw);
 	ev_io_stop(c->io->loop, &c->ww);
+	ev_timer_stop(c->io->loop, &c->hs_timer);
 	c->reading = false;
 	close(c->fd);
 	c->fd = -1;
@@ -513,6 +517,7 @@ conn_enter_transmission(struct conn *c)
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
 	c->state = CS_TX_HEADER;
+	ev_timer_stop(c->io->loop, &c->hs_timer);
 	log_info("%s: connected to export \"%s\"%s", c->peer, c->exp->name,
 	    c->hs.structured ? " (structured replies)" : "");
 }
@@ -712,7 +717,19 @@ conn_maybe_finish(struct conn *c)
 	hs_ctx_clear(&c->hs);
 	free(c->rbuf);
 	free(c);
+	daemon_conn_closed(io->d);
 	ioloop_conn_gone(io);
+}
+
+static void
+conn_hs_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn *c = w->data;
+
+	log_warnx("%s: handshake not finished within %.0f s; disconnecting",
+	    c->peer, CONN_HANDSHAKE_TIMEOUT_S);
+	conn_close_socket(c);
+	conn_maybe_finish(c);
 }
 
 static const struct hs_export *
@@ -747,6 +764,7 @@ conn_start(struct ioloop *io, int fd, const char *peer)
 			free(c->rbuf);
 		free(c);
 		close(fd);
+		daemon_conn_closed(io->d);
 		return;
 	}
 	c->io = io;
@@ -760,6 +778,9 @@ conn_start(struct ioloop *io, int fd, const char *peer)
 	ev_io_init(&c->rw, conn_read_cb, fd, EV_READ);
 	ev_io_init(&c->ww, conn_write_cb, fd, EV_WRITE);
 	c->rw.data = c->ww.data = c;
+	ev_timer_init(&c->hs_timer, conn_hs_timeout_cb, CONN_HANDSHAKE_TIMEOUT_S,
+	    0);
+	c->hs_timer.data = c;
 
 	c->next = io->conns;
 	if (io->conns)
@@ -781,6 +802,7 @@ conn_start(struct ioloop *io, int fd, const char *peer)
 	}
 	c->reading = true;
 	ev_io_start(io->loop, &c->rw);
+	ev_timer_start(io->loop, &c->hs_timer);
 }
 
 void

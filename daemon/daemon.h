@@ -25,6 +25,8 @@ struct daemon {
 	struct ioloop **io;
 	unsigned n_io;
 	unsigned next_io;               /* round-robin for new connections */
+	unsigned n_conns;               /* open connections (atomic) */
+	unsigned max_conns;
 
 	struct listener *listeners;
 
@@ -42,7 +44,11 @@ struct daemon {
 struct export *daemon_find_export(struct daemon *d, const char *name);
 struct export *daemon_nth_export(struct daemon *d, size_t i);
 
+#define DAEMON_MAX_CONNS_DEFAULT 1024
+
 /* Hand an accepted socket to the next I/O thread (main thread). */
 void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);
+/* A connection has been freed (any I/O thread). */
+void daemon_conn_closed(struct daemon *d);
 
 #endif

@@ -55,56 +55,6 @@ usage(FILE *f)
 "See wbd(8) and docs/ for the configuration file.\n");
 }
 
-struct export *
-daemon_find_export(struct daemon *d, const char *name)
-{
-	if (!*name)
-		return d->n_exports ? d->exports[0] : NULL;
-	for (size_t i = 0; i < d->n_exports; i++)
-		if (strcmp(d->exports[i]->name, name) == 0)
-			return d->exports[i];
-	return NULL;
-}
-
-struct export *
-daemon_nth_export(struct daemon *d, size_t i)
-{
-	return i < d->n_exports ? d->exports[i] : NULL;
-}
-
-/* Mailbox message carrying a new connection to an I/O thread. */
-struct new_conn {
-	struct job job;
-	int fd;
-	char peer[64];
-};
-
-static void
-new_conn_done(struct job *job)
-{
-	struct new_conn *nc = (struct new_conn *)job;
-
-	conn_start(job->owner, nc->fd, nc->peer);
-	free(nc);
-}
-
-void
-daemon_dispatch_conn(struct daemon *d, int fd, const char *peer)
-{
-	struct new_conn *nc = calloc(1, sizeof *nc);
-
-	if (!nc) {
-		log_warnx("%s: out of memory, dropping connection", peer);
-		close(fd);
-		return;
-	}
-	nc->fd = fd;
-	snprintf(nc->peer, sizeof nc->peer, "%s", peer);
-	nc->job.done = new_conn_done;
-	nc->job.owner = d->io[d->next_io++ % d->n_io];
-	ioloop_post(nc->job.owner, &nc->job);
-}
-
 static void
 pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
 {
@@ -318,6 +268,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 
+	d->max_conns = DAEMON_MAX_CONNS_DEFAULT;
 	log_init("wbd", LOG_TO_STDERR, verbosity);
 	if (config_load(config_path, &d->cfg, err, sizeof err) < 0) {
 		fprintf(stderr, "wbd: %s\n", err);

@@ -8,7 +8,7 @@ set -euo pipefail
 
 PACKAGES=(
 	# build
-	meson ninja-build pkg-config gcc
+	meson ninja-build pkg-config gcc libc6-dev
 	libev-dev libconfig-dev libnbd-dev libcmocka-dev libjansson-dev libsystemd-dev
 	# tests: real NBD clients and servers
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd

@@ -111,10 +111,15 @@ print(s.getsockname()[1])'
 }
 
 # add_export NAME SIZE rw|ro [DESCRIPTION [BACKING]]: add an export to the
-# next write_config.  The backing file defaults to $T/NAME.img.
+# next write_config.  The backing file defaults to $T/NAME.img.  wbd creates
+# a missing backing file for a read-write export; for a read-only one (which
+# would read as zeroes) the test makes an empty sparse file.
 add_export() {
 	local name=$1 size=$2 mode=$3 desc=${4:-} backing=${5:-$T/$1.img} ro=false line
-	[[ $mode == ro ]] && ro=true
+	if [[ $mode == ro ]]; then
+		ro=true
+		[[ -e $backing ]] || truncate -s "$size" "$backing"
+	fi
 	line="  { name = \"$name\"; "
 	[[ -n $desc ]] && line+="description = \"$desc\"; "
 	line+="backing = \"$backing\"; size = \"$size\"; readonly = $ro; }"

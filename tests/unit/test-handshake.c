@@ -219,7 +219,7 @@ static void
 test_go_malformed(void **state)
 {
 	struct fixture *f = *state;
-	uint8_t p[64];
+	uint8_t p[64] = { 0 };
 	const uint8_t *d;
 	uint32_t len;
 

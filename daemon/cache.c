@@ -1,0 +1,874 @@
+/*
+ * cache.c - page frames, the sharded page index, S3-FIFO eviction and the
+ * dirty state.  See cache.h for the locking rules; in short:
+ *
+ *   file->run_lock  ->  shard->lock  ->  cache->qlock
+ *
+ * and a cache->qlock holder takes shard locks only with trylock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "cache.h"
+#include "pool.h"
+
+#define CACHE_SHARDS    64
+
+/* Page flags, under the page's shard lock. */
+#define PF_LIVE         (1u << 0)       /* in its file's index */
+#define PF_FILLED       (1u << 1)       /* data valid */
+#define PF_DIRTY        (1u << 2)       /* newer than the backend */
+#define PF_WB           (1u << 3)       /* a snapshot is being written */
+
+enum { Q_NONE, Q_SMALL, Q_MAIN };
+
+struct cpage {
+	struct cache_file *file;        /* NULL: free or dead */
+	uint64_t index;
+	struct cpage *hnext;            /* hash chain */
+	struct cpage *dprev, *dnext;    /* shard dirty list, by seq */
+	uint64_t seq;                   /* first-dirty sequence */
+	uint64_t wb_seq;                /* seq when its writeback began */
+	uint64_t dirtied_ns;
+	uint16_t flags;
+	uint8_t freq;                   /* S3-FIFO access count, 0..3 */
+	uint8_t queue;
+};
+
+struct shard {
+	pthread_mutex_t lock;
+	struct cpage **buckets;
+	uint64_t bucket_mask;
+	struct cpage *dhead, *dtail;
+};
+
+struct cache_file {
+	struct cache *c;
+	uint64_t size_bytes;
+	uint64_t npages;
+	uint32_t id;
+	pthread_mutex_t run_lock;       /* in-flight runs */
+	struct cache_run *runs;
+	uint64_t cached_pages;          /* atomic */
+	uint64_t dirty_pages;           /* atomic */
+	struct shard shards[CACHE_SHARDS];
+};
+
+struct ring {
+	uint32_t *v;
+	uint32_t cap, head, n;
+};
+
+struct cache {
+	uint32_t page_size, page_shift;
+	uint32_t chunk_shift;           /* log2 of pages per chunk */
+	uint64_t npages;
+	uint8_t *mem;
+	size_t mem_bytes;
+	struct cpage *pages;
+
+	pthread_mutex_t qlock;          /* queues, free list, ghost */
+	uint32_t *free;
+	uint64_t nfree;
+	struct ring small, main;
+	uint32_t small_target;
+	uint64_t *ghost;
+	uint64_t ghost_mask;
+	uint32_t next_file_id;
+
+	/* atomics */
+	uint64_t used, dirty, writeback, hits, misses, evictions;
+};
+
+/* --- helpers ----------------------------------------------------------- */
+
+static unsigned
+log2u(uint64_t v)
+{
+	unsigned n = 0;
+	while (v > 1) {
+		v >>= 1;
+		n++;
+	}
+	return n;
+}
+
+static uint64_t
+pow2_at_least(uint64_t v)
+{
+	uint64_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	x *= UINT64_C(0xc4ceb9fe1a85ec53);
+	x ^= x >> 33;
+	return x;
+}
+
+static inline uint8_t *
+page_data(struct cache *c, const struct cpage *p)
+{
+	return c->mem + ((size_t)(p - c->pages) << c->page_shift);
+}
+
+static inline struct shard *
+shard_of(struct cache_file *f, uint64_t index)
+{
+	return &f->shards[(index >> f->c->chunk_shift) % CACHE_SHARDS];
+}
+
+static inline struct cpage **
+bucket_of(struct shard *sh, uint64_t index)
+{
+	return &sh->buckets[mix64(index) & sh->bucket_mask];
+}
+
+static struct cpage *
+lookup_locked(struct shard *sh, uint64_t index)
+{
+	for (struct cpage *p = *bucket_of(sh, index); p; p = p->hnext)
+		if (p->index == index)
+			return p;
+	return NULL;
+}
+
+static void
+unhash_locked(struct shard *sh, struct cpage *p)
+{
+	struct cpage **pp = bucket_of(sh, p->index);
+	while (*pp != p)
+		pp = &(*pp)->hnext;
+	*pp = p->hnext;
+	p->hnext = NULL;
+}
+
+static void
+ring_push(struct ring *r, uint32_t v)
+{
+	r->v[(r->head + r->n) % r->cap] = v;
+	r->n++;
+}
+
+static uint32_t
+ring_pop(struct ring *r)
+{
+	uint32_t v = r->v[r->head];
+	r->head = (r->head + 1) % r->cap;
+	r->n--;
+	return v;
+}
+
+#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+/* --- dirty lists (shard lock held) ------------------------------------- */
+
+static void
+dirty_unlink_locked(struct shard *sh, struct cpage *p)
+{
+	if (p->dprev)
+		p->dprev->dnext = p->dnext;
+	else
+		sh->dhead = p->dnext;
+	if (p->dnext)
+		p->dnext->dprev = p->dprev;
+	else
+		sh->dtail = p->dprev;
+	p->dprev = p->dnext = NULL;
+}
+
+/* Insert in seq order; new dirt has the largest seq, so scan from the tail. */
+static void
+dirty_insert_locked(struct shard *sh, struct cpage *p)
+{
+	struct cpage *after = sh->dtail;
+
+	while (after && after->seq > p->seq)
+		after = after->dprev;
+	p->dprev = after;
+	p->dnext = after ? after->dnext : sh->dhead;
+	if (p->dnext)
+		p->dnext->dprev = p;
+	else
+		sh->dtail = p;
+	if (after)
+		after->dnext = p;
+	else
+		sh->dhead = p;
+}
+
+static void
+mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
+    uint64_t seq)
+{
+	if (p->flags & PF_DIRTY)
+		return;         /* keeps its older sequence */
+	p->flags |= PF_DIRTY;
+	p->seq = seq;
+	p->dirtied_ns = now_ns();
+	dirty_insert_locked(sh, p);
+	ATOMIC_ADD(&f->dirty_pages, 1);
+	ATOMIC_ADD(&f->c->dirty, 1);
+}
+
+/* --- allocation and eviction ------------------------------------------ */
+
+/* Pick a clean page to reuse.  qlock held; shard locks by trylock only. */
+static struct cpage *
+evict_locked(struct cache *c)
+{
+	uint64_t budget = 2 * c->npages + 16;
+
+	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) >= c->npages)
+		return NULL;
+	while (budget--) {
+		struct ring *q;
+		if (c->small.n == 0 && c->main.n == 0)
+			return NULL;
+		q = (c->small.n > c->small_target || c->main.n == 0) ?
+		    &c->small : &c->main;
+		uint32_t i = ring_pop(q);
+		struct cpage *p = &c->pages[i];
+
+		if (!p->file) {                 /* discarded earlier */
+			p->queue = Q_NONE;
+			return p;
+		}
+		struct shard *sh = shard_of(p->file, p->index);
+		if (pthread_mutex_trylock(&sh->lock) != 0) {
+			ring_push(q, i);
+			continue;
+		}
+		bool busy = (p->flags & (PF_DIRTY | PF_WB)) ||
+		    !(p->flags & PF_FILLED);
+		if (q == &c->small && (busy || p->freq > 0)) {
+			/* Used again (or pinned): promote to main. */
+			p->freq = 0;
+			p->queue = Q_MAIN;
+			ring_push(&c->main, i);
+			pthread_mutex_unlock(&sh->lock);
+			continue;
+		}
+		if (q == &c->main && (busy || p->freq > 0)) {
+			if (!busy)
+				p->freq--;
+			ring_push(&c->main, i);
+			pthread_mutex_unlock(&sh->lock);
+			continue;
+		}
+		/* Evict: remember it in the ghost if it leaves from small. */
+		if (q == &c->small) {
+			uint64_t fp = mix64(((uint64_t)p->file->id << 48) ^ p->index) | 1;
+			c->ghost[fp & c->ghost_mask] = fp;
+		}
+		unhash_locked(sh, p);
+		ATOMIC_SUB(&p->file->cached_pages, 1);
+		p->file = NULL;
+		p->flags = 0;
+		p->queue = Q_NONE;
+		pthread_mutex_unlock(&sh->lock);
+		ATOMIC_ADD(&c->evictions, 1);
+		ATOMIC_SUB(&c->used, 1);
+		return p;
+	}
+	return NULL;
+}
+
+/* A free page, not yet in any index or queue; NULL if none can be had. */
+static struct cpage *
+page_alloc(struct cache *c)
+{
+	struct cpage *p = NULL;
+
+	pthread_mutex_lock(&c->qlock);
+	if (c->nfree)
+		p = &c->pages[c->free[--c->nfree]];
+	else
+		p = evict_locked(c);
+	pthread_mutex_unlock(&c->qlock);
+	if (p) {
+		p->flags = 0;
+		p->freq = 0;
+		p->hnext = p->dprev = p->dnext = NULL;
+	}
+	return p;
+}
+
+static void
+page_release_unused(struct cache *c, struct cpage *p)
+{
+	pthread_mutex_lock(&c->qlock);
+	c->free[c->nfree++] = (uint32_t)(p - c->pages);
+	pthread_mutex_unlock(&c->qlock);
+}
+
+/* Put P into F's index at INDEX and into an eviction queue.  Shard lock held. */
+static void
+page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
+    uint64_t index, uint16_t flags)
+{
+	struct cache *c = f->c;
+	struct cpage **b = bucket_of(sh, index);
+
+	p->file = f;
+	p->index = index;
+	p->flags = PF_LIVE | flags;
+	p->hnext = *b;
+	*b = p;
+	ATOMIC_ADD(&f->cached_pages, 1);
+	ATOMIC_ADD(&c->used, 1);
+
+	uint64_t fp = mix64(((uint64_t)f->id << 48) ^ index) | 1;
+	pthread_mutex_lock(&c->qlock);
+	if (c->ghost[fp & c->ghost_mask] == fp) {
+		c->ghost[fp & c->ghost_mask] = 0;
+		p->queue = Q_MAIN;
+		ring_push(&c->main, (uint32_t)(p - c->pages));
+	} else {
+		p->queue = Q_SMALL;
+		ring_push(&c->small, (uint32_t)(p - c->pages));
+	}
+	pthread_mutex_unlock(&c->qlock);
+}
+
+/* --- life cycle -------------------------------------------------------- */
+
+struct cache *
+cache_new(const struct cache_params *params)
+{
+	struct cache *c = calloc(1, sizeof *c);
+	uint32_t ps = params->page_size;
+	uint32_t chunk = params->chunk_bytes > ps ? params->chunk_bytes : ps;
+
+	if (!c)
+		return NULL;
+	if (ps < 512 || (ps & (ps - 1)) || (chunk & (chunk - 1)) ||
+	    params->size_bytes < ps) {
+		free(c);
+		errno = EINVAL;
+		return NULL;
+	}
+	c->page_size = ps;
+	c->page_shift = log2u(ps);
+	c->chunk_shift = log2u(chunk) - c->page_shift;
+	c->npages = params->size_bytes / ps;
+	if (c->npages > UINT32_MAX)
+		c->npages = UINT32_MAX;
+	c->mem_bytes = (size_t)c->npages << c->page_shift;
+	c->mem = mmap(NULL, c->mem_bytes, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c->mem == MAP_FAILED) {
+		free(c);
+		return NULL;
+	}
+	c->pages = calloc(c->npages, sizeof *c->pages);
+	c->free = malloc(c->npages * sizeof *c->free);
+	c->small.v = malloc(c->npages * sizeof *c->small.v);
+	c->main.v = malloc(c->npages * sizeof *c->main.v);
+	uint64_t nghost = pow2_at_least(c->npages);
+	c->ghost = calloc(nghost, sizeof *c->ghost);
+	if (!c->pages || !c->free || !c->small.v || !c->main.v || !c->ghost) {
+		cache_free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ghost_mask = nghost - 1;
+	c->small.cap = c->main.cap = (uint32_t)c->npages;
+	c->small_target = (uint32_t)(c->npages / 10);
+	for (uint64_t i = 0; i < c->npages; i++)
+		c->free[i] = (uint32_t)(c->npages - 1 - i);
+	c->nfree = c->npages;
+	pthread_mutex_init(&c->qlock, NULL);
+	return c;
+}
+
+void
+cache_free(struct cache *c)
+{
+	if (!c)
+		return;
+	if (c->mem && c->mem != MAP_FAILED)
+		munmap(c->mem, c->mem_bytes);
+	free(c->pages);
+	free(c->free);
+	free(c->small.v);
+	free(c->main.v);
+	free(c->ghost);
+	pthread_mutex_destroy(&c->qlock);
+	free(c);
+}
+
+uint32_t
+cache_page_size(const struct cache *c)
+{
+	return c->page_size;
+}
+
+void
+cache_get_stats(struct cache *c, struct cache_stats *st)
+{
+	st->pages_total = c->npages;
+	st->pages_used = ATOMIC_GET(&c->used);
+	st->dirty_pages = ATOMIC_GET(&c->dirty);
+	st->writeback_pages = ATOMIC_GET(&c->writeback);
+	st->hits = ATOMIC_GET(&c->hits);
+	st->misses = ATOMIC_GET(&c->misses);
+	st->evictions = ATOMIC_GET(&c->evictions);
+	pthread_mutex_lock(&c->qlock);
+	st->small_pages = c->small.n;
+	st->main_pages = c->main.n;
+	pthread_mutex_unlock(&c->qlock);
+}
+
+struct cache_file *
+cache_file_new(struct cache *c, uint64_t size_bytes)
+{
+	struct cache_file *f = calloc(1, sizeof *f);
+
+	if (!f)
+		return NULL;
+	f->c = c;
+	f->size_bytes = size_bytes;
+	f->npages = (size_bytes + c->page_size - 1) >> c->page_shift;
+	f->id = __atomic_add_fetch(&c->next_file_id, 1, __ATOMIC_RELAXED);
+	uint64_t per_shard = (f->npages < c->npages ? f->npages : c->npages) /
+	    CACHE_SHARDS;
+	uint64_t nb = pow2_at_least(per_shard < 16 ? 16 : per_shard);
+	pthread_mutex_init(&f->run_lock, NULL);
+	for (int i = 0; i < CACHE_SHARDS; i++) {
+		struct shard *sh = &f->shards[i];
+		pthread_mutex_init(&sh->lock, NULL);
+		sh->buckets = calloc(nb, sizeof *sh->buckets);
+		sh->bucket_mask = nb - 1;
+		if (!sh->buckets) {
+			cache_file_free(f);
+			return NULL;
+		}
+	}
+	return f;
+}
+
+/* Drop every page of F (which must have no writeback in flight). */
+void
+cache_file_free(struct cache_file *f)
+{
+	if (!f)
+		return;
+	struct cache *c = f->c;
+	for (int i = 0; i < CACHE_SHARDS; i++) {
+		struct shard *sh = &f->shards[i];
+		pthread_mutex_lock(&sh->lock);
+		for (uint64_t b = 0; sh->buckets && b <= sh->bucket_mask; b++) {
+			for (struct cpage *p = sh->buckets[b], *n; p; p = n) {
+				n = p->hnext;
+				if (p->flags & PF_DIRTY)
+					ATOMIC_SUB(&c->dirty, 1);
+				/* Left in its queue as a dead entry. */
+				pthread_mutex_lock(&c->qlock);
+				p->file = NULL;
+				p->flags = 0;
+				pthread_mutex_unlock(&c->qlock);
+				ATOMIC_SUB(&c->used, 1);
+			}
+		}
+		pthread_mutex_unlock(&sh->lock);
+		pthread_mutex_destroy(&sh->lock);
+		free(sh->buckets);
+	}
+	pthread_mutex_destroy(&f->run_lock);
+	free(f);
+}
+
+void
+cache_file_stats(struct cache_file *f, uint64_t *cached_pages,
+    uint64_t *dirty_pages)
+{
+	*cached_pages = ATOMIC_GET(&f->cached_pages);
+	*dirty_pages = ATOMIC_GET(&f->dirty_pages);
+}
+
+/* --- reads and writes -------------------------------------------------- */
+
+bool
+cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
+{
+	struct cache *c = f->c;
+	uint8_t *out = buf;
+
+	while (len > 0) {
+		uint64_t index = off >> c->page_shift;
+		uint32_t in = (uint32_t)(off & (c->page_size - 1));
+		uint32_t n = c->page_size - in < len ? c->page_size - in : len;
+		struct shard *sh = shard_of(f, index);
+
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *p = lookup_locked(sh, index);
+		if (!p || !(p->flags & PF_FILLED)) {
+			pthread_mutex_unlock(&sh->lock);
+			ATOMIC_ADD(&c->misses, 1);
+			return false;
+		}
+		memcpy(out, page_data(c, p) + in, n);
+		if (p->freq < 3)
+			p->freq++;
+		pthread_mutex_unlock(&sh->lock);
+		out += n;
+		off += n;
+		len -= n;
+	}
+	ATOMIC_ADD(&c->hits, 1);
+	return true;
+}
+
+/*
+ * Is page INDEX written only in part by [off, off+len)?  The part of the
+ * last page beyond the end of the export does not count.
+ */
+static bool
+partial(const struct cache_file *f, uint64_t index, uint64_t off, uint64_t len)
+{
+	uint64_t start = index << f->c->page_shift;
+	uint64_t end = start + f->c->page_size;
+
+	if (end > f->size_bytes)
+		end = f->size_bytes;
+	return off > start || off + len < end;
+}
+
+/* Resident and filled, or fully covered: writable without a fill. */
+static bool
+page_writable(struct cache_file *f, uint64_t index, uint64_t off,
+    uint64_t len)
+{
+	struct shard *sh = shard_of(f, index);
+	bool ok;
+
+	pthread_mutex_lock(&sh->lock);
+	struct cpage *p = lookup_locked(sh, index);
+	if (p)
+		ok = p->flags & PF_FILLED;
+	else
+		ok = !partial(f, index, off, len);
+	pthread_mutex_unlock(&sh->lock);
+	return ok;
+}
+
+enum cache_write_result
+cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
+    uint64_t seq, uint64_t *fill_index)
+{
+	struct cache *c = f->c;
+	const uint8_t *in = buf;
+	uint64_t first = off >> c->page_shift;
+	uint64_t last = (off + len - 1) >> c->page_shift;
+
+	/* Only the first and the last page can be partial. */
+	if (!page_writable(f, first, off, len)) {
+		*fill_index = first;
+		return CACHE_WRITE_NEED_FILL;
+	}
+	if (last != first && !page_writable(f, last, off, len)) {
+		*fill_index = last;
+		return CACHE_WRITE_NEED_FILL;
+	}
+
+	while (len > 0) {
+		uint64_t index = off >> c->page_shift;
+		uint32_t at = (uint32_t)(off & (c->page_size - 1));
+		uint32_t n = c->page_size - at < len ? c->page_size - at : len;
+		struct shard *sh = shard_of(f, index);
+		struct cpage *spare = NULL;
+
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *p = lookup_locked(sh, index);
+		while (!p) {
+			pthread_mutex_unlock(&sh->lock);
+			spare = page_alloc(c);
+			if (!spare)
+				return CACHE_WRITE_NO_SPACE;
+			pthread_mutex_lock(&sh->lock);
+			p = lookup_locked(sh, index);
+			if (!p) {
+				if (partial(f, index, off, n)) {
+					/* Evicted meanwhile: needs a fill after all. */
+					pthread_mutex_unlock(&sh->lock);
+					page_release_unused(c, spare);
+					*fill_index = index;
+					return CACHE_WRITE_NEED_FILL;
+				}
+				page_publish_locked(f, sh, spare, index, PF_FILLED);
+				p = spare;
+				spare = NULL;
+			}
+		}
+		if (!(p->flags & PF_FILLED)) {
+			pthread_mutex_unlock(&sh->lock);
+			if (spare)
+				page_release_unused(c, spare);
+			*fill_index = index;
+			return CACHE_WRITE_NEED_FILL;
+		}
+		memcpy(page_data(c, p) + at, in, n);
+		mark_dirty_locked(f, sh, p, seq);
+		pthread_mutex_unlock(&sh->lock);
+		if (spare)
+			page_release_unused(c, spare);
+		in += n;
+		off += n;
+		len -= n;
+	}
+	return CACHE_WRITE_OK;
+}
+
+int
+cache_fill(struct cache_file *f, uint64_t index, const void *data)
+{
+	struct cache *c = f->c;
+	struct shard *sh = shard_of(f, index);
+	struct cpage *p;
+
+	pthread_mutex_lock(&sh->lock);
+	p = lookup_locked(sh, index);
+	pthread_mutex_unlock(&sh->lock);
+	if (p)
+		return 0;
+	struct cpage *np = page_alloc(c);
+	if (!np)
+		return -1;
+	pthread_mutex_lock(&sh->lock);
+	if (lookup_locked(sh, index)) {
+		/* Someone else filled or wrote it meanwhile: theirs wins. */
+		pthread_mutex_unlock(&sh->lock);
+		page_release_unused(c, np);
+		return 0;
+	}
+	memcpy(page_data(c, np), data, c->page_size);
+	page_publish_locked(f, sh, np, index, PF_FILLED);
+	pthread_mutex_unlock(&sh->lock);
+	return 0;
+}
+
+void
+cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
+{
+	struct cache *c = f->c;
+
+	while (len > 0) {
+		uint64_t index = off >> c->page_shift;
+		uint32_t at = (uint32_t)(off & (c->page_size - 1));
+		uint64_t n = c->page_size - at < len ? c->page_size - at : len;
+		struct shard *sh = shard_of(f, index);
+
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *p = lookup_locked(sh, index);
+		if (p && (p->flags & PF_FILLED)) {
+			bool whole = n == c->page_size;
+			if (whole && !(p->flags & (PF_DIRTY | PF_WB))) {
+				unhash_locked(sh, p);
+				ATOMIC_SUB(&f->cached_pages, 1);
+				ATOMIC_SUB(&c->used, 1);
+				pthread_mutex_lock(&c->qlock);
+				p->file = NULL;         /* dead entry in its queue */
+				p->flags = 0;
+				pthread_mutex_unlock(&c->qlock);
+			} else {
+				memset(page_data(c, p) + at, 0, n);
+				if (p->flags & (PF_DIRTY | PF_WB))
+					mark_dirty_locked(f, sh, p, seq);
+			}
+		}
+		pthread_mutex_unlock(&sh->lock);
+		off += n;
+		len -= n;
+	}
+}
+
+/* --- writeback --------------------------------------------------------- */
+
+static bool
+page_takeable(const struct cpage *p)
+{
+	return p && (p->flags & PF_DIRTY) && !(p->flags & PF_WB);
+}
+
+/* Take the run around P; shard lock and run_lock held. */
+static struct cache_run *
+take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
+    uint32_t max_pages)
+{
+	struct cache *c = f->c;
+	uint64_t chunk_pages = UINT64_C(1) << c->chunk_shift;
+	uint64_t chunk_first = p->index & ~(chunk_pages - 1);
+	uint64_t chunk_end = chunk_first + chunk_pages;
+	uint64_t lo = p->index, hi = p->index + 1;
+
+	if (max_pages < 1)
+		max_pages = 1;
+	if (chunk_end > f->npages)
+		chunk_end = f->npages;
+	/* Forward first (offset order), then backward. */
+	while (hi < chunk_end && hi - lo < max_pages &&
+	    page_takeable(lookup_locked(sh, hi)))
+		hi++;
+	while (lo > chunk_first && hi - lo < max_pages &&
+	    page_takeable(lookup_locked(sh, lo - 1)))
+		lo--;
+
+	struct cache_run *run = calloc(1, sizeof *run);
+	if (!run)
+		return NULL;
+	run->data = malloc((size_t)(hi - lo) << c->page_shift);
+	if (!run->data) {
+		free(run);
+		return NULL;
+	}
+	run->file = f;
+	run->first_index = lo;
+	run->npages = (uint32_t)(hi - lo);
+	run->min_seq = UINT64_MAX;
+	for (uint64_t i = lo; i < hi; i++) {
+		struct cpage *q = lookup_locked(sh, i);
+		memcpy((uint8_t *)run->data + ((i - lo) << c->page_shift),
+		    page_data(c, q), c->page_size);
+		dirty_unlink_locked(sh, q);
+		q->flags = (q->flags & ~PF_DIRTY) | PF_WB;
+		q->wb_seq = q->seq;
+		if (q->seq < run->min_seq)
+			run->min_seq = q->seq;
+	}
+	ATOMIC_SUB(&f->dirty_pages, run->npages);
+	ATOMIC_SUB(&c->dirty, run->npages);
+	ATOMIC_ADD(&c->writeback, run->npages);
+
+	run->next = f->runs;
+	if (f->runs)
+		f->runs->prev = run;
+	f->runs = run;
+	return run;
+}
+
+/* Oldest qualifying dirty page across the shards; run_lock held. */
+static struct cache_run *
+take_oldest(struct cache_file *f, uint64_t max_seq, uint64_t not_after_ns,
+    uint32_t max_pages)
+{
+	struct cache_run *run = NULL;
+
+	pthread_mutex_lock(&f->run_lock);
+	for (;;) {
+		int best = -1;
+		uint64_t best_seq = UINT64_MAX;
+		for (int i = 0; i < CACHE_SHARDS; i++) {
+			struct shard *sh = &f->shards[i];
+			pthread_mutex_lock(&sh->lock);
+			struct cpage *h = sh->dhead;
+			if (h && h->seq <= max_seq && h->dirtied_ns <= not_after_ns &&
+			    h->seq < best_seq) {
+				best = i;
+				best_seq = h->seq;
+			}
+			pthread_mutex_unlock(&sh->lock);
+		}
+		if (best < 0)
+			break;
+		struct shard *sh = &f->shards[best];
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *h = sh->dhead;
+		/* Re-check: writers may have changed it, but nobody else takes
+		 * runs (run_lock), and the head can only get older data. */
+		if (h && h->seq <= max_seq && h->dirtied_ns <= not_after_ns) {
+			run = take_run_locked(f, sh, h, max_pages);
+			pthread_mutex_unlock(&sh->lock);
+			break;
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
+	pthread_mutex_unlock(&f->run_lock);
+	return run;
+}
+
+struct cache_run *
+cache_take_run(struct cache_file *f, uint64_t max_seq, uint32_t max_pages)
+{
+	return take_oldest(f, max_seq, UINT64_MAX, max_pages);
+}
+
+struct cache_run *
+cache_take_expired_run(struct cache_file *f, uint64_t not_after_ns,
+    uint32_t max_pages)
+{
+	return take_oldest(f, UINT64_MAX, not_after_ns, max_pages);
+}
+
+void
+cache_end_run(struct cache_run *run, bool ok)
+{
+	struct cache_file *f = run->file;
+	struct cache *c = f->c;
+	struct shard *sh = shard_of(f, run->first_index);
+
+	pthread_mutex_lock(&f->run_lock);
+	pthread_mutex_lock(&sh->lock);
+	for (uint64_t i = run->first_index;
+	    i < run->first_index + run->npages; i++) {
+		struct cpage *p = lookup_locked(sh, i);
+		p->flags &= ~PF_WB;
+		if (ok)
+			continue;
+		/* Failed: dirty again, as old as it was. */
+		if (p->flags & PF_DIRTY) {
+			dirty_unlink_locked(sh, p);
+			p->seq = p->wb_seq < p->seq ? p->wb_seq : p->seq;
+			dirty_insert_locked(sh, p);
+		} else {
+			p->flags |= PF_DIRTY;
+			p->seq = p->wb_seq;
+			dirty_insert_locked(sh, p);
+			ATOMIC_ADD(&f->dirty_pages, 1);
+			ATOMIC_ADD(&c->dirty, 1);
+		}
+	}
+	pthread_mutex_unlock(&sh->lock);
+	ATOMIC_SUB(&c->writeback, run->npages);
+	if (run->prev)
+		run->prev->next = run->next;
+	else
+		f->runs = run->next;
+	if (run->next)
+		run->next->prev = run->prev;
+	pthread_mutex_unlock(&f->run_lock);
+	free(run->data);
+	free(run);
+}
+
+uint64_t
+cache_min_dirty_seq(struct cache_file *f)
+{
+	uint64_t min = UINT64_MAX;
+
+	pthread_mutex_lock(&f->run_lock);
+	for (struct cache_run *r = f->runs; r; r = r->next)
+		if (r->min_seq < min)
+			min = r->min_seq;
+	for (int i = 0; i < CACHE_SHARDS; i++) {
+		struct shard *sh = &f->shards[i];
+		pthread_mutex_lock(&sh->lock);
+		if (sh->dhead && sh->dhead->seq < min)
+			min = sh->dhead->seq;
+		pthread_mutex_unlock(&sh->lock);
+	}
+	pthread_mutex_unlock(&f->run_lock);
+	return min;
+}

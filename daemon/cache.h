@@ -1,0 +1,126 @@
+/*
+ * cache.h - the page cache: one memory budget cut into pages, a sharded page
+ * index per export, S3-FIFO eviction of clean pages, and the dirty state
+ * that writeback works from.
+ *
+ * Thread safety: every function may be called from any thread.  Each
+ * export's index is split into shards by chunk (chunk = the coalescing cap,
+ * so one writeback run never crosses shards); a shard's mutex protects its
+ * hash table, its dirty list and the state of its pages.  The eviction
+ * queues and the free list are protected by cache->qlock, taken only when a
+ * page is allocated — never on a hit.  Lock order: qlock, then a shard lock
+ * taken with trylock only (the eviction scan skips busy shards), so a shard
+ * lock holder may take qlock.
+ *
+ * Status: built and unit-tested; the daemon does not route requests through
+ * it yet (see docs/design-writeback.md).
+ */
+#ifndef WBD_CACHE_H
+#define WBD_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cache;
+struct cache_file;
+
+struct cache_params {
+	uint64_t size_bytes;
+	uint32_t page_size;             /* power of two */
+	uint32_t chunk_bytes;           /* shard/run unit, power of two >= page */
+};
+
+struct cache_stats {
+	uint64_t pages_total;
+	uint64_t pages_used;
+	uint64_t dirty_pages;           /* dirty, not under writeback */
+	uint64_t writeback_pages;       /* under writeback */
+	uint64_t hits, misses, evictions;
+	uint64_t small_pages, main_pages;
+};
+
+struct cache *cache_new(const struct cache_params *params);
+void cache_free(struct cache *c);
+uint32_t cache_page_size(const struct cache *c);
+void cache_get_stats(struct cache *c, struct cache_stats *st);
+
+struct cache_file *cache_file_new(struct cache *c, uint64_t size_bytes);
+void cache_file_free(struct cache_file *f);
+void cache_file_stats(struct cache_file *f, uint64_t *cached_pages,
+    uint64_t *dirty_pages);
+
+/*
+ * Copy [off, off+len) out of the cache if every page is resident and
+ * filled.  Returns true on a hit, false (nothing meaningful in BUF) on a
+ * miss.
+ */
+bool cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len);
+
+enum cache_write_result {
+	CACHE_WRITE_OK,         /* copied and dirtied */
+	CACHE_WRITE_NEED_FILL,  /* *fill_index must be read in first */
+	CACHE_WRITE_NO_SPACE,   /* no page could be freed: retry later */
+};
+
+/*
+ * Copy BUF into [off, off+len), dirtying the pages with sequence SEQ (a
+ * page already dirty keeps its older sequence).  A partially written page
+ * that is not resident must be filled first: the first such page is
+ * returned in *FILL_INDEX and nothing is written.  A page being filled by
+ * someone else is reported the same way.
+ */
+enum cache_write_result cache_write(struct cache_file *f, const void *buf,
+    uint64_t off, uint32_t len, uint64_t seq, uint64_t *fill_index);
+
+/*
+ * Fill page INDEX from DATA (page_size bytes read from the backend), unless
+ * it is already resident (then nothing happens).  Returns 0, or -1 when no
+ * page can be had.
+ */
+int cache_fill(struct cache_file *f, uint64_t index, const void *data);
+
+/* Drop the pages in [off, off+len) that are clean; dirty ones are zeroed
+ * (and stay dirty) so that later reads see the zeroes.  Used by TRIM and
+ * WRITE_ZEROES after they reach the backend. */
+void cache_discard(struct cache_file *f, uint64_t off, uint64_t len,
+    uint64_t seq);
+
+/* --- writeback ------------------------------------------------------- */
+
+/* One run of adjacent pages taken for writeback. */
+struct cache_run {
+	struct cache_file *file;
+	uint64_t first_index;
+	uint32_t npages;
+	uint64_t min_seq;               /* oldest first-dirty sequence */
+	void *data;                     /* snapshot, npages * page_size */
+	struct cache_run *next;         /* on the file's in-flight list */
+	struct cache_run *prev;
+};
+
+/*
+ * Take the oldest dirty page of F whose sequence is <= MAX_SEQ (or any if
+ * MAX_SEQ is UINT64_MAX), extended to its dirty neighbours in offset order
+ * within its chunk, up to MAX_PAGES.  The pages are snapshot into a new
+ * buffer and marked under writeback.  Returns NULL if nothing qualifies.
+ */
+struct cache_run *cache_take_run(struct cache_file *f, uint64_t max_seq,
+    uint32_t max_pages);
+
+/* Pages older than NOT_AFTER_NS only (periodic writeback); NULL if none. */
+struct cache_run *cache_take_expired_run(struct cache_file *f,
+    uint64_t not_after_ns, uint32_t max_pages);
+
+/*
+ * Finish a run.  On success the pages become clean unless they were
+ * written again meanwhile; on failure they are dirty again with their old
+ * sequence numbers.  Frees RUN.
+ */
+void cache_end_run(struct cache_run *run, bool ok);
+
+/* The smallest first-dirty sequence of F still dirty or under writeback,
+ * UINT64_MAX if none: a FLUSH taken at F is done once this exceeds F. */
+uint64_t cache_min_dirty_seq(struct cache_file *f);
+
+#endif

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# test.sh - install the dependencies, build wbd twice (plain, and with
+# AddressSanitizer + UndefinedBehaviorSanitizer) and run the whole test suite
+# (unit and integration) in both builds.
+#
+# Usage: bash scripts/test.sh [extra `meson test` arguments, e.g. a suite]
+# Environment: CI=true builds with -Dwerror=true; BUILD_DIR / ASAN_BUILD_DIR
+# change the build directories (default build, build-asan); WBD_SKIP_DEPS=1
+# skips the apt step; WBD_SKIP_ASAN=1 runs only the plain build.
+# Ends with one line: "N passed, N failed[, N skipped]"; exits non-zero if any
+# build or test failed.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
+NPROC=$(nproc 2>/dev/null || echo 2)
+
+bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+
+common_opts=(-Dtests=enabled)
+if [[ ${CI:-} == true ]]; then
+	common_opts+=(-Dwerror=true)
+fi
+
+# setup DIR OPTIONS...: configure DIR (or reconfigure it if it exists).
+setup() {
+	local dir=$1
+	shift
+	if [[ -f $dir/meson-private/coredata.dat ]]; then
+		meson configure "$dir" "$@"
+	else
+		meson setup "$dir" "$@"
+	fi
+}
+
+PASSED=0 FAILED=0 SKIPPED=0 STATUS=0
+
+# count DIR: add DIR's meson-logs/testlog.json results to the totals.
+count() {
+	local log=$1/meson-logs/testlog.json counts
+	if [[ ! -f $log ]]; then
+		echo "test.sh: no test log in $1" >&2
+		return
+	fi
+	counts=$(python3 - "$log" <<'PY'
+import json, sys
+p = f = s = 0
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line:
+        continue
+    r = json.loads(line).get("result", "")
+    if r in ("OK", "EXPECTEDFAIL"):
+        p += 1
+    elif r == "SKIP":
+        s += 1
+    else:                       # FAIL, TIMEOUT, ERROR, UNEXPECTEDPASS
+        f += 1
+print(p, f, s)
+PY
+	) || { echo "test.sh: cannot read $log" >&2; STATUS=1; return; }
+	read -r p f s <<<"$counts"
+	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
+}
+
+# run_suite NAME DIR OPTIONS...: build DIR and run its tests.
+run_suite() {
+	local name=$1 dir=$2
+	shift 2
+	echo "=== $name build ($dir) ==="
+	rm -f "$dir/meson-logs/testlog.json"
+	if ! setup "$dir" "${common_opts[@]}" "$@"; then
+		echo "test.sh: meson setup of $dir failed" >&2
+		STATUS=1 FAILED=$((FAILED + 1))
+		return
+	fi
+	if ! ninja -C "$dir"; then
+		echo "test.sh: building $dir failed" >&2
+		STATUS=1 FAILED=$((FAILED + 1))
+		return
+	fi
+	echo "=== $name tests ==="
+	meson test -C "$dir" --print-errorlogs --num-processes "$NPROC" \
+		"${TEST_ARGS[@]}" "${EXTRA_ARGS[@]}" || STATUS=1
+	count "$dir"
+}
+
+EXTRA_ARGS=("$@")
+TEST_ARGS=()
+run_suite plain "$BUILD_DIR" -Db_sanitize=none
+
+if [[ -z ${WBD_SKIP_ASAN:-} ]]; then
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+	TEST_ARGS=(--timeout-multiplier 3)
+	run_suite sanitized "$ASAN_BUILD_DIR" \
+		-Db_sanitize=address,undefined -Db_lundef=false
+fi
+
+((FAILED == 0)) || STATUS=1
+if ((SKIPPED > 0)); then
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+else
+	echo "$PASSED passed, $FAILED failed"
+fi
+exit "$STATUS"

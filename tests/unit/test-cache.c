@@ -1,0 +1,389 @@
+/*
+ * test-cache.c - page states, dirty accounting, coalescing, the flush
+ * sequence rule and scan resistance of the page cache.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "cache.h"
+
+#define PS 4096u
+#define CHUNK (16 * PS)
+
+struct fx {
+	struct cache *c;
+	struct cache_file *f;
+	uint8_t page[PS];
+};
+
+static int
+setup_n(void **state, uint64_t pages, uint64_t file_bytes)
+{
+	struct fx *x = calloc(1, sizeof *x);
+	struct cache_params p = { .size_bytes = pages * PS, .page_size = PS,
+	    .chunk_bytes = CHUNK };
+	x->c = cache_new(&p);
+	assert_non_null(x->c);
+	x->f = cache_file_new(x->c, file_bytes);
+	assert_non_null(x->f);
+	*state = x;
+	return 0;
+}
+
+static int
+setup(void **state)
+{
+	return setup_n(state, 64, 1 << 20);
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *x = *state;
+	cache_file_free(x->f);
+	cache_free(x->c);
+	free(x);
+	return 0;
+}
+
+static uint64_t
+dirty(struct fx *x)
+{
+	uint64_t cached, d;
+	cache_file_stats(x->f, &cached, &d);
+	return d;
+}
+
+static void
+write_ok(struct fx *x, uint64_t off, uint32_t len, uint8_t v, uint64_t seq)
+{
+	uint8_t *b = malloc(len);
+	uint64_t fill;
+	memset(b, v, len);
+	assert_int_equal(cache_write(x->f, b, off, len, seq, &fill),
+	    CACHE_WRITE_OK);
+	free(b);
+}
+
+static void
+test_full_page_write_reads_back(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[2 * PS];
+
+	assert_false(cache_read(x->f, buf, 0, PS));
+	write_ok(x, PS, 2 * PS, 0xab, 1);
+	assert_true(cache_read(x->f, buf, PS, 2 * PS));
+	for (size_t i = 0; i < sizeof buf; i++)
+		assert_int_equal(buf[i], 0xab);
+	assert_int_equal(dirty(x), 2);
+}
+
+static void
+test_partial_write_needs_fill(void **state)
+{
+	struct fx *x = *state;
+	uint8_t b[100], buf[PS];
+	uint64_t fill = 0;
+
+	memset(b, 0x11, sizeof b);
+	/* 100 bytes at 513 of page 3: the rest of the page must come first. */
+	assert_int_equal(cache_write(x->f, b, 3 * PS + 513, sizeof b, 1, &fill),
+	    CACHE_WRITE_NEED_FILL);
+	assert_int_equal(fill, 3);
+	assert_int_equal(dirty(x), 0);
+
+	memset(x->page, 0x77, PS);      /* "the backend's data" */
+	assert_int_equal(cache_fill(x->f, 3, x->page), 0);
+	assert_int_equal(cache_write(x->f, b, 3 * PS + 513, sizeof b, 1, &fill),
+	    CACHE_WRITE_OK);
+	assert_true(cache_read(x->f, buf, 3 * PS, PS));
+	for (size_t i = 0; i < PS; i++)
+		assert_int_equal(buf[i], (i >= 513 && i < 613) ? 0x11 : 0x77);
+}
+
+static void
+test_write_spanning_pages_fills_both_ends(void **state)
+{
+	struct fx *x = *state;
+	uint64_t fill;
+	uint8_t *b = calloc(1, 3 * PS);
+
+	/* From the middle of page 1 to the middle of page 4. */
+	assert_int_equal(cache_write(x->f, b, PS + 10, 3 * PS, 1, &fill),
+	    CACHE_WRITE_NEED_FILL);
+	assert_int_equal(fill, 1);
+	cache_fill(x->f, 1, x->page);
+	assert_int_equal(cache_write(x->f, b, PS + 10, 3 * PS, 1, &fill),
+	    CACHE_WRITE_NEED_FILL);
+	assert_int_equal(fill, 4);
+	cache_fill(x->f, 4, x->page);
+	assert_int_equal(cache_write(x->f, b, PS + 10, 3 * PS, 1, &fill),
+	    CACHE_WRITE_OK);
+	assert_int_equal(dirty(x), 4);
+	free(b);
+}
+
+static void
+test_tail_page_of_short_export(void **state)
+{
+	struct fx *x = *state;
+	cache_file_free(x->f);
+	x->f = cache_file_new(x->c, 2 * PS + 1000);     /* last page: 1000 bytes */
+	uint8_t b[1000];
+	uint64_t fill;
+
+	memset(b, 1, sizeof b);
+	/* Writing to the export's end covers the page. */
+	assert_int_equal(cache_write(x->f, b, 2 * PS, 1000, 1, &fill),
+	    CACHE_WRITE_OK);
+	cache_file_free(x->f);
+	x->f = cache_file_new(x->c, 2 * PS + 1000);
+	/* Not reaching the end does not. */
+	assert_int_equal(cache_write(x->f, b, 2 * PS, 999, 1, &fill),
+	    CACHE_WRITE_NEED_FILL);
+}
+
+static void
+test_fill_never_overwrites_resident_data(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS];
+
+	write_ok(x, 0, PS, 0x42, 1);
+	memset(x->page, 0, PS);
+	assert_int_equal(cache_fill(x->f, 0, x->page), 0);
+	assert_true(cache_read(x->f, buf, 0, PS));
+	assert_int_equal(buf[0], 0x42);
+	assert_int_equal(dirty(x), 1);
+}
+
+static void
+test_dirty_accounting(void **state)
+{
+	struct fx *x = *state;
+	struct cache_stats st;
+
+	write_ok(x, 0, 4 * PS, 1, 1);
+	write_ok(x, 0, 4 * PS, 2, 2);   /* rewrite: no double count */
+	assert_int_equal(dirty(x), 4);
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.dirty_pages, 4);
+	assert_int_equal(st.writeback_pages, 0);
+
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r);
+	assert_int_equal(r->npages, 4);
+	assert_int_equal(dirty(x), 0);
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.writeback_pages, 4);
+	cache_end_run(r, true);
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.dirty_pages, 0);
+	assert_int_equal(st.writeback_pages, 0);
+	assert_true(cache_min_dirty_seq(x->f) == UINT64_MAX);
+}
+
+static void
+test_first_dirty_seq_is_kept(void **state)
+{
+	struct fx *x = *state;
+
+	write_ok(x, 0, PS, 1, 5);
+	write_ok(x, 0, PS, 2, 9);
+	assert_true(cache_min_dirty_seq(x->f) == 5);
+}
+
+static void
+test_coalescing_in_offset_order(void **state)
+{
+	struct fx *x = *state;
+
+	/* Dirty 6, then 5, 7 and 9 (8 stays clean). */
+	write_ok(x, 6 * PS, PS, 6, 1);
+	write_ok(x, 5 * PS, PS, 5, 2);
+	write_ok(x, 7 * PS, PS, 7, 3);
+	write_ok(x, 9 * PS, PS, 9, 4);
+
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 5);
+	assert_int_equal(r->npages, 3);
+	assert_true(r->min_seq == 1);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(((uint8_t *)r->data)[i * PS], 5 + i);
+	struct cache_run *r2 = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r2);
+	assert_int_equal(r2->first_index, 9);
+	assert_int_equal(r2->npages, 1);
+	assert_null(cache_take_run(x->f, UINT64_MAX, 256));
+	cache_end_run(r, true);
+	cache_end_run(r2, true);
+}
+
+static void
+test_coalescing_cap_and_chunk(void **state)
+{
+	struct fx *x = *state;
+
+	/* Pages 14..17 dirty: 16 starts a new chunk (CHUNK = 16 pages). */
+	write_ok(x, 14 * PS, 4 * PS, 1, 1);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_int_equal(r->first_index, 14);
+	assert_int_equal(r->npages, 2);
+	cache_end_run(r, true);
+	r = cache_take_run(x->f, UINT64_MAX, 1);        /* cap of one page */
+	assert_int_equal(r->first_index, 16);
+	assert_int_equal(r->npages, 1);
+	cache_end_run(r, true);
+	r = cache_take_run(x->f, UINT64_MAX, 1);
+	assert_int_equal(r->first_index, 17);
+	cache_end_run(r, true);
+}
+
+static void
+test_flush_sequence_limit(void **state)
+{
+	struct fx *x = *state;
+
+	write_ok(x, 0, PS, 1, 1);
+	write_ok(x, 8 * PS, PS, 1, 10);
+	/* A flush at seq 5 takes page 0 only. */
+	struct cache_run *r = cache_take_run(x->f, 5, 256);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 0);
+	assert_null(cache_take_run(x->f, 5, 256));
+	assert_true(cache_min_dirty_seq(x->f) == 1);    /* still in flight */
+	cache_end_run(r, true);
+	assert_true(cache_min_dirty_seq(x->f) == 10);   /* > 5: flush done */
+}
+
+static void
+test_redirty_during_writeback(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS];
+
+	write_ok(x, 0, PS, 0xaa, 1);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	write_ok(x, 0, PS, 0xbb, 7);    /* while the snapshot is written */
+	assert_int_equal(((uint8_t *)r->data)[0], 0xaa);
+	cache_end_run(r, true);
+	/* Still dirty, with the new data and the new sequence. */
+	assert_int_equal(dirty(x), 1);
+	assert_true(cache_min_dirty_seq(x->f) == 7);
+	assert_true(cache_read(x->f, buf, 0, PS));
+	assert_int_equal(buf[0], 0xbb);
+}
+
+static void
+test_failed_writeback_keeps_data_dirty(void **state)
+{
+	struct fx *x = *state;
+
+	write_ok(x, 0, 2 * PS, 0xcc, 3);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	cache_end_run(r, false);
+	assert_int_equal(dirty(x), 2);
+	assert_true(cache_min_dirty_seq(x->f) == 3);
+	/* Failed, re-dirtied meanwhile: the older sequence wins. */
+	r = cache_take_run(x->f, UINT64_MAX, 256);
+	write_ok(x, 0, PS, 0xdd, 8);
+	cache_end_run(r, false);
+	assert_int_equal(dirty(x), 2);
+	assert_true(cache_min_dirty_seq(x->f) == 3);
+}
+
+static void
+test_dirty_pages_are_never_evicted(void **state)
+{
+	struct fx *x = *state;              /* 64 pages */
+	uint64_t fill;
+	uint8_t b[PS], buf[PS];
+
+	for (uint64_t i = 0; i < 64; i++)
+		write_ok(x, i * PS, PS, (uint8_t)i, i + 1);
+	memset(b, 0xee, PS);
+	assert_int_equal(cache_write(x->f, b, 100 * PS, PS, 100, &fill),
+	    CACHE_WRITE_NO_SPACE);
+	for (uint64_t i = 0; i < 64; i++) {
+		assert_true(cache_read(x->f, buf, i * PS, PS));
+		assert_int_equal(buf[0], (uint8_t)i);
+	}
+	/* Once written back, the space is reusable. */
+	struct cache_run *r;
+	while ((r = cache_take_run(x->f, UINT64_MAX, 256)))
+		cache_end_run(r, true);
+	assert_int_equal(cache_write(x->f, b, 100 * PS, PS, 100, &fill),
+	    CACHE_WRITE_OK);
+}
+
+static void
+test_scan_resistance(void **state)
+{
+	struct fx *x = *state;              /* 64 pages, 1 MiB file */
+	cache_file_free(x->f);
+	x->f = cache_file_new(x->c, 64 << 20);
+	uint8_t buf[PS];
+
+	/* A hot set of 16 pages, each read several times. */
+	for (uint64_t i = 0; i < 16; i++)
+		assert_int_equal(cache_fill(x->f, i, x->page), 0);
+	for (int round = 0; round < 3; round++)
+		for (uint64_t i = 0; i < 16; i++)
+			assert_true(cache_read(x->f, buf, i * PS, PS));
+	/* A one-pass scan of 2000 other pages. */
+	for (uint64_t i = 1000; i < 3000; i++) {
+		if (!cache_read(x->f, buf, i * PS, PS))
+			assert_int_equal(cache_fill(x->f, i, x->page), 0);
+	}
+	unsigned hot = 0;
+	for (uint64_t i = 0; i < 16; i++)
+		hot += cache_read(x->f, buf, i * PS, PS);
+	assert_int_equal(hot, 16);
+}
+
+static void
+test_discard(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS];
+
+	memset(x->page, 0x33, PS);
+	cache_fill(x->f, 2, x->page);           /* clean */
+	write_ok(x, 3 * PS, PS, 0x44, 1);      /* dirty */
+	cache_discard(x->f, 2 * PS, 2 * PS, 2);
+	assert_false(cache_read(x->f, buf, 2 * PS, PS));   /* dropped */
+	assert_true(cache_read(x->f, buf, 3 * PS, PS));    /* zeroed, dirty */
+	assert_int_equal(buf[0], 0);
+	assert_int_equal(dirty(x), 1);
+}
+
+int
+main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_full_page_write_reads_back),
+		T(test_partial_write_needs_fill),
+		T(test_write_spanning_pages_fills_both_ends),
+		T(test_tail_page_of_short_export),
+		T(test_fill_never_overwrites_resident_data),
+		T(test_dirty_accounting),
+		T(test_first_dirty_seq_is_kept),
+		T(test_coalescing_in_offset_order),
+		T(test_coalescing_cap_and_chunk),
+		T(test_flush_sequence_limit),
+		T(test_redirty_during_writeback),
+		T(test_failed_writeback_keeps_data_dirty),
+		T(test_dirty_pages_are_never_evicted),
+		T(test_scan_resistance),
+		T(test_discard),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

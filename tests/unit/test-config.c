@@ -1,0 +1,1085 @@
+/*
+ * test-config.c - config_load(): what wbd.conf may say, the defaults it
+ * leaves out, and one test per kind of mistake, each checking that the
+ * message names the file, the line and the key.
+ *
+ * Each test writes its configuration into a fresh temporary directory, so
+ * the text under test sits next to the assertions about it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+#define SHIPPED_CONF    TEST_SRCDIR "/../../conf/wbd.conf"
+
+#define MiB             (UINT64_C(1) << 20)
+#define GiB             (UINT64_C(1) << 30)
+
+/* One export that is valid on its own, for tests about other keys. */
+#define EXPORTS_OK \
+	"exports = ( { name = \"d\"; backing = \"/tmp/d.img\"; } );\n"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct wbd_config cfg;
+	char err[1024];
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof *f);
+
+	if (f == NULL)
+		return -1;
+	strcpy(f->dir, "/tmp/test-config.XXXXXX");
+	if (mkdtemp(f->dir) == NULL) {
+		free(f);
+		return -1;
+	}
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+	struct dirent *de;
+	char path[512];
+	DIR *d;
+
+	config_free(&f->cfg);
+	if ((d = opendir(f->dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof path, "%s/%s", f->dir, de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Write TEXT to NAME in the test's directory; returns its path. */
+static const char *
+write_conf(struct fixture *f, const char *name, const char *text)
+{
+	FILE *fp;
+
+	snprintf(f->path, sizeof f->path, "%s/%s", f->dir, name);
+	assert_non_null(fp = fopen(f->path, "w"));
+	assert_int_equal(fputs(text, fp) >= 0, 1);
+	assert_int_equal(fclose(fp), 0);
+	return f->path;
+}
+
+static void
+load_ok(struct fixture *f, const char *path)
+{
+	if (config_load(path, &f->cfg, f->err, sizeof f->err) != 0)
+		fail_msg("config_load(%s) failed: %s", path, f->err);
+}
+
+/*
+ * TEXT must fail to load with a message that starts "PATH:LINE: KEY:"
+ * ("PATH:LINE:" if KEY is NULL, "PATH: KEY:" if LINE is 0) and contains
+ * WHAT.  The configuration is left empty.
+ */
+static void
+expect_error_in(struct fixture *f, const char *name, const char *text,
+    const char *errfile, int line, const char *key, const char *what)
+{
+	char prefix[512];
+	const char *path = write_conf(f, name, text);
+
+	if (errfile == NULL)
+		errfile = path;
+	errno = 0;
+	if (config_load(path, &f->cfg, f->err, sizeof f->err) != -1)
+		fail_msg("%s loaded, expected an error about %s", name,
+		    key ? key : what);
+	assert_int_equal(errno, EINVAL);
+	if (line == 0)
+		snprintf(prefix, sizeof prefix, "%s: %s:", errfile, key);
+	else if (key == NULL)
+		snprintf(prefix, sizeof prefix, "%s:%d:", errfile, line);
+	else
+		snprintf(prefix, sizeof prefix, "%s:%d: %s:", errfile, line,
+		    key);
+	if (strncmp(f->err, prefix, strlen(prefix)) != 0)
+		fail_msg("message \"%s\" does not start with \"%s\"", f->err,
+		    prefix);
+	if (strstr(f->err, what) == NULL)
+		fail_msg("message \"%s\" does not say \"%s\"", f->err, what);
+	assert_null(f->cfg.path);
+	assert_int_equal(f->cfg.n_exports, 0);
+	assert_int_equal(f->cfg.n_listen_tcp, 0);
+}
+
+static void
+expect_error(struct fixture *f, const char *name, const char *text,
+    int line, const char *key, const char *what)
+{
+	expect_error_in(f, name, text, NULL, line, key, what);
+}
+
+/* ---- Files that load. ---- */
+
+static void
+test_shipped_conf_loads(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+	struct export_conf *e;
+
+	load_ok(f, SHIPPED_CONF);
+	assert_string_equal(c->path, SHIPPED_CONF);
+	assert_int_equal(c->n_listen_tcp, 1);
+	assert_string_equal(c->listen_tcp[0], "127.0.0.1:10809");
+	assert_int_equal(c->n_listen_unix, 1);
+	assert_string_equal(c->listen_unix[0], "/run/wbd/nbd.sock");
+	assert_int_equal(c->io_threads, 0);
+	assert_true(c->cache.size_bytes == 256 * MiB);
+	assert_int_equal(c->cache.page_size, 4096);
+	assert_int_equal(c->writeback.dirty_background.ratio_pct, 10);
+	assert_int_equal(c->writeback.dirty.ratio_pct, 20);
+	assert_int_equal(c->writeback.dirty_expire_centisecs, 3000);
+	assert_int_equal(c->writeback.dirty_writeback_centisecs, 500);
+	assert_int_equal(c->writeback.min_workers, 1);
+	assert_int_equal(c->writeback.max_workers, 8);
+	assert_true(c->writeback.max_io_bytes == MiB);
+
+	assert_int_equal(c->n_exports, 1);
+	e = &c->exports[0];
+	assert_string_equal(e->name, "disk0");
+	assert_string_equal(e->backing, "/var/lib/wbd/disk0.img");
+	assert_non_null(e->description);
+	assert_true(e->size_bytes == 10 * GiB);
+	assert_false(e->readonly);
+	assert_int_equal(e->cache_mode, CACHE_WRITEBACK);
+	assert_true(e->line > 0);
+}
+
+static void
+test_minimal_conf_takes_every_default(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+	struct export_conf *e;
+
+	load_ok(f, write_conf(f, "minimal.conf",
+	    "# nothing but the one required thing\n"
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/tmp/d.img\"; }\n"
+	    ");\n"));
+	assert_int_equal(c->n_listen_tcp, 1);
+	assert_string_equal(c->listen_tcp[0], WBD_DEFAULT_TCP);
+	assert_int_equal(c->n_listen_unix, 0);
+	assert_int_equal(c->io_threads, 0);
+	assert_true(c->cache.size_bytes == 256 * MiB);
+	assert_int_equal(c->cache.size_pct, 0);
+	assert_int_equal(c->cache.page_size, 4096);
+	assert_int_equal(c->writeback.dirty_background.ratio_pct, 10);
+	assert_true(c->writeback.dirty_background.bytes == 0);
+	assert_int_equal(c->writeback.dirty.ratio_pct, 20);
+	assert_true(c->writeback.dirty.bytes == 0);
+	assert_int_equal(c->writeback.dirty_expire_centisecs, 3000);
+	assert_int_equal(c->writeback.dirty_writeback_centisecs, 500);
+	assert_int_equal(c->writeback.min_workers, 1);
+	assert_int_equal(c->writeback.max_workers, 8);
+	assert_true(c->writeback.max_io_bytes == MiB);
+
+	assert_int_equal(c->n_exports, 1);
+	e = &c->exports[0];
+	assert_string_equal(e->name, "d");
+	assert_string_equal(e->backing, "/tmp/d.img");
+	assert_null(e->description);
+	assert_true(e->size_bytes == 0);
+	assert_false(e->readonly);
+	assert_int_equal(e->cache_mode, CACHE_WRITEBACK);
+	assert_int_equal(e->line, 3);
+}
+
+static void
+test_config_defaults_match_a_minimal_file(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config d;
+
+	load_ok(f, write_conf(f, "minimal.conf", EXPORTS_OK));
+	config_defaults(&d);
+	assert_int_equal(d.n_listen_tcp, 1);
+	assert_string_equal(d.listen_tcp[0], f->cfg.listen_tcp[0]);
+	assert_int_equal(d.n_exports, 0);
+	assert_memory_equal(&d.cache, &f->cfg.cache, sizeof d.cache);
+	assert_memory_equal(&d.writeback, &f->cfg.writeback,
+	    sizeof d.writeback);
+	config_free(&d);
+	assert_null(d.listen_tcp);
+}
+
+static void
+test_sizes_may_be_integers_or_strings(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+
+	load_ok(f, write_conf(f, "sizes.conf",
+	    "cache = { size = 1073741824L; page_size = 8192; };\n"
+	    "writeback = { max_io_bytes = \"2 MiB\"; };\n"
+	    "exports = (\n"
+	    "  { name = \"a\"; backing = \"/a\"; size = \"1T\"; },\n"
+	    "  { name = \"b\"; backing = \"/b\"; size = 1048576; },\n"
+	    "  { name = \"c\"; backing = \"/c\"; size = \"512kb\"; }\n"
+	    ");\n"));
+	assert_true(c->cache.size_bytes == GiB);
+	assert_int_equal(c->cache.page_size, 8192);
+	assert_true(c->writeback.max_io_bytes == 2 * MiB);
+	assert_int_equal(c->n_exports, 3);
+	assert_true(c->exports[0].size_bytes == 1024 * GiB);
+	assert_true(c->exports[1].size_bytes == MiB);
+	assert_true(c->exports[2].size_bytes == 512 * 1024);
+}
+
+static void
+test_cache_size_may_be_a_share_of_ram(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+	uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) *
+	    (uint64_t)sysconf(_SC_PAGESIZE);
+
+	load_ok(f, write_conf(f, "pct.conf",
+	    "cache = { size = \"25%\"; };\n" EXPORTS_OK));
+	assert_int_equal(c->cache.size_pct, 25);
+	assert_true(c->cache.size_bytes <= ram / 4);
+	assert_true(c->cache.size_bytes > ram / 4 - 4096);
+	assert_int_equal(c->cache.size_bytes % c->cache.page_size, 0);
+}
+
+static void
+test_thresholds_may_be_given_in_bytes(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+
+	load_ok(f, write_conf(f, "bytes.conf",
+	    "writeback = {\n"
+	    "  dirty_background_bytes = \"64M\";\n"
+	    "  dirty_bytes = \"128M\";\n"
+	    "  dirty_expire_centisecs = 0;\n"
+	    "  dirty_writeback_centisecs = 0;\n"
+	    "  min_workers = 4; max_workers = 4;\n"
+	    "};\n" EXPORTS_OK));
+	assert_true(c->writeback.dirty_background.bytes == 64 * MiB);
+	assert_int_equal(c->writeback.dirty_background.ratio_pct, 0);
+	assert_true(c->writeback.dirty.bytes == 128 * MiB);
+	assert_int_equal(c->writeback.dirty.ratio_pct, 0);
+	assert_int_equal(c->writeback.dirty_expire_centisecs, 0);
+	assert_int_equal(c->writeback.dirty_writeback_centisecs, 0);
+	assert_int_equal(c->writeback.min_workers, 4);
+	assert_int_equal(c->writeback.max_workers, 4);
+}
+
+static void
+test_listeners_of_every_form(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+
+	load_ok(f, write_conf(f, "listen.conf",
+	    "listen = {\n"
+	    "  tcp = [ \"[::1]:10809\", \"localhost:10810\",\n"
+	    "          \"0.0.0.0:1\", \"[fe80::1%lo]:65535\" ];\n"
+	    "  unix = ( \"wbd.sock\", \"/run/wbd/other.sock\" );\n"
+	    "};\n" EXPORTS_OK));
+	assert_int_equal(c->n_listen_tcp, 4);
+	assert_string_equal(c->listen_tcp[0], "[::1]:10809");
+	assert_string_equal(c->listen_tcp[3], "[fe80::1%lo]:65535");
+	assert_int_equal(c->n_listen_unix, 2);
+	assert_string_equal(c->listen_unix[0], "wbd.sock");
+}
+
+static void
+test_unix_only_listener_drops_the_tcp_default(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, write_conf(f, "unix-only.conf",
+	    "listen = { unix = [ \"/run/wbd/nbd.sock\" ]; };\n" EXPORTS_OK));
+	assert_int_equal(f->cfg.n_listen_tcp, 0);
+	assert_int_equal(f->cfg.n_listen_unix, 1);
+}
+
+static void
+test_every_cache_mode_and_readonly(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+
+	load_ok(f, write_conf(f, "modes.conf",
+	    "exports = (\n"
+	    "  { name = \"wb\"; backing = \"/a\"; cache_mode = \"writeback\"; },\n"
+	    "  { name = \"wt\"; backing = \"/b\"; cache_mode = \"writethrough\";\n"
+	    "    readonly = true; description = \"read only\"; },\n"
+	    "  { name = \"wtuf\"; backing = \"/c\";\n"
+	    "    cache_mode = \"writethrough-until-flush\"; }\n"
+	    ");\n"));
+	assert_int_equal(c->n_exports, 3);
+	assert_int_equal(c->exports[0].cache_mode, CACHE_WRITEBACK);
+	assert_int_equal(c->exports[1].cache_mode, CACHE_WRITETHROUGH);
+	assert_int_equal(c->exports[2].cache_mode,
+	    CACHE_WRITETHROUGH_UNTIL_FLUSH);
+	assert_false(c->exports[0].readonly);
+	assert_true(c->exports[1].readonly);
+	assert_string_equal(c->exports[1].description, "read only");
+	assert_int_equal(c->exports[1].line, 3);
+	assert_int_equal(c->exports[2].line, 5);
+}
+
+static void
+test_include_is_relative_to_the_file(void **state)
+{
+	struct fixture *f = *state;
+
+	write_conf(f, "exports.inc", EXPORTS_OK);
+	load_ok(f, write_conf(f, "main.conf",
+	    "io_threads = 2;\n"
+	    "@include \"exports.inc\"\n"));
+	assert_int_equal(f->cfg.io_threads, 2);
+	assert_int_equal(f->cfg.n_exports, 1);
+}
+
+static void
+test_cache_mode_names_round_trip(void **state)
+{
+	enum cache_mode m;
+
+	assert_int_equal(cache_mode_parse("writeback", &m), 0);
+	assert_int_equal(m, CACHE_WRITEBACK);
+	assert_int_equal(cache_mode_parse("writethrough", &m), 0);
+	assert_int_equal(m, CACHE_WRITETHROUGH);
+	assert_int_equal(cache_mode_parse("writethrough-until-flush", &m), 0);
+	assert_int_equal(m, CACHE_WRITETHROUGH_UNTIL_FLUSH);
+	for (m = CACHE_WRITEBACK; m <= CACHE_WRITETHROUGH_UNTIL_FLUSH; m++) {
+		enum cache_mode back;
+
+		assert_int_equal(cache_mode_parse(cache_mode_name(m), &back), 0);
+		assert_int_equal(back, m);
+	}
+	errno = 0;
+	assert_int_equal(cache_mode_parse("WriteBack", &m), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(cache_mode_parse("", &m), -1);
+}
+
+static void
+assert_hostport(const char *s, const char *host, const char *port)
+{
+	char *h, *p;
+
+	if (config_parse_hostport(s, &h, &p) != 0)
+		fail_msg("config_parse_hostport(\"%s\") failed", s);
+	assert_string_equal(h, host);
+	assert_string_equal(p, port);
+	free(h);
+	free(p);
+}
+
+static void
+assert_hostport_invalid(const char *s)
+{
+	char *h, *p;
+
+	errno = 0;
+	if (config_parse_hostport(s, &h, &p) != -1)
+		fail_msg("config_parse_hostport(\"%s\") accepted it", s);
+	assert_int_equal(errno, EINVAL);
+	assert_null(h);
+	assert_null(p);
+}
+
+static void
+test_parse_hostport(void **state)
+{
+	assert_hostport("127.0.0.1:10809", "127.0.0.1", "10809");
+	assert_hostport("localhost:1", "localhost", "1");
+	assert_hostport("nbd-server.example.com:65535",
+	    "nbd-server.example.com", "65535");
+	assert_hostport("[::1]:10809", "::1", "10809");
+	assert_hostport("[::]:10809", "::", "10809");
+	assert_hostport("[fe80::1%eth0]:10809", "fe80::1%eth0", "10809");
+
+	assert_hostport_invalid("");
+	assert_hostport_invalid("127.0.0.1");
+	assert_hostport_invalid("127.0.0.1:");
+	assert_hostport_invalid(":10809");
+	assert_hostport_invalid("127.0.0.1:0");
+	assert_hostport_invalid("127.0.0.1:65536");
+	assert_hostport_invalid("127.0.0.1:-1");
+	assert_hostport_invalid("127.0.0.1:nbd");
+	assert_hostport_invalid("127.0.0.1:10809 ");
+	assert_hostport_invalid("::1:10809");
+	assert_hostport_invalid("[::1]");
+	assert_hostport_invalid("[::1]10809");
+	assert_hostport_invalid("[]:10809");
+	assert_hostport_invalid("[127.0.0.1]:10809");
+	assert_hostport_invalid("[fe80::1%]:10809");
+	assert_hostport_invalid("host name:10809");
+}
+
+/* ---- One test per kind of mistake. ---- */
+
+static void
+test_error_missing_file(void **state)
+{
+	struct fixture *f = *state;
+	char want[256];
+
+	snprintf(f->path, sizeof f->path, "%s/absent.conf", f->dir);
+	errno = 0;
+	assert_int_equal(config_load(f->path, &f->cfg, f->err, sizeof f->err),
+	    -1);
+	assert_int_equal(errno, ENOENT);
+	snprintf(want, sizeof want, "%s: cannot open: No such file or "
+	    "directory", f->path);
+	assert_string_equal(f->err, want);
+	assert_null(f->cfg.path);
+}
+
+static void
+test_error_directory_instead_of_file(void **state)
+{
+	struct fixture *f = *state;
+	char want[256];
+
+	assert_int_equal(config_load(f->dir, &f->cfg, f->err, sizeof f->err),
+	    -1);
+	snprintf(want, sizeof want, "%s: cannot open: Is a directory", f->dir);
+	assert_string_equal(f->err, want);
+}
+
+static void
+test_error_syntax(void **state)
+{
+	/* A size must be quoted: 10G is not a libconfig value. */
+	expect_error(*state, "syntax.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    size = 10G; }\n"
+	    ");\n",
+	    3, NULL, "syntax error");
+}
+
+static void
+test_error_key_given_twice(void **state)
+{
+	expect_error(*state, "twice.conf",
+	    "io_threads = 1;\n"
+	    "io_threads = 2;\n" EXPORTS_OK,
+	    2, NULL, "duplicate setting name");
+}
+
+static void
+test_error_in_included_file_names_that_file(void **state)
+{
+	struct fixture *f = *state;
+
+	write_conf(f, "bad.inc",
+	    "# line 1\n"
+	    "io_threads = \"many\";\n");
+	expect_error_in(f, "includer.conf",
+	    "@include \"bad.inc\"\n" EXPORTS_OK,
+	    "bad.inc", 2, "io_threads", "expected an integer from 0 to 1024, "
+	    "got \"many\"");
+}
+
+static void
+test_error_unknown_top_level_key_suggests_the_right_one(void **state)
+{
+	expect_error(*state, "typo-top.conf",
+	    EXPORTS_OK
+	    "listne = { tcp = [ \"127.0.0.1:10809\" ]; };\n",
+	    2, "listne", "unknown key; did you mean listen?");
+}
+
+static void
+test_error_unknown_key_lists_the_known_ones(void **state)
+{
+	expect_error(*state, "unknown-top.conf",
+	    "colour = \"blue\";\n" EXPORTS_OK,
+	    1, "colour", "unknown key; expected one of: listen, io_threads, "
+	    "cache, writeback, exports");
+}
+
+static void
+test_error_unknown_key_in_export(void **state)
+{
+	expect_error(*state, "typo-export.conf",
+	    "exports = (\n"
+	    "  { name = \"d\";\n"
+	    "    bakcing = \"/d\"; }\n"
+	    ");\n",
+	    3, "exports[0].bakcing", "unknown key; did you mean backing?");
+}
+
+static void
+test_error_unknown_key_in_writeback(void **state)
+{
+	expect_error(*state, "typo-writeback.conf",
+	    "writeback = {\n"
+	    "  dirty_ratio = 30;\n"
+	    "  dirty_expire_centisec = 100;\n"
+	    "};\n" EXPORTS_OK,
+	    3, "writeback.dirty_expire_centisec",
+	    "did you mean dirty_expire_centisecs?");
+}
+
+static void
+test_error_unknown_key_in_cache(void **state)
+{
+	expect_error(*state, "typo-cache.conf",
+	    "cache = { size = \"1G\"; pagesize = \"4K\"; };\n" EXPORTS_OK,
+	    1, "cache.pagesize", "did you mean page_size?");
+}
+
+static void
+test_error_unknown_key_in_listen(void **state)
+{
+	expect_error(*state, "typo-listen.conf",
+	    "listen = {\n"
+	    "  tcp6 = [ \"[::1]:10809\" ];\n"
+	    "};\n" EXPORTS_OK,
+	    2, "listen.tcp6", "did you mean tcp?");
+}
+
+static void
+test_error_bool_where_size_expected(void **state)
+{
+	expect_error(*state, "size-bool.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    size = true; }\n"
+	    ");\n",
+	    3, "exports[0].size",
+	    "expected a size such as \"512M\" or \"10G\", got true");
+}
+
+static void
+test_error_string_where_bool_expected(void **state)
+{
+	expect_error(*state, "readonly-string.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    readonly = \"yes\"; }\n"
+	    ");\n",
+	    3, "exports[0].readonly", "expected true or false, got \"yes\"");
+}
+
+static void
+test_error_number_where_string_expected(void **state)
+{
+	expect_error(*state, "name-number.conf",
+	    "exports = ( { name = 7; backing = \"/d\"; } );\n",
+	    1, "exports[0].name", "expected a string, got 7");
+}
+
+static void
+test_error_scalar_where_group_expected(void **state)
+{
+	expect_error(*state, "cache-scalar.conf",
+	    "cache = \"1G\";\n" EXPORTS_OK,
+	    1, "cache", "expected a group such as cache = { ... };, got \"1G\"");
+}
+
+static void
+test_error_float_where_integer_expected(void **state)
+{
+	expect_error(*state, "float.conf",
+	    "writeback = { dirty_ratio = 20.5; };\n" EXPORTS_OK,
+	    1, "writeback.dirty_ratio",
+	    "expected an integer from 0 to 100, got 20.5");
+}
+
+static void
+test_error_bad_size_suffix(void **state)
+{
+	expect_error(*state, "bad-size.conf",
+	    "exports = (\n"
+	    "  { name = \"a\"; backing = \"/a\"; },\n"
+	    "  { name = \"b\"; backing = \"/b\";\n"
+	    "    size = \"10Q\"; }\n"
+	    ");\n",
+	    4, "exports[1].size",
+	    "expected a size such as \"512M\" or \"10G\", got \"10Q\"");
+}
+
+static void
+test_error_size_too_large(void **state)
+{
+	expect_error(*state, "size-erange.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "              size = \"99999E\"; } );\n",
+	    2, "exports[0].size", "expected a size below 16E, got \"99999E\"");
+}
+
+static void
+test_error_negative_size(void **state)
+{
+	expect_error(*state, "size-negative.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\"; size = -1; } );\n",
+	    1, "exports[0].size", "got -1");
+}
+
+/* libconfig 1.5 would read this as 1G: it must not pass silently. */
+static void
+test_error_integer_truncated_by_libconfig(void **state)
+{
+	expect_error(*state, "int-overflow.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    # 5368709120 in a comment does not count\n"
+	    "    readonly = false; size = 5368709120; }\n"
+	    ");\n",
+	    4, "exports[0].size", "expected an integer that fits in 32 bits, "
+	    "got 5368709120");
+}
+
+static void
+test_error_bad_cache_mode(void **state)
+{
+	expect_error(*state, "cache-mode.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\"; cache_mode = \"write-back\"; }\n"
+	    ");\n",
+	    2, "exports[0].cache_mode", "expected \"writeback\", "
+	    "\"writethrough\" or \"writethrough-until-flush\", got "
+	    "\"write-back\"");
+}
+
+static void
+test_error_duplicate_export_name(void **state)
+{
+	expect_error(*state, "dup-name.conf",
+	    "exports = (\n"
+	    "  { name = \"disk0\"; backing = \"/a\"; },\n"
+	    "  { backing = \"/b\";\n"
+	    "    name = \"disk0\"; }\n"
+	    ");\n",
+	    4, "exports[1].name", "got \"disk0\" again (first at exports[0], "
+	    "line 2)");
+}
+
+static void
+test_error_missing_name(void **state)
+{
+	expect_error(*state, "no-name.conf",
+	    "exports = (\n"
+	    "  { name = \"a\"; backing = \"/a\"; },\n"
+	    "  { backing = \"/b\"; }\n"
+	    ");\n",
+	    3, "exports[1]", "name is missing");
+}
+
+static void
+test_error_empty_name(void **state)
+{
+	expect_error(*state, "empty-name.conf",
+	    "exports = ( { name = \"\"; backing = \"/a\"; } );\n",
+	    1, "exports[0].name", "expected a string of 1 to 4096 bytes, got "
+	    "0 bytes");
+}
+
+static void
+test_error_name_too_long(void **state)
+{
+	struct fixture *f = *state;
+	char text[5000];
+	int n;
+
+	n = snprintf(text, sizeof text, "exports = ( { name = \"");
+	memset(text + n, 'x', 4097);
+	snprintf(text + n + 4097, sizeof text - n - 4097,
+	    "\";\n backing = \"/a\"; } );\n");
+	expect_error(f, "long-name.conf", text, 1, "exports[0].name",
+	    "expected a string of 1 to 4096 bytes, got 4097 bytes");
+}
+
+static void
+test_error_missing_backing(void **state)
+{
+	expect_error(*state, "no-backing.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; size = \"1G\"; }\n"
+	    ");\n",
+	    2, "exports[0]", "backing is missing");
+}
+
+static void
+test_error_no_exports(void **state)
+{
+	expect_error(*state, "no-exports.conf",
+	    "io_threads = 4;\n",
+	    0, "exports", "at least one export expected");
+}
+
+static void
+test_error_empty_exports(void **state)
+{
+	expect_error(*state, "empty-exports.conf",
+	    "io_threads = 4;\n"
+	    "exports = ( );\n",
+	    2, "exports", "at least one export expected");
+}
+
+static void
+test_error_exports_not_a_list(void **state)
+{
+	expect_error(*state, "exports-group.conf",
+	    "exports = { name = \"d\"; backing = \"/d\"; };\n",
+	    1, "exports", "expected a list of exports");
+}
+
+static void
+test_error_export_not_a_group(void **state)
+{
+	expect_error(*state, "export-string.conf",
+	    "exports = ( \"disk0\" );\n",
+	    1, "exports[0]", "expected an export such as { name = ");
+}
+
+static void
+test_error_page_size_not_power_of_two(void **state)
+{
+	expect_error(*state, "page-size.conf",
+	    "cache = {\n"
+	    "  page_size = 3000;\n"
+	    "};\n" EXPORTS_OK,
+	    2, "cache.page_size",
+	    "expected a power of two from 512 to 1M, got 3000");
+}
+
+static void
+test_error_page_size_too_large(void **state)
+{
+	expect_error(*state, "page-size-large.conf",
+	    "cache = { page_size = \"2M\"; };\n" EXPORTS_OK,
+	    1, "cache.page_size",
+	    "expected a power of two from 512 to 1M, got \"2M\"");
+}
+
+static void
+test_error_cache_smaller_than_a_page(void **state)
+{
+	expect_error(*state, "cache-tiny.conf",
+	    "cache = { size = \"2K\"; };\n" EXPORTS_OK,
+	    1, "cache.size", "at least one page of cache.page_size (4K), "
+	    "got \"2K\"");
+}
+
+static void
+test_error_cache_share_out_of_range(void **state)
+{
+	expect_error(*state, "cache-pct.conf",
+	    "cache = { size = \"150%\"; };\n" EXPORTS_OK,
+	    1, "cache.size",
+	    "expected a share of RAM from 1% to 100%, got \"150%\"");
+}
+
+static void
+test_error_background_ratio_not_below_dirty_ratio(void **state)
+{
+	expect_error(*state, "bg-ratio.conf",
+	    "writeback = {\n"
+	    "  dirty_background_ratio = 30;\n"
+	    "  dirty_ratio = 30;\n"
+	    "};\n" EXPORTS_OK,
+	    2, "writeback.dirty_background_ratio",
+	    "expected less than writeback.dirty_ratio (30), got 30");
+}
+
+static void
+test_error_dirty_ratio_below_default_background(void **state)
+{
+	expect_error(*state, "dirty-ratio-low.conf",
+	    "writeback = { dirty_ratio = 5; };\n" EXPORTS_OK,
+	    1, "writeback.dirty_ratio", "expected more than "
+	    "writeback.dirty_background_ratio (10, the default), got 5");
+}
+
+static void
+test_error_background_bytes_not_below_dirty_bytes(void **state)
+{
+	expect_error(*state, "bg-bytes.conf",
+	    "writeback = {\n"
+	    "  dirty_bytes = \"64M\";\n"
+	    "  dirty_background_bytes = \"128M\";\n"
+	    "};\n" EXPORTS_OK,
+	    3, "writeback.dirty_background_bytes",
+	    "expected less than writeback.dirty_bytes (64M), got 128M");
+}
+
+static void
+test_error_background_bytes_not_below_dirty_ratio(void **state)
+{
+	/* 20% of the 256M default cache is 51.2M. */
+	expect_error(*state, "bg-mixed.conf",
+	    "writeback = { dirty_background_bytes = \"64M\"; };\n" EXPORTS_OK,
+	    1, "writeback.dirty_background_bytes",
+	    "expected less than writeback.dirty_ratio (20% of the cache, "
+	    "51.2 MiB, the default), got 64M");
+}
+
+static void
+test_error_ratio_and_bytes_both_given(void **state)
+{
+	expect_error(*state, "both.conf",
+	    "writeback = {\n"
+	    "  dirty_ratio = 20;\n"
+	    "  dirty_bytes = \"64M\";\n"
+	    "};\n" EXPORTS_OK,
+	    3, "writeback.dirty_bytes",
+	    "expected either dirty_ratio or dirty_bytes, not both");
+}
+
+static void
+test_error_ratio_above_100(void **state)
+{
+	expect_error(*state, "ratio-101.conf",
+	    "writeback = { dirty_ratio = 101; };\n" EXPORTS_OK,
+	    1, "writeback.dirty_ratio",
+	    "expected an integer from 0 to 100, got 101");
+}
+
+static void
+test_error_min_workers_above_max_workers(void **state)
+{
+	expect_error(*state, "workers.conf",
+	    "writeback = {\n"
+	    "  min_workers = 8;\n"
+	    "  max_workers = 4;\n"
+	    "};\n" EXPORTS_OK,
+	    3, "writeback.max_workers",
+	    "expected at least writeback.min_workers (8), got 4");
+}
+
+static void
+test_error_min_workers_above_default_max(void **state)
+{
+	expect_error(*state, "min-workers.conf",
+	    "writeback = { min_workers = 16; };\n" EXPORTS_OK,
+	    1, "writeback.min_workers",
+	    "expected at most writeback.max_workers (8, the default), got 16");
+}
+
+static void
+test_error_too_many_workers(void **state)
+{
+	expect_error(*state, "workers-65.conf",
+	    "writeback = { max_workers = 65; };\n" EXPORTS_OK,
+	    1, "writeback.max_workers",
+	    "expected an integer from 1 to 64, got 65");
+}
+
+static void
+test_error_max_io_below_page_size(void **state)
+{
+	expect_error(*state, "max-io.conf",
+	    "cache = { page_size = \"64K\"; };\n"
+	    "writeback = { max_io_bytes = \"32K\"; };\n" EXPORTS_OK,
+	    2, "writeback.max_io_bytes",
+	    "expected a size from cache.page_size (64K) to 32M, got \"32K\"");
+}
+
+static void
+test_error_max_io_above_32m(void **state)
+{
+	expect_error(*state, "max-io-large.conf",
+	    "writeback = { max_io_bytes = \"64M\"; };\n" EXPORTS_OK,
+	    1, "writeback.max_io_bytes",
+	    "expected a size from cache.page_size (4K) to 32M, got \"64M\"");
+}
+
+static void
+test_error_negative_io_threads(void **state)
+{
+	expect_error(*state, "io-threads.conf",
+	    "io_threads = -1;\n" EXPORTS_OK,
+	    1, "io_threads", "expected an integer from 0 to 1024, got -1");
+}
+
+static void
+test_error_bad_tcp_listener(void **state)
+{
+	expect_error(*state, "tcp-port.conf",
+	    "listen = {\n"
+	    "  tcp = [ \"127.0.0.1:10809\",\n"
+	    "          \"127.0.0.1:70000\" ];\n"
+	    "};\n" EXPORTS_OK,
+	    3, "listen.tcp[1]", "expected \"host:port\" or \"[v6addr]:port\" "
+	    "with a port from 1 to 65535, got \"127.0.0.1:70000\"");
+}
+
+static void
+test_error_ipv6_listener_without_brackets(void **state)
+{
+	expect_error(*state, "tcp-v6.conf",
+	    "listen = { tcp = [ \"::1:10809\" ]; };\n" EXPORTS_OK,
+	    1, "listen.tcp[0]", "got \"::1:10809\"");
+}
+
+static void
+test_error_listener_not_a_list(void **state)
+{
+	expect_error(*state, "tcp-string.conf",
+	    "listen = { tcp = \"127.0.0.1:10809\"; };\n" EXPORTS_OK,
+	    1, "listen.tcp", "expected a list of strings such as "
+	    "[ \"127.0.0.1:10809\" ], got \"127.0.0.1:10809\"");
+}
+
+static void
+test_error_listener_given_twice(void **state)
+{
+	expect_error(*state, "tcp-dup.conf",
+	    "listen = {\n"
+	    "  unix = [ \"/run/a.sock\",\n"
+	    "           \"/run/a.sock\" ];\n"
+	    "};\n" EXPORTS_OK,
+	    3, "listen.unix[1]", "got \"/run/a.sock\" again (first at "
+	    "listen.unix[0])");
+}
+
+static void
+test_error_unix_path_too_long(void **state)
+{
+	struct fixture *f = *state;
+	char text[512];
+	int n;
+
+	n = snprintf(text, sizeof text, "listen = { unix = [ \"/");
+	memset(text + n, 'p', 107);
+	snprintf(text + n + 107, sizeof text - n - 107, "\" ]; };\n%s",
+	    EXPORTS_OK);
+	expect_error(f, "unix-long.conf", text, 1, "listen.unix[0]",
+	    "expected a socket path of 1 to 107 bytes, got 108 bytes");
+}
+
+static void
+test_error_listen_group_without_listeners(void **state)
+{
+	expect_error(*state, "listen-empty.conf",
+	    EXPORTS_OK
+	    "listen = {\n"
+	    "  tcp = [ ];\n"
+	    "};\n",
+	    2, "listen", "at least one listener expected");
+}
+
+/* A caller that passes no buffer still gets -1 and errno. */
+static void
+test_error_without_a_buffer(void **state)
+{
+	struct fixture *f = *state;
+
+	errno = 0;
+	assert_int_equal(config_load(write_conf(f, "nobuf.conf", "x = 1;\n"),
+	    &f->cfg, NULL, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(config_load(write_conf(f, "nobuf2.conf", "x = ;\n"),
+	    &f->cfg, NULL, 0), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_shipped_conf_loads),
+		T(test_minimal_conf_takes_every_default),
+		T(test_config_defaults_match_a_minimal_file),
+		T(test_sizes_may_be_integers_or_strings),
+		T(test_cache_size_may_be_a_share_of_ram),
+		T(test_thresholds_may_be_given_in_bytes),
+		T(test_listeners_of_every_form),
+		T(test_unix_only_listener_drops_the_tcp_default),
+		T(test_every_cache_mode_and_readonly),
+		T(test_include_is_relative_to_the_file),
+		T(test_cache_mode_names_round_trip),
+		T(test_parse_hostport),
+
+		T(test_error_missing_file),
+		T(test_error_directory_instead_of_file),
+		T(test_error_syntax),
+		T(test_error_key_given_twice),
+		T(test_error_in_included_file_names_that_file),
+		T(test_error_unknown_top_level_key_suggests_the_right_one),
+		T(test_error_unknown_key_lists_the_known_ones),
+		T(test_error_unknown_key_in_export),
+		T(test_error_unknown_key_in_writeback),
+		T(test_error_unknown_key_in_cache),
+		T(test_error_unknown_key_in_listen),
+		T(test_error_bool_where_size_expected),
+		T(test_error_string_where_bool_expected),
+		T(test_error_number_where_string_expected),
+		T(test_error_scalar_where_group_expected),
+		T(test_error_float_where_integer_expected),
+		T(test_error_bad_size_suffix),
+		T(test_error_size_too_large),
+		T(test_error_negative_size),
+		T(test_error_integer_truncated_by_libconfig),
+		T(test_error_bad_cache_mode),
+		T(test_error_duplicate_export_name),
+		T(test_error_missing_name),
+		T(test_error_empty_name),
+		T(test_error_name_too_long),
+		T(test_error_missing_backing),
+		T(test_error_no_exports),
+		T(test_error_empty_exports),
+		T(test_error_exports_not_a_list),
+		T(test_error_export_not_a_group),
+		T(test_error_page_size_not_power_of_two),
+		T(test_error_page_size_too_large),
+		T(test_error_cache_smaller_than_a_page),
+		T(test_error_cache_share_out_of_range),
+		T(test_error_background_ratio_not_below_dirty_ratio),
+		T(test_error_dirty_ratio_below_default_background),
+		T(test_error_background_bytes_not_below_dirty_bytes),
+		T(test_error_background_bytes_not_below_dirty_ratio),
+		T(test_error_ratio_and_bytes_both_given),
+		T(test_error_ratio_above_100),
+		T(test_error_min_workers_above_max_workers),
+		T(test_error_min_workers_above_default_max),
+		T(test_error_too_many_workers),
+		T(test_error_max_io_below_page_size),
+		T(test_error_max_io_above_32m),
+		T(test_error_negative_io_threads),
+		T(test_error_bad_tcp_listener),
+		T(test_error_ipv6_listener_without_brackets),
+		T(test_error_listener_not_a_list),
+		T(test_error_listener_given_twice),
+		T(test_error_unix_path_too_long),
+		T(test_error_listen_group_without_listeners),
+		T(test_error_without_a_buffer),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
