@@ -691,16 +691,16 @@ conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void
 conn_maybe_finish(struct conn *c)
 {
-	if (!c->closing || c->inflight > 0)
+	if (!c->closing)
 		return;
 	if (c->cur) {
-		/* A request was being read when input ended. */
+		/* A request was being read when input ended: drop it. */
 		struct request *req = c->cur;
 		c->cur = NULL;
 		req->out.release(&req->out);
-		if (c->inflight > 0)
-			return;
 	}
+	if (c->inflight > 0)
+		return;
 	if (!c->dead && c->out_head)
 		return;         /* replies still going out */
 
@@ -794,9 +794,10 @@ conn_start(struct ioloop *io, int fd, const char *peer)
 	hs_greeting(&out);
 	int r = conn_queue_buf(c, &out);
 	buf_free(&out);
-	if (r < 0) {
+	if (r < 0)
 		conn_close_socket(c);
-		c->closing = true;
+	if (c->dead) {
+		/* Out of memory, or the client is already gone. */
 		conn_maybe_finish(c);
 		return;
 	}

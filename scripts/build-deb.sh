@@ -53,15 +53,11 @@ tar -C "$top" \
 	-cf - . | tar -C "$src" -xf -
 cp -a "$top/packaging/debian" "$src/debian"
 
-if [[ -z ${WBD_SKIP_DEPS:-} ]]; then
+if [[ -z ${WBD_SKIP_DEPS:-} ]] && ! (cd "$src" && dpkg-checkbuilddeps) 2>/dev/null; then
 	# The Build-Depends of debian/control that are not installed yet.
-	if ! (cd "$src" && dpkg-checkbuilddeps) 2>/dev/null; then
-		"${SUDO[@]}" apt-get update
-		(cd "$src" && "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-			mk-build-deps --install --remove \
-			--tool 'apt-get -y --no-install-recommends' debian/control)
-		rm -f "$src"/wbd-build-deps_*
-	fi
+	"${SUDO[@]}" apt-get update
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get build-dep -y --no-install-recommends "$src"
 fi
 
 (cd "$src" && dpkg-buildpackage -us -uc -b)
