@@ -54,6 +54,7 @@ struct cache_file {
 	struct cache_run *runs;
 	uint64_t cached_pages;          /* atomic */
 	uint64_t dirty_pages;           /* atomic */
+	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
 	struct shard shards[CACHE_SHARDS];
 };
 
@@ -632,8 +633,8 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 	return CACHE_WRITE_OK;
 }
 
-int
-cache_fill(struct cache_file *f, uint64_t index, const void *data)
+bool
+cache_fill_begin(struct cache_file *f, uint64_t index)
 {
 	struct cache *c = f->c;
 	struct shard *sh = shard_of(f, index);
@@ -643,27 +644,111 @@ cache_fill(struct cache_file *f, uint64_t index, const void *data)
 	p = lookup_locked(sh, index);
 	pthread_mutex_unlock(&sh->lock);
 	if (p)
-		return 0;
+		return !(p->flags & PF_FILLED);
 	struct cpage *np = page_alloc(c);
 	if (!np)
-		return -1;
+		return true;
 	pthread_mutex_lock(&sh->lock);
-	if (lookup_locked(sh, index)) {
-		/* Someone else filled or wrote it meanwhile: theirs wins. */
+	p = lookup_locked(sh, index);
+	if (p) {
 		pthread_mutex_unlock(&sh->lock);
 		page_release_unused(c, np);
-		return 0;
+		return !(p->flags & PF_FILLED);
 	}
-	memcpy(page_data(c, np), data, c->page_size);
-	page_publish_locked(f, sh, np, index, PF_FILLED);
+	page_publish_locked(f, sh, np, index, 0);
 	pthread_mutex_unlock(&sh->lock);
-	return 0;
+	return true;
+}
+
+uint64_t
+cache_fill_gen(struct cache_file *f)
+{
+	return __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE);
+}
+
+void
+cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
+    uint64_t gen)
+{
+	struct cache *c = f->c;
+	struct shard *sh = shard_of(f, index);
+
+	pthread_mutex_lock(&sh->lock);
+	if (gen != cache_fill_gen(f))
+		data = NULL;
+	struct cpage *p = lookup_locked(sh, index);
+	if (p && !(p->flags & PF_FILLED)) {
+		if (data) {
+			memcpy(page_data(c, p), data, c->page_size);
+			p->flags |= PF_FILLED;
+		} else {
+			unhash_locked(sh, p);
+			ATOMIC_SUB(&f->cached_pages, 1);
+			ATOMIC_SUB(&c->used, 1);
+			pthread_mutex_lock(&c->qlock);
+			p->file = NULL;         /* dead entry in its queue */
+			p->flags = 0;
+			pthread_mutex_unlock(&c->qlock);
+		}
+	}
+	pthread_mutex_unlock(&sh->lock);
+}
+
+int
+cache_fill(struct cache_file *f, uint64_t index, const void *data)
+{
+	struct shard *sh = shard_of(f, index);
+
+	if (!cache_fill_begin(f, index))
+		return 0;
+	uint64_t gen = cache_fill_gen(f);
+	pthread_mutex_lock(&sh->lock);
+	bool placed = lookup_locked(sh, index) != NULL;
+	pthread_mutex_unlock(&sh->lock);
+	cache_fill_end(f, index, data, gen);
+	return placed ? 0 : -1;
+}
+
+uint32_t
+cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
+    uint32_t len, uint8_t *need)
+{
+	struct cache *c = f->c;
+	uint8_t *out = buf;
+	uint32_t nneed = 0;
+
+	for (uint32_t i = 0; len > 0; i++) {
+		uint64_t index = off >> c->page_shift;
+		uint32_t at = (uint32_t)(off & (c->page_size - 1));
+		uint32_t n = c->page_size - at < len ? c->page_size - at : len;
+		struct shard *sh = shard_of(f, index);
+
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *p = lookup_locked(sh, index);
+		need[i] = !p || !(p->flags & PF_FILLED);
+		if (!need[i]) {
+			memcpy(out, page_data(c, p) + at, n);
+			if (p->freq < 3)
+				p->freq++;
+		}
+		pthread_mutex_unlock(&sh->lock);
+		if (need[i]) {
+			nneed++;
+			cache_fill_begin(f, index);
+		}
+		out += n;
+		off += n;
+		len -= n;
+	}
+	return nneed;
 }
 
 void
 cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 {
 	struct cache *c = f->c;
+
+	__atomic_add_fetch(&f->discard_gen, 1, __ATOMIC_RELEASE);
 
 	while (len > 0) {
 		uint64_t index = off >> c->page_shift;
@@ -673,7 +758,16 @@ cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 
 		pthread_mutex_lock(&sh->lock);
 		struct cpage *p = lookup_locked(sh, index);
-		if (p && (p->flags & PF_FILLED)) {
+		if (p && !(p->flags & PF_FILLED)) {
+			/* Being filled with what may predate the discard. */
+			unhash_locked(sh, p);
+			ATOMIC_SUB(&f->cached_pages, 1);
+			ATOMIC_SUB(&c->used, 1);
+			pthread_mutex_lock(&c->qlock);
+			p->file = NULL;
+			p->flags = 0;
+			pthread_mutex_unlock(&c->qlock);
+		} else if (p) {
 			bool whole = n == c->page_size;
 			if (whole && !(p->flags & (PF_DIRTY | PF_WB))) {
 				unhash_locked(sh, p);

@@ -74,11 +74,42 @@ enum cache_write_result cache_write(struct cache_file *f, const void *buf,
     uint64_t off, uint32_t len, uint64_t seq, uint64_t *fill_index);
 
 /*
- * Fill page INDEX from DATA (page_size bytes read from the backend), unless
- * it is already resident (then nothing happens).  Returns 0, or -1 when no
- * page can be had.
+ * Filling a page from the backend, in three steps: cache_fill_begin() puts
+ * a placeholder into the index (pinned, not readable, not writable), the
+ * caller reads the page from the backend, and cache_fill_end() installs the
+ * data.  While a placeholder exists no write can change the page, so
+ * whoever reads it from the backend gets current data: several fillers of
+ * one page are harmless, the first cache_fill_end() wins.
+ *
+ * cache_fill_begin() returns true if the page must be read (a placeholder
+ * is there), false if it is already resident and filled.  When no page can
+ * be had it returns true without a placeholder; cache_fill_end() then
+ * installs nothing.
  */
+bool cache_fill_begin(struct cache_file *f, uint64_t index);
+/*
+ * DATA NULL: the backend read failed; the placeholder is removed.  GEN is
+ * cache_fill_gen() taken before the backend read: if a discard happened
+ * since, the data may predate it and is not installed.
+ */
+void cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
+    uint64_t gen);
+uint64_t cache_fill_gen(struct cache_file *f);
+
+/* Fill page INDEX from DATA if it is not resident (a convenience for
+ * tests and callers that already have the data).  Returns 0, or -1 if no
+ * page could be had. */
 int cache_fill(struct cache_file *f, uint64_t index, const void *data);
+
+/*
+ * A read that missed: copy every resident, filled page of [off, off+len)
+ * into BUF now (so the reply reflects every write acknowledged before the
+ * read), begin a fill of every other page, and set NEED[i] for the pages
+ * (counted from off's page) that must come from the backend.  Returns the
+ * number of such pages.
+ */
+uint32_t cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
+    uint32_t len, uint8_t *need);
 
 /* Drop the pages in [off, off+len) that are clean; dirty ones are zeroed
  * (and stay dirty) so that later reads see the zeroes.  Used by TRIM and

@@ -80,12 +80,16 @@ struct conn {
 
 	unsigned inflight;
 	size_t inflight_bytes;
+	unsigned throttled;             /* replies held by throttling */
+	uint64_t err_seq;               /* export errors already reported */
+	bool flushed;                   /* client has sent FLUSH */
 	unsigned bad_requests;
 };
 
 static void conn_process(struct conn *c);
 static void conn_flush_out(struct conn *c);
 static void conn_maybe_finish(struct conn *c);
+static void conn_maybe_resume(struct conn *c);
 
 struct conn *
 conn_next(struct conn *c)
@@ -259,7 +263,7 @@ static bool
 conn_over_limit(const struct conn *c)
 {
 	return c->inflight >= CONN_MAX_INFLIGHT ||
-	    c->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES;
+	    c->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES || c->throttled > 0;
 }
 
 static void
@@ -325,6 +329,12 @@ conn_request_release(struct out *o)
 		free(req->data);
 	}
 	free(req);
+	conn_maybe_resume(c);
+}
+
+static void
+conn_maybe_resume(struct conn *c)
+{
 	if (c->paused && !conn_over_limit(c) && !c->closing && !c->dead) {
 		/*
 		 * Input may already be buffered: have the read callback parse
@@ -398,6 +408,49 @@ conn_reply(struct request *req)
 	}
 	o->bytes = o->iov[0].iov_len + (o->niov == 2 ? o->iov[1].iov_len : 0);
 	conn_queue_out(c, o);
+}
+
+void
+conn_request_reply_inline(struct request *req)
+{
+	conn_reply(req);
+}
+
+void
+conn_throttle_begin(struct conn *c)
+{
+	c->throttled++;
+}
+
+void
+conn_throttle_end(struct conn *c)
+{
+	c->throttled--;
+	conn_maybe_resume(c);
+}
+
+uint64_t
+conn_err_seq(struct conn *c)
+{
+	return c->err_seq;
+}
+
+void
+conn_set_err_seq(struct conn *c, uint64_t seq)
+{
+	c->err_seq = seq;
+}
+
+bool
+conn_has_flushed(struct conn *c)
+{
+	return c->flushed;
+}
+
+void
+conn_set_flushed(struct conn *c)
+{
+	c->flushed = true;
 }
 
 void
@@ -516,6 +569,7 @@ conn_enter_transmission(struct conn *c)
 	c->view.size_bytes = c->exp->size_bytes;
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
+	c->err_seq = __atomic_load_n(&c->exp->err_seq, __ATOMIC_ACQUIRE);
 	c->state = CS_TX_HEADER;
 	ev_timer_stop(c->io->loop, &c->hs_timer);
 	log_info("%s: connected to export \"%s\"%s", c->peer, c->exp->name,

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "writeback.h"
 
 struct export;
 struct ioloop;
@@ -34,6 +35,10 @@ struct daemon {
 	size_t n_exports;
 	struct wb_dev **devs;
 	size_t n_devs;
+
+	struct cache *cache;
+	struct wb_ctl wb;
+	ev_timer periodic;              /* dirty_writeback_centisecs */
 
 	ev_signal sig_term, sig_int, sig_hup;
 	bool stopping;

@@ -1,22 +1,42 @@
 /*
- * export.c - exports and the execution of their requests on the backing
- * device.  export_submit() runs on an I/O thread; export_run() on a worker
- * of the export's writeback device.
+ * export.c - exports, and how their requests are carried out through the
+ * write-back cache.
+ *
+ * On the I/O thread (export_submit): a READ that hits is answered from the
+ * cache at once; a WRITE whose pages are resident or wholly covered is
+ * copied in and answered at once (then paced if dirty data is high).
+ * Everything else becomes a job on the export's flush-MAJ:MIN pool: read
+ * misses, writes that need a page filled first, FLUSH, FUA and writethrough
+ * writes, TRIM and WRITE_ZEROES.
+ *
+ * Who sees a writeback error (errseq, as the kernel's): each failed
+ * writeback bumps the export's error sequence.  A connection remembers the
+ * sequence it has seen (from when it connected); its next FLUSH, FUA write
+ * or writethrough write returns EIO if the sequence moved, and then it has
+ * seen it.  So every connection open when a writeback failed is told once,
+ * and a FLUSH whose own pages cannot be written fails for as long as they
+ * cannot.  The data stays dirty and is retried; nothing is dropped.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "conn.h"
 #include "export.h"
+#include "ioloop.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
 #include "wbdev.h"
+#include "writeback.h"
+
+#define EXPORT_THROTTLE_POLL_S  0.01
 
 struct export *
-export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b)
+export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
+    struct wb_ctl *wb)
 {
 	struct export *e = calloc(1, sizeof *e);
 
@@ -24,7 +44,11 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b)
 		return NULL;
 	e->name = strdup(ec->name);
 	e->description = ec->description ? strdup(ec->description) : NULL;
-	if (!e->name || (ec->description && !e->description)) {
+	e->size_bytes = b->ops->size(b);
+	e->cf = cache_file_new(wb->cache, e->size_bytes);
+	if (!e->name || (ec->description && !e->description) || !e->cf ||
+	    wb_dev_add_export(dev, e) < 0) {
+		cache_file_free(e->cf);
 		free(e->name);
 		free(e->description);
 		free(e);
@@ -32,8 +56,10 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b)
 	}
 	e->backend = b;
 	e->dev = dev;
-	e->size_bytes = b->ops->size(b);
+	e->wb = wb;
 	e->cache_mode = ec->cache_mode;
+	pthread_mutex_init(&e->wb_lock, NULL);
+	pthread_cond_init(&e->wb_cond, NULL);
 
 	e->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
 	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
@@ -55,7 +81,6 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b)
 	e->hs.size_bytes = e->size_bytes;
 	e->hs.tflags = e->tflags;
 	e->hs.max_block_bytes = PROTO_MAX_REQUEST_BYTES;
-	dev->n_exports++;
 	return e;
 }
 
@@ -64,13 +89,140 @@ export_free(struct export *e)
 {
 	if (!e)
 		return;
+	cache_file_free(e->cf);
 	backend_close(e->backend);
+	pthread_mutex_destroy(&e->wb_lock);
+	pthread_cond_destroy(&e->wb_cond);
 	free(e->name);
 	free(e->description);
 	free(e);
 }
 
-/* On a worker: carry out the request against the backend. */
+/* --- on a worker ------------------------------------------------------- */
+
+/* A read that missed: resident pages from the cache, the rest from the
+ * backend (and into the cache). */
+static int
+export_read_miss(struct export *e, struct request *req)
+{
+	uint32_t ps = e->wb->page_size;
+	uint64_t off = req->nbd.offset;
+	uint32_t len = req->nbd.count;
+	uint64_t first = off / ps, last = (off + len - 1) / ps;
+	uint32_t npages = (uint32_t)(last - first + 1);
+	uint8_t *need = malloc(npages);
+	int r = 0;
+
+	if (!need)
+		return -ENOMEM;
+	uint64_t gen = cache_fill_gen(e->cf);
+	if (cache_read_prepare(e->cf, req->data, off, len, need) == 0)
+		goto out;
+
+	/* Read from the first to the last page needed, whole pages. */
+	uint32_t lo = 0, hi = npages - 1;
+	while (!need[lo])
+		lo++;
+	while (!need[hi])
+		hi--;
+	uint64_t rd_off = (first + lo) * ps;
+	uint64_t rd_len = (uint64_t)(hi - lo + 1) * ps;
+	uint8_t *tmp = malloc(rd_len);
+	if (!tmp) {
+		r = -ENOMEM;
+		for (uint32_t i = lo; i <= hi; i++)
+			if (need[i])
+				cache_fill_end(e->cf, first + i, NULL, gen);
+		goto out;
+	}
+	uint64_t avail = rd_off + rd_len > e->size_bytes ?
+	    e->size_bytes - rd_off : rd_len;
+	memset(tmp + avail, 0, rd_len - avail);
+	r = e->backend->ops->pread(e->backend, tmp, (uint32_t)avail, rd_off);
+	for (uint32_t i = lo; i <= hi; i++) {
+		if (!need[i])
+			continue;
+		uint8_t *page = tmp + (uint64_t)(i - lo) * ps;
+		cache_fill_end(e->cf, first + i, r == 0 ? page : NULL, gen);
+		if (r != 0)
+			continue;
+		/* The part of this page inside the request. */
+		uint64_t pstart = (first + i) * ps;
+		uint64_t from = pstart > off ? pstart : off;
+		uint64_t to = pstart + ps < off + len ? pstart + ps : off + len;
+		memcpy((uint8_t *)req->data + (from - off), page + (from - pstart),
+		    to - from);
+	}
+	free(tmp);
+out:
+	free(need);
+	return r;
+}
+
+/* Bring page INDEX in from the backend (for a partial write). */
+static int
+export_fill_page(struct export *e, uint64_t index)
+{
+	uint32_t ps = e->wb->page_size;
+	uint64_t gen = cache_fill_gen(e->cf);
+
+	if (!cache_fill_begin(e->cf, index))
+		return 0;
+	uint8_t *page = calloc(1, ps);
+	if (!page) {
+		cache_fill_end(e->cf, index, NULL, gen);
+		return -ENOMEM;
+	}
+	uint64_t off = index * ps;
+	uint64_t n = off + ps > e->size_bytes ? e->size_bytes - off : ps;
+	int r = e->backend->ops->pread(e->backend, page, (uint32_t)n, off);
+	cache_fill_end(e->cf, index, r == 0 ? page : NULL, gen);
+	free(page);
+	return r;
+}
+
+/* A write that could not complete on the I/O thread. */
+static int
+export_write_slow(struct export *e, struct request *req)
+{
+	for (unsigned tries = 0;; tries++) {
+		uint64_t fill;
+		switch (cache_write(e->cf, req->data, req->nbd.offset,
+		    req->nbd.count, req->seq, &fill)) {
+		case CACHE_WRITE_OK:
+			return 0;
+		case CACHE_WRITE_NEED_FILL: {
+			int r = export_fill_page(e, fill);
+			if (r < 0)
+				return r;
+			break;
+		}
+		case CACHE_WRITE_NO_SPACE:
+			/* Every page dirty or pinned: wait for writeback. */
+			if (tries % 100 == 99)
+				log_warnx("export \"%s\": waiting for cache space "
+				    "(all pages dirty)", e->name);
+			wb_kick_background(e->dev);
+			wb_wait_progress(e, 10);
+			break;
+		}
+	}
+}
+
+/* Make the write with sequence SEQ durable; EIO if errors are pending. */
+static int
+export_make_durable(struct export *e, struct request *req, uint64_t seq)
+{
+	int r = wb_flush_export(e, seq, req->nbd.type == NBD_CMD_FLUSH ?
+	    WB_REASON_FLUSH : WB_REASON_FUA);
+	uint64_t now = __atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE);
+
+	if (r == 0 && now != req->err_seq)
+		r = -EIO;       /* an earlier writeback failure, reported once */
+	req->err_seq = now;
+	return r;
+}
+
 static void
 export_run(struct job *job)
 {
@@ -79,47 +231,142 @@ export_run(struct job *job)
 	struct backend *b = e->backend;
 	const struct nbd_request *n = &req->nbd;
 	bool fua = n->flags & NBD_CMD_FLAG_FUA;
-	int r;
+	int r = 0;
 
 	switch (n->type) {
 	case NBD_CMD_READ:
-		r = b->ops->pread(b, req->data, n->count, n->offset);
+		r = export_read_miss(e, req);
 		break;
 	case NBD_CMD_WRITE:
-		r = b->ops->pwrite(b, req->data, n->count, n->offset);
+		r = export_write_slow(e, req);
+		if (r == 0 && (fua || req->writethrough))
+			r = export_make_durable(e, req, req->seq);
 		break;
 	case NBD_CMD_FLUSH:
-		r = b->ops->flush(b);
+		r = export_make_durable(e, req,
+		    __atomic_load_n(&e->write_seq, __ATOMIC_ACQUIRE));
 		break;
 	case NBD_CMD_TRIM:
-		r = b->ops->trim(b, n->count, n->offset);
-		break;
 	case NBD_CMD_WRITE_ZEROES:
-		r = b->ops->zero(b, n->count, n->offset,
-		    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
-		    n->flags & NBD_CMD_FLAG_FAST_ZERO);
+		/* The backend first, then the cache (dirty pages are zeroed
+		 * and stay dirty, so a writeback in flight cannot win). */
+		if (n->type == NBD_CMD_TRIM)
+			r = b->ops->trim(b, n->count, n->offset);
+		else
+			r = b->ops->zero(b, n->count, n->offset,
+			    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
+			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
+		if (r == 0)
+			cache_discard(e->cf, n->offset, n->count, req->seq);
+		if (r == 0 && (fua || req->writethrough))
+			r = export_make_durable(e, req, req->seq);
 		break;
 	default:
 		r = -EINVAL;    /* validation lets nothing else through */
 		break;
 	}
-	if (r == 0 && fua)
-		r = b->ops->flush(b);
 	req->err = -r;
 }
+
+/* --- on the I/O thread ------------------------------------------------- */
 
 static void
 export_done(struct job *job)
 {
-	conn_request_done(container_of(job, struct request, job));
+	struct request *req = container_of(job, struct request, job);
+
+	if (req->err_seq)
+		conn_set_err_seq(req->conn, req->err_seq);
+	conn_request_done(req);
+}
+
+static void
+export_queue(struct export *e, struct request *req)
+{
+	req->job.run = export_run;
+	req->job.done = export_done;
+	req->job.owner = conn_ioloop(req->conn);
+	pool_submit(e->dev->pool, &req->job);
+}
+
+static void
+export_throttle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct request *req = w->data;
+	struct export *e = req->export;
+	struct cache_stats st;
+
+	cache_get_stats(e->wb->cache, &st);
+	if (wb_throttle_pause_ms(e->wb, st.dirty_pages) < 0) {
+		/* Still at the limit: keep holding the reply. */
+		wb_kick_background(e->dev);
+		ev_timer_set(w, EXPORT_THROTTLE_POLL_S, 0);
+		ev_timer_start(loop, w);
+		return;
+	}
+	struct conn *c = req->conn;
+	conn_request_done(req);
+	conn_throttle_end(c);
+}
+
+/* Reply to a write now, or pace it if dirty data is high. */
+static void
+export_write_reply(struct export *e, struct request *req)
+{
+	struct cache_stats st;
+	int pause_ms;
+
+	cache_get_stats(e->wb->cache, &st);
+	if (st.dirty_pages > e->wb->bg_pages)
+		wb_kick_background(e->dev);
+	pause_ms = wb_throttle_pause_ms(e->wb, st.dirty_pages);
+	if (pause_ms == 0) {
+		conn_request_reply_inline(req);
+		return;
+	}
+	ev_timer_init(&req->throttle, export_throttle_cb,
+	    pause_ms < 0 ? EXPORT_THROTTLE_POLL_S : pause_ms / 1000.0, 0);
+	req->throttle.data = req;
+	conn_throttle_begin(req->conn);
+	ev_timer_start(ioloop_loop(conn_ioloop(req->conn)), &req->throttle);
 }
 
 void
 export_submit(struct export *e, struct request *req)
 {
-	req->job.run = export_run;
-	req->job.done = export_done;
-	req->job.owner = conn_ioloop(req->conn);
+	struct conn *c = req->conn;
+	const struct nbd_request *n = &req->nbd;
+	uint64_t fill;
+
 	req->export = e;
-	pool_submit(e->dev->pool, &req->job);
+	req->err_seq = conn_err_seq(c);
+	req->writethrough = e->cache_mode == CACHE_WRITETHROUGH ||
+	    (e->cache_mode == CACHE_WRITETHROUGH_UNTIL_FLUSH &&
+	    !conn_has_flushed(c));
+
+	switch (n->type) {
+	case NBD_CMD_READ:
+		if (cache_read(e->cf, req->data, n->offset, n->count)) {
+			conn_request_reply_inline(req);
+			return;
+		}
+		break;
+	case NBD_CMD_WRITE:
+		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
+		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
+		    cache_write(e->cf, req->data, n->offset, n->count, req->seq,
+		    &fill) == CACHE_WRITE_OK) {
+			export_write_reply(e, req);
+			return;
+		}
+		break;
+	case NBD_CMD_FLUSH:
+		conn_set_flushed(c);
+		break;
+	case NBD_CMD_TRIM:
+	case NBD_CMD_WRITE_ZEROES:
+		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
+		break;
+	}
+	export_queue(e, req);
 }

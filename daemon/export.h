@@ -8,6 +8,7 @@
 #ifndef WBD_EXPORT_H
 #define WBD_EXPORT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -15,7 +16,9 @@
 #include "config.h"
 #include "handshake.h"
 
+struct cache_file;
 struct request;
+struct wb_ctl;
 struct wb_dev;
 
 struct export {
@@ -23,14 +26,24 @@ struct export {
 	char *description;
 	struct backend *backend;
 	struct wb_dev *dev;
+	struct wb_ctl *wb;
+	struct cache_file *cf;          /* this export's pages */
 	uint64_t size_bytes;
 	uint16_t tflags;
 	enum cache_mode cache_mode;
 	struct hs_export hs;            /* what the handshake shows */
+
+	uint64_t write_seq;             /* atomic: last write's sequence */
+	uint64_t err_seq;               /* atomic: bumped by each failed writeback */
+	int last_err;                   /* errno of the last failure (wb_lock) */
+
+	/* Signalled whenever a writeback of this export ends. */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_cond;
 };
 
 struct export *export_new(const struct export_conf *ec, struct wb_dev *dev,
-    struct backend *b);
+    struct backend *b, struct wb_ctl *wb);
 void export_free(struct export *e);
 
 /*

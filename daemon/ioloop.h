@@ -47,4 +47,10 @@ void ioloop_free(struct ioloop *io);
 /* Called by a connection when it has closed (I/O thread). */
 void ioloop_conn_gone(struct ioloop *io);
 
+static inline struct ev_loop *
+ioloop_loop(struct ioloop *io)
+{
+	return io->loop;
+}
+
 #endif

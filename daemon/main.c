@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "cache.h"
 #include "config.h"
 #include "conn.h"
 #include "daemon.h"
@@ -105,8 +106,35 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 }
 
 static int
+daemon_create_cache(struct daemon *d)
+{
+	struct cache_params cp = {
+		.size_bytes = d->cfg.cache.size_bytes,
+		.page_size = d->cfg.cache.page_size,
+		.chunk_bytes = (uint32_t)d->cfg.writeback.max_io_bytes,
+	};
+	char a[32], b[32], l[32];
+
+	d->cache = cache_new(&cp);
+	if (!d->cache) {
+		log_warn("cannot set up a %llu-byte cache",
+		    (unsigned long long)cp.size_bytes);
+		return -1;
+	}
+	wb_ctl_init(&d->wb, d->cache, &d->cfg);
+	log_info("cache: %s in %u-byte pages; dirty background %s, limit %s",
+	    size_human(d->wb.total_pages * d->wb.page_size, a, sizeof a),
+	    d->wb.page_size,
+	    size_human(d->wb.bg_pages * d->wb.page_size, b, sizeof b),
+	    size_human(d->wb.limit_pages * d->wb.page_size, l, sizeof l));
+	return 0;
+}
+
+static int
 daemon_create_exports(struct daemon *d, struct backend **backends)
 {
+	if (daemon_create_cache(d) < 0)
+		return -1;
 	d->exports = calloc(d->cfg.n_exports, sizeof *d->exports);
 	if (!d->exports)
 		return -1;
@@ -115,7 +143,7 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 		struct wb_dev *dev = daemon_get_dev(d, backends[i]);
 		if (!dev)
 			return -1;
-		struct export *e = export_new(ec, dev, backends[i]);
+		struct export *e = export_new(ec, dev, backends[i], &d->wb);
 		if (!e)
 			return -1;
 		backends[i] = NULL;     /* owned by the export now */
@@ -183,25 +211,55 @@ daemon_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	    "restart wbd to apply a new configuration");
 }
 
-/* Flush every backend; returns the number that failed. */
-static int
-daemon_flush_all(struct daemon *d)
+static void
+daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	int failed = 0;
+	struct daemon *d = w->data;
 
+	for (size_t i = 0; i < d->n_devs; i++)
+		wb_kick_periodic(d->devs[i]);
+}
+
+/*
+ * Write back everything (shutdown).  A device that keeps failing is tried
+ * again with back-off for a while; returns the number of exports left
+ * dirty.
+ */
+static int
+daemon_drain_all(struct daemon *d)
+{
+	int left = 0;
+	struct cache_stats st;
+	char b[32];
+
+	cache_get_stats(d->cache, &st);
+	if (st.dirty_pages + st.writeback_pages)
+		log_info("shutdown: writing back %s of dirty data",
+		    size_human((st.dirty_pages + st.writeback_pages) *
+		    d->wb.page_size, b, sizeof b));
 	for (size_t i = 0; i < d->n_exports; i++) {
 		struct export *e = d->exports[i];
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
-		int r = e->backend->ops->flush(e->backend);
+		int r = -1;
+		for (unsigned attempt = 0; attempt < 5 && r < 0; attempt++) {
+			if (attempt)
+				sleep(1u << (attempt - 1));
+			r = wb_flush_export(e, UINT64_MAX, WB_REASON_SHUTDOWN);
+		}
 		if (r < 0) {
-			errno = -r;
-			log_warn("export \"%s\": final flush of %s FAILED",
-			    e->name, e->backend->description);
-			failed++;
+			uint64_t cached, dirty;
+			cache_file_stats(e->cf, &cached, &dirty);
+			log_warnx("SHUTDOWN WITH DATA NOT WRITTEN BACK: export "
+			    "\"%s\" (%s, device %s) still holds %s of dirty "
+			    "data that could not be written: it is LOST when "
+			    "wbd exits", e->name, e->backend->description,
+			    e->dev->name, size_human(dirty * d->wb.page_size,
+			    b, sizeof b));
+			left++;
 		}
 	}
-	return failed;
+	return left;
 }
 
 static void
@@ -216,6 +274,7 @@ daemon_free(struct daemon *d)
 	for (size_t i = 0; i < d->n_exports; i++)
 		export_free(d->exports[i]);
 	free(d->exports);
+	cache_free(d->cache);
 	config_free(&d->cfg);
 }
 
@@ -327,6 +386,12 @@ main(int argc, char **argv)
 	ev_signal_start(d->loop, &d->sig_term);
 	ev_signal_start(d->loop, &d->sig_int);
 	ev_signal_start(d->loop, &d->sig_hup);
+	if (d->cfg.writeback.dirty_writeback_centisecs) {
+		double every = d->cfg.writeback.dirty_writeback_centisecs / 100.0;
+		ev_timer_init(&d->periodic, daemon_periodic_cb, every, every);
+		d->periodic.data = d;
+		ev_timer_start(d->loop, &d->periodic);
+	}
 	listeners_start(d);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
 	    "writeback device(s)", WBD_VERSION, d->n_exports, d->n_io,
@@ -340,12 +405,14 @@ main(int argc, char **argv)
 		ioloop_drain(d->io[i]);
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_join(d->io[i]);
-	int failed = daemon_flush_all(d);
+	ev_timer_stop(d->loop, &d->periodic);
+	int failed = daemon_drain_all(d);
 	if (failed)
-		log_warnx("shutdown: %d backing device(s) could not be flushed; "
-		    "data may not be durable", failed);
+		log_warnx("shutdown: %d export(s) could not be written back "
+		    "and flushed", failed);
 	else
-		log_info("shutdown complete: all backing devices flushed");
+		log_info("shutdown complete: all dirty data written back and "
+		    "flushed");
 	daemon_free(d);
 	ev_loop_destroy(d->loop);
 	return failed ? 1 : 0;

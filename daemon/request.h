@@ -6,9 +6,12 @@
 #ifndef WBD_REQUEST_H
 #define WBD_REQUEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+#include <ev.h>
 
 #include "job.h"
 #include "proto.h"
@@ -33,6 +36,10 @@ struct request {
 	void *data;                     /* WRITE payload or READ buffer */
 	int err;                        /* result: 0 or a positive errno */
 	uint32_t nbd_err;               /* set instead when validation failed */
+	uint64_t seq;                   /* a write's sequence (cache) */
+	uint64_t err_seq;               /* export error sequence seen/now */
+	bool writethrough;              /* reply only once durable */
+	ev_timer throttle;              /* a paced write's reply delay */
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
 };

@@ -29,11 +29,25 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 	return dev;
 }
 
+int
+wb_dev_add_export(struct wb_dev *dev, struct export *e)
+{
+	struct export **v = realloc(dev->exports,
+	    (dev->n_exports + 1) * sizeof *v);
+
+	if (!v)
+		return -1;
+	dev->exports = v;
+	dev->exports[dev->n_exports++] = e;
+	return 0;
+}
+
 void
 wb_dev_free(struct wb_dev *dev)
 {
 	if (!dev)
 		return;
 	pool_free(dev->pool);
+	free(dev->exports);
 	free(dev);
 }

@@ -7,16 +7,33 @@
 #ifndef WBD_WBDEV_H
 #define WBD_WBDEV_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
+#include "job.h"
 #include "pool.h"
+
+struct export;
 
 struct wb_dev {
 	dev_t id;
 	char name[32];                  /* "MAJ:MIN" */
 	struct pool *pool;
+	struct export **exports;        /* fixed after start-up */
 	unsigned n_exports;
+
+	/* Background and periodic work: at most one of each queued. */
+	struct job bg_job, periodic_job;
+	int bg_queued, periodic_queued; /* atomic */
+
+	/* Errors, and the back-off that follows them (atomics). */
+	uint64_t errors;
+	uint64_t backoff_until_ns;
+	uint32_t backoff_ms;
+	uint64_t written_bytes;
 };
+
+int wb_dev_add_export(struct wb_dev *dev, struct export *e);
 
 struct wb_dev *wb_dev_new(dev_t id, const char *name,
     const struct pool_params *params);

@@ -62,8 +62,8 @@ Connect from another terminal:
   qemu-img info 'nbd+unix:///disk0?socket=$SOCK'
   qemu-io -f raw -c 'write -P 0xab 0 1M' -c 'read -P 0xab 0 1M' 'nbd+unix:///disk0?socket=$SOCK'
   nbdcopy /path/to/image.raw 'nbd+unix:///disk0?socket=$SOCK'
-  sudo modprobe nbd && sudo nbd-client -N disk0 -u $SOCK /dev/nbd0   # kernel block device
-  sudo nbd-client -N disk0 127.0.0.1 $PORT /dev/nbd0                 # ... or over TCP
+  sudo modprobe nbd && sudo nbd-client -unix $SOCK /dev/nbd0 -name disk0   # kernel block device
+  sudo nbd-client -N disk0 127.0.0.1 $PORT /dev/nbd0   # ... or over TCP
 
 MSG
 

@@ -17,7 +17,12 @@ TEST_NAME=$(basename "$0" .sh)
 : "${WBD:?WBD must name the wbd binary (meson sets it)}"
 : "${SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 
+# Absolute paths, because the test runs inside its temporary directory.
+SRCDIR=$(cd "$SRCDIR" && pwd)
+[[ $WBD == */* ]] && WBD=$(cd "$(dirname "$WBD")" && pwd)/$(basename "$WBD")
+
 T=$(mktemp -d "${TMPDIR:-/tmp}/wbd-it.XXXXXX")
+cd "$T"           # whatever a client leaves behind (fio state files...) goes here
 CONF=$T/wbd.conf
 LOG=$T/wbd.log
 SOCK=$T/nbd.sock

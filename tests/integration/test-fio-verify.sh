@@ -14,7 +14,7 @@ run_fio() {
 	log "fio $name: $uri bs=$bs size=$size"
 	if ! fio --name="$name" --ioengine=nbd --uri="$uri" \
 		--rw=randwrite --bs="$bs" --size="$size" --iodepth=16 \
-		--verify=crc32c --verify_fatal=1 --do_verify=1 \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --verify_state_save=0 \
 		--output="$T/fio-$name.out" >/dev/null 2>&1; then
 		cat "$T/fio-$name.out" >&2 || true
 		fail "fio $name ($uri, bs=$bs) failed or found corrupted data"
@@ -32,6 +32,7 @@ run_fio "$(uri_unix disk0)" 64k 64M unix-64k
 log "fio mixed randrw"
 fio --name=mixed --ioengine=nbd --uri="$(uri_unix disk0)" --rw=randrw \
 	--bs=16k --size=32M --iodepth=8 --verify=crc32c --verify_fatal=1 \
+	--verify_state_save=0 \
 	--output="$T/fio-mixed.out" >/dev/null 2>&1 ||
 	fail "fio randrw with verify failed: $(cat "$T/fio-mixed.out")"
 assert_alive

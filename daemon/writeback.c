@@ -1,0 +1,316 @@
+/*
+ * writeback.c - writeback work on the flush-MAJ:MIN pools.
+ *
+ * A run (cache_take_run) is written with one pwrite and ended with
+ * cache_end_run; a failure keeps its pages dirty, bumps the export's error
+ * sequence (see export.c for who sees it), counts the error on the device
+ * and arms an exponential back-off (100 ms doubling to 30 s) during which
+ * background and periodic work leave the device alone.  FLUSH work ignores
+ * the back-off: it tries, and reports EIO if the device still fails.
+ *
+ * Fairness: background work takes one run per export in turn, so one busy
+ * export cannot hold back the others on its device.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "export.h"
+#include "log.h"
+#include "nbd-proto.h"
+#include "size.h"
+#include "wbdev.h"
+#include "writeback.h"
+
+#define WB_BACKOFF_MIN_MS       100u
+#define WB_BACKOFF_MAX_MS       30000u
+#define WB_MAX_PAUSE_MS         200
+#define WB_PROGRESS_LOG_NS      (5ull * 1000000000ull)
+
+const char *
+wb_reason_name(enum wb_reason r)
+{
+	switch (r) {
+	case WB_REASON_BACKGROUND: return "background";
+	case WB_REASON_PERIODIC: return "periodic";
+	case WB_REASON_FLUSH: return "flush";
+	case WB_REASON_FUA: return "fua";
+	case WB_REASON_SHUTDOWN: return "shutdown";
+	}
+	return "unknown";
+}
+
+static uint64_t
+threshold_pages(const struct threshold *t, uint64_t total_pages,
+    uint32_t page_size)
+{
+	if (t->bytes)
+		return (t->bytes + page_size - 1) / page_size;
+	return total_pages * t->ratio_pct / 100;
+}
+
+void
+wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
+    const struct wbd_config *cfg)
+{
+	struct cache_stats st;
+
+	cache_get_stats(cache, &st);
+	wb->cache = cache;
+	wb->page_size = cache_page_size(cache);
+	wb->total_pages = st.pages_total;
+	wb->bg_pages = threshold_pages(&cfg->writeback.dirty_background,
+	    st.pages_total, wb->page_size);
+	wb->limit_pages = threshold_pages(&cfg->writeback.dirty,
+	    st.pages_total, wb->page_size);
+	if (wb->limit_pages < 1)
+		wb->limit_pages = 1;
+	if (wb->limit_pages > st.pages_total)
+		wb->limit_pages = st.pages_total;
+	if (wb->bg_pages >= wb->limit_pages)
+		wb->bg_pages = wb->limit_pages - 1;
+	wb->expire_ns = (uint64_t)cfg->writeback.dirty_expire_centisecs *
+	    10000000ull;
+	wb->max_run_pages = (uint32_t)(cfg->writeback.max_io_bytes /
+	    wb->page_size);
+	if (wb->max_run_pages < 1)
+		wb->max_run_pages = 1;
+}
+
+int
+wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages)
+{
+	uint64_t mid = (wb->bg_pages + wb->limit_pages) / 2;
+
+	if (dirty_pages >= wb->limit_pages)
+		return -1;
+	if (dirty_pages <= mid)
+		return 0;
+	/* Quadratic in the distance past the midpoint: gentle, then firm. */
+	double x = (double)(dirty_pages - mid) / (double)(wb->limit_pages - mid);
+	int ms = (int)(x * x * WB_MAX_PAUSE_MS);
+	return ms < 1 ? 1 : ms;
+}
+
+static void
+wb_signal(struct export *e)
+{
+	pthread_mutex_lock(&e->wb_lock);
+	pthread_cond_broadcast(&e->wb_cond);
+	pthread_mutex_unlock(&e->wb_lock);
+}
+
+void
+wb_wait_progress(struct export *e, unsigned ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	pthread_mutex_lock(&e->wb_lock);
+	pthread_cond_timedwait(&e->wb_cond, &e->wb_lock, &until);
+	pthread_mutex_unlock(&e->wb_lock);
+}
+
+static void
+wb_note_error(struct export *e, int err)
+{
+	struct wb_dev *dev = e->dev;
+	uint32_t ms = __atomic_load_n(&dev->backoff_ms, __ATOMIC_RELAXED);
+
+	ms = ms ? ms * 2 : WB_BACKOFF_MIN_MS;
+	if (ms > WB_BACKOFF_MAX_MS)
+		ms = WB_BACKOFF_MAX_MS;
+	__atomic_store_n(&dev->backoff_ms, ms, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->backoff_until_ns, now_ns() + ms * 1000000ull,
+	    __ATOMIC_RELAXED);
+	__atomic_add_fetch(&dev->errors, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&e->err_seq, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&e->wb_lock);
+	e->last_err = err;
+	pthread_mutex_unlock(&e->wb_lock);
+}
+
+/* Is any page of E dirtied at or before MAX_SEQ not yet on the device? */
+static bool
+wb_pending(struct export *e, uint64_t max_seq)
+{
+	uint64_t min = cache_min_dirty_seq(e->cf);
+	return min != UINT64_MAX && min <= max_seq;
+}
+
+static bool
+wb_backing_off(struct wb_dev *dev)
+{
+	return now_ns() < __atomic_load_n(&dev->backoff_until_ns,
+	    __ATOMIC_RELAXED);
+}
+
+/* Write one run; 0 or a negative errno.  The run is ended either way. */
+static int
+wb_write_run(struct export *e, struct cache_run *run)
+{
+	uint64_t off = run->first_index * e->wb->page_size;
+	uint64_t len = (uint64_t)run->npages * e->wb->page_size;
+	int r;
+
+	if (off + len > e->size_bytes)
+		len = e->size_bytes - off;      /* the export's last page */
+	r = e->backend->ops->pwrite(e->backend, run->data, (uint32_t)len, off);
+	cache_end_run(run, r == 0);
+	if (r < 0) {
+		errno = -r;
+		log_warn("writeback of %llu bytes at offset %llu of export "
+		    "\"%s\" (device %s) failed; the data stays dirty and will "
+		    "be retried", (unsigned long long)len,
+		    (unsigned long long)off, e->name, e->dev->name);
+		wb_note_error(e, -r);
+	} else {
+		__atomic_add_fetch(&e->dev->written_bytes, len,
+		    __ATOMIC_RELAXED);
+		if (__atomic_load_n(&e->dev->backoff_ms, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&e->dev->backoff_ms, 0,
+			    __ATOMIC_RELAXED);
+			log_info("device %s: writeback is succeeding again",
+			    e->dev->name);
+		}
+	}
+	wb_signal(e);
+	return r;
+}
+
+int
+wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
+{
+	struct cache_run *run;
+	uint64_t last_log = now_ns();
+	int r = 0;
+
+	while ((run = cache_take_run(e->cf, max_seq, e->wb->max_run_pages))) {
+		if (wb_write_run(e, run) < 0 && r == 0)
+			r = -EIO;
+		if (r < 0)
+			break;          /* report now; the pages stay dirty */
+		if (why == WB_REASON_SHUTDOWN &&
+		    now_ns() - last_log > WB_PROGRESS_LOG_NS) {
+			uint64_t cached, dirty;
+			char b[32];
+			cache_file_stats(e->cf, &cached, &dirty);
+			log_info("shutdown: export \"%s\": %s still dirty",
+			    e->name, size_human(dirty * e->wb->page_size, b,
+			    sizeof b));
+			last_log = now_ns();
+		}
+	}
+	if (r == 0) {
+		/* Writeback of older pages started by others: wait for it. */
+		uint64_t seen_err = __atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE);
+		while (wb_pending(e, max_seq)) {
+			if (__atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE) !=
+			    seen_err) {
+				/* Someone else's run of our pages failed. */
+				if (wb_pending(e, max_seq)) {
+					r = -EIO;
+					break;
+				}
+			}
+			/* Pages failed back into the dirty list: take them. */
+			run = cache_take_run(e->cf, max_seq, e->wb->max_run_pages);
+			if (run) {
+				if (wb_write_run(e, run) < 0) {
+					r = -EIO;
+					break;
+				}
+				continue;
+			}
+			wb_wait_progress(e, 10);
+		}
+	}
+	if (r == 0 && !(e->tflags & NBD_FLAG_READ_ONLY)) {
+		r = e->backend->ops->flush(e->backend);
+		if (r < 0) {
+			errno = -r;
+			log_warn("flush of export \"%s\" (device %s) failed",
+			    e->name, e->dev->name);
+			wb_note_error(e, -r);
+		}
+	}
+	return r;
+}
+
+/* Background: round-robin over the device's exports until below the
+ * background threshold, or the device fails. */
+static void
+wb_background_run(struct job *job)
+{
+	struct wb_dev *dev = (struct wb_dev *)((char *)job -
+	    offsetof(struct wb_dev, bg_job));
+	bool progress = true;
+
+	while (progress && !wb_backing_off(dev)) {
+		struct cache_stats st;
+		progress = false;
+		for (unsigned i = 0; i < dev->n_exports; i++) {
+			struct export *e = dev->exports[i];
+			cache_get_stats(e->wb->cache, &st);
+			if (st.dirty_pages <= e->wb->bg_pages)
+				goto out;
+			struct cache_run *run = cache_take_run(e->cf, UINT64_MAX,
+			    e->wb->max_run_pages);
+			if (!run)
+				continue;
+			if (wb_write_run(e, run) < 0)
+				goto out;
+			progress = true;
+		}
+	}
+out:
+	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_RELEASE);
+}
+
+static void
+wb_periodic_run(struct job *job)
+{
+	struct wb_dev *dev = (struct wb_dev *)((char *)job -
+	    offsetof(struct wb_dev, periodic_job));
+
+	if (!wb_backing_off(dev)) {
+		for (unsigned i = 0; i < dev->n_exports; i++) {
+			struct export *e = dev->exports[i];
+			uint64_t now = now_ns();
+			uint64_t cutoff = now > e->wb->expire_ns ?
+			    now - e->wb->expire_ns : 0;
+			struct cache_run *run;
+			while ((run = cache_take_expired_run(e->cf, cutoff,
+			    e->wb->max_run_pages)))
+				if (wb_write_run(e, run) < 0)
+					goto out;
+		}
+	}
+out:
+	__atomic_store_n(&dev->periodic_queued, 0, __ATOMIC_RELEASE);
+}
+
+void
+wb_kick_background(struct wb_dev *dev)
+{
+	if (__atomic_exchange_n(&dev->bg_queued, 1, __ATOMIC_ACQ_REL))
+		return;
+	memset(&dev->bg_job, 0, sizeof dev->bg_job);
+	dev->bg_job.run = wb_background_run;
+	pool_submit(dev->pool, &dev->bg_job);
+}
+
+void
+wb_kick_periodic(struct wb_dev *dev)
+{
+	if (__atomic_exchange_n(&dev->periodic_queued, 1, __ATOMIC_ACQ_REL))
+		return;
+	memset(&dev->periodic_job, 0, sizeof dev->periodic_job);
+	dev->periodic_job.run = wb_periodic_run;
+	pool_submit(dev->pool, &dev->periodic_job);
+}
