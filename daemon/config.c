@@ -975,7 +975,8 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 		"dirty_background_ratio", "dirty_background_bytes",
 		"dirty_ratio", "dirty_bytes",
 		"dirty_expire_centisecs", "dirty_writeback_centisecs",
-		"min_workers", "max_workers", "max_io_bytes", NULL
+		"min_workers", "max_workers", "max_io_bytes",
+		"worker_spawn_ms", "worker_idle_ms", NULL
 	};
 	struct writeback_conf *wc = &cfg->writeback;
 	config_setting_t *wb, *bg_where, *dirty_where, *s;
@@ -1000,6 +1001,11 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	    &wc->dirty_writeback_centisecs) == -1)
 		return -1;
 
+	if (cfg_uint(ld, wb, "worker_spawn_ms", 1, 600000,
+	    &wc->worker_spawn_ms) == -1 ||
+	    cfg_uint(ld, wb, "worker_idle_ms", 1, 3600000,
+	    &wc->worker_idle_ms) == -1)
+		return -1;
 	if (cfg_uint(ld, wb, "min_workers", 1, WORKERS_MAX,
 	    &wc->min_workers) == -1 ||
 	    (rmax = cfg_uint(ld, wb, "max_workers", 1, WORKERS_MAX,
@@ -1300,6 +1306,8 @@ config_defaults(struct wbd_config *cfg)
 	cfg->writeback.dirty.ratio_pct = 20;
 	cfg->writeback.dirty_expire_centisecs = 3000;
 	cfg->writeback.dirty_writeback_centisecs = 500;
+	cfg->writeback.worker_spawn_ms = 1000;
+	cfg->writeback.worker_idle_ms = 10000;
 	cfg->writeback.min_workers = 1;
 	cfg->writeback.max_workers = 8;
 	cfg->writeback.max_io_bytes = DEFAULT_MAX_IO_BYTES;

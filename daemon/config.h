@@ -55,6 +55,8 @@ struct writeback_conf {
 	unsigned min_workers;                /* default 1 */
 	unsigned max_workers;                /* default 8 */
 	uint64_t max_io_bytes;               /* coalescing cap, default 1M */
+	unsigned worker_spawn_ms;            /* work waited this long: grow */
+	unsigned worker_idle_ms;             /* idle this long: reap */
 };
 
 struct wbd_config {

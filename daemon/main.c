@@ -27,8 +27,6 @@
 #include "size.h"
 #include "wbdev.h"
 
-#define POOL_GROW_DELAY_MS      100
-#define POOL_IDLE_TIMEOUT_MS    30000
 #define MAX_IO_THREADS          64
 
 static void
@@ -61,8 +59,8 @@ pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
 {
 	pp->min_workers = cfg->writeback.min_workers;
 	pp->max_workers = cfg->writeback.max_workers;
-	pp->grow_delay_ms = POOL_GROW_DELAY_MS;
-	pp->idle_timeout_ms = POOL_IDLE_TIMEOUT_MS;
+	pp->grow_delay_ms = cfg->writeback.worker_spawn_ms;
+	pp->idle_timeout_ms = cfg->writeback.worker_idle_ms;
 }
 
 static struct wb_dev *
