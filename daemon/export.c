@@ -185,6 +185,8 @@ export_fill_page(struct export *e, uint64_t index)
 static int
 export_write_slow(struct export *e, struct request *req)
 {
+	uint64_t last_fill = UINT64_MAX;
+
 	for (unsigned tries = 0;; tries++) {
 		uint64_t fill;
 		switch (cache_write(e->cf, req->data, req->nbd.offset,
@@ -195,6 +197,13 @@ export_write_slow(struct export *e, struct request *req)
 			int r = export_fill_page(e, fill);
 			if (r < 0)
 				return r;
+			if (fill == last_fill) {
+				/* Filled, yet not resident: no page to put it
+				 * in.  Wait for writeback to free one. */
+				wb_kick_background(e->dev);
+				wb_wait_progress(e, 10);
+			}
+			last_fill = fill;
 			break;
 		}
 		case CACHE_WRITE_NO_SPACE:

@@ -253,6 +253,12 @@ wb_background_run(struct job *job)
 
 	while (progress && !wb_backing_off(dev)) {
 		struct cache_stats st;
+		struct pool_stats ps;
+		/* Background work yields to waiting work (a FLUSH, a miss):
+		 * the next write past the threshold queues it again. */
+		pool_get_stats(dev->pool, &ps);
+		if (ps.queued > 0)
+			break;
 		progress = false;
 		for (unsigned i = 0; i < dev->n_exports; i++) {
 			struct export *e = dev->exports[i];

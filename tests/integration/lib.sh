@@ -299,3 +299,45 @@ _cleanup() {
 	exit "$rc"
 }
 trap _cleanup EXIT
+
+# --- cache and writeback helpers --------------------------------------------
+
+# add_export_mode NAME SIZE CACHE_MODE [BACKING]: add a read-write export with
+# the given cache_mode (writeback, writethrough, writethrough-until-flush).
+add_export_mode() {
+	local name=$1 size=$2 cmode=$3 backing=${4:-$T/$1.img}
+	_EXPORTS+=("  { name = \"$name\"; backing = \"$backing\"; size = \"$size\"; readonly = false; cache_mode = \"$cmode\"; }")
+}
+
+# write_cache_config CACHE_SIZE WRITEBACK_KEYS [PAGE_SIZE]: as write_config,
+# with "cache = { size = CACHE_SIZE; ... }" and "writeback = { WRITEBACK_KEYS }"
+# (keys as written in wbd.conf, e.g. 'dirty_writeback_centisecs = 0;').
+write_cache_config() {
+	local size=$1 wb=$2 ps=${3:-4K}
+	write_config
+	sed -i "s|^cache = .*|cache = { size = \"$size\"; page_size = \"$ps\"; };\nwriteback = { $wb };|" "$CONF"
+}
+
+# dev_majmin FILE: the MAJ:MIN of the filesystem holding FILE, as wbd names
+# the writeback device (and its flush-MAJ:MIN threads).
+dev_majmin() {
+	local dev
+	dev=$(stat -c '%d' "$1")
+	printf '%d:%d\n' $(( ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff) )) \
+		$(( (dev & 0xff) | ((dev >> 12) & ~0xff) ))
+}
+
+# thread_names PID: the names of PID's threads, one a line.
+thread_names() {
+	cat /proc/"$1"/task/*/comm 2>/dev/null || true
+}
+
+# count_threads PID NAME: how many of PID's threads are called NAME.
+count_threads() {
+	thread_names "$1" | grep -cxF -- "$2" || true
+}
+
+# vmrss_kib PID: the resident set size of PID in KiB.
+vmrss_kib() {
+	awk '/^VmRSS:/ { print $2 }' /proc/"$1"/status
+}
