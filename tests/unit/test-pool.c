@@ -1,0 +1,163 @@
+/*
+ * test-pool.c - the work queue of a device's pool: jobs run in order on a
+ * single worker, threads carry the pool's name, the pool grows when work
+ * waits on busy workers and shrinks back to min_workers when idle.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "pool.h"
+
+struct tjob {
+	struct job job;
+	int id;
+	int *order;
+	int *n;
+	pthread_mutex_t *lock;
+	unsigned sleep_ms;
+	char name[16];
+};
+
+static void
+tjob_run(struct job *job)
+{
+	struct tjob *t = (struct tjob *)job;
+	pthread_getname_np(pthread_self(), t->name, sizeof t->name);
+	if (t->sleep_ms)
+		usleep(t->sleep_ms * 1000);
+	pthread_mutex_lock(t->lock);
+	t->order[(*t->n)++] = t->id;
+	pthread_mutex_unlock(t->lock);
+}
+
+static void
+wait_for(int *n, int want, pthread_mutex_t *lock)
+{
+	for (int i = 0; i < 5000; i++) {
+		pthread_mutex_lock(lock);
+		int v = *n;
+		pthread_mutex_unlock(lock);
+		if (v >= want)
+			return;
+		usleep(1000);
+	}
+	fail_msg("jobs did not finish");
+}
+
+static void
+test_fifo_order_and_thread_name(void **state)
+{
+	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
+	    .grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
+	struct pool *p = pool_new("flush-8:16", &pp);
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int order[20], n = 0;
+	struct tjob jobs[20];
+
+	assert_non_null(p);
+	for (int i = 0; i < 20; i++) {
+		memset(&jobs[i], 0, sizeof jobs[i]);
+		jobs[i].job.run = tjob_run;
+		jobs[i].id = i;
+		jobs[i].order = order;
+		jobs[i].n = &n;
+		jobs[i].lock = &lock;
+		pool_submit(p, &jobs[i].job);
+	}
+	wait_for(&n, 20, &lock);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(order[i], i);
+	assert_string_equal(jobs[0].name, "flush-8:16");
+	pool_free(p);
+}
+
+static void
+test_grows_when_work_waits_and_shrinks_when_idle(void **state)
+{
+	struct pool_params pp = { .min_workers = 1, .max_workers = 4,
+	    .grow_delay_ms = 20, .idle_timeout_ms = 200 };
+	struct pool *p = pool_new("flush-test", &pp);
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int order[16], n = 0;
+	struct tjob jobs[16];
+	struct pool_stats st;
+
+	pool_get_stats(p, &st);
+	assert_int_equal(st.threads, 1);
+	for (int i = 0; i < 16; i++) {
+		memset(&jobs[i], 0, sizeof jobs[i]);
+		jobs[i].job.run = tjob_run;
+		jobs[i].id = i;
+		jobs[i].order = order;
+		jobs[i].n = &n;
+		jobs[i].lock = &lock;
+		jobs[i].sleep_ms = 50;
+		pool_submit(p, &jobs[i].job);
+	}
+	unsigned most = 0;
+	for (int i = 0; i < 400; i++) {
+		pool_get_stats(p, &st);
+		if (st.threads > most)
+			most = st.threads;
+		pthread_mutex_lock(&lock);
+		int done = n;
+		pthread_mutex_unlock(&lock);
+		if (done == 16)
+			break;
+		usleep(5000);
+	}
+	wait_for(&n, 16, &lock);
+	assert_true(most > 1);
+	assert_true(most <= 4);
+	/* Idle: back to min_workers. */
+	for (int i = 0; i < 300; i++) {
+		pool_get_stats(p, &st);
+		if (st.threads == 1)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(st.threads, 1);
+	assert_true(st.reaped_total >= 1);
+	pool_free(p);
+}
+
+static void
+test_free_runs_queued_work(void **state)
+{
+	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
+	    .grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
+	struct pool *p = pool_new("flush-x", &pp);
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int order[8], n = 0;
+	struct tjob jobs[8];
+
+	for (int i = 0; i < 8; i++) {
+		memset(&jobs[i], 0, sizeof jobs[i]);
+		jobs[i].job.run = tjob_run;
+		jobs[i].id = i;
+		jobs[i].order = order;
+		jobs[i].n = &n;
+		jobs[i].lock = &lock;
+		jobs[i].sleep_ms = 5;
+		pool_submit(p, &jobs[i].job);
+	}
+	pool_free(p);           /* must not drop queued jobs */
+	assert_int_equal(n, 8);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fifo_order_and_thread_name),
+		cmocka_unit_test(test_grows_when_work_waits_and_shrinks_when_idle),
+		cmocka_unit_test(test_free_runs_queued_work),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
