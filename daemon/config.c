@@ -967,6 +967,101 @@ cfg_check_thresholds(struct cfg_load *ld, const struct wbd_config *cfg,
 	return -1;
 }
 
+/* writeback.devices = ( { device = "MAJ:MIN"; min_ratio; max_ratio; } ) */
+static int
+cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
+    struct writeback_conf *wc)
+{
+	static const char *const keys[] = {
+		"device", "min_ratio", "max_ratio", NULL
+	};
+	config_setting_t *list;
+	unsigned sum_min = 0;
+	char got[96];
+
+	if (wb == NULL || (list = config_setting_get_member(wb, "devices")) == NULL)
+		return 0;
+	if (!config_setting_is_list(list) && !config_setting_is_array(list)) {
+		cfg_error(ld, list, "expected a list of groups such as "
+		    "( { device = \"8:0\"; max_ratio = 50; } ), got %s",
+		    cfg_repr(list, got, sizeof got));
+		return -1;
+	}
+	int n = config_setting_length(list);
+	if (n == 0)
+		return 0;
+	wc->devices = calloc((size_t)n, sizeof *wc->devices);
+	if (wc->devices == NULL) {
+		cfg_nomem(ld);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+		struct device_conf *dc = &wc->devices[wc->n_devices];
+		const char *name;
+		unsigned maj, min;
+		char extra;
+
+		if (!config_setting_is_group(g)) {
+			cfg_error(ld, g, "expected a group such as "
+			    "{ device = \"8:0\"; max_ratio = 50; }, got %s",
+			    cfg_repr(g, got, sizeof got));
+			return -1;
+		}
+		if (cfg_check_keys(ld, g, keys) == -1)
+			return -1;
+		dc->line = (int)config_setting_source_line(g);
+		dc->min_ratio = wc->min_ratio;
+		dc->max_ratio = wc->max_ratio;
+		if (!config_setting_lookup_string(g, "device", &name) ||
+		    sscanf(name, "%u:%u%c", &maj, &min, &extra) != 2) {
+			config_setting_t *s = config_setting_get_member(g, "device");
+			cfg_error(ld, s ? s : g, "expected device = \"MAJ:MIN\" "
+			    "(as in /proc/PID/task/*/comm flush-MAJ:MIN)%s%s",
+			    s ? ", got " : "", s ? cfg_repr(s, got, sizeof got) : "");
+			return -1;
+		}
+		if (cfg_strdup(ld, name, &dc->device) == -1)
+			return -1;
+		wc->n_devices++;
+		if (cfg_uint(ld, g, "min_ratio", 0, 100, &dc->min_ratio) == -1 ||
+		    cfg_uint(ld, g, "max_ratio", 1, 100, &dc->max_ratio) == -1)
+			return -1;
+		if (dc->min_ratio > dc->max_ratio) {
+			cfg_error(ld, g, "min_ratio (%u) above max_ratio (%u)",
+			    dc->min_ratio, dc->max_ratio);
+			return -1;
+		}
+		for (size_t j = 0; j + 1 < wc->n_devices; j++)
+			if (strcmp(wc->devices[j].device, dc->device) == 0) {
+				cfg_error(ld, g, "device %s already configured "
+				    "at line %d", dc->device,
+				    wc->devices[j].line);
+				return -1;
+			}
+		sum_min += dc->min_ratio;
+		if (sum_min > 100) {
+			cfg_error(ld, g, "the devices' min_ratio add up to more "
+			    "than 100 (%u)", sum_min);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+config_device_ratios(const struct wbd_config *cfg, const char *name,
+    unsigned *min_ratio, unsigned *max_ratio)
+{
+	*min_ratio = cfg->writeback.min_ratio;
+	*max_ratio = cfg->writeback.max_ratio;
+	for (size_t i = 0; i < cfg->writeback.n_devices; i++)
+		if (strcmp(cfg->writeback.devices[i].device, name) == 0) {
+			*min_ratio = cfg->writeback.devices[i].min_ratio;
+			*max_ratio = cfg->writeback.devices[i].max_ratio;
+		}
+}
+
 static int
 cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
@@ -976,7 +1071,8 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 		"dirty_ratio", "dirty_bytes",
 		"dirty_expire_centisecs", "dirty_writeback_centisecs",
 		"min_workers", "max_workers", "max_io_bytes",
-		"worker_spawn_ms", "worker_idle_ms", NULL
+		"worker_spawn_ms", "worker_idle_ms", "min_ratio", "max_ratio",
+		"devices", NULL
 	};
 	struct writeback_conf *wc = &cfg->writeback;
 	config_setting_t *wb, *bg_where, *dirty_where, *s;
@@ -1024,6 +1120,18 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 			    wc->max_workers, wc->min_workers);
 		return -1;
 	}
+
+	if (cfg_uint(ld, wb, "min_ratio", 0, 100, &wc->min_ratio) == -1 ||
+	    cfg_uint(ld, wb, "max_ratio", 1, 100, &wc->max_ratio) == -1)
+		return -1;
+	if (wc->min_ratio > wc->max_ratio) {
+		cfg_error(ld, config_setting_get_member(wb, "min_ratio"),
+		    "expected at most writeback.max_ratio (%u), got %u",
+		    wc->max_ratio, wc->min_ratio);
+		return -1;
+	}
+	if (cfg_devices(ld, wb, wc) == -1)
+		return -1;
 
 	if ((r = cfg_size(ld, wb, "max_io_bytes", &v, NULL)) == -1)
 		return -1;
@@ -1308,6 +1416,8 @@ config_defaults(struct wbd_config *cfg)
 	cfg->writeback.dirty_writeback_centisecs = 500;
 	cfg->writeback.worker_spawn_ms = 1000;
 	cfg->writeback.worker_idle_ms = 10000;
+	cfg->writeback.min_ratio = 0;
+	cfg->writeback.max_ratio = 100;
 	cfg->writeback.min_workers = 1;
 	cfg->writeback.max_workers = 8;
 	cfg->writeback.max_io_bytes = DEFAULT_MAX_IO_BYTES;
@@ -1329,6 +1439,9 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].backing);
 	}
 	free(cfg->exports);
+	for (i = 0; i < cfg->writeback.n_devices; i++)
+		free(cfg->writeback.devices[i].device);
+	free(cfg->writeback.devices);
 	memset(cfg, 0, sizeof *cfg);
 }
 

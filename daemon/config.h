@@ -47,6 +47,14 @@ struct cache_conf {
 	uint32_t page_size;             /* power of two, 512 .. 1M */
 };
 
+/* Per writeback device settings, as the kernel's bdi min_ratio/max_ratio. */
+struct device_conf {
+	char *device;                   /* "MAJ:MIN" */
+	unsigned min_ratio;             /* % of the dirty limit guaranteed */
+	unsigned max_ratio;             /* % of the dirty limit at most */
+	int line;
+};
+
 struct writeback_conf {
 	struct threshold dirty_background;   /* default 10 % */
 	struct threshold dirty;              /* default 20 % */
@@ -57,6 +65,10 @@ struct writeback_conf {
 	uint64_t max_io_bytes;               /* coalescing cap, default 1M */
 	unsigned worker_spawn_ms;            /* work waited this long: grow */
 	unsigned worker_idle_ms;             /* idle this long: reap */
+	unsigned min_ratio;                  /* per-device default, 0 */
+	unsigned max_ratio;                  /* per-device default, 100 */
+	struct device_conf *devices;         /* per-device overrides */
+	size_t n_devices;
 };
 
 struct wbd_config {
@@ -92,6 +104,10 @@ int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errl
 void config_defaults(struct wbd_config *cfg);
 
 void config_free(struct wbd_config *cfg);
+
+/* The min/max ratio for device NAME ("MAJ:MIN"): an override or the default. */
+void config_device_ratios(const struct wbd_config *cfg, const char *name,
+    unsigned *min_ratio, unsigned *max_ratio);
 
 /*
  * Split a TCP listener, "host:port" or "[v6addr]:port" (port 1 to 65535,

@@ -298,6 +298,24 @@ export_queue(struct export *e, struct request *req)
 	pool_submit(e->dev->pool, &req->job);
 }
 
+/* The pause for a writer to E; starts background writeback if due. */
+static int
+export_pause_ms(struct export *e, uint64_t dirty_pages)
+{
+	struct wb_dev *dev = e->dev;
+	unsigned min_ratio = __atomic_load_n(&dev->min_ratio, __ATOMIC_RELAXED);
+	unsigned max_ratio = __atomic_load_n(&dev->max_ratio, __ATOMIC_RELAXED);
+	uint64_t dev_dirty = max_ratio < 100 || min_ratio > 0 ?
+	    wb_dev_dirty_pages(dev) : 0;
+
+	if (dirty_pages > e->wb->bg_pages ||
+	    (max_ratio < 100 &&
+	    dev_dirty > e->wb->bg_pages * max_ratio / 100))
+		wb_kick_background(dev);
+	return wb_throttle_dev_ms(e->wb, dirty_pages, dev_dirty, min_ratio,
+	    max_ratio);
+}
+
 static void
 export_throttle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -306,7 +324,7 @@ export_throttle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct cache_stats st;
 
 	cache_get_stats(e->wb->cache, &st);
-	if (wb_throttle_pause_ms(e->wb, st.dirty_pages) < 0) {
+	if (export_pause_ms(e, st.dirty_pages) < 0) {
 		/* Still at the limit: keep holding the reply. */
 		wb_kick_background(e->dev);
 		ev_timer_set(w, EXPORT_THROTTLE_POLL_S, 0);
@@ -326,9 +344,7 @@ export_write_reply(struct export *e, struct request *req)
 	int pause_ms;
 
 	cache_get_stats(e->wb->cache, &st);
-	if (st.dirty_pages > e->wb->bg_pages)
-		wb_kick_background(e->dev);
-	pause_ms = wb_throttle_pause_ms(e->wb, st.dirty_pages);
+	pause_ms = export_pause_ms(e, st.dirty_pages);
 	if (pause_ms == 0) {
 		conn_request_reply_inline(req);
 		return;

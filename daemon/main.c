@@ -75,6 +75,8 @@ daemon_get_dev(struct daemon *d, const struct backend *b)
 	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp);
 	if (!dev)
 		return NULL;
+	config_device_ratios(&d->cfg, dev->name, &dev->min_ratio,
+	    &dev->max_ratio);
 	struct wb_dev **v = realloc(d->devs, (d->n_devs + 1) * sizeof *v);
 	if (!v) {
 		wb_dev_free(dev);
@@ -152,6 +154,29 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 		    size_human(e->size_bytes, sz, sizeof sz), dev->name,
 		    (e->tflags & NBD_FLAG_READ_ONLY) ? ", read-only" : "");
 	}
+	return 0;
+}
+
+/* Per-device settings for a device no export is on are a likely typo. */
+static int
+daemon_check_devices(struct daemon *d)
+{
+	for (size_t i = 0; i < d->cfg.writeback.n_devices; i++) {
+		const struct device_conf *dc = &d->cfg.writeback.devices[i];
+		size_t j;
+		for (j = 0; j < d->n_devs; j++)
+			if (strcmp(d->devs[j]->name, dc->device) == 0)
+				break;
+		if (j == d->n_devs)
+			log_warnx("%s:%d: writeback device %s: no export is "
+			    "on this device; its settings are unused",
+			    d->cfg.path, dc->line, dc->device);
+	}
+	for (size_t j = 0; j < d->n_devs; j++)
+		log_info("writeback device %s: %u..%u workers, min_ratio %u, "
+		    "max_ratio %u", d->devs[j]->name,
+		    d->cfg.writeback.min_workers, d->cfg.writeback.max_workers,
+		    d->devs[j]->min_ratio, d->devs[j]->max_ratio);
 	return 0;
 }
 
@@ -362,6 +387,7 @@ main(int argc, char **argv)
 	}
 
 	if (daemon_create_exports(d, backends) < 0 ||
+	    daemon_check_devices(d) < 0 ||
 	    daemon_start_io_threads(d) < 0) {
 		log_warnx("start-up failed");
 		for (size_t i = 0; i < d->cfg.n_exports; i++)

@@ -31,6 +31,9 @@ struct wb_dev {
 	uint64_t backoff_until_ns;
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
+
+	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
+	unsigned min_ratio, max_ratio;
 };
 
 int wb_dev_add_export(struct wb_dev *dev, struct export *e);

@@ -29,6 +29,8 @@
 #define WB_MAX_PAUSE_MS         200
 #define WB_PROGRESS_LOG_NS      (5ull * 1000000000ull)
 
+static int wb_curve_ms(uint64_t dirty, uint64_t low, uint64_t high);
+
 const char *
 wb_reason_name(enum wb_reason r)
 {
@@ -82,16 +84,58 @@ wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
 int
 wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages)
 {
-	uint64_t mid = (wb->bg_pages + wb->limit_pages) / 2;
-
-	if (dirty_pages >= wb->limit_pages)
-		return -1;
-	if (dirty_pages <= mid)
-		return 0;
 	/* Quadratic in the distance past the midpoint: gentle, then firm. */
-	double x = (double)(dirty_pages - mid) / (double)(wb->limit_pages - mid);
+	return wb_curve_ms(dirty_pages, (wb->bg_pages + wb->limit_pages) / 2,
+	    wb->limit_pages);
+}
+
+/* The quadratic curve from LOW (no pause) to HIGH (held). */
+static int
+wb_curve_ms(uint64_t dirty, uint64_t low, uint64_t high)
+{
+	if (dirty >= high)
+		return -1;
+	if (dirty <= low)
+		return 0;
+	double x = (double)(dirty - low) / (double)(high - low);
 	int ms = (int)(x * x * WB_MAX_PAUSE_MS);
 	return ms < 1 ? 1 : ms;
+}
+
+int
+wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
+    uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio)
+{
+	uint64_t dev_max = wb->limit_pages * max_ratio / 100;
+	uint64_t dev_min = wb->limit_pages * min_ratio / 100;
+	int global = wb_throttle_pause_ms(wb, dirty_pages);
+	int dev;
+
+	if (dev_max < 1)
+		dev_max = 1;
+	if (global < 0)
+		return -1;              /* the hard limit binds everyone */
+	if (dev_dirty < dev_min)
+		return 0;               /* within its guaranteed share */
+	if (max_ratio >= 100)
+		return global;
+	dev = wb_curve_ms(dev_dirty, dev_max / 2, dev_max);
+	if (dev < 0)
+		return -1;
+	return dev > global ? dev : global;
+}
+
+uint64_t
+wb_dev_dirty_pages(struct wb_dev *dev)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < dev->n_exports; i++) {
+		uint64_t cached, dirty;
+		cache_file_stats(dev->exports[i]->cf, &cached, &dirty);
+		sum += dirty;
+	}
+	return sum;
 }
 
 static void
@@ -242,6 +286,16 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 	return r;
 }
 
+/* A device's own background threshold: its share of the global one. */
+static uint64_t
+wb_dev_bg_pages(struct wb_dev *dev)
+{
+	struct export *e = dev->exports[0];
+	unsigned max_ratio = __atomic_load_n(&dev->max_ratio, __ATOMIC_RELAXED);
+
+	return e->wb->bg_pages * max_ratio / 100;
+}
+
 /* Background: round-robin over the device's exports until below the
  * background threshold, or the device fails. */
 static void
@@ -263,7 +317,8 @@ wb_background_run(struct job *job)
 		for (unsigned i = 0; i < dev->n_exports; i++) {
 			struct export *e = dev->exports[i];
 			cache_get_stats(e->wb->cache, &st);
-			if (st.dirty_pages <= e->wb->bg_pages)
+			if (st.dirty_pages <= e->wb->bg_pages &&
+			    wb_dev_dirty_pages(dev) <= wb_dev_bg_pages(dev))
 				goto out;
 			struct cache_run *run = cache_take_run(e->cf, UINT64_MAX,
 			    e->wb->max_run_pages);

@@ -64,6 +64,18 @@ void wb_kick_periodic(struct wb_dev *dev);
  */
 int wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages);
 
+/*
+ * The same for a writer to one device, which also holds a share of the
+ * limit: at most MAX_RATIO % of it (held at that share, paced in the upper
+ * half of it), and a device under MIN_RATIO % is not paced below the
+ * global limit.  DEV_DIRTY counts the device's dirty pages.
+ */
+int wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
+    uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio);
+
+/* Dirty pages of every export on DEV (any thread). */
+uint64_t wb_dev_dirty_pages(struct wb_dev *dev);
+
 /* Wait (worker thread) until E's writeback state changes or MS pass. */
 void wb_wait_progress(struct export *e, unsigned ms);
 

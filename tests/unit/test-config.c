@@ -1009,10 +1009,60 @@ test_error_without_a_buffer(void **state)
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+static void
+test_device_ratios(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+	unsigned lo, hi;
+
+	load_ok(f, write_conf(f, "devices.conf",
+	    "writeback = {\n"
+	    "  min_ratio = 5; max_ratio = 80;\n"
+	    "  devices = ( { device = \"43:1\"; max_ratio = 25; },\n"
+	    "              { device = \"8:0\"; min_ratio = 10; } );\n"
+	    "};\n" EXPORTS_OK));
+	assert_int_equal(c->writeback.n_devices, 2);
+	config_device_ratios(c, "43:1", &lo, &hi);
+	assert_int_equal(lo, 5);
+	assert_int_equal(hi, 25);
+	config_device_ratios(c, "8:0", &lo, &hi);
+	assert_int_equal(lo, 10);
+	assert_int_equal(hi, 80);
+	config_device_ratios(c, "254:0", &lo, &hi);     /* the defaults */
+	assert_int_equal(lo, 5);
+	assert_int_equal(hi, 80);
+}
+
+static void
+test_error_device_ratios(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "dev1.conf",
+	    "writeback = { devices = ( { device = \"sda\"; } ); };\n"
+	    EXPORTS_OK, 1, "writeback.devices[0].device", "MAJ:MIN");
+	config_free(&f->cfg);
+	expect_error(f, "dev2.conf",
+	    "writeback = { devices = ( { device = \"8:0\"; max_ratio = 0; } ); };\n"
+	    EXPORTS_OK, 1, "writeback.devices[0].max_ratio", "from 1 to 100");
+	config_free(&f->cfg);
+	expect_error(f, "dev3.conf",
+	    "writeback = { devices = ( { device = \"8:0\"; min_ratio = 60; },\n"
+	    "  { device = \"8:16\"; min_ratio = 60; } ); };\n"
+	    EXPORTS_OK, 2, NULL, "add up to more than 100");
+	config_free(&f->cfg);
+	expect_error(f, "dev4.conf",
+	    "writeback = { devices = ( { device = \"8:0\"; colour = 1; } ); };\n"
+	    EXPORTS_OK, 1, NULL, "colour");
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		T(test_device_ratios),
+		T(test_error_device_ratios),
 		T(test_shipped_conf_loads),
 		T(test_minimal_conf_takes_every_default),
 		T(test_config_defaults_match_a_minimal_file),

@@ -99,6 +99,28 @@ test_throttle_curve(void **state)
 }
 
 static void
+test_device_share(void **state)
+{
+	struct wb_ctl wb = { .bg_pages = 1000, .limit_pages = 2000 };
+
+	/* max_ratio 100: the global curve alone. */
+	assert_int_equal(wb_throttle_dev_ms(&wb, 1200, 1200, 0, 100), 0);
+	assert_int_equal(wb_throttle_dev_ms(&wb, 1900, 1900, 0, 100),
+	    wb_throttle_pause_ms(&wb, 1900));
+	/* max_ratio 25 (500 pages): paced above 250, held at 500, even
+	 * with the global count low. */
+	assert_int_equal(wb_throttle_dev_ms(&wb, 600, 200, 0, 25), 0);
+	assert_true(wb_throttle_dev_ms(&wb, 600, 400, 0, 25) > 0);
+	assert_int_equal(wb_throttle_dev_ms(&wb, 600, 500, 0, 25), -1);
+	/* A writer to another device is not held by that device's share. */
+	assert_int_equal(wb_throttle_dev_ms(&wb, 600, 100, 0, 100), 0);
+	/* min_ratio 50 (1000 pages): no pacing within it, below the limit... */
+	assert_int_equal(wb_throttle_dev_ms(&wb, 1900, 900, 50, 100), 0);
+	/* ...but the hard limit binds everyone. */
+	assert_int_equal(wb_throttle_dev_ms(&wb, 2000, 900, 50, 100), -1);
+}
+
+static void
 test_reason_names(void **state)
 {
 	assert_string_equal(wb_reason_name(WB_REASON_BACKGROUND), "background");
@@ -116,6 +138,7 @@ main(void)
 		cmocka_unit_test(test_bytes_win_over_ratios),
 		cmocka_unit_test(test_limits_clamped),
 		cmocka_unit_test(test_throttle_curve),
+		cmocka_unit_test(test_device_share),
 		cmocka_unit_test(test_reason_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
