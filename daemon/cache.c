@@ -55,6 +55,7 @@ struct cache_file {
 	uint64_t cached_pages;          /* atomic */
 	uint64_t dirty_pages;           /* atomic */
 	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
+	uint64_t writeback_pages;       /* atomic */
 	struct shard shards[CACHE_SHARDS];
 };
 
@@ -500,6 +501,27 @@ cache_file_stats(struct cache_file *f, uint64_t *cached_pages,
 	*dirty_pages = ATOMIC_GET(&f->dirty_pages);
 }
 
+uint64_t
+cache_file_writeback_pages(struct cache_file *f)
+{
+	return ATOMIC_GET(&f->writeback_pages);
+}
+
+uint64_t
+cache_oldest_dirty_ns(struct cache_file *f)
+{
+	uint64_t oldest = 0;
+
+	for (int i = 0; i < CACHE_SHARDS; i++) {
+		struct shard *sh = &f->shards[i];
+		pthread_mutex_lock(&sh->lock);
+		if (sh->dhead && (!oldest || sh->dhead->dirtied_ns < oldest))
+			oldest = sh->dhead->dirtied_ns;
+		pthread_mutex_unlock(&sh->lock);
+	}
+	return oldest;
+}
+
 /* --- reads and writes -------------------------------------------------- */
 
 bool
@@ -845,6 +867,7 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	ATOMIC_SUB(&f->dirty_pages, run->npages);
 	ATOMIC_SUB(&c->dirty, run->npages);
 	ATOMIC_ADD(&c->writeback, run->npages);
+	ATOMIC_ADD(&f->writeback_pages, run->npages);
 
 	run->next = f->runs;
 	if (f->runs)
@@ -936,6 +959,7 @@ cache_end_run(struct cache_run *run, bool ok)
 	}
 	pthread_mutex_unlock(&sh->lock);
 	ATOMIC_SUB(&c->writeback, run->npages);
+	ATOMIC_SUB(&f->writeback_pages, run->npages);
 	if (run->prev)
 		run->prev->next = run->next;
 	else

@@ -49,6 +49,10 @@ struct cache_file *cache_file_new(struct cache *c, uint64_t size_bytes);
 void cache_file_free(struct cache_file *f);
 void cache_file_stats(struct cache_file *f, uint64_t *cached_pages,
     uint64_t *dirty_pages);
+/* Pages of F under writeback now. */
+uint64_t cache_file_writeback_pages(struct cache_file *f);
+/* When F's oldest dirty page was dirtied (now_ns clock); 0 if none. */
+uint64_t cache_oldest_dirty_ns(struct cache_file *f);
 
 /*
  * Copy [off, off+len) out of the cache if every page is resident and

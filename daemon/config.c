@@ -1267,11 +1267,63 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* control = { socket; mode; group; admin_group; } */
+static int
+cfg_control(struct cfg_load *ld, const config_setting_t *root,
+    struct control_conf *cc)
+{
+	static const char *const keys[] = {
+		"socket", "mode", "group", "admin_group", NULL
+	};
+	config_setting_t *g, *s;
+	const char *str;
+	char got[96], *end;
+	int r;
+
+	if ((r = cfg_group(ld, root, "control", &g)) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1)
+		return -1;
+	if ((r = cfg_string(ld, g, "socket", 107, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		free(cc->socket);
+		cc->socket = NULL;
+		if (strcmp(str, "none") != 0 &&
+		    cfg_strdup(ld, str, &cc->socket) == -1)
+			return -1;
+	}
+	if ((r = cfg_string(ld, g, "mode", 8, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		unsigned long m = strtoul(str, &end, 8);
+		if (*end || m > 0777 || str[0] != '0') {
+			s = config_setting_get_member(g, "mode");
+			cfg_error(ld, s, "expected an octal mode such as "
+			    "\"0660\", got %s", cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+		cc->mode = (unsigned)m;
+	}
+	if ((r = cfg_string(ld, g, "group", 255, &str)) == -1)
+		return -1;
+	if (r == 1 && cfg_strdup(ld, str, &cc->group) == -1)
+		return -1;
+	if ((r = cfg_string(ld, g, "admin_group", 255, &str)) == -1)
+		return -1;
+	if (r == 1 && cfg_strdup(ld, str, &cc->admin_group) == -1)
+		return -1;
+	return 0;
+}
+
 static int
 cfg_read(struct cfg_load *ld, struct wbd_config *cfg)
 {
 	static const char *const keys[] = {
-		"listen", "io_threads", "cache", "writeback", "exports", NULL
+		"listen", "io_threads", "cache", "writeback", "control",
+		"exports", NULL
 	};
 	config_setting_t *root = config_root_setting(&ld->lc);
 	struct int_walk w = { NULL, 0, 0 };
@@ -1284,6 +1336,7 @@ cfg_read(struct cfg_load *ld, struct wbd_config *cfg)
 	    &cfg->io_threads) == -1 ||
 	    cfg_cache(ld, root, &cfg->cache) == -1 ||
 	    cfg_writeback(ld, root, cfg) == -1 ||
+	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
 	return 0;
@@ -1396,6 +1449,9 @@ config_defaults(struct wbd_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
 
+	cfg->control.socket = strdup(WBD_DEFAULT_CONTROL);
+	cfg->control.mode = 0660;
+
 	if ((cfg->listen_tcp = calloc(1, sizeof *cfg->listen_tcp)) != NULL) {
 		if ((cfg->listen_tcp[0] = strdup(WBD_DEFAULT_TCP)) != NULL) {
 			cfg->n_listen_tcp = 1;
@@ -1439,6 +1495,9 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].backing);
 	}
 	free(cfg->exports);
+	free(cfg->control.socket);
+	free(cfg->control.group);
+	free(cfg->control.admin_group);
 	for (i = 0; i < cfg->writeback.n_devices; i++)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);

@@ -71,6 +71,15 @@ struct writeback_conf {
 	size_t n_devices;
 };
 
+#define WBD_DEFAULT_CONTROL  "/run/wbd/control.sock"
+
+struct control_conf {
+	char *socket;                   /* NULL: no control socket */
+	unsigned mode;                  /* socket file mode, default 0660 */
+	char *group;                    /* socket file group, may be NULL */
+	char *admin_group;              /* may change settings; may be NULL */
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -83,6 +92,7 @@ struct wbd_config {
 
 	struct cache_conf cache;
 	struct writeback_conf writeback;
+	struct control_conf control;
 
 	struct export_conf *exports;
 	size_t n_exports;

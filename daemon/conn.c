@@ -570,6 +570,7 @@ conn_enter_transmission(struct conn *c)
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
 	c->err_seq = __atomic_load_n(&c->exp->err_seq, __ATOMIC_ACQUIRE);
+	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
 	ev_timer_stop(c->io->loop, &c->hs_timer);
 	log_info("%s: connected to export \"%s\"%s", c->peer, c->exp->name,
@@ -767,6 +768,8 @@ conn_maybe_finish(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	io->n_conns--;
+	if (c->exp)
+		__atomic_sub_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	log_debug("%s: closed", c->peer);
 	hs_ctx_clear(&c->hs);
 	free(c->rbuf);

@@ -39,6 +39,7 @@ struct daemon {
 	struct cache *cache;
 	struct wb_ctl wb;
 	ev_timer periodic;              /* dirty_writeback_centisecs */
+	uint64_t last_periodic_ns;
 
 	ev_signal sig_term, sig_int, sig_hup;
 	bool stopping;

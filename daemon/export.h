@@ -36,6 +36,7 @@ struct export {
 	uint64_t write_seq;             /* atomic: last write's sequence */
 	uint64_t err_seq;               /* atomic: bumped by each failed writeback */
 	int last_err;                   /* errno of the last failure (wb_lock) */
+	unsigned connections;           /* atomic: clients in transmission */
 
 	/* Signalled whenever a writeback of this export ends. */
 	pthread_mutex_t wb_lock;

@@ -189,32 +189,32 @@ unix_socket_is_live(const struct sockaddr_un *sun)
 	return live;
 }
 
-static int
-listener_open_unix(struct daemon *d, const char *path)
+int
+unix_listen(const char *path, const char *what, int mode)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
 
 	if (strlen(path) >= sizeof sun.sun_path) {
-		log_warnx("listen unix %s: path too long", path);
+		log_warnx("%s %s: path too long", what, path);
 		return -1;
 	}
 	strcpy(sun.sun_path, path);
 
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			log_warnx("listen unix %s: exists and is not a socket; "
-			    "not removing it", path);
+			log_warnx("%s %s: exists and is not a socket; "
+			    "not removing it", what, path);
 			return -1;
 		}
 		if (unix_socket_is_live(&sun)) {
-			log_warnx("listen unix %s: already in use by a running "
-			    "server", path);
+			log_warnx("%s %s: already in use by a running "
+			    "server", what, path);
 			return -1;
 		}
 		log_info("removing stale socket %s", path);
 		if (unlink(path) < 0 && errno != ENOENT) {
-			log_warn("listen unix %s: cannot remove stale socket",
+			log_warn("%s %s: cannot remove stale socket", what,
 			    path);
 			return -1;
 		}
@@ -231,15 +231,31 @@ listener_open_unix(struct daemon *d, const char *path)
 
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		log_warn("listen unix %s: socket", path);
+		log_warn("%s %s: socket", what, path);
 		return -1;
 	}
-	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 ||
-	    listen(fd, LISTEN_BACKLOG) < 0) {
-		log_warn("listen unix %s", path);
+	/* The mode is set at bind time: never a moment more open than asked. */
+	mode_t old = mode >= 0 ? umask(~(mode_t)mode & 0777) : 0;
+	int r = bind(fd, (struct sockaddr *)&sun, sizeof sun);
+	if (mode >= 0)
+		umask(old);
+	if (r < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
+		log_warn("%s %s", what, path);
 		close(fd);
 		return -1;
 	}
+	if (mode >= 0 && chmod(path, (mode_t)mode) < 0)
+		log_warn("%s %s: chmod", what, path);
+	return fd;
+}
+
+static int
+listener_open_unix(struct daemon *d, const char *path)
+{
+	int fd = unix_listen(path, "listen unix", -1);
+
+	if (fd < 0)
+		return -1;
 	char desc[128];
 	snprintf(desc, sizeof desc, "unix %s", path);
 	struct listener *l = listener_add(d, fd, desc, false);

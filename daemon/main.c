@@ -28,6 +28,7 @@
 #include "wbdev.h"
 
 #define MAX_IO_THREADS          64
+#define DAEMON_TICK_S           0.1
 
 static void
 usage(FILE *f)
@@ -234,11 +235,18 @@ daemon_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	    "restart wbd to apply a new configuration");
 }
 
+/* Every tick: periodic writeback when dirty_writeback_centisecs (which
+ * may be tuned at run time) have passed since the last pass. */
 static void
 daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct daemon *d = w->data;
+	unsigned cs = __atomic_load_n(&d->wb.writeback_cs, __ATOMIC_RELAXED);
+	uint64_t now = now_ns();
 
+	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
+		return;
+	d->last_periodic_ns = now;
 	for (size_t i = 0; i < d->n_devs; i++)
 		wb_kick_periodic(d->devs[i]);
 }
@@ -410,12 +418,11 @@ main(int argc, char **argv)
 	ev_signal_start(d->loop, &d->sig_term);
 	ev_signal_start(d->loop, &d->sig_int);
 	ev_signal_start(d->loop, &d->sig_hup);
-	if (d->cfg.writeback.dirty_writeback_centisecs) {
-		double every = d->cfg.writeback.dirty_writeback_centisecs / 100.0;
-		ev_timer_init(&d->periodic, daemon_periodic_cb, every, every);
-		d->periodic.data = d;
-		ev_timer_start(d->loop, &d->periodic);
-	}
+	d->last_periodic_ns = now_ns();
+	ev_timer_init(&d->periodic, daemon_periodic_cb, DAEMON_TICK_S,
+	    DAEMON_TICK_S);
+	d->periodic.data = d;
+	ev_timer_start(d->loop, &d->periodic);
 	listeners_start(d);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
 	    "writeback device(s)", WBD_VERSION, d->n_exports, d->n_io,

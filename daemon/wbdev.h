@@ -31,6 +31,7 @@ struct wb_dev {
 	uint64_t backoff_until_ns;
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
+	int last_err;                   /* errno of the last failure, 0 none */
 
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;

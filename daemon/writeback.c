@@ -54,31 +54,47 @@ threshold_pages(const struct threshold *t, uint64_t total_pages,
 }
 
 void
+wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc)
+{
+	uint64_t bg = threshold_pages(&wc->dirty_background, wb->total_pages,
+	    wb->page_size);
+	uint64_t limit = threshold_pages(&wc->dirty, wb->total_pages,
+	    wb->page_size);
+	uint64_t run = wc->max_io_bytes / wb->page_size;
+
+	if (limit < 1)
+		limit = 1;
+	if (limit > wb->total_pages)
+		limit = wb->total_pages;
+	if (bg >= limit)
+		bg = limit - 1;
+	__atomic_store_n(&wb->bg_pages, bg, __ATOMIC_RELAXED);
+	__atomic_store_n(&wb->limit_pages, limit, __ATOMIC_RELAXED);
+	__atomic_store_n(&wb->expire_ns,
+	    (uint64_t)wc->dirty_expire_centisecs * 10000000ull,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&wb->writeback_cs, wc->dirty_writeback_centisecs,
+	    __ATOMIC_RELAXED);
+	/* Runs never cross a chunk: the cap cannot grow past the start's. */
+	if (run < 1)
+		run = 1;
+	if (wb->max_run_pages == 0 || run < wb->max_run_pages)
+		__atomic_store_n(&wb->max_run_pages, (uint32_t)run,
+		    __ATOMIC_RELAXED);
+}
+
+void
 wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
     const struct wbd_config *cfg)
 {
 	struct cache_stats st;
 
 	cache_get_stats(cache, &st);
+	memset(wb, 0, sizeof *wb);
 	wb->cache = cache;
 	wb->page_size = cache_page_size(cache);
 	wb->total_pages = st.pages_total;
-	wb->bg_pages = threshold_pages(&cfg->writeback.dirty_background,
-	    st.pages_total, wb->page_size);
-	wb->limit_pages = threshold_pages(&cfg->writeback.dirty,
-	    st.pages_total, wb->page_size);
-	if (wb->limit_pages < 1)
-		wb->limit_pages = 1;
-	if (wb->limit_pages > st.pages_total)
-		wb->limit_pages = st.pages_total;
-	if (wb->bg_pages >= wb->limit_pages)
-		wb->bg_pages = wb->limit_pages - 1;
-	wb->expire_ns = (uint64_t)cfg->writeback.dirty_expire_centisecs *
-	    10000000ull;
-	wb->max_run_pages = (uint32_t)(cfg->writeback.max_io_bytes /
-	    wb->page_size);
-	if (wb->max_run_pages < 1)
-		wb->max_run_pages = 1;
+	wb_ctl_update(wb, &cfg->writeback);
 }
 
 int
@@ -173,6 +189,7 @@ wb_note_error(struct export *e, int err)
 	__atomic_store_n(&dev->backoff_until_ns, now_ns() + ms * 1000000ull,
 	    __ATOMIC_RELAXED);
 	__atomic_add_fetch(&dev->errors, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->last_err, err, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&e->err_seq, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&e->wb_lock);
 	e->last_err = err;

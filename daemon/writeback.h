@@ -36,6 +36,7 @@ struct wb_ctl {
 	uint64_t limit_pages;           /* dirty limit in pages */
 	uint64_t expire_ns;             /* dirty_expire_centisecs */
 	uint32_t max_run_pages;         /* coalescing cap */
+	unsigned writeback_cs;          /* dirty_writeback_centisecs, 0: off */
 };
 
 const char *wb_reason_name(enum wb_reason r);
@@ -43,6 +44,9 @@ const char *wb_reason_name(enum wb_reason r);
 /* Resolve the configured thresholds against the cache size. */
 void wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
     const struct wbd_config *cfg);
+/* Change them at run time (tune, reload); other threads see each field
+ * change atomically. */
+void wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc);
 
 /*
  * Write back every page of E dirtied at or before sequence MAX_SEQ, wait for

@@ -144,6 +144,7 @@ write_config() {
 		echo "# written by $TEST_NAME"
 		echo "listen = { tcp = [ \"127.0.0.1:$port\" ]; unix = [ \"$sock\" ]; };"
 		echo "cache = { size = \"64M\"; page_size = \"4K\"; };"
+		echo "control = { socket = \"${sock%/*}/control.sock\"; };"
 		echo "exports = ("
 		for i in "${!_EXPORTS[@]}"; do
 			if (( i + 1 < ${#_EXPORTS[@]} )); then
