@@ -3,6 +3,7 @@
  * for the handshake, and the hand-off of new connections (main thread) to
  * I/O threads.  The export table is read-only after start-up.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,9 @@
 #include "export.h"
 #include "ioloop.h"
 #include "log.h"
+#include "pool.h"
+#include "wbdev.h"
+#include "writeback.h"
 
 struct export *
 daemon_find_export(struct daemon *d, const char *name)
@@ -76,4 +80,133 @@ void
 daemon_conn_closed(struct daemon *d)
 {
 	__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
+}
+
+/* Append to MSG (a running summary for the log and the control client). */
+static void
+reload_note(char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+reload_note(char *msg, size_t msglen, const char *fmt, ...)
+{
+	size_t used = strlen(msg);
+	va_list ap;
+
+	if (used + 2 >= msglen)
+		return;
+	if (used)
+		strcat(msg, "; ");
+	used = strlen(msg);
+	va_start(ap, fmt);
+	vsnprintf(msg + used, msglen - used, fmt, ap);
+	va_end(ap);
+}
+
+static bool
+strv_equal(char **a, size_t na, char **b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+static bool
+str_equal(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+int
+daemon_reload(struct daemon *d, char *msg, size_t msglen)
+{
+	struct wbd_config nc;
+	char err[1024];
+
+	msg[0] = '\0';
+	if (config_load(d->cfg.path, &nc, err, sizeof err) < 0) {
+		snprintf(msg, msglen, "configuration rejected, the running one "
+		    "stays: %s", err);
+		log_warnx("reload: %s", msg);
+		return -1;
+	}
+	pthread_mutex_lock(&d->tune_lock);
+
+	/* What cannot change while running. */
+	if (!strv_equal(d->cfg.listen_tcp, d->cfg.n_listen_tcp, nc.listen_tcp,
+	    nc.n_listen_tcp) || !strv_equal(d->cfg.listen_unix,
+	    d->cfg.n_listen_unix, nc.listen_unix, nc.n_listen_unix))
+		reload_note(msg, msglen, "listeners changed: needs a restart");
+	if (d->cfg.io_threads != nc.io_threads)
+		reload_note(msg, msglen, "io_threads changed: needs a restart");
+	if (d->cfg.cache.size_bytes != nc.cache.size_bytes ||
+	    d->cfg.cache.page_size != nc.cache.page_size)
+		reload_note(msg, msglen, "cache size or page size changed: "
+		    "needs a restart");
+	if (d->cfg.writeback.max_io_bytes != nc.writeback.max_io_bytes)
+		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
+	if (!str_equal(d->cfg.control.socket, nc.control.socket) ||
+	    d->cfg.control.mode != nc.control.mode ||
+	    !str_equal(d->cfg.control.group, nc.control.group) ||
+	    !str_equal(d->cfg.control.admin_group, nc.control.admin_group))
+		reload_note(msg, msglen, "control settings changed: needs a "
+		    "restart");
+	for (size_t i = 0; i < nc.n_exports; i++) {
+		const struct export_conf *ec = &nc.exports[i];
+		struct export *e = NULL;
+		for (size_t j = 0; j < d->n_exports; j++)
+			if (strcmp(d->exports[j]->name, ec->name) == 0)
+				e = d->exports[j];
+		if (!e) {
+			reload_note(msg, msglen, "new export \"%s\": needs a "
+			    "restart", ec->name);
+			continue;
+		}
+		if (e->cache_mode != ec->cache_mode) {
+			__atomic_store_n(&e->cache_mode, ec->cache_mode,
+			    __ATOMIC_RELAXED);
+			reload_note(msg, msglen, "export \"%s\": cache_mode %s",
+			    e->name, cache_mode_name(ec->cache_mode));
+		}
+	}
+	for (size_t j = 0; j < d->n_exports; j++) {
+		bool found = false;
+		for (size_t i = 0; i < nc.n_exports; i++)
+			found |= strcmp(d->exports[j]->name,
+			    nc.exports[i].name) == 0;
+		if (!found)
+			reload_note(msg, msglen, "export \"%s\" removed: needs a "
+			    "restart (it is still served)", d->exports[j]->name);
+	}
+
+	/* Writeback settings apply at once. */
+	struct writeback_conf old = d->cfg.writeback;
+	d->cfg.writeback = nc.writeback;
+	d->cfg.writeback.max_io_bytes = old.max_io_bytes;
+	nc.writeback.devices = old.devices;     /* freed with nc */
+	nc.writeback.n_devices = old.n_devices;
+	wb_ctl_update(&d->wb, &d->cfg.writeback);
+	struct pool_params pp = {
+		.min_workers = d->cfg.writeback.min_workers,
+		.max_workers = d->cfg.writeback.max_workers,
+		.grow_delay_ms = d->cfg.writeback.worker_spawn_ms,
+		.idle_timeout_ms = d->cfg.writeback.worker_idle_ms,
+	};
+	for (size_t i = 0; i < d->n_devs; i++) {
+		struct wb_dev *dev = d->devs[i];
+		unsigned lo, hi;
+		pool_set_params(dev->pool, &pp);
+		config_device_ratios(&d->cfg, dev->name, &lo, &hi);
+		__atomic_store_n(&dev->min_ratio, lo, __ATOMIC_RELAXED);
+		__atomic_store_n(&dev->max_ratio, hi, __ATOMIC_RELAXED);
+		wb_kick_background(dev);
+	}
+	pthread_mutex_unlock(&d->tune_lock);
+	config_free(&nc);
+	reload_note(msg, msglen, "writeback settings applied");
+	log_info("reload: %s", msg);
+	return 0;
 }

@@ -8,6 +8,7 @@
 #define WBD_DAEMON_H
 
 #include <ev.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -42,6 +43,14 @@ struct daemon {
 	uint64_t last_periodic_ns;
 
 	ev_signal sig_term, sig_int, sig_hup;
+	uint64_t started_ns;
+
+	/* The control socket (ctl.c) and its thread. */
+	int ctl_fd;
+	struct ioloop *ctl_io;
+	struct ctl_state *ctl;
+	/* Serialises tune and reload (control thread, main thread). */
+	pthread_mutex_t tune_lock;
 	bool stopping;
 	int exit_status;
 };
@@ -54,6 +63,13 @@ struct export *daemon_nth_export(struct daemon *d, size_t i);
 
 /* Hand an accepted socket to the next I/O thread (main thread). */
 void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);
+/*
+ * Reread the configuration and apply what can change at run time (main or
+ * control thread).  Returns 0, or -1 with the error in ERR; MSG says what
+ * changed and what needs a restart.
+ */
+int daemon_reload(struct daemon *d, char *msg, size_t msglen);
+
 /* A connection has been freed (any I/O thread). */
 void daemon_conn_closed(struct daemon *d);
 

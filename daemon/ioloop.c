@@ -117,19 +117,26 @@ ioloop_new(struct daemon *d, unsigned index)
 }
 
 int
-ioloop_start(struct ioloop *io)
+ioloop_start_named(struct ioloop *io, const char *name)
 {
-	char name[16];
 	int r = pthread_create(&io->thread, NULL, ioloop_main, io);
 
 	if (r != 0) {
 		errno = r;
-		log_warn("cannot start I/O thread %u", io->index);
+		log_warn("cannot start thread %s", name);
 		return -1;
 	}
-	snprintf(name, sizeof name, "wbd-io-%u", io->index);
 	pthread_setname_np(io->thread, name);
 	return 0;
+}
+
+int
+ioloop_start(struct ioloop *io)
+{
+	char name[16];
+
+	snprintf(name, sizeof name, "wbd-io-%u", io->index);
+	return ioloop_start_named(io, name);
 }
 
 void

@@ -37,6 +37,7 @@ struct ioloop {
 
 struct ioloop *ioloop_new(struct daemon *d, unsigned index);
 int ioloop_start(struct ioloop *io);
+int ioloop_start_named(struct ioloop *io, const char *name);
 /* Queue JOB for JOB->done() on IO's thread; any thread. */
 void ioloop_post(struct ioloop *io, struct job *job);
 /* Ask the thread to finish its connections and exit; any thread. */

@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "cache.h"
 #include "config.h"
+#include "ctl.h"
 #include "conn.h"
 #include "daemon.h"
 #include "export.h"
@@ -231,8 +232,11 @@ daemon_stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 static void
 daemon_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
-	log_warnx("SIGHUP: configuration reload is not implemented yet; "
-	    "restart wbd to apply a new configuration");
+	struct daemon *d = w->data;
+	char msg[1024];
+
+	log_info("received SIGHUP: rereading %s", d->cfg.path);
+	daemon_reload(d, msg, sizeof msg);
 }
 
 /* Every tick: periodic writeback when dirty_writeback_centisecs (which
@@ -359,6 +363,9 @@ main(int argc, char **argv)
 	}
 
 	d->max_conns = DAEMON_MAX_CONNS_DEFAULT;
+	d->ctl_fd = -1;
+	d->started_ns = now_ns();
+	pthread_mutex_init(&d->tune_lock, NULL);
 	log_init("wbd", LOG_TO_STDERR, verbosity);
 	if (config_load(config_path, &d->cfg, err, sizeof err) < 0) {
 		fprintf(stderr, "wbd: %s\n", err);
@@ -378,8 +385,9 @@ main(int argc, char **argv)
 	/* Everything that can fail on bad input, before detaching. */
 	struct backend **backends = calloc(d->cfg.n_exports, sizeof *backends);
 	if (!backends || daemon_open_backends(d, backends) < 0 ||
-	    listeners_open(d) < 0) {
+	    listeners_open(d) < 0 || ctl_open(d) < 0) {
 		listeners_close(d);
+		ctl_stop(d);
 		for (size_t i = 0; backends && i < d->cfg.n_exports; i++)
 			backend_close(backends[i]);
 		free(backends);
@@ -395,13 +403,14 @@ main(int argc, char **argv)
 	}
 
 	if (daemon_create_exports(d, backends) < 0 ||
-	    daemon_check_devices(d) < 0 ||
+	    daemon_check_devices(d) < 0 || ctl_start(d) < 0 ||
 	    daemon_start_io_threads(d) < 0) {
 		log_warnx("start-up failed");
 		for (size_t i = 0; i < d->cfg.n_exports; i++)
 			backend_close(backends[i]);
 		free(backends);
 		listeners_close(d);
+		ctl_stop(d);
 		for (unsigned i = 0; i < d->n_io; i++) {
 			ioloop_drain(d->io[i]);
 			ioloop_join(d->io[i]);
@@ -444,6 +453,7 @@ main(int argc, char **argv)
 	else
 		log_info("shutdown complete: all dirty data written back and "
 		    "flushed");
+	ctl_stop(d);
 	daemon_free(d);
 	ev_loop_destroy(d->loop);
 	return failed ? 1 : 0;

@@ -32,6 +32,8 @@ struct wb_dev {
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
 	int last_err;                   /* errno of the last failure, 0 none */
+	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
+	uint64_t bw_last_bytes, bw_last_ns;
 
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;

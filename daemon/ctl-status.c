@@ -1,0 +1,158 @@
+/*
+ * ctl-status.c - the "status" and "exports" answers of the control
+ * socket, built from counters that every thread updates atomically: taking
+ * a status never takes a lock an I/O thread waits on for long (shard locks
+ * are held for a pointer read).  Runs on the control thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "ctl.h"
+#include "daemon.h"
+#include "export.h"
+#include "nbd-proto.h"
+#include "pool.h"
+#include "wbdev.h"
+#include "writeback.h"
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+static json_t *
+ratio_or_null(const struct threshold *t)
+{
+	return t->bytes ? json_null() : json_integer(t->ratio_pct);
+}
+
+static json_t *
+ctl_thresholds_json(struct daemon *d)
+{
+	const struct writeback_conf *wc = &d->cfg.writeback;
+	uint64_t ps = d->wb.page_size;
+
+	return json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I}",
+	    "dirty_background_bytes", (json_int_t)(LOAD(&d->wb.bg_pages) * ps),
+	    "dirty_bytes", (json_int_t)(LOAD(&d->wb.limit_pages) * ps),
+	    "dirty_background_ratio", ratio_or_null(&wc->dirty_background),
+	    "dirty_ratio", ratio_or_null(&wc->dirty),
+	    "dirty_expire_centisecs", (json_int_t)wc->dirty_expire_centisecs,
+	    "dirty_writeback_centisecs",
+	    (json_int_t)wc->dirty_writeback_centisecs,
+	    "max_io_bytes", (json_int_t)(LOAD(&d->wb.max_run_pages) * ps));
+}
+
+static json_t *
+ctl_export_json(struct daemon *d, struct export *e, bool details)
+{
+	uint64_t ps = d->wb.page_size;
+	json_t *o = json_pack("{s:s, s:I, s:s, s:b, s:s}",
+	    "name", e->name,
+	    "size_bytes", (json_int_t)e->size_bytes,
+	    "cache_mode", cache_mode_name(LOAD(&e->cache_mode)),
+	    "readonly", (e->tflags & NBD_FLAG_READ_ONLY) != 0,
+	    "device", e->dev->name);
+
+	if (!o)
+		return NULL;
+	if (!details) {
+		json_object_set_new(o, "description", e->description ?
+		    json_string(e->description) : json_null());
+		return o;
+	}
+	uint64_t cached, dirty, oldest = cache_oldest_dirty_ns(e->cf);
+	cache_file_stats(e->cf, &cached, &dirty);
+	uint64_t now = now_ns();
+	json_object_set_new(o, "cached_bytes", json_integer(
+	    (json_int_t)(cached * ps)));
+	json_object_set_new(o, "dirty_bytes", json_integer(
+	    (json_int_t)(dirty * ps)));
+	json_object_set_new(o, "writeback_bytes", json_integer(
+	    (json_int_t)(cache_file_writeback_pages(e->cf) * ps)));
+	json_object_set_new(o, "oldest_dirty_age_ms", json_integer(
+	    oldest && now > oldest ? (json_int_t)((now - oldest) / 1000000) : 0));
+	json_object_set_new(o, "connections", json_integer(
+	    LOAD(&e->connections)));
+	json_object_set_new(o, "writeback_errors", json_integer(
+	    (json_int_t)LOAD(&e->err_seq)));
+	return o;
+}
+
+static json_t *
+ctl_device_json(struct daemon *d, struct wb_dev *dev)
+{
+	uint64_t ps = d->wb.page_size;
+	struct pool_stats st;
+	uint64_t wb_pages = 0;
+	json_t *names = json_array();
+	int err = LOAD(&dev->last_err);
+
+	pool_get_stats(dev->pool, &st);
+	for (unsigned i = 0; i < dev->n_exports; i++) {
+		json_array_append_new(names, json_string(dev->exports[i]->name));
+		wb_pages += cache_file_writeback_pages(dev->exports[i]->cf);
+	}
+	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
+	return json_pack("{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
+	    " s:{s:i, s:b, s:b}, s:I, s:I, s:i, s:i, s:I, s:o, s:I}",
+	    "device", dev->name,
+	    "exports", names,
+	    "dirty_bytes", (json_int_t)(wb_dev_dirty_pages(dev) * ps),
+	    "writeback_bytes", (json_int_t)(wb_pages * ps),
+	    "workers", "threads", (int)st.threads, "busy", (int)st.busy,
+	    "min", (int)d->cfg.writeback.min_workers,
+	    "max", (int)d->cfg.writeback.max_workers,
+	    "queued", "total", (int)st.queued,
+	    "background", LOAD(&dev->bg_queued) != 0,
+	    "periodic", LOAD(&dev->periodic_queued) != 0,
+	    "written_bytes", (json_int_t)LOAD(&dev->written_bytes),
+	    "bandwidth_bytes_per_s", (json_int_t)LOAD(&dev->bandwidth_bps),
+	    "min_ratio", (int)LOAD(&dev->min_ratio),
+	    "max_ratio", (int)LOAD(&dev->max_ratio),
+	    "errors", (json_int_t)LOAD(&dev->errors),
+	    "last_error", err ? json_string(strerror(err)) : json_null(),
+	    "backoff_ms", (json_int_t)(backoff_until > now ?
+	    (backoff_until - now) / 1000000 : 0));
+}
+
+json_t *
+ctl_status_json(struct daemon *d)
+{
+	struct cache_stats cs;
+	uint64_t ps = d->wb.page_size;
+	json_t *exports = json_array(), *devices = json_array();
+
+	cache_get_stats(d->cache, &cs);
+	for (size_t i = 0; i < d->n_exports; i++)
+		json_array_append_new(exports,
+		    ctl_export_json(d, d->exports[i], true));
+	for (size_t i = 0; i < d->n_devs; i++)
+		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
+	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
+	    " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
+	    " s:o, s:o, s:o}",
+	    "ok", 1, "v", CTL_PROTOCOL_VERSION,
+	    "daemon_version", WBD_VERSION, "pid", (int)getpid(),
+	    "uptime_s", (json_int_t)((now_ns() - d->started_ns) / 1000000000u),
+	    "cache", "size_bytes", (json_int_t)(cs.pages_total * ps),
+	    "page_size", (int)ps,
+	    "used_bytes", (json_int_t)(cs.pages_used * ps),
+	    "dirty_bytes", (json_int_t)(cs.dirty_pages * ps),
+	    "writeback_bytes", (json_int_t)(cs.writeback_pages * ps),
+	    "hits", (json_int_t)cs.hits, "misses", (json_int_t)cs.misses,
+	    "evictions", (json_int_t)cs.evictions,
+	    "thresholds", ctl_thresholds_json(d),
+	    "exports", exports, "devices", devices);
+}
+
+json_t *
+ctl_exports_json(struct daemon *d)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < d->n_exports; i++)
+		json_array_append_new(a, ctl_export_json(d, d->exports[i],
+		    false));
+	return json_pack("{s:b, s:i, s:o}", "ok", 1, "v", CTL_PROTOCOL_VERSION,
+	    "exports", a);
+}

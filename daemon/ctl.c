@@ -1,0 +1,755 @@
+/*
+ * ctl.c - the control socket: accepting wbctl clients, reading their
+ * newline-delimited JSON requests, checking who may do what, and
+ * answering.  Everything here runs on the control thread (wbd-ctl), an
+ * ioloop of its own: a slow or hostile control client can stall only other
+ * control clients, and only for the time a request takes, never NBD
+ * traffic.  FLUSH work runs on the devices' pools and completes back here
+ * through the control thread's mailbox.
+ *
+ * Authorisation: SO_PEERCRED is read once per connection; reading needs
+ * nothing more than being able to connect (the socket's mode and group),
+ * changing anything needs uid 0 or membership of control.admin_group.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cache.h"
+#include "ctl.h"
+#include "daemon.h"
+#include "export.h"
+#include "ioloop.h"
+#include "listener.h"
+#include "log.h"
+#include "wbdev.h"
+#include "writeback.h"
+
+#define CTL_MAX_LINE            (64u << 10)
+#define CTL_MAX_CLIENTS         64
+#define CTL_PROGRESS_S          0.5
+#define CTL_SAMPLE_S            1.0
+
+struct ctl_client;
+
+struct ctl_state {
+	struct daemon *d;
+	struct ioloop *io;
+	ev_io accept_w;
+	ev_timer sample;                /* writeback bandwidth */
+	struct ctl_client *clients;
+	unsigned n_clients;
+	gid_t admin_gid;
+	bool have_admin_gid;
+};
+
+/* A flush in progress for one client request. */
+struct ctl_flush {
+	struct ctl_client *cl;          /* NULL once the client has gone */
+	unsigned pending;
+	int err;
+	json_t *names;
+	bool progress;
+	ev_timer progress_t;
+	struct export **exports;
+	size_t n;
+};
+
+struct ctl_flush_job {
+	struct job job;
+	struct ctl_flush *fl;
+	struct export *e;
+	uint64_t seq;
+	int r;
+};
+
+struct ctl_client {
+	struct ctl_client *next, *prev;
+	struct ctl_state *cs;
+	int fd;
+	ev_io rw, ww;
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	bool admin;
+	struct buf in, out;
+	size_t out_off;
+	bool closing;                   /* close once OUT is sent */
+	struct ctl_flush *flush;        /* a FLUSH being waited for */
+};
+
+static void ctl_client_close(struct ctl_client *cl);
+static void ctl_process(struct ctl_client *cl);
+
+/* --- output ------------------------------------------------------------ */
+
+static void
+ctl_flush_out(struct ctl_client *cl)
+{
+	while (cl->out_off < cl->out.len) {
+		ssize_t n = write(cl->fd, cl->out.data + cl->out_off,
+		    cl->out.len - cl->out_off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				ev_io_start(cl->cs->io->loop, &cl->ww);
+				return;
+			}
+			ctl_client_close(cl);
+			return;
+		}
+		cl->out_off += (size_t)n;
+	}
+	buf_reset(&cl->out);
+	cl->out_off = 0;
+	ev_io_stop(cl->cs->io->loop, &cl->ww);
+	if (cl->closing)
+		ctl_client_close(cl);
+}
+
+/* Send O (stolen) as one line. */
+static void
+ctl_send(struct ctl_client *cl, json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	if (!s) {
+		static const char oom[] = "{\"ok\":false,\"v\":1,\"code\":"
+		    "\"ENOMEM\",\"error\":\"out of memory\"}\n";
+		buf_put(&cl->out, oom, sizeof oom - 1);
+	} else {
+		buf_put(&cl->out, s, strlen(s));
+		buf_put(&cl->out, "\n", 1);
+		free(s);
+	}
+	ctl_flush_out(cl);
+}
+
+static void
+ctl_error(struct ctl_client *cl, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+ctl_error(struct ctl_client *cl, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	ctl_send(cl, json_pack("{s:b, s:i, s:s, s:s}", "ok", 0,
+	    "v", CTL_PROTOCOL_VERSION, "code", code, "error", msg));
+}
+
+static json_t *
+ctl_ok(void)
+{
+	return json_pack("{s:b, s:i}", "ok", 1, "v", CTL_PROTOCOL_VERSION);
+}
+
+/* --- flush ------------------------------------------------------------- */
+
+static uint64_t
+ctl_flush_remaining(struct ctl_flush *fl, uint32_t page_size)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < fl->n; i++) {
+		uint64_t cached, dirty;
+		cache_file_stats(fl->exports[i]->cf, &cached, &dirty);
+		sum += (dirty + cache_file_writeback_pages(fl->exports[i]->cf)) *
+		    page_size;
+	}
+	return sum;
+}
+
+static void
+ctl_flush_free(struct ctl_flush *fl, struct ev_loop *loop)
+{
+	ev_timer_stop(loop, &fl->progress_t);
+	json_decref(fl->names);
+	free(fl->exports);
+	free(fl);
+}
+
+static void
+ctl_flush_progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct ctl_flush *fl = w->data;
+
+	if (!fl->cl)
+		return;
+	ctl_send(fl->cl, json_pack("{s:{s:I}}", "progress", "remaining_bytes",
+	    (json_int_t)ctl_flush_remaining(fl, fl->cl->cs->d->wb.page_size)));
+}
+
+static void
+ctl_flush_job_run(struct job *job)
+{
+	struct ctl_flush_job *fj = (struct ctl_flush_job *)job;
+
+	fj->r = wb_flush_export(fj->e, fj->seq, WB_REASON_FLUSH);
+}
+
+static void
+ctl_flush_job_done(struct job *job)
+{
+	struct ctl_flush_job *fj = (struct ctl_flush_job *)job;
+	struct ctl_flush *fl = fj->fl;
+	struct ev_loop *loop = job->owner->loop;
+
+	if (fj->r < 0 && !fl->err)
+		fl->err = -fj->r;
+	free(fj);
+	if (--fl->pending > 0)
+		return;
+	struct ctl_client *cl = fl->cl;
+	if (cl) {
+		cl->flush = NULL;
+		if (fl->err)
+			ctl_error(cl, "EIO", "writeback or flush failed: %s (the "
+			    "data stays dirty and is retried)",
+			    strerror(fl->err));
+		else {
+			json_t *o = ctl_ok();
+			json_object_set(o, "flushed", fl->names);
+			ctl_send(cl, o);
+		}
+	}
+	ctl_flush_free(fl, loop);
+	if (cl && !cl->closing) {
+		ev_io_start(loop, &cl->rw);
+		ctl_process(cl);       /* requests sent meanwhile */
+	}
+}
+
+static void
+ctl_cmd_flush(struct ctl_client *cl, json_t *req)
+{
+	struct daemon *d = cl->cs->d;
+	json_t *names = json_object_get(req, "exports");
+	json_t *wait = json_object_get(req, "wait");
+	json_t *progress = json_object_get(req, "progress");
+	struct ctl_flush *fl = calloc(1, sizeof *fl);
+	size_t i;
+	json_t *v;
+
+	if (!fl || !(fl->exports = calloc(d->n_exports + 1, sizeof *fl->exports)) ||
+	    !(fl->names = json_array())) {
+		if (fl)
+			free(fl->exports);
+		free(fl);
+		ctl_error(cl, "ENOMEM", "out of memory");
+		return;
+	}
+	ev_timer_init(&fl->progress_t, ctl_flush_progress_cb, CTL_PROGRESS_S,
+	    CTL_PROGRESS_S);
+	fl->progress_t.data = fl;
+	if (names && !json_is_array(names)) {
+		ctl_flush_free(fl, cl->cs->io->loop);
+		ctl_error(cl, "EINVAL", "\"exports\": expected a list of names");
+		return;
+	}
+	if (!names || json_array_size(names) == 0) {
+		for (i = 0; i < d->n_exports; i++)
+			fl->exports[fl->n++] = d->exports[i];
+	} else {
+		json_array_foreach(names, i, v) {
+			struct export *e = json_is_string(v) ?
+			    daemon_find_export(d, json_string_value(v)) : NULL;
+			if (!e || !*json_string_value(v)) {
+				ctl_flush_free(fl, cl->cs->io->loop);
+				ctl_error(cl, "ENOENT", "no export named \"%s\"",
+				    json_is_string(v) ? json_string_value(v) :
+				    "(not a string)");
+				return;
+			}
+			bool dup = false;
+			for (size_t j = 0; j < fl->n; j++)
+				dup |= fl->exports[j] == e;
+			if (!dup && fl->n < d->n_exports)
+				fl->exports[fl->n++] = e;
+		}
+	}
+	for (i = 0; i < fl->n; i++)
+		json_array_append_new(fl->names, json_string(fl->exports[i]->name));
+	log_info("control: flush of %zu export(s) requested by uid %u (pid %d)",
+	    fl->n, (unsigned)cl->uid, (int)cl->pid);
+
+	bool do_wait = !wait || json_is_true(wait);
+	fl->progress = do_wait && json_is_true(progress);
+	fl->pending = (unsigned)fl->n + 1;      /* +1 until all are queued */
+	fl->cl = do_wait ? cl : NULL;
+	for (i = 0; i < fl->n; i++) {
+		struct ctl_flush_job *fj = calloc(1, sizeof *fj);
+		if (!fj) {
+			fl->err = ENOMEM;
+			fl->pending--;
+			continue;
+		}
+		fj->fl = fl;
+		fj->e = fl->exports[i];
+		fj->seq = __atomic_load_n(&fj->e->write_seq, __ATOMIC_ACQUIRE);
+		fj->job.run = ctl_flush_job_run;
+		fj->job.done = ctl_flush_job_done;
+		fj->job.owner = cl->cs->io;
+		pool_submit(fj->e->dev->pool, &fj->job);
+	}
+	if (!do_wait) {
+		json_t *o = ctl_ok();
+		json_object_set(o, "flushed", fl->names);
+		json_object_set_new(o, "queued", json_true());
+		ctl_send(cl, o);
+	} else {
+		cl->flush = fl;
+		/* One request at a time per client: read on when done. */
+		ev_io_stop(cl->cs->io->loop, &cl->rw);
+		if (fl->progress)
+			ev_timer_start(cl->cs->io->loop, &fl->progress_t);
+	}
+	/* Drop the +1; completes at once if every job already finished. */
+	struct ctl_flush_job *fj = calloc(1, sizeof *fj);
+	if (fj) {
+		fj->fl = fl;
+		fj->job.owner = cl->cs->io;
+		fj->job.done = ctl_flush_job_done;
+		ioloop_post(cl->cs->io, &fj->job);
+	}
+}
+
+/* --- the other commands ------------------------------------------------ */
+
+static void
+ctl_cmd_tune(struct ctl_client *cl, json_t *req)
+{
+	struct daemon *d = cl->cs->d;
+	json_t *set = json_object_get(req, "set");
+	char err[512];
+
+	if (!set) {
+		json_t *o = ctl_ok();
+		json_object_set_new(o, "tunables", tune_list_json(d));
+		ctl_send(cl, o);
+		return;
+	}
+	if (!cl->admin) {
+		ctl_error(cl, "EPERM", "changing settings needs uid 0 or "
+		    "membership of control.admin_group%s%s (you are uid %u)",
+		    d->cfg.control.admin_group ? " " : "",
+		    d->cfg.control.admin_group ? d->cfg.control.admin_group : "",
+		    (unsigned)cl->uid);
+		return;
+	}
+	json_t *changed = json_array();
+	if (tune_set(d, set, changed, err, sizeof err) < 0) {
+		json_decref(changed);
+		ctl_error(cl, "EINVAL", "%s", err);
+		return;
+	}
+	char *what = json_dumps(set, JSON_COMPACT);
+	log_info("control: uid %u (pid %d) tuned %s", (unsigned)cl->uid,
+	    (int)cl->pid, what ? what : "");
+	free(what);
+	json_t *o = ctl_ok();
+	json_object_set_new(o, "changed", changed);
+	ctl_send(cl, o);
+}
+
+static void
+ctl_cmd_reload(struct ctl_client *cl)
+{
+	char msg[1024];
+
+	log_info("control: reload requested by uid %u (pid %d)",
+	    (unsigned)cl->uid, (int)cl->pid);
+	if (daemon_reload(cl->cs->d, msg, sizeof msg) < 0) {
+		ctl_error(cl, "EINVAL", "%s", msg);
+		return;
+	}
+	json_t *o = ctl_ok();
+	json_object_set_new(o, "message", json_string(msg));
+	ctl_send(cl, o);
+}
+
+static void
+ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
+{
+	struct daemon *d = cl->cs->d;
+	json_error_t jerr;
+	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *jv, *jcmd;
+	const char *cmd;
+
+	if (!req || !json_is_object(req)) {
+		ctl_error(cl, "EPROTO", "expected a JSON object on one line%s%s",
+		    req ? "" : ": ", req ? "" : jerr.text);
+		json_decref(req);
+		return;
+	}
+	jv = json_object_get(req, "v");
+	jcmd = json_object_get(req, "cmd");
+	if (jv && (!json_is_integer(jv) ||
+	    json_integer_value(jv) != CTL_PROTOCOL_VERSION)) {
+		ctl_error(cl, "EPROTO", "protocol version %s not supported; "
+		    "this daemon speaks version %d",
+		    json_is_integer(jv) ? "given" : "(not a number)",
+		    CTL_PROTOCOL_VERSION);
+		goto out;
+	}
+	if (!json_is_string(jcmd)) {
+		ctl_error(cl, "EPROTO", "\"cmd\": expected a command name");
+		goto out;
+	}
+	cmd = json_string_value(jcmd);
+	if (d->stopping) {
+		ctl_error(cl, "EBUSY", "wbd is shutting down");
+		goto out;
+	}
+	if (!strcmp(cmd, "version")) {
+		json_t *o = ctl_ok();
+		json_object_set_new(o, "daemon_version", json_string(WBD_VERSION));
+		json_object_set_new(o, "protocol", json_integer(CTL_PROTOCOL_VERSION));
+		ctl_send(cl, o);
+	} else if (!strcmp(cmd, "status")) {
+		ctl_send(cl, ctl_status_json(d));
+	} else if (!strcmp(cmd, "exports")) {
+		ctl_send(cl, ctl_exports_json(d));
+	} else if (!strcmp(cmd, "tune")) {
+		ctl_cmd_tune(cl, req);
+	} else if (!strcmp(cmd, "flush") || !strcmp(cmd, "reload")) {
+		if (!cl->admin)
+			ctl_error(cl, "EPERM", "%s needs uid 0 or membership of "
+			    "control.admin_group%s%s (you are uid %u)", cmd,
+			    d->cfg.control.admin_group ? " " : "",
+			    d->cfg.control.admin_group ?
+			    d->cfg.control.admin_group : "", (unsigned)cl->uid);
+		else if (!strcmp(cmd, "flush"))
+			ctl_cmd_flush(cl, req);
+		else
+			ctl_cmd_reload(cl);
+	} else {
+		ctl_error(cl, "EPROTO", "unknown command \"%.64s\"", cmd);
+	}
+out:
+	json_decref(req);
+}
+
+/* --- input ------------------------------------------------------------- */
+
+static void
+ctl_process(struct ctl_client *cl)
+{
+	size_t start = 0;
+
+	while (!cl->closing && !cl->flush && cl->fd >= 0) {
+		uint8_t *nl = memchr(cl->in.data + start, '\n',
+		    cl->in.len - start);
+		if (!nl)
+			break;
+		size_t len = (size_t)(nl - (cl->in.data + start));
+		if (len > 0)
+			ctl_dispatch(cl, (char *)cl->in.data + start, len);
+		start += len + 1;
+	}
+	if (cl->fd < 0)
+		return;
+	if (start > 0) {
+		memmove(cl->in.data, cl->in.data + start, cl->in.len - start);
+		cl->in.len -= start;
+	}
+	if (cl->in.len > CTL_MAX_LINE) {
+		ctl_error(cl, "EPROTO", "request longer than %u bytes",
+		    CTL_MAX_LINE);
+		cl->closing = true;
+		ev_io_stop(cl->cs->io->loop, &cl->rw);
+		ctl_flush_out(cl);
+	}
+}
+
+static void
+ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *cl = w->data;
+	uint8_t tmp[4096];
+	ssize_t n = read(cl->fd, tmp, sizeof tmp);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		ctl_client_close(cl);
+		return;
+	}
+	buf_put(&cl->in, tmp, (size_t)n);
+	if (cl->in.oom) {
+		ctl_client_close(cl);
+		return;
+	}
+	ctl_process(cl);
+}
+
+static void
+ctl_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	ctl_flush_out(w->data);
+}
+
+static void
+ctl_client_close(struct ctl_client *cl)
+{
+	struct ctl_state *cs = cl->cs;
+
+	if (cl->fd < 0)
+		return;
+	ev_io_stop(cs->io->loop, &cl->rw);
+	ev_io_stop(cs->io->loop, &cl->ww);
+	close(cl->fd);
+	cl->fd = -1;
+	if (cl->flush) {
+		/* The flush goes on; nobody is told. */
+		cl->flush->cl = NULL;
+		ev_timer_stop(cs->io->loop, &cl->flush->progress_t);
+	}
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		cs->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+	cs->n_clients--;
+	buf_free(&cl->in);
+	buf_free(&cl->out);
+	free(cl);
+}
+
+static bool
+ctl_is_admin(struct ctl_state *cs, uid_t uid, gid_t gid)
+{
+	if (uid == 0)
+		return true;
+	if (!cs->have_admin_gid)
+		return false;
+	if (gid == cs->admin_gid)
+		return true;
+	struct passwd pw, *pwp;
+	char buf[4096];
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &pwp) != 0 || !pwp)
+		return false;
+	gid_t groups[256];
+	int ng = 256;
+	if (getgrouplist(pw.pw_name, pw.pw_gid, groups, &ng) < 0)
+		return false;
+	for (int i = 0; i < ng; i++)
+		if (groups[i] == cs->admin_gid)
+			return true;
+	return false;
+}
+
+static void
+ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_state *cs = w->data;
+	int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+
+	if (fd < 0)
+		return;
+	if (cs->n_clients >= CTL_MAX_CLIENTS) {
+		log_warnx("control: too many clients; refusing one");
+		close(fd);
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_warn("control: SO_PEERCRED");
+		close(fd);
+		return;
+	}
+	struct ctl_client *cl = calloc(1, sizeof *cl);
+	if (!cl) {
+		close(fd);
+		return;
+	}
+	cl->cs = cs;
+	cl->fd = fd;
+	cl->uid = cred.uid;
+	cl->gid = cred.gid;
+	cl->pid = cred.pid;
+	cl->admin = ctl_is_admin(cs, cred.uid, cred.gid);
+	buf_init(&cl->in);
+	buf_init(&cl->out);
+	ev_io_init(&cl->rw, ctl_read_cb, fd, EV_READ);
+	ev_io_init(&cl->ww, ctl_write_cb, fd, EV_WRITE);
+	cl->rw.data = cl->ww.data = cl;
+	cl->next = cs->clients;
+	if (cs->clients)
+		cs->clients->prev = cl;
+	cs->clients = cl;
+	cs->n_clients++;
+	ev_io_start(loop, &cl->rw);
+	log_debug("control: client uid %u pid %d%s", (unsigned)cred.uid,
+	    (int)cred.pid, cl->admin ? " (admin)" : "");
+}
+
+/* Writeback bandwidth per device, sampled once a second. */
+static void
+ctl_sample_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct daemon *d = ((struct ctl_state *)w->data)->d;
+	uint64_t now = now_ns();
+
+	for (size_t i = 0; i < d->n_devs; i++) {
+		struct wb_dev *dev = d->devs[i];
+		uint64_t bytes = __atomic_load_n(&dev->written_bytes,
+		    __ATOMIC_RELAXED);
+		if (dev->bw_last_ns) {
+			uint64_t dt = now - dev->bw_last_ns;
+			uint64_t rate = dt ? (bytes - dev->bw_last_bytes) *
+			    1000000000ull / dt : 0;
+			/* Smoothed over a few seconds. */
+			uint64_t old = __atomic_load_n(&dev->bandwidth_bps,
+			    __ATOMIC_RELAXED);
+			__atomic_store_n(&dev->bandwidth_bps,
+			    (old + rate) / 2, __ATOMIC_RELAXED);
+		}
+		dev->bw_last_bytes = bytes;
+		dev->bw_last_ns = now;
+	}
+}
+
+/* --- life cycle -------------------------------------------------------- */
+
+int
+ctl_open(struct daemon *d)
+{
+	const struct control_conf *cc = &d->cfg.control;
+
+	d->ctl_fd = -1;
+	if (!cc->socket) {
+		log_info("control socket disabled (control.socket = \"none\")");
+		return 0;
+	}
+	d->ctl_fd = unix_listen(cc->socket, "control socket", (int)cc->mode);
+	if (d->ctl_fd < 0)
+		return -1;
+	if (cc->group) {
+		struct group *g = getgrnam(cc->group);
+		if (!g) {
+			log_warnx("control.group \"%s\": no such group", cc->group);
+			goto fail;
+		}
+		if (chown(cc->socket, (uid_t)-1, g->gr_gid) < 0) {
+			log_warn("control socket %s: chown to group %s",
+			    cc->socket, cc->group);
+			goto fail;
+		}
+	}
+	log_info("control socket %s (mode %04o%s%s)", cc->socket, cc->mode,
+	    cc->group ? ", group " : "", cc->group ? cc->group : "");
+	return 0;
+fail:
+	close(d->ctl_fd);
+	d->ctl_fd = -1;
+	unlink(cc->socket);
+	return -1;
+}
+
+int
+ctl_start(struct daemon *d)
+{
+	if (d->ctl_fd < 0)
+		return 0;
+	struct ctl_state *cs = calloc(1, sizeof *cs);
+	if (!cs)
+		return -1;
+	cs->d = d;
+	if (d->cfg.control.admin_group) {
+		struct group *g = getgrnam(d->cfg.control.admin_group);
+		if (g) {
+			cs->admin_gid = g->gr_gid;
+			cs->have_admin_gid = true;
+		} else {
+			log_warnx("control.admin_group \"%s\": no such group; "
+			    "only root may change settings",
+			    d->cfg.control.admin_group);
+		}
+	}
+	cs->io = ioloop_new(d, 0);
+	if (!cs->io) {
+		free(cs);
+		return -1;
+	}
+	ev_io_init(&cs->accept_w, ctl_accept_cb, d->ctl_fd, EV_READ);
+	cs->accept_w.data = cs;
+	ev_io_start(cs->io->loop, &cs->accept_w);
+	ev_timer_init(&cs->sample, ctl_sample_cb, CTL_SAMPLE_S, CTL_SAMPLE_S);
+	cs->sample.data = cs;
+	ev_timer_start(cs->io->loop, &cs->sample);
+	d->ctl = cs;
+	d->ctl_io = cs->io;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int r = ioloop_start_named(cs->io, "wbd-ctl");
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		ioloop_free(cs->io);
+		free(cs);
+		d->ctl = NULL;
+		d->ctl_io = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* On the control thread: close everything and leave the loop. */
+static void
+ctl_stop_msg(struct job *job)
+{
+	struct ctl_state *cs = job->owner->d->ctl;
+
+	free(job);
+	ev_io_stop(cs->io->loop, &cs->accept_w);
+	ev_timer_stop(cs->io->loop, &cs->sample);
+	while (cs->clients)
+		ctl_client_close(cs->clients);
+	ev_break(cs->io->loop, EVBREAK_ALL);
+}
+
+void
+ctl_stop(struct daemon *d)
+{
+	struct ctl_state *cs = d->ctl;
+
+	if (cs) {
+		struct job *job = calloc(1, sizeof *job);
+		if (job) {
+			job->done = ctl_stop_msg;
+			job->owner = cs->io;
+			ioloop_post(cs->io, job);
+			ioloop_join(cs->io);
+		}
+		ioloop_free(cs->io);
+		free(cs);
+		d->ctl = NULL;
+		d->ctl_io = NULL;
+	}
+	if (d->ctl_fd >= 0) {
+		close(d->ctl_fd);
+		d->ctl_fd = -1;
+		if (d->cfg.control.socket && unlink(d->cfg.control.socket) < 0 &&
+		    errno != ENOENT)
+			log_warn("cannot remove %s", d->cfg.control.socket);
+	}
+}
