@@ -434,6 +434,12 @@ cache_get_stats(struct cache *c, struct cache_stats *st)
 	pthread_mutex_unlock(&c->qlock);
 }
 
+uint64_t
+cache_dirty_pages(struct cache *c)
+{
+	return ATOMIC_GET(&c->dirty);
+}
+
 struct cache_file *
 cache_file_new(struct cache *c, uint64_t size_bytes)
 {

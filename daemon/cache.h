@@ -12,8 +12,8 @@
  * taken with trylock only (the eviction scan skips busy shards), so a shard
  * lock holder may take qlock.
  *
- * Status: built and unit-tested; the daemon does not route requests through
- * it yet (see docs/design-writeback.md).
+ * Every export's requests go through it (export.c); writeback takes runs
+ * from it (writeback.c).  See docs/design-writeback.md.
  */
 #ifndef WBD_CACHE_H
 #define WBD_CACHE_H
@@ -44,6 +44,9 @@ struct cache *cache_new(const struct cache_params *params);
 void cache_free(struct cache *c);
 uint32_t cache_page_size(const struct cache *c);
 void cache_get_stats(struct cache *c, struct cache_stats *st);
+/* Dirty pages (not under writeback) in the whole cache: one atomic read,
+ * for the hot path. */
+uint64_t cache_dirty_pages(struct cache *c);
 
 struct cache_file *cache_file_new(struct cache *c, uint64_t size_bytes);
 void cache_file_free(struct cache_file *f);

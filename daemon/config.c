@@ -1136,10 +1136,11 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	if ((r = cfg_size(ld, wb, "max_io_bytes", &v, NULL)) == -1)
 		return -1;
 	if (r == 1) {
-		if (v < cfg->cache.page_size || v > MAX_IO_BYTES_MAX) {
+		if (v < cfg->cache.page_size || v > MAX_IO_BYTES_MAX ||
+		    (v & (v - 1)) != 0) {
 			s = config_setting_get_member(wb, "max_io_bytes");
-			cfg_error(ld, s, "expected a size from cache.page_size "
-			    "(%s) to 32M, got %s",
+			cfg_error(ld, s, "expected a power of two from "
+			    "cache.page_size (%s) to 32M, got %s",
 			    size_format(cfg->cache.page_size, buf, sizeof buf),
 			    cfg_repr(s, got, sizeof got));
 			return -1;

@@ -207,6 +207,10 @@ export_write_slow(struct export *e, struct request *req)
 			break;
 		}
 		case CACHE_WRITE_NO_SPACE:
+			/* Never acknowledged, so refusing it loses nothing. */
+			if (__atomic_load_n(&e->wb->stopping, __ATOMIC_RELAXED) &&
+			    tries > 100)
+				return -ESHUTDOWN;
 			/* Every page dirty or pinned: wait for writeback. */
 			if (tries % 100 == 99)
 				log_warnx("export \"%s\": waiting for cache space "
@@ -229,6 +233,7 @@ export_make_durable(struct export *e, struct request *req, uint64_t seq)
 	if (r == 0 && now != req->err_seq)
 		r = -EIO;       /* an earlier writeback failure, reported once */
 	req->err_seq = now;
+	req->err_seq_checked = true;
 	return r;
 }
 
@@ -252,13 +257,19 @@ export_run(struct job *job)
 			r = export_make_durable(e, req, req->seq);
 		break;
 	case NBD_CMD_FLUSH:
-		r = export_make_durable(e, req,
-		    __atomic_load_n(&e->write_seq, __ATOMIC_ACQUIRE));
+		/* Everything acknowledged before the FLUSH arrived. */
+		r = export_make_durable(e, req, req->seq);
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
-		/* The backend first, then the cache (dirty pages are zeroed
-		 * and stay dirty, so a writeback in flight cannot win). */
+		/*
+		 * The cache before and after the backend.  Before: pages under
+		 * writeback are zeroed and stay dirty, so an old snapshot
+		 * landing after the backend's zeroing is written over later.
+		 * After: pages filled from the backend while it was being
+		 * zeroed are dropped.
+		 */
+		cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (n->type == NBD_CMD_TRIM)
 			r = b->ops->trim(b, n->count, n->offset);
 		else
@@ -279,13 +290,22 @@ export_run(struct job *job)
 
 /* --- on the I/O thread ------------------------------------------------- */
 
+static void export_write_reply(struct export *e, struct request *req,
+    bool inline_reply);
+
 static void
 export_done(struct job *job)
 {
 	struct request *req = container_of(job, struct request, job);
 
-	if (req->err_seq)
+	if (req->err_seq_checked)
 		conn_set_err_seq(req->conn, req->err_seq);
+	if (req->nbd.type == NBD_CMD_WRITE && req->err == 0 &&
+	    !req->err_seq_checked) {
+		/* A write that needed a fill is paced like any other. */
+		export_write_reply(req->export, req, false);
+		return;
+	}
 	conn_request_done(req);
 }
 
@@ -321,10 +341,11 @@ export_throttle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct request *req = w->data;
 	struct export *e = req->export;
-	struct cache_stats st;
 
-	cache_get_stats(e->wb->cache, &st);
-	if (export_pause_ms(e, st.dirty_pages) < 0) {
+	/* Held at the limit, unless shutting down (then let it go: the
+	 * data is in the cache and the drain writes it back). */
+	if (export_pause_ms(e, cache_dirty_pages(e->wb->cache)) < 0 &&
+	    !__atomic_load_n(&e->wb->stopping, __ATOMIC_RELAXED)) {
 		/* Still at the limit: keep holding the reply. */
 		wb_kick_background(e->dev);
 		ev_timer_set(w, EXPORT_THROTTLE_POLL_S, 0);
@@ -338,15 +359,14 @@ export_throttle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* Reply to a write now, or pace it if dirty data is high. */
 static void
-export_write_reply(struct export *e, struct request *req)
+export_write_reply(struct export *e, struct request *req, bool inline_reply)
 {
-	struct cache_stats st;
-	int pause_ms;
-
-	cache_get_stats(e->wb->cache, &st);
-	pause_ms = export_pause_ms(e, st.dirty_pages);
+	int pause_ms = export_pause_ms(e, cache_dirty_pages(e->wb->cache));
 	if (pause_ms == 0) {
-		conn_request_reply_inline(req);
+		if (inline_reply)
+			conn_request_reply_inline(req);
+		else
+			conn_request_done(req);
 		return;
 	}
 	ev_timer_init(&req->throttle, export_throttle_cb,
@@ -381,12 +401,13 @@ export_submit(struct export *e, struct request *req)
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
 		    cache_write(e->cf, req->data, n->offset, n->count, req->seq,
 		    &fill) == CACHE_WRITE_OK) {
-			export_write_reply(e, req);
+			export_write_reply(e, req, true);
 			return;
 		}
 		break;
 	case NBD_CMD_FLUSH:
 		conn_set_flushed(c);
+		req->seq = __atomic_load_n(&e->write_seq, __ATOMIC_ACQUIRE);
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:

@@ -224,6 +224,7 @@ daemon_stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	if (d->stopping)
 		return;
 	d->stopping = true;
+	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	log_info("received %s: finishing requests in flight, then flushing "
 	    "and exiting", strsignal(w->signum));
 	ev_break(loop, EVBREAK_ALL);

@@ -39,6 +39,7 @@ struct request {
 	uint64_t seq;                   /* a write's sequence (cache) */
 	uint64_t err_seq;               /* export error sequence seen/now */
 	bool writethrough;              /* reply only once durable */
+	bool err_seq_checked;           /* a FLUSH-like check saw err_seq */
 	ev_timer throttle;              /* a paced write's reply delay */
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];

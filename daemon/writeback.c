@@ -323,7 +323,6 @@ wb_background_run(struct job *job)
 	bool progress = true;
 
 	while (progress && !wb_backing_off(dev)) {
-		struct cache_stats st;
 		struct pool_stats ps;
 		/* Background work yields to waiting work (a FLUSH, a miss):
 		 * the next write past the threshold queues it again. */
@@ -333,8 +332,7 @@ wb_background_run(struct job *job)
 		progress = false;
 		for (unsigned i = 0; i < dev->n_exports; i++) {
 			struct export *e = dev->exports[i];
-			cache_get_stats(e->wb->cache, &st);
-			if (st.dirty_pages <= e->wb->bg_pages &&
+			if (cache_dirty_pages(e->wb->cache) <= e->wb->bg_pages &&
 			    wb_dev_dirty_pages(dev) <= wb_dev_bg_pages(dev))
 				goto out;
 			struct cache_run *run = cache_take_run(e->cf, UINT64_MAX,

@@ -37,6 +37,7 @@ struct wb_ctl {
 	uint64_t expire_ns;             /* dirty_expire_centisecs */
 	uint32_t max_run_pages;         /* coalescing cap */
 	unsigned writeback_cs;          /* dirty_writeback_centisecs, 0: off */
+	int stopping;                   /* shutting down: stop holding writers */
 };
 
 const char *wb_reason_name(enum wb_reason r);

@@ -904,7 +904,7 @@ test_error_max_io_below_page_size(void **state)
 	    "cache = { page_size = \"64K\"; };\n"
 	    "writeback = { max_io_bytes = \"32K\"; };\n" EXPORTS_OK,
 	    2, "writeback.max_io_bytes",
-	    "expected a size from cache.page_size (64K) to 32M, got \"32K\"");
+	    "expected a power of two from cache.page_size (64K) to 32M, got \"32K\"");
 }
 
 static void
@@ -913,7 +913,17 @@ test_error_max_io_above_32m(void **state)
 	expect_error(*state, "max-io-large.conf",
 	    "writeback = { max_io_bytes = \"64M\"; };\n" EXPORTS_OK,
 	    1, "writeback.max_io_bytes",
-	    "expected a size from cache.page_size (4K) to 32M, got \"64M\"");
+	    "expected a power of two from cache.page_size (4K) to 32M, got \"64M\"");
+}
+
+static void
+test_error_max_io_bytes_not_a_power_of_two(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "io3.conf",
+	    "writeback = { max_io_bytes = \"768K\"; };\n" EXPORTS_OK,
+	    1, "writeback.max_io_bytes", "power of two");
 }
 
 static void
@@ -1061,6 +1071,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		T(test_error_max_io_bytes_not_a_power_of_two),
 		T(test_device_ratios),
 		T(test_error_device_ratios),
 		T(test_shipped_conf_loads),
