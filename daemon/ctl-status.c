@@ -53,8 +53,16 @@ ctl_export_json(struct daemon *d, struct export *e, bool details)
 	    "readonly", (e->tflags & NBD_FLAG_READ_ONLY) != 0,
 	    "device", e->dev->name);
 
+	static const char *const states[] = {
+		[EXPORT_LIVE] = "live", [EXPORT_REMOVING] = "removing",
+		[EXPORT_WRITING_BACK] = "writing back",
+		[EXPORT_RETIRED] = "removed",
+	};
+
 	if (!o)
 		return NULL;
+	json_object_set_new(o, "state", json_string(
+	    states[LOAD(&e->removed) & 3]));
 	if (!details) {
 		json_object_set_new(o, "description", e->description ?
 		    json_string(e->description) : json_null());
@@ -88,7 +96,7 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	int err = LOAD(&dev->last_err);
 
 	pool_get_stats(dev->pool, &st);
-	for (unsigned i = 0; i < dev->n_exports; i++) {
+	for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
 		json_array_append_new(names, json_string(dev->exports[i]->name));
 		wb_pages += cache_file_writeback_pages(dev->exports[i]->cf);
 	}
@@ -123,10 +131,10 @@ ctl_status_json(struct daemon *d)
 	json_t *exports = json_array(), *devices = json_array();
 
 	cache_get_stats(d->cache, &cs);
-	for (size_t i = 0; i < d->n_exports; i++)
+	for (size_t i = 0; i < daemon_n_exports(d); i++)
 		json_array_append_new(exports,
 		    ctl_export_json(d, d->exports[i], true));
-	for (size_t i = 0; i < d->n_devs; i++)
+	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
 	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
 	    " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
@@ -150,7 +158,7 @@ ctl_exports_json(struct daemon *d)
 {
 	json_t *a = json_array();
 
-	for (size_t i = 0; i < d->n_exports; i++)
+	for (size_t i = 0; i < daemon_n_exports(d); i++)
 		json_array_append_new(a, ctl_export_json(d, d->exports[i],
 		    false));
 	return json_pack("{s:b, s:i, s:o}", "ok", 1, "v", CTL_PROTOCOL_VERSION,

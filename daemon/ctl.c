@@ -263,7 +263,7 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	if (!names || json_array_size(names) == 0) {
-		for (i = 0; i < d->n_exports; i++)
+		for (i = 0; i < daemon_n_exports(d); i++)
 			fl->exports[fl->n++] = d->exports[i];
 	} else {
 		json_array_foreach(names, i, v) {
@@ -609,7 +609,7 @@ ctl_sample_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct daemon *d = ((struct ctl_state *)w->data)->d;
 	uint64_t now = now_ns();
 
-	for (size_t i = 0; i < d->n_devs; i++) {
+	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		struct wb_dev *dev = d->devs[i];
 		uint64_t bytes = __atomic_load_n(&dev->written_bytes,
 		    __ATOMIC_RELAXED);

@@ -4,6 +4,7 @@
  * I/O threads.  The export table is read-only after start-up.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,26 +14,121 @@
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
+#include "backend.h"
 #include "log.h"
+#include "nbd-proto.h"
 #include "pool.h"
 #include "wbdev.h"
 #include "writeback.h"
 
+static bool
+export_live(struct export *e)
+{
+	return !__atomic_load_n(&e->removed, __ATOMIC_ACQUIRE);
+}
+
 struct export *
 daemon_find_export(struct daemon *d, const char *name)
 {
-	if (!*name)
-		return d->n_exports ? d->exports[0] : NULL;
-	for (size_t i = 0; i < d->n_exports; i++)
-		if (strcmp(d->exports[i]->name, name) == 0)
-			return d->exports[i];
+	size_t n = daemon_n_exports(d);
+
+	for (size_t i = 0; i < n; i++) {
+		struct export *e = d->exports[i];
+		/* "" is the default export: the first one still served. */
+		if (export_live(e) && (!*name || strcmp(e->name, name) == 0))
+			return e;
+	}
 	return NULL;
 }
 
 struct export *
-daemon_nth_export(struct daemon *d, size_t i)
+daemon_nth_export(struct daemon *d, size_t nth)
 {
-	return i < d->n_exports ? d->exports[i] : NULL;
+	size_t n = daemon_n_exports(d);
+
+	for (size_t i = 0; i < n; i++)
+		if (export_live(d->exports[i]) && nth-- == 0)
+			return d->exports[i];
+	return NULL;
+}
+
+int
+daemon_add_export(struct daemon *d, struct export *e)
+{
+	if (d->n_exports >= DAEMON_MAX_EXPORTS)
+		return -1;
+	d->exports[d->n_exports] = e;
+	__atomic_store_n(&d->n_exports, d->n_exports + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void
+pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
+{
+	pp->min_workers = cfg->writeback.min_workers;
+	pp->max_workers = cfg->writeback.max_workers;
+	pp->grow_delay_ms = cfg->writeback.worker_spawn_ms;
+	pp->idle_timeout_ms = cfg->writeback.worker_idle_ms;
+}
+
+struct wb_dev *
+daemon_get_dev(struct daemon *d, const struct backend *b)
+{
+	struct pool_params pp;
+
+	for (size_t i = 0; i < d->n_devs; i++)
+		if (d->devs[i]->id == b->dev)
+			return d->devs[i];
+	pool_params_from_config(&d->cfg, &pp);
+	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp);
+	if (!dev)
+		return NULL;
+	config_device_ratios(&d->cfg, dev->name, &dev->min_ratio,
+	    &dev->max_ratio);
+	if (d->n_devs >= DAEMON_MAX_DEVS) {
+		log_warnx("more than %u writeback devices", DAEMON_MAX_DEVS);
+		wb_dev_free(dev);
+		return NULL;
+	}
+	d->devs[d->n_devs] = dev;
+	__atomic_store_n(&d->n_devs, d->n_devs + 1, __ATOMIC_RELEASE);
+	return dev;
+}
+
+/* A removed export: written back once idle (on its pool), then retired. */
+static void
+daemon_retire_run(struct job *job)
+{
+	struct export *e = (struct export *)((char *)job -
+	    offsetof(struct export, retire_job));
+
+	if (wb_flush_export(e, UINT64_MAX, WB_REASON_SYNC) == 0) {
+		log_info("export \"%s\" removed: written back and no longer "
+		    "served", e->name);
+		__atomic_store_n(&e->removed, EXPORT_RETIRED, __ATOMIC_RELEASE);
+	} else {
+		/* Tried again on the next tick; the data stays dirty. */
+		__atomic_store_n(&e->removed, EXPORT_REMOVING, __ATOMIC_RELEASE);
+	}
+}
+
+void
+daemon_retire_exports(struct daemon *d)
+{
+	size_t n = daemon_n_exports(d);
+
+	for (size_t i = 0; i < n; i++) {
+		struct export *e = d->exports[i];
+		int expect = EXPORT_REMOVING;
+		if (__atomic_load_n(&e->connections, __ATOMIC_RELAXED) == 0 &&
+		    __atomic_compare_exchange_n(&e->removed, &expect,
+		    EXPORT_WRITING_BACK, false, __ATOMIC_ACQ_REL,
+		    __ATOMIC_RELAXED)) {
+			memset(&e->retire_job, 0, sizeof e->retire_job);
+			e->retire_job.run = daemon_retire_run;
+			pool_submit(e->dev->pool, &e->retire_job);
+		}
+	}
 }
 
 /* Mailbox message carrying a new connection to an I/O thread. */
@@ -80,6 +176,29 @@ void
 daemon_conn_closed(struct daemon *d)
 {
 	__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
+}
+
+/* A new export from a reload: its backend, device (and pool), cache. */
+static int
+daemon_reload_add_export(struct daemon *d, const struct export_conf *ec)
+{
+	struct backend *b = backend_file_open(ec->backing, ec->size_bytes,
+	    ec->readonly);
+	struct wb_dev *dev = b ? daemon_get_dev(d, b) : NULL;
+	struct export *e = dev ? export_new(ec, dev, b, &d->wb) : NULL;
+
+	if (!e || daemon_add_export(d, e) < 0) {
+		log_warnx("reload: export \"%s\": cannot be added", ec->name);
+		if (e)
+			log_warnx("reload: the export table is full (%u)",
+			    DAEMON_MAX_EXPORTS);
+		else
+			backend_close(b);
+		return -1;
+	}
+	log_info("reload: export \"%s\" added: %s, device %s", e->name,
+	    b->description, dev->name);
+	return 0;
 }
 
 /* Append to MSG (a running summary for the log and the control client). */
@@ -157,14 +276,23 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 	for (size_t i = 0; i < nc.n_exports; i++) {
 		const struct export_conf *ec = &nc.exports[i];
 		struct export *e = NULL;
-		for (size_t j = 0; j < d->n_exports; j++)
+		for (size_t j = 0; j < daemon_n_exports(d); j++)
 			if (strcmp(d->exports[j]->name, ec->name) == 0)
 				e = d->exports[j];
 		if (!e) {
-			reload_note(msg, msglen, "new export \"%s\": needs a "
-			    "restart", ec->name);
+			if (daemon_reload_add_export(d, ec) == 0)
+				reload_note(msg, msglen, "export \"%s\" added",
+				    ec->name);
+			else
+				reload_note(msg, msglen, "export \"%s\" could not "
+				    "be added (see the log)", ec->name);
 			continue;
 		}
+		if (strcmp(e->backing, ec->backing) != 0 ||
+		    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
+		    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0))
+			reload_note(msg, msglen, "export \"%s\": backing, size "
+			    "or readonly changed: needs a restart", e->name);
 		if (e->cache_mode != ec->cache_mode) {
 			__atomic_store_n(&e->cache_mode, ec->cache_mode,
 			    __ATOMIC_RELAXED);
@@ -172,14 +300,16 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 			    e->name, cache_mode_name(ec->cache_mode));
 		}
 	}
-	for (size_t j = 0; j < d->n_exports; j++) {
+	for (size_t j = 0; j < daemon_n_exports(d); j++) {
+		struct export *e = d->exports[j];
 		bool found = false;
 		for (size_t i = 0; i < nc.n_exports; i++)
-			found |= strcmp(d->exports[j]->name,
-			    nc.exports[i].name) == 0;
-		if (!found)
-			reload_note(msg, msglen, "export \"%s\" removed: needs a "
-			    "restart (it is still served)", d->exports[j]->name);
+			found |= strcmp(e->name, nc.exports[i].name) == 0;
+		int expect = EXPORT_LIVE;
+		if (!found && __atomic_compare_exchange_n(&e->removed, &expect,
+		    EXPORT_REMOVING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			reload_note(msg, msglen, "export \"%s\" removed: no new "
+			    "connections; written back once idle", e->name);
 	}
 
 	/* Writeback settings apply at once. */
@@ -195,7 +325,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		.grow_delay_ms = d->cfg.writeback.worker_spawn_ms,
 		.idle_timeout_ms = d->cfg.writeback.worker_idle_ms,
 	};
-	for (size_t i = 0; i < d->n_devs; i++) {
+	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		struct wb_dev *dev = d->devs[i];
 		unsigned lo, hi;
 		pool_set_params(dev->pool, &pp);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "writeback.h"
 
+struct backend;
 struct export;
 struct ioloop;
 struct listener;
@@ -55,11 +56,36 @@ struct daemon {
 	int exit_status;
 };
 
-/* Export lookup for the handshake ("" is the first export). */
+/* Export lookup for the handshake ("" is the first export); exports
+ * removed by a reload are not found. */
 struct export *daemon_find_export(struct daemon *d, const char *name);
 struct export *daemon_nth_export(struct daemon *d, size_t i);
+/* Append E to the export table (main thread, or reload under tune_lock). */
+int daemon_add_export(struct daemon *d, struct export *e);
+/* The device of backend B, created (with its pool) on first use. */
+struct wb_dev *daemon_get_dev(struct daemon *d, const struct backend *b);
+/* Write back removed exports whose last client has gone (main thread). */
+void daemon_retire_exports(struct daemon *d);
 
 #define DAEMON_MAX_CONNS_DEFAULT 1024
+/* The export and device tables never move: they are allocated at their
+ * full size at start-up, entries are only appended (by the main thread at
+ * start-up, or a reload under tune_lock) and published by a release store
+ * of the count, so other threads read them without a lock. */
+#define DAEMON_MAX_EXPORTS      1024
+#define DAEMON_MAX_DEVS         256
+
+static inline size_t
+daemon_n_exports(struct daemon *d)
+{
+	return __atomic_load_n(&d->n_exports, __ATOMIC_ACQUIRE);
+}
+
+static inline size_t
+daemon_n_devs(struct daemon *d)
+{
+	return __atomic_load_n(&d->n_devs, __ATOMIC_ACQUIRE);
+}
 
 /* Hand an accepted socket to the next I/O thread (main thread). */
 void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);

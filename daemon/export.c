@@ -43,13 +43,15 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	if (!e)
 		return NULL;
 	e->name = strdup(ec->name);
+	e->backing = strdup(ec->backing);
 	e->description = ec->description ? strdup(ec->description) : NULL;
 	e->size_bytes = b->ops->size(b);
 	e->cf = cache_file_new(wb->cache, e->size_bytes);
-	if (!e->name || (ec->description && !e->description) || !e->cf ||
-	    wb_dev_add_export(dev, e) < 0) {
+	if (!e->name || !e->backing || (ec->description && !e->description) ||
+	    !e->cf || wb_dev_add_export(dev, e) < 0) {
 		cache_file_free(e->cf);
 		free(e->name);
+		free(e->backing);
 		free(e->description);
 		free(e);
 		return NULL;
@@ -94,6 +96,7 @@ export_free(struct export *e)
 	pthread_mutex_destroy(&e->wb_lock);
 	pthread_cond_destroy(&e->wb_cond);
 	free(e->name);
+	free(e->backing);
 	free(e->description);
 	free(e);
 }

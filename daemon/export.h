@@ -15,11 +15,20 @@
 #include "backend.h"
 #include "config.h"
 #include "handshake.h"
+#include "job.h"
 
 struct cache_file;
 struct request;
 struct wb_ctl;
 struct wb_dev;
+
+/* Removal by a reload: no new clients, then written back, then retired. */
+enum export_state {
+	EXPORT_LIVE = 0,
+	EXPORT_REMOVING,                /* waiting for its clients to go */
+	EXPORT_WRITING_BACK,
+	EXPORT_RETIRED,
+};
 
 struct export {
 	char *name;
@@ -37,6 +46,9 @@ struct export {
 	uint64_t err_seq;               /* atomic: bumped by each failed writeback */
 	int last_err;                   /* errno of the last failure (wb_lock) */
 	unsigned connections;           /* atomic: clients in transmission */
+	char *backing;                  /* as configured */
+	int removed;                    /* atomic: enum export_state */
+	struct job retire_job;
 
 	/* Signalled whenever a writeback of this export ends. */
 	pthread_mutex_t wb_lock;

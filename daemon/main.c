@@ -56,39 +56,6 @@ usage(FILE *f)
 "See wbd(8) and docs/ for the configuration file.\n");
 }
 
-static void
-pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
-{
-	pp->min_workers = cfg->writeback.min_workers;
-	pp->max_workers = cfg->writeback.max_workers;
-	pp->grow_delay_ms = cfg->writeback.worker_spawn_ms;
-	pp->idle_timeout_ms = cfg->writeback.worker_idle_ms;
-}
-
-static struct wb_dev *
-daemon_get_dev(struct daemon *d, const struct backend *b)
-{
-	struct pool_params pp;
-
-	for (size_t i = 0; i < d->n_devs; i++)
-		if (d->devs[i]->id == b->dev)
-			return d->devs[i];
-	pool_params_from_config(&d->cfg, &pp);
-	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp);
-	if (!dev)
-		return NULL;
-	config_device_ratios(&d->cfg, dev->name, &dev->min_ratio,
-	    &dev->max_ratio);
-	struct wb_dev **v = realloc(d->devs, (d->n_devs + 1) * sizeof *v);
-	if (!v) {
-		wb_dev_free(dev);
-		return NULL;
-	}
-	d->devs = v;
-	d->devs[d->n_devs++] = dev;
-	return dev;
-}
-
 /* Open the backing files (no threads yet). */
 static int
 daemon_open_backends(struct daemon *d, struct backend **backends)
@@ -137,8 +104,9 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 {
 	if (daemon_create_cache(d) < 0)
 		return -1;
-	d->exports = calloc(d->cfg.n_exports, sizeof *d->exports);
-	if (!d->exports)
+	d->exports = calloc(DAEMON_MAX_EXPORTS, sizeof *d->exports);
+	d->devs = calloc(DAEMON_MAX_DEVS, sizeof *d->devs);
+	if (!d->exports || !d->devs || d->cfg.n_exports > DAEMON_MAX_EXPORTS)
 		return -1;
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
@@ -149,7 +117,7 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 		if (!e)
 			return -1;
 		backends[i] = NULL;     /* owned by the export now */
-		d->exports[d->n_exports++] = e;
+		daemon_add_export(d, e);
 		char sz[32];
 		log_info("export \"%s\": %s, %s, device %s%s", e->name,
 		    e->backend->description,
@@ -249,6 +217,7 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	unsigned cs = __atomic_load_n(&d->wb.writeback_cs, __ATOMIC_RELAXED);
 	uint64_t now = now_ns();
 
+	daemon_retire_exports(d);
 	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
 		return;
 	d->last_periodic_ns = now;

@@ -99,7 +99,7 @@ tune_list_json(struct daemon *d)
 		json_array_append_new(a, tune_entry(tunables[i].key,
 		    tune_value(&d->cfg.writeback, &tunables[i]), tunables[i].unit,
 		    "global", tunables[i].description));
-	for (size_t i = 0; i < d->n_devs; i++) {
+	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		struct wb_dev *dev = d->devs[i];
 		char key[64];
 		snprintf(key, sizeof key, "device.%s.min_ratio", dev->name);
@@ -111,7 +111,7 @@ tune_list_json(struct daemon *d)
 		    dev->max_ratio), "%", "device",
 		    "share of the dirty limit this device may hold"));
 	}
-	for (size_t i = 0; i < d->n_exports; i++) {
+	for (size_t i = 0; i < daemon_n_exports(d); i++) {
 		struct export *e = d->exports[i];
 		char key[4200];
 		snprintf(key, sizeof key, "export.%s.cache_mode", e->name);
@@ -210,7 +210,7 @@ tune_one(struct daemon *d, struct tune_stage *st, const char *key,
 	}
 	if (!strncmp(key, "device.", 7)) {
 		const char *name = key + 7, *dot = strrchr(name, '.');
-		for (size_t i = 0; dot && i < d->n_devs; i++) {
+		for (size_t i = 0; dot && i < daemon_n_devs(d); i++) {
 			if (strlen(d->devs[i]->name) != (size_t)(dot - name) ||
 			    strncmp(d->devs[i]->name, name, dot - name))
 				continue;
@@ -231,7 +231,7 @@ tune_one(struct daemon *d, struct tune_stage *st, const char *key,
 	if (!strncmp(key, "export.", 7)) {
 		const char *name = key + 7, *dot = strrchr(name, '.');
 		for (size_t i = 0; dot && !strcmp(dot, ".cache_mode") &&
-		    i < d->n_exports; i++) {
+		    i < daemon_n_exports(d); i++) {
 			if (strlen(d->exports[i]->name) != (size_t)(dot - name) ||
 			    strncmp(d->exports[i]->name, name, dot - name))
 				continue;
@@ -267,18 +267,18 @@ tune_apply(struct daemon *d, struct tune_stage *st)
 	d->cfg.writeback.devices = devs;
 	d->cfg.writeback.n_devices = n;
 	wb_ctl_update(&d->wb, &d->cfg.writeback);
-	for (size_t i = 0; i < d->n_devs; i++) {
+	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		struct wb_dev *dev = d->devs[i];
 		pool_set_params(dev->pool, &pp);
 		__atomic_store_n(&dev->min_ratio, st->dev_min[i], __ATOMIC_RELAXED);
 		__atomic_store_n(&dev->max_ratio, st->dev_max[i], __ATOMIC_RELAXED);
 	}
-	for (size_t i = 0; i < d->n_exports; i++)
+	for (size_t i = 0; i < daemon_n_exports(d); i++)
 		__atomic_store_n(&d->exports[i]->cache_mode, st->modes[i],
 		    __ATOMIC_RELAXED);
 	/* A lower background threshold starts writeback now. */
 	cache_get_stats(d->cache, &cs);
-	for (size_t i = 0; i < d->n_devs; i++)
+	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		if (cs.dirty_pages > d->wb.bg_pages ||
 		    wb_dev_dirty_pages(d->devs[i]) >
 		    d->wb.bg_pages * d->devs[i]->max_ratio / 100)
@@ -307,11 +307,11 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < d->n_devs; i++) {
+	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		st.dev_min[i] = d->devs[i]->min_ratio;
 		st.dev_max[i] = d->devs[i]->max_ratio;
 	}
-	for (size_t i = 0; i < d->n_exports; i++)
+	for (size_t i = 0; i < daemon_n_exports(d); i++)
 		st.modes[i] = d->exports[i]->cache_mode;
 
 	json_object_foreach(set, key, v)
@@ -337,7 +337,7 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 		goto out;
 	}
 	unsigned sum_min = 0;
-	for (size_t i = 0; i < d->n_devs; i++) {
+	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		if (st.dev_min[i] > st.dev_max[i]) {
 			snprintf(err, errlen, "device %s: min_ratio (%u) above "
 			    "max_ratio (%u)", d->devs[i]->name, st.dev_min[i],

@@ -19,8 +19,10 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 	dev->id = id;
 	snprintf(dev->name, sizeof dev->name, "%s", name);
 	snprintf(thread_name, sizeof thread_name, "flush-%s", name);
-	dev->pool = pool_new(thread_name, params);
+	dev->exports = calloc(WB_DEV_MAX_EXPORTS, sizeof *dev->exports);
+	dev->pool = dev->exports ? pool_new(thread_name, params) : NULL;
 	if (!dev->pool) {
+		free(dev->exports);
 		free(dev);
 		return NULL;
 	}
@@ -32,13 +34,10 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 int
 wb_dev_add_export(struct wb_dev *dev, struct export *e)
 {
-	struct export **v = realloc(dev->exports,
-	    (dev->n_exports + 1) * sizeof *v);
-
-	if (!v)
+	if (dev->n_exports >= WB_DEV_MAX_EXPORTS)
 		return -1;
-	dev->exports = v;
-	dev->exports[dev->n_exports++] = e;
+	dev->exports[dev->n_exports] = e;
+	__atomic_store_n(&dev->n_exports, dev->n_exports + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 

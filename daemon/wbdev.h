@@ -19,8 +19,8 @@ struct wb_dev {
 	dev_t id;
 	char name[32];                  /* "MAJ:MIN" */
 	struct pool *pool;
-	struct export **exports;        /* fixed after start-up */
-	unsigned n_exports;
+	struct export **exports;        /* WB_DEV_MAX_EXPORTS, append-only */
+	unsigned n_exports;             /* published with a release store */
 
 	/* Background and periodic work: at most one of each queued. */
 	struct job bg_job, periodic_job;
@@ -39,7 +39,15 @@ struct wb_dev {
 	unsigned min_ratio, max_ratio;
 };
 
+#define WB_DEV_MAX_EXPORTS 256
+
 int wb_dev_add_export(struct wb_dev *dev, struct export *e);
+
+static inline unsigned
+wb_dev_n_exports(struct wb_dev *dev)
+{
+	return __atomic_load_n(&dev->n_exports, __ATOMIC_ACQUIRE);
+}
 
 struct wb_dev *wb_dev_new(dev_t id, const char *name,
     const struct pool_params *params);

@@ -40,6 +40,7 @@ wb_reason_name(enum wb_reason r)
 	case WB_REASON_FLUSH: return "flush";
 	case WB_REASON_FUA: return "fua";
 	case WB_REASON_SHUTDOWN: return "shutdown";
+	case WB_REASON_SYNC: return "sync";
 	}
 	return "unknown";
 }
@@ -146,7 +147,7 @@ wb_dev_dirty_pages(struct wb_dev *dev)
 {
 	uint64_t sum = 0;
 
-	for (unsigned i = 0; i < dev->n_exports; i++) {
+	for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
 		uint64_t cached, dirty;
 		cache_file_stats(dev->exports[i]->cf, &cached, &dirty);
 		sum += dirty;
@@ -330,7 +331,7 @@ wb_background_run(struct job *job)
 		if (ps.queued > 0)
 			break;
 		progress = false;
-		for (unsigned i = 0; i < dev->n_exports; i++) {
+		for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
 			struct export *e = dev->exports[i];
 			if (cache_dirty_pages(e->wb->cache) <= e->wb->bg_pages &&
 			    wb_dev_dirty_pages(dev) <= wb_dev_bg_pages(dev))
@@ -355,7 +356,7 @@ wb_periodic_run(struct job *job)
 	    offsetof(struct wb_dev, periodic_job));
 
 	if (!wb_backing_off(dev)) {
-		for (unsigned i = 0; i < dev->n_exports; i++) {
+		for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
 			struct export *e = dev->exports[i];
 			uint64_t now = now_ns();
 			uint64_t cutoff = now > e->wb->expire_ns ?

@@ -26,6 +26,7 @@ enum wb_reason {
 	WB_REASON_FLUSH,
 	WB_REASON_FUA,
 	WB_REASON_SHUTDOWN,
+	WB_REASON_SYNC,
 };
 
 struct wb_ctl {
