@@ -342,3 +342,46 @@ count_threads() {
 vmrss_kib() {
 	awk '/^VmRSS:/ { print $2 }' /proc/"$1"/status
 }
+
+# start_slow_file DIR SIZE WRITE_DELAY: make DIR/disk a file whose writes
+# are slow -- an nbdkit memory disk of SIZE behind its delay filter
+# (delay-write=WRITE_DELAY, e.g. "5ms", per write), mounted with nbdfuse --
+# and set SLOW_FILE to it.  Skips the test without nbdfuse, nbdkit or FUSE.
+# At exit the daemons are stopped before the file goes away.
+SLOW_FILE=
+_FUSE_PID=
+start_slow_file() {
+	local dir=$1 i
+	need nbdfuse nbdkit
+	[[ -c /dev/fuse && -w /dev/fuse ]] || skip "/dev/fuse is not usable"
+	mkdir -p "$dir"
+	nbdfuse "$dir/disk" --command nbdkit -s --filter=delay memory "$2" \
+		delay-write="$3" >"$T/nbdfuse.log" 2>&1 &
+	_FUSE_PID=$!
+	trap _stop_slow_file_then_cleanup EXIT
+	for ((i = 0; i < 100; i++)); do
+		[[ -f $dir/disk ]] && break
+		proc_alive "$_FUSE_PID" || skip "nbdfuse failed: $(cat "$T/nbdfuse.log")"
+		sleep 0.1
+	done
+	[[ -f $dir/disk ]] || skip "nbdfuse did not mount $dir within 10 s"
+	SLOW_FILE=$dir/disk
+}
+
+_stop_slow_file_then_cleanup() {
+	local rc=$? pid
+	trap - ERR
+	set +e
+	for pid in "${_PIDS[@]}"; do
+		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${_PIDS[@]}"; do
+		wait_exit "$pid" 30 || true     # _cleanup deals with the stubborn
+	done
+	if [[ -n $_FUSE_PID ]] && proc_alive "$_FUSE_PID"; then
+		kill -TERM "$_FUSE_PID" 2>/dev/null
+		wait_exit "$_FUSE_PID" 10 || kill -KILL "$_FUSE_PID" 2>/dev/null || true
+	fi
+	(exit "$rc")
+	_cleanup
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# A writer is throttled at the dirty limit.  Cache 32M, dirty_bytes 8M,
+# background 4M, periodic writeback off.
+#  1. Slow device: export "slow" is backed by a file whose writes are slow
+#     (nbdkit memory + delay filter, mounted with nbdfuse).  A libnbd writer
+#     streams 48M in 1M writes, one at a time, far faster than the device
+#     takes them.  After each acknowledged write, the data not yet on the
+#     backing file never exceeds the limit plus the request in flight plus
+#     the writeback runs in flight; everything is there after FLUSH.
+#  2. Fast device: nbdcopy streams 200M into export "fast" (a local file)
+#     with many requests in flight: it completes, the data verifies through
+#     wbd and on the backing file after FLUSH, wbd logs no warning, and its
+#     RSS stays under the cache size + 64M.
+source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+need_python_nbd
+need nbdcopy cmp
+
+start_slow_file "$T/slow" 48M 80ms
+add_export_mode slow 48M writeback "$SLOW_FILE"
+add_export_mode fast 200M writeback
+write_cache_config 32M 'dirty_background_bytes = "4M"; dirty_bytes = "8M"; dirty_writeback_centisecs = 0; max_workers = 2;'
+start_wbd -v
+
+sanitized=
+if ldd "$WBD" 2>/dev/null | grep -Eq 'lib(a|ub|t)san'; then
+	sanitized=1
+fi
+
+log "slow device: one writer, one 1M request at a time"
+"$PYTHON" - "$(uri_unix slow)" "$SLOW_FILE" <<'PY' || fail "see above"
+import nbd, os, sys, time
+uri, backing = sys.argv[1:3]
+MiB = 1 << 20
+limit = 8 * MiB
+# The request in flight, one 1M writeback run per worker (2), rounding.
+slack = 1 * MiB + 2 * MiB + 64 * 1024
+h = nbd.NBD()
+h.connect_uri(uri)
+shadow = bytearray()
+f = open(backing, "rb", buffering=0)
+worst = 0
+t0 = time.monotonic()
+for i in range(48):
+    buf = os.urandom(MiB)
+    h.pwrite(buf, i * MiB)
+    shadow += buf
+    if i % 4 != 3:
+        continue
+    # Dirty now <= what was dirty at the reply: acknowledged bytes that
+    # are not on the backing file yet.
+    f.seek(0)
+    data = f.read(len(shadow))
+    dirty = 0
+    for off in range(0, len(shadow), MiB):
+        if data[off:off + MiB] != shadow[off:off + MiB]:
+            dirty += sum(4096 for p in range(off, off + MiB, 4096)
+                         if data[p:p + 4096] != shadow[p:p + 4096])
+    worst = max(worst, dirty)
+    if dirty > limit + slack:
+        sys.exit("FAIL: after %d MiB acknowledged, %d KiB are not on the "
+                 "backing file: more than the 8M dirty limit allows"
+                 % (i + 1, dirty // 1024))
+print("48M written in %.1f s; at most %d KiB acknowledged but not on the "
+      "device (limit 8192 KiB)" % (time.monotonic() - t0, worst // 1024))
+if worst < 4 * MiB:
+    print("note: the writer never got near the dirty limit")
+h.flush()
+f.seek(0)
+if f.read(len(shadow)) != shadow:
+    sys.exit("FAIL: after FLUSH the backing file differs")
+h.shutdown()
+PY
+
+log "fast device: nbdcopy, 200M with many requests in flight"
+head -c 200M /dev/urandom >"$T/in.bin"
+nbdcopy --requests=64 "$T/in.bin" "$(uri_unix fast)" >"$T/copy.out" 2>&1 &
+copy_pid=$!
+_PIDS+=("$copy_pid")
+max_rss=0
+while proc_alive "$copy_pid"; do
+	rss=$(vmrss_kib "$WBD_PID") || break
+	((rss > max_rss)) && max_rss=$rss
+	sleep 0.1
+done
+wait_exit "$copy_pid" 120 || fail "nbdcopy did not finish"
+[[ $EXIT_STATUS == 0 ]] || fail "nbdcopy into the export failed: $(cat "$T/copy.out")"
+log "wbd's peak RSS during the copy: $((max_rss / 1024)) MiB"
+if [[ -z $sanitized ]]; then
+	((max_rss < (32 + 64) * 1024)) ||
+		fail "wbd's RSS reached $((max_rss / 1024)) MiB with a 32M cache (allowed 96 MiB)"
+else
+	log "sanitized build: RSS bound not checked"
+fi
+nbdcopy "$(uri_unix fast)" "$T/out.bin" || fail "nbdcopy out of the export failed"
+cmp "$T/in.bin" "$T/out.bin" || fail "data read back through wbd differs"
+"$PYTHON" -c 'import nbd, sys
+h = nbd.NBD(); h.connect_uri(sys.argv[1]); h.flush(); h.shutdown()' "$(uri_unix fast)" ||
+	fail "FLUSH failed"
+cmp "$T/in.bin" "$T/fast.img" || fail "after FLUSH the backing file differs"
+if grep -Eqi 'warn|error|fail' "$LOG"; then
+	fail "wbd logged warnings during the run: $(grep -Ei 'warn|error|fail' "$LOG")"
+fi
+stop_wbd
+[[ $EXIT_STATUS == 0 ]] || fail "wbd exited with status $EXIT_STATUS"
