@@ -97,7 +97,9 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 
 	pool_get_stats(dev->pool, &st);
 	for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
-		json_array_append_new(names, json_string(dev->exports[i]->name));
+		if (!export_retired(dev->exports[i]))
+			json_array_append_new(names,
+			    json_string(dev->exports[i]->name));
 		wb_pages += cache_file_writeback_pages(dev->exports[i]->cf);
 	}
 	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
@@ -132,8 +134,9 @@ ctl_status_json(struct daemon *d)
 
 	cache_get_stats(d->cache, &cs);
 	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		json_array_append_new(exports,
-		    ctl_export_json(d, d->exports[i], true));
+		if (!export_retired(d->exports[i]))
+			json_array_append_new(exports,
+			    ctl_export_json(d, d->exports[i], true));
 	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
 	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
@@ -159,8 +162,9 @@ ctl_exports_json(struct daemon *d)
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		json_array_append_new(a, ctl_export_json(d, d->exports[i],
-		    false));
+		if (!export_retired(d->exports[i]))
+			json_array_append_new(a, ctl_export_json(d,
+			    d->exports[i], false));
 	return json_pack("{s:b, s:i, s:o}", "ok", 1, "v", CTL_PROTOCOL_VERSION,
 	    "exports", a);
 }

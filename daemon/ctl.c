@@ -59,6 +59,7 @@ struct ctl_flush {
 	int err;
 	json_t *names;
 	bool progress;
+	uint64_t total_bytes;           /* dirty when the flush began */
 	ev_timer progress_t;
 	struct export **exports;
 	size_t n;
@@ -84,6 +85,7 @@ struct ctl_client {
 	struct buf in, out;
 	size_t out_off;
 	bool closing;                   /* close once OUT is sent */
+	bool discarding;                /* answered EPROTO: read to EOF */
 	struct ctl_flush *flush;        /* a FLUSH being waited for */
 };
 
@@ -113,6 +115,8 @@ ctl_flush_out(struct ctl_client *cl)
 	buf_reset(&cl->out);
 	cl->out_off = 0;
 	ev_io_stop(cl->cs->io->loop, &cl->ww);
+	if (cl->discarding)
+		shutdown(cl->fd, SHUT_WR);
 	if (cl->closing)
 		ctl_client_close(cl);
 }
@@ -191,8 +195,13 @@ ctl_flush_progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	if (!fl->cl)
 		return;
-	ctl_send(fl->cl, json_pack("{s:{s:I}}", "progress", "remaining_bytes",
-	    (json_int_t)ctl_flush_remaining(fl, fl->cl->cs->d->wb.page_size)));
+	uint64_t left = ctl_flush_remaining(fl, fl->cl->cs->d->wb.page_size);
+	/* Data dirtied after the flush began is not waited for: cap it. */
+	if (left > fl->total_bytes)
+		left = fl->total_bytes;
+	ctl_send(fl->cl, json_pack("{s:{s:I, s:I}}", "progress",
+	    "remaining_bytes", (json_int_t)left,
+	    "total_bytes", (json_int_t)fl->total_bytes));
 }
 
 static void
@@ -201,6 +210,13 @@ ctl_flush_job_run(struct job *job)
 	struct ctl_flush_job *fj = (struct ctl_flush_job *)job;
 
 	fj->r = wb_flush_export(fj->e, fj->seq, WB_REASON_FLUSH);
+	if (fj->r < 0) {
+		/* Report the cause (ENOSPC, ...) rather than plain EIO. */
+		pthread_mutex_lock(&fj->e->wb_lock);
+		if (fj->e->last_err)
+			fj->r = -fj->e->last_err;
+		pthread_mutex_unlock(&fj->e->wb_lock);
+	}
 }
 
 static void
@@ -222,6 +238,7 @@ ctl_flush_job_done(struct job *job)
 			ctl_error(cl, "EIO", "writeback or flush failed: %s (the "
 			    "data stays dirty and is retried)",
 			    strerror(fl->err));
+		/* fl->err is the cause; the code stays EIO (protocol). */
 		else {
 			json_t *o = ctl_ok();
 			json_object_set(o, "flushed", fl->names);
@@ -263,8 +280,9 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	if (!names || json_array_size(names) == 0) {
-		for (i = 0; i < daemon_n_exports(d); i++)
-			fl->exports[fl->n++] = d->exports[i];
+		for (i = 0; i < daemon_n_exports(d) && fl->n < d->n_exports; i++)
+			if (!export_retired(d->exports[i]))
+				fl->exports[fl->n++] = d->exports[i];
 	} else {
 		json_array_foreach(names, i, v) {
 			struct export *e = json_is_string(v) ?
@@ -316,8 +334,14 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		cl->flush = fl;
 		/* One request at a time per client: read on when done. */
 		ev_io_stop(cl->cs->io->loop, &cl->rw);
-		if (fl->progress)
+		if (fl->progress) {
+			uint64_t total = ctl_flush_remaining(fl, d->wb.page_size);
+			ctl_send(cl, json_pack("{s:{s:I, s:I}}", "progress",
+			    "remaining_bytes", (json_int_t)total,
+			    "total_bytes", (json_int_t)total));
+			fl->total_bytes = total;
 			ev_timer_start(cl->cs->io->loop, &fl->progress_t);
+		}
 	}
 	/* Drop the +1; completes at once if every job already finished. */
 	struct ctl_flush_job *fj = calloc(1, sizeof *fj);
@@ -453,7 +477,7 @@ ctl_process(struct ctl_client *cl)
 {
 	size_t start = 0;
 
-	while (!cl->closing && !cl->flush && cl->fd >= 0) {
+	while (!cl->closing && !cl->discarding && !cl->flush && cl->fd >= 0) {
 		uint8_t *nl = memchr(cl->in.data + start, '\n',
 		    cl->in.len - start);
 		if (!nl)
@@ -472,9 +496,12 @@ ctl_process(struct ctl_client *cl)
 	if (cl->in.len > CTL_MAX_LINE) {
 		ctl_error(cl, "EPROTO", "request longer than %u bytes",
 		    CTL_MAX_LINE);
-		cl->closing = true;
-		ev_io_stop(cl->cs->io->loop, &cl->rw);
-		ctl_flush_out(cl);
+		/* Half-close and discard what still comes, so that the
+		 * client reads the answer instead of a reset. */
+		cl->discarding = true;
+		buf_reset(&cl->in);
+		if (cl->fd >= 0 && cl->out.len == 0)
+			shutdown(cl->fd, SHUT_WR);
 	}
 }
 
@@ -491,6 +518,8 @@ ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ctl_client_close(cl);
 		return;
 	}
+	if (cl->discarding)
+		return;
 	buf_put(&cl->in, tmp, (size_t)n);
 	if (cl->in.oom) {
 		ctl_client_close(cl);

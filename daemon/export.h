@@ -55,6 +55,13 @@ struct export {
 	pthread_cond_t wb_cond;
 };
 
+/* Removed by a reload and written back: no longer shown anywhere. */
+static inline bool
+export_retired(struct export *e)
+{
+	return __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE) == EXPORT_RETIRED;
+}
+
 struct export *export_new(const struct export_conf *ec, struct wb_dev *dev,
     struct backend *b, struct wb_ctl *wb);
 void export_free(struct export *e);

@@ -34,7 +34,7 @@ static const struct tunable tunables[] = {
 	  "background writeback starts above this share of the cache" },
 	{ "dirty_background_bytes", T_BYTES, "bytes", 0, 0,
 	  "background writeback starts above this much dirty data" },
-	{ "dirty_ratio", T_RATIO, "%", 1, 100,
+	{ "dirty_ratio", T_RATIO, "%", 0, 100,
 	  "writers are held at this share of the cache" },
 	{ "dirty_bytes", T_BYTES, "bytes", 0, 0,
 	  "writers are held at this much dirty data" },
@@ -67,15 +67,19 @@ tune_value(const struct writeback_conf *wc, const struct tunable *t)
 {
 	const char *k = t->key;
 
+	/* Of a threshold's two forms, the one not in use is null. */
 	if (!strcmp(k, "dirty_background_ratio"))
-		return json_integer(wc->dirty_background.bytes ? 0 :
-		    wc->dirty_background.ratio_pct);
+		return wc->dirty_background.bytes ? json_null() :
+		    json_integer(wc->dirty_background.ratio_pct);
 	if (!strcmp(k, "dirty_background_bytes"))
-		return json_integer((json_int_t)wc->dirty_background.bytes);
+		return wc->dirty_background.bytes ? json_integer(
+		    (json_int_t)wc->dirty_background.bytes) : json_null();
 	if (!strcmp(k, "dirty_ratio"))
-		return json_integer(wc->dirty.bytes ? 0 : wc->dirty.ratio_pct);
+		return wc->dirty.bytes ? json_null() :
+		    json_integer(wc->dirty.ratio_pct);
 	if (!strcmp(k, "dirty_bytes"))
-		return json_integer((json_int_t)wc->dirty.bytes);
+		return wc->dirty.bytes ? json_integer(
+		    (json_int_t)wc->dirty.bytes) : json_null();
 	if (!strcmp(k, "dirty_expire_centisecs"))
 		return json_integer(wc->dirty_expire_centisecs);
 	if (!strcmp(k, "dirty_writeback_centisecs"))
@@ -114,6 +118,8 @@ tune_list_json(struct daemon *d)
 	for (size_t i = 0; i < daemon_n_exports(d); i++) {
 		struct export *e = d->exports[i];
 		char key[4200];
+		if (export_retired(e))
+			continue;
 		snprintf(key, sizeof key, "export.%s.cache_mode", e->name);
 		json_array_append_new(a, tune_entry(key, json_string(
 		    cache_mode_name(e->cache_mode)), "", "export",
@@ -352,8 +358,20 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 		goto out;
 	}
 	tune_apply(d, &st);
-	json_object_foreach(set, key, v)
+	json_object_foreach(set, key, v) {
+		static const char *const pairs[][2] = {
+			{ "dirty_background_ratio", "dirty_background_bytes" },
+			{ "dirty_ratio", "dirty_bytes" },
+		};
 		json_array_append_new(changed, json_string(key));
+		/* Setting one form of a threshold clears the other. */
+		for (size_t i = 0; i < 2; i++)
+			for (size_t j = 0; j < 2; j++)
+				if (!strcmp(key, pairs[i][j]) &&
+				    !json_object_get(set, pairs[i][!j]))
+					json_array_append_new(changed,
+					    json_string(pairs[i][!j]));
+	}
 	r = 0;
 out:
 	pthread_mutex_unlock(&d->tune_lock);

@@ -1,0 +1,367 @@
+/*
+ * cmd-status.c - "wbctl status": how much data is where, per export and
+ * per writeback device, and the thresholds; with -w, a live view redrawn
+ * every few seconds until SIGINT.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl-client.h"
+#include "table.h"
+#include "wbctl.h"
+
+#define STATUS_WATCH_DEFAULT_S  2.0
+
+static volatile sig_atomic_t status_interrupted;
+
+static void
+status_on_sigint(int sig)
+{
+	status_interrupted = 1;
+}
+
+/* "1d 2h", "3h 4m", "5m 6s", "7s". */
+static const char *
+fmt_uptime(uint64_t s, char *buf, size_t len)
+{
+	if (s >= 86400)
+		snprintf(buf, len, "%llud %lluh", (unsigned long long)s / 86400,
+		    (unsigned long long)s % 86400 / 3600);
+	else if (s >= 3600)
+		snprintf(buf, len, "%lluh %llum", (unsigned long long)s / 3600,
+		    (unsigned long long)s % 3600 / 60);
+	else if (s >= 60)
+		snprintf(buf, len, "%llum %llus", (unsigned long long)s / 60,
+		    (unsigned long long)s % 60);
+	else
+		snprintf(buf, len, "%llus", (unsigned long long)s);
+	return buf;
+}
+
+/* "0.4 s", "12.0 s", "3m 4s". */
+static const char *
+fmt_ms(uint64_t ms, char *buf, size_t len)
+{
+	if (ms >= 60000)
+		return fmt_uptime(ms / 1000, buf, len);
+	snprintf(buf, len, "%.1f s", (double)ms / 1000);
+	return buf;
+}
+
+static const char *
+fmt_u64(uint64_t n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu", (unsigned long long)n);
+	return buf;
+}
+
+/* A threshold: "10% of the cache = 25.6 MiB" or "4.0 MiB". */
+static void
+status_threshold(FILE *f, const json_t *th, const char *name)
+{
+	char key[64], h[32];
+	json_t *ratio;
+
+	snprintf(key, sizeof key, "%s_bytes", name);
+	wbctl_human(jget_u64(th, key, 0), h, sizeof h);
+	snprintf(key, sizeof key, "%s_ratio", name);
+	ratio = json_object_get(th, key);
+	if (json_is_number(ratio))
+		fprintf(f, "  %-18s %lld%% of the cache = %s\n", name,
+		    (long long)json_number_value(ratio), h);
+	else
+		fprintf(f, "  %-18s %s\n", name, h);
+}
+
+static void
+status_exports(FILE *f, const json_t *exports)
+{
+	static const char *const heads[] = {
+		"NAME", ">SIZE", "CACHE MODE", ">CACHED", ">DIRTY",
+		">OLDEST DIRTY", ">CONNS", ">ERRORS", "DEVICE",
+	};
+	char sz[32], ca[32], di[32], age[32], co[32], er[32], mode[48];
+	struct table t;
+	json_t *e;
+	size_t i;
+
+	table_init(&t, sizeof heads / sizeof heads[0], heads);
+	json_array_foreach(exports, i, e) {
+		uint64_t dirty = jget_u64(e, "dirty_bytes", 0);
+		const char *cm = jget_str(e, "cache_mode");
+		snprintf(mode, sizeof mode, "%s%s", cm ? cm : "-",
+		    jget_bool(e, "readonly") ? " (ro)" : "");
+		table_add(&t, jget_str(e, "name"),
+		    wbctl_human(jget_u64(e, "size_bytes", 0), sz, sizeof sz),
+		    mode,
+		    wbctl_human(jget_u64(e, "cached_bytes", 0), ca, sizeof ca),
+		    wbctl_human(dirty, di, sizeof di),
+		    dirty ? fmt_ms(jget_u64(e, "oldest_dirty_age_ms", 0), age,
+		    sizeof age) : "-",
+		    fmt_u64(jget_u64(e, "connections", 0), co, sizeof co),
+		    fmt_u64(jget_u64(e, "writeback_errors", 0), er, sizeof er),
+		    jget_str(e, "device"));
+	}
+	table_print(&t, f, "  ");
+	table_free(&t);
+}
+
+/* "3 (background, periodic)", "0". */
+static const char *
+fmt_queued(const json_t *q, char *buf, size_t len)
+{
+	bool bg = jget_bool(q, "background"), per = jget_bool(q, "periodic");
+
+	snprintf(buf, len, "%llu%s%s%s%s",
+	    (unsigned long long)jget_u64(q, "total", 0),
+	    bg || per ? " (" : "", bg ? "background" : "",
+	    bg && per ? ", " : "", per ? "periodic)" : bg ? ")" : "");
+	return buf;
+}
+
+static void
+status_devices(FILE *f, const json_t *devices)
+{
+	static const char *const heads[] = {
+		"DEVICE", "EXPORTS", ">DIRTY", ">WRITEBACK", ">WORKERS",
+		">BANDWIDTH", "QUEUED", ">WRITTEN", ">RATIO", ">ERRORS",
+		">BACKOFF",
+	};
+	char di[32], wb[32], wk[64], bw[48], qu[64], wr[32], ra[32], er[32],
+	    bo[32];
+	struct table t;
+	json_t *d, *x;
+	size_t i, j;
+
+	table_init(&t, sizeof heads / sizeof heads[0], heads);
+	json_array_foreach(devices, i, d) {
+		char ex[256] = "";
+		size_t n = 0;
+		json_array_foreach(json_object_get(d, "exports"), j, x) {
+			const char *s = json_string_value(x);
+			if (s && n < sizeof ex)
+				n += (size_t)snprintf(ex + n, sizeof ex - n,
+				    "%s%s", n ? "," : "", s);
+		}
+		const json_t *w = json_object_get(d, "workers");
+		snprintf(wk, sizeof wk, "%llu/%llu (%llu..%llu)",
+		    (unsigned long long)jget_u64(w, "busy", 0),
+		    (unsigned long long)jget_u64(w, "threads", 0),
+		    (unsigned long long)jget_u64(w, "min", 0),
+		    (unsigned long long)jget_u64(w, "max", 0));
+		wbctl_human(jget_u64(d, "bandwidth_bytes_per_s", 0), bw,
+		    sizeof bw - 2);
+		strcat(bw, "/s");
+		snprintf(ra, sizeof ra, "%llu..%llu%%",
+		    (unsigned long long)jget_u64(d, "min_ratio", 0),
+		    (unsigned long long)jget_u64(d, "max_ratio", 100));
+		uint64_t backoff = jget_u64(d, "backoff_ms", 0);
+		table_add(&t, jget_str(d, "device"), ex,
+		    wbctl_human(jget_u64(d, "dirty_bytes", 0), di, sizeof di),
+		    wbctl_human(jget_u64(d, "writeback_bytes", 0), wb,
+		    sizeof wb),
+		    wk, bw, fmt_queued(json_object_get(d, "queued"), qu,
+		    sizeof qu),
+		    wbctl_human(jget_u64(d, "written_bytes", 0), wr, sizeof wr),
+		    ra, fmt_u64(jget_u64(d, "errors", 0), er, sizeof er),
+		    backoff ? fmt_ms(backoff, bo, sizeof bo) : "-");
+	}
+	table_print(&t, f, "  ");
+	table_free(&t);
+	json_array_foreach(devices, i, d) {
+		const char *le = jget_str(d, "last_error");
+		if (le)
+			fprintf(f, "  %s: last error: %s\n",
+			    jget_str(d, "device"), le);
+	}
+}
+
+/* The human view of a status answer. */
+static void
+status_print(FILE *f, const json_t *ans)
+{
+	const json_t *c = json_object_get(ans, "cache");
+	const json_t *th = json_object_get(ans, "thresholds");
+	const char *dv = jget_str(ans, "daemon_version");
+	char a[32], b[32], d[32], e[32];
+
+	fprintf(f, "wbd %s, pid %llu, up %s\n", dv ? dv : "?",
+	    (unsigned long long)jget_u64(ans, "pid", 0),
+	    fmt_uptime(jget_u64(ans, "uptime_s", 0), a, sizeof a));
+	fprintf(f, "cache %s in %llu-byte pages: %s used, %s dirty, "
+	    "%s under writeback\n",
+	    wbctl_human(jget_u64(c, "size_bytes", 0), a, sizeof a),
+	    (unsigned long long)jget_u64(c, "page_size", 0),
+	    wbctl_human(jget_u64(c, "used_bytes", 0), b, sizeof b),
+	    wbctl_human(jget_u64(c, "dirty_bytes", 0), d, sizeof d),
+	    wbctl_human(jget_u64(c, "writeback_bytes", 0), e, sizeof e));
+	fprintf(f, "  hits %llu, misses %llu, evictions %llu\n",
+	    (unsigned long long)jget_u64(c, "hits", 0),
+	    (unsigned long long)jget_u64(c, "misses", 0),
+	    (unsigned long long)jget_u64(c, "evictions", 0));
+
+	fprintf(f, "\nthresholds\n");
+	status_threshold(f, th, "dirty_background");
+	status_threshold(f, th, "dirty");
+	fprintf(f, "  %-18s %s\n", "dirty_expire",
+	    fmt_ms(jget_u64(th, "dirty_expire_centisecs", 0) * 10, a,
+	    sizeof a));
+	uint64_t per = jget_u64(th, "dirty_writeback_centisecs", 0);
+	fprintf(f, "  %-18s %s\n", "dirty_writeback",
+	    per ? fmt_ms(per * 10, a, sizeof a) : "off");
+
+	fprintf(f, "\nexports\n");
+	status_exports(f, json_object_get(ans, "exports"));
+	fprintf(f, "\ndevices\n");
+	status_devices(f, json_object_get(ans, "devices"));
+}
+
+static int
+status_once(struct wbctl *w, struct ctl_conn *c, FILE *f)
+{
+	json_t *req = json_pack("{s:s}", "cmd", "status"), *ans;
+	int r = ctl_call(c, req, CTL_TIMEOUT_MS, NULL, NULL, &ans);
+
+	json_decref(req);
+	if (w->json && ans) {
+		json_dumpf(ans, f, JSON_INDENT(2));
+		fputc('\n', f);
+	} else if (r == 0) {
+		status_print(f, ans);
+	}
+	json_decref(ans);
+	return r;
+}
+
+/* Sleep SECS, or less if SIGINT comes. */
+static void
+status_sleep(double secs)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)secs,
+		.tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9),
+	};
+
+	while (!status_interrupted && nanosleep(&ts, &ts) == -1 &&
+	    errno == EINTR)
+		;
+}
+
+static int
+status_watch(struct wbctl *w, struct ctl_conn *c, double secs)
+{
+	struct sigaction sa = { .sa_handler = status_on_sigint };
+	bool tty = isatty(STDOUT_FILENO);
+	int r = 0;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	for (unsigned n = 0; !status_interrupted; n++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		if (!f) {
+			wbctl_err("out of memory");
+			return WBCTL_EXIT_FAILED;
+		}
+		if (tty) {
+			char when[64];
+			time_t now = time(NULL);
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
+			    localtime(&now));
+			fprintf(f, "\033[H\033[2JEvery %gs: wbctl status "
+			    "(socket %s)  %s\n\n", secs, c->path, when);
+		} else if (n > 0) {
+			fputc('\n', f);
+		}
+		r = status_once(w, c, f);
+		fclose(f);
+		if (r == 0 || (w->json && len)) {
+			fwrite(text, 1, len, stdout);
+			fflush(stdout);
+		}
+		free(text);
+		if (r)
+			return r;
+		status_sleep(secs);
+	}
+	return WBCTL_EXIT_OK;
+}
+
+static int
+cmd_status(struct wbctl *w, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "watch", optional_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, WBCTL_OPT_JSON },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct wbctl_cmd *me = &cmd_status_entry;
+	double watch = 0;
+	int opt, r;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+:hw::", longopts, NULL)) !=
+	    -1) {
+		if (opt != 'w') {
+			if ((r = wbctl_common_opt(w, me, opt, argv)) != -1)
+				return r;
+			continue;
+		}
+		watch = STATUS_WATCH_DEFAULT_S;
+		/* "-w 5" as well as "-w5" and "--watch=5". */
+		const char *arg = optarg;
+		if (!arg && optind < argc && argv[optind][0] >= '0' &&
+		    argv[optind][0] <= '9')
+			arg = argv[optind++];
+		if (arg) {
+			char *end;
+			errno = 0;
+			watch = strtod(arg, &end);
+			if (errno || *end || !(watch >= 0.1 && watch <= 86400))
+				return wbctl_usage_err(me, "-w: \"%s\" is not "
+				    "a number of seconds from 0.1 to 86400",
+				    arg);
+		}
+	}
+	if (optind < argc)
+		return wbctl_usage_err(me, "unexpected argument \"%s\"",
+		    argv[optind]);
+
+	struct ctl_conn c;
+	if ((r = ctl_open(&c, w->socket_path)))
+		return r;
+	r = watch > 0 ? status_watch(w, &c, watch) : status_once(w, &c, stdout);
+	ctl_close(&c);
+	return r;
+}
+
+const struct wbctl_cmd cmd_status_entry = {
+	.name = "status",
+	.usage = "status [-w [SECS]]",
+	.summary = "show the cache, the exports, the writeback devices",
+	.help =
+"Shows the daemon (version, pid, uptime), the cache (size, used, dirty\n"
+"and under-writeback bytes, hits, misses, evictions), the thresholds with\n"
+"the byte values they resolve to, then one line per export (size, cache\n"
+"mode, cached and dirty bytes, age of the oldest dirty page, connections,\n"
+"writeback errors, device) and one per writeback device (MAJ:MIN, its\n"
+"exports, dirty and under-writeback bytes, busy/running workers with\n"
+"(min..max), recent writeback bandwidth, queued work and why, bytes\n"
+"written back, min..max ratio of the dirty limit, errors, back-off) and\n"
+"its last error if any.\n"
+"\n"
+"  -w, --watch[=SECS]  redraw every SECS seconds (default 2) until\n"
+"                      interrupted (SIGINT: exit status 0); on a terminal\n"
+"                      the screen is redrawn in place, otherwise each\n"
+"                      snapshot follows the last after a blank line\n",
+	.exec = cmd_status,
+};

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Check a wbctl --json answer against the control protocol's schema
+(docs/control-protocol.md).  Usage: ctl-schema.py CMD FILE.  Exit 0 if it
+matches; else print every mismatch and exit 1."""
+import json
+import sys
+
+INT, STR, BOOL, NULL = "int", "str", "bool", "null"
+
+SCHEMAS = {
+    "version": {"ok": BOOL, "v": INT, "daemon_version": STR, "protocol": INT},
+    "exports": {"ok": BOOL, "v": INT, "exports": [{
+        "name": STR, "description": (STR, NULL), "size_bytes": INT,
+        "readonly": BOOL, "cache_mode": STR, "device": STR}]},
+    "tune": {"ok": BOOL, "v": INT, "tunables": [{
+        "key": STR, "value": (INT, STR, NULL), "unit": STR, "scope": STR,
+        "description": STR}]},
+    "tune-set": {"ok": BOOL, "v": INT, "changed": [STR]},
+    "flush": {"ok": BOOL, "v": INT, "flushed": [STR]},
+    "reload": {"ok": BOOL, "v": INT, "message": STR},
+    "error": {"ok": BOOL, "v": INT, "code": STR, "error": STR},
+    "status": {
+        "ok": BOOL, "v": INT, "daemon_version": STR, "pid": INT,
+        "uptime_s": INT,
+        "cache": {"size_bytes": INT, "page_size": INT, "used_bytes": INT,
+                  "dirty_bytes": INT, "writeback_bytes": INT, "hits": INT,
+                  "misses": INT, "evictions": INT},
+        "thresholds": {"dirty_background_bytes": INT, "dirty_bytes": INT,
+                       "dirty_background_ratio": (INT, NULL),
+                       "dirty_ratio": (INT, NULL),
+                       "dirty_expire_centisecs": INT,
+                       "dirty_writeback_centisecs": INT},
+        "exports": [{"name": STR, "size_bytes": INT, "cache_mode": STR,
+                     "readonly": BOOL, "device": STR, "cached_bytes": INT,
+                     "dirty_bytes": INT, "oldest_dirty_age_ms": INT,
+                     "connections": INT, "writeback_errors": INT}],
+        "devices": [{"device": STR, "exports": [STR], "dirty_bytes": INT,
+                     "writeback_bytes": INT,
+                     "workers": {"threads": INT, "busy": INT, "min": INT,
+                                 "max": INT},
+                     "queued": {"total": INT, "background": BOOL,
+                                "periodic": BOOL},
+                     "written_bytes": INT, "bandwidth_bytes_per_s": INT,
+                     "min_ratio": INT, "max_ratio": INT, "errors": INT,
+                     "last_error": (STR, NULL), "backoff_ms": INT}],
+    },
+}
+
+def kind_of(v):
+    if v is None:
+        return NULL
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    if isinstance(v, str):
+        return STR
+    return type(v).__name__
+
+def check(schema, v, path, errs):
+    if isinstance(schema, dict):
+        if not isinstance(v, dict):
+            errs.append("%s: expected an object, got %r" % (path, v))
+            return
+        for k, s in schema.items():
+            if k not in v:
+                errs.append("%s.%s: missing" % (path, k))
+            else:
+                check(s, v[k], "%s.%s" % (path, k), errs)
+    elif isinstance(schema, list):
+        if not isinstance(v, list):
+            errs.append("%s: expected a list, got %r" % (path, v))
+            return
+        for i, item in enumerate(v):
+            check(schema[0], item, "%s[%d]" % (path, i), errs)
+    else:
+        kinds = schema if isinstance(schema, tuple) else (schema,)
+        if kind_of(v) not in kinds:
+            errs.append("%s: expected %s, got %r" % (path, "/".join(kinds), v))
+        elif kind_of(v) == INT and v < 0:
+            errs.append("%s: negative: %r" % (path, v))
+
+def main():
+    cmd, fname = sys.argv[1], sys.argv[2]
+    with open(fname) as f:
+        text = f.read()
+    try:
+        v = json.loads(text)
+    except ValueError as e:
+        print("not one JSON document: %s\n%s" % (e, text))
+        return 1
+    errs = []
+    check(SCHEMAS[cmd], v, cmd, errs)
+    if cmd != "error" and v.get("ok") is not True:
+        errs.append("%s.ok: not true" % cmd)
+    if v.get("v") != 1:
+        errs.append("%s.v: not 1" % cmd)
+    for e in errs:
+        print("schema: " + e)
+    return 1 if errs else 0
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Who may do what.  With control.mode = "0666" an unprivileged user
+# (nobody) may read -- status, exports, tune, version -- but tune KEY=VALUE,
+# flush and reload are refused: exit status 4, one line saying why, and
+# nothing changed.  A member of control.admin_group may change settings.
+# With the default mode 0660 the same user cannot connect at all (exit 4).
+source "${SRCDIR:-$(dirname "$0")}/lib-ctl.sh"
+need setpriv
+
+nobody_uid=65534
+admin_group=$(getent group 65534 | cut -d: -f1) || skip "no group 65534"
+# nobody without groups; and nobody in the admin group (its primary gid).
+as_nobody() {
+	setpriv --reuid=$nobody_uid --regid=$nobody_uid --clear-groups "$@"
+}
+as_nobody true || skip "setpriv cannot switch to uid $nobody_uid"
+
+add_export disk0 16M rw
+chmod 755 "$T"
+CTL_EXTRA='mode = "0666";'
+start_wbd
+
+expect_exit 0 wbctl tune
+before=$OUT
+for cmd in status exports tune version; do
+	expect_exit 0 as_nobody "$WBCTL" -s "$CTL" $cmd
+done
+for args in "tune dirty_ratio=30" "flush" "flush disk0" "flush --no-wait" "reload"; do
+	expect_exit 4 as_nobody "$WBCTL" -s "$CTL" $args
+	assert_one_line "$ERR" "$args as nobody"
+	assert_match "uid 0|admin_group" "$ERR" "$args as nobody: the reason"
+	assert_match "uid $nobody_uid" "$ERR" "$args as nobody: who"
+done
+expect_exit 4 as_nobody "$WBCTL" -s "$CTL" --json tune dirty_ratio=30
+check_schema error "$T/out"
+assert_match '"code": "EPERM"' "$OUT" "--json refusal"
+expect_exit 0 wbctl tune
+[[ $OUT == "$before" ]] || fail "a refused tune changed the settings"
+grep -q "reload requested by uid $nobody_uid" "$LOG" && fail "a refused reload ran"
+
+# The admin group may change things.
+stop_wbd
+CTL_EXTRA="mode = \"0666\"; admin_group = \"$admin_group\";"
+write_config
+start_wbd
+expect_exit 0 as_nobody "$WBCTL" -s "$CTL" tune dirty_ratio=30
+[[ $(tunable dirty_ratio) == 30 ]] || fail "the admin group's tune did not apply"
+expect_exit 0 as_nobody "$WBCTL" -s "$CTL" flush
+expect_exit 0 as_nobody "$WBCTL" -s "$CTL" reload
+# Root needs no group.
+expect_exit 0 wbctl tune dirty_ratio=25
+
+# Mode 0660 (the default), owned by root: nobody cannot even connect.
+stop_wbd
+CTL_EXTRA=
+write_config
+start_wbd
+[[ $(stat -c %a "$CTL") == 660 ]] || fail "control socket mode is $(stat -c %a "$CTL"), expected 660"
+expect_exit 4 as_nobody "$WBCTL" -s "$CTL" status
+assert_one_line "$ERR" "status as nobody on a 0660 socket"
+assert_match "permission denied" "$ERR" "status as nobody on a 0660 socket"
+expect_exit 0 wbctl status
+assert_alive
