@@ -192,7 +192,7 @@ const struct wbctl_cmd cmd_tune_entry = {
 	.help =
 "Without arguments, prints every tunable as \"KEY = VALUE UNIT\", like\n"
 "sysctl -a; of a threshold's _ratio and _bytes forms, the one not in use\n"
-"shows 0.  With KEYs, prints only those.  With KEY=VALUEs, sets them\n"
+"shows \"-\".  With KEYs, prints only those.  With KEY=VALUEs, sets them\n"
 "all at once (or none, if any is invalid: exit status 5) and prints the\n"
 "new values of those that changed; setting needs uid 0 or the admin\n"
 "group.\n"

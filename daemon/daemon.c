@@ -276,9 +276,25 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 	for (size_t i = 0; i < nc.n_exports; i++) {
 		const struct export_conf *ec = &nc.exports[i];
 		struct export *e = NULL;
+		/* A removed export of the same name counts as gone: a
+		 * reload that brings it back adds it anew. */
 		for (size_t j = 0; j < daemon_n_exports(d); j++)
-			if (strcmp(d->exports[j]->name, ec->name) == 0)
+			if (strcmp(d->exports[j]->name, ec->name) == 0 &&
+			    !__atomic_load_n(&d->exports[j]->removed,
+			    __ATOMIC_ACQUIRE))
 				e = d->exports[j];
+		bool leaving = false;
+		for (size_t j = 0; j < daemon_n_exports(d); j++)
+			leaving |= strcmp(d->exports[j]->name, ec->name) == 0 &&
+			    __atomic_load_n(&d->exports[j]->removed,
+			    __ATOMIC_ACQUIRE) != EXPORT_LIVE &&
+			    !export_retired(d->exports[j]);
+		if (!e && leaving) {
+			/* Two caches over one backing would disagree. */
+			reload_note(msg, msglen, "export \"%s\" is still being "
+			    "removed; reload again once it is gone", ec->name);
+			continue;
+		}
 		if (!e) {
 			if (daemon_reload_add_export(d, ec) == 0)
 				reload_note(msg, msglen, "export \"%s\" added",
@@ -290,9 +306,11 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		}
 		if (strcmp(e->backing, ec->backing) != 0 ||
 		    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
-		    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0))
-			reload_note(msg, msglen, "export \"%s\": backing, size "
-			    "or readonly changed: needs a restart", e->name);
+		    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
+		    !str_equal(e->description, ec->description))
+			reload_note(msg, msglen, "export \"%s\": backing, size, "
+			    "readonly or description changed: needs a restart",
+			    e->name);
 		if (e->cache_mode != ec->cache_mode) {
 			__atomic_store_n(&e->cache_mode, ec->cache_mode,
 			    __ATOMIC_RELAXED);
@@ -306,6 +324,8 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		for (size_t i = 0; i < nc.n_exports; i++)
 			found |= strcmp(e->name, nc.exports[i].name) == 0;
 		int expect = EXPORT_LIVE;
+		if (__atomic_load_n(&e->removed, __ATOMIC_ACQUIRE))
+			continue;       /* removed earlier */
 		if (!found && __atomic_compare_exchange_n(&e->removed, &expect,
 		    EXPORT_REMOVING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			reload_note(msg, msglen, "export \"%s\" removed: no new "

@@ -41,6 +41,9 @@ listen = {
   unix = [ "$SOCK" ];
 };
 
+# wbctl -s $DIR/control.sock status
+control = { socket = "$DIR/control.sock"; };
+
 exports = (
   { name = "disk0"; description = "wbd demo disk";
     backing = "$DIR/disk0.img";   # created sparse on first start
