@@ -176,9 +176,30 @@ status_devices(FILE *f, const json_t *devices)
 	table_free(&t);
 	json_array_foreach(devices, i, d) {
 		const char *le = jget_str(d, "last_error");
+		const json_t *r = json_object_get(d, "remote");
 		if (le)
 			fprintf(f, "  %s: last error: %s\n",
 			    jget_str(d, "device"), le);
+		if (json_is_object(r)) {
+			/* A remote NBD server: its connection. */
+			time_t since = (time_t)(jget_u64(r, "since_unix_ms", 0) /
+			    1000);
+			char when[32] = "?";
+			struct tm tm;
+			if (since && localtime_r(&since, &tm))
+				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
+				    &tm);
+			const char *rle = jget_str(r, "last_error");
+			fprintf(f, "  %s: %s, %s since %s, %llu connection(s), "
+			    "%llu failed reconnect(s)%s%s\n",
+			    jget_str(d, "device"),
+			    jget_str(d, "backing") ? jget_str(d, "backing") : "",
+			    json_is_true(json_object_get(r, "connected")) ?
+			    "connected" : "DISCONNECTED", when,
+			    (unsigned long long)jget_u64(r, "connections", 0),
+			    (unsigned long long)jget_u64(r, "retries", 0),
+			    rle ? "; last: " : "", rle ? rle : "");
+		}
 	}
 }
 

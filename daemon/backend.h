@@ -11,10 +11,13 @@
 #define WBD_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 struct backend;
+struct backend_state;
+struct remote_conf;
 
 struct backend_ops {
 	const char *name;
@@ -28,6 +31,8 @@ struct backend_ops {
 	    bool may_trim, bool fast);
 	uint64_t (*size)(struct backend *b);
 	void (*close)(struct backend *b);
+	/* Optional (NULL for local devices): the connection state. */
+	void (*get_state)(struct backend *b, struct backend_state *st);
 };
 
 /* What a backend can do; decides the flags an export advertises. */
@@ -36,6 +41,16 @@ struct backend_ops {
 #define BACKEND_CAN_FAST_ZERO   (1u << 2)
 #define BACKEND_READ_ONLY       (1u << 3)
 #define BACKEND_ROTATIONAL      (1u << 4)
+#define BACKEND_REMOTE          (1u << 5)      /* has get_state */
+
+/* A remote backend's connection, for the log and wbctl status. */
+struct backend_state {
+	bool connected;
+	uint64_t since_realtime_ns;     /* when it last connected/disconnected */
+	unsigned retries;               /* failed reconnections since then */
+	unsigned connections;           /* open connections (multi-conn: >1) */
+	char last_error[256];           /* "" if none */
+};
 
 struct backend {
 	const struct backend_ops *ops;
@@ -54,6 +69,31 @@ struct backend {
  */
 struct backend *backend_file_open(const char *path, uint64_t size_bytes,
     bool readonly);
+
+/*
+ * Open an export's backing device: an NBD URI ("nbd://", "nbds://",
+ * "nbd+unix://", "nbds+unix://") through backend_nbd_open, anything else
+ * as a local file or block device through backend_file_open.
+ */
+struct backend *backend_open(const char *backing, uint64_t size_bytes,
+    bool readonly, const struct remote_conf *rc);
+
+/* Is BACKING an NBD URI that backend_open hands to backend_nbd_open? */
+bool backend_is_uri(const char *backing);
+
+/*
+ * Open a remote NBD export through libnbd.  Each remote server (host and
+ * port, or socket path) is one writeback device, 43:N in order of first
+ * appearance.  The size, read-only state and commands come from the
+ * remote; SIZE_BYTES, if not 0, must not exceed its size.  Returns NULL
+ * with errno set, after logging why.
+ */
+struct backend *backend_nbd_open(const char *uri, uint64_t size_bytes,
+    bool readonly, const struct remote_conf *rc);
+
+/* "connected (2 connections)" or "disconnected since ..., N retries,
+ * last error: ..." into BUF; "" for a local backend. */
+void backend_describe_state(struct backend *b, char *buf, size_t len);
 
 static inline void
 backend_close(struct backend *b)

@@ -1319,12 +1319,37 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* remote = { connect_timeout_ms; reconnect_max_ms; io_timeout_ms; } */
+static int
+cfg_remote(struct cfg_load *ld, const config_setting_t *root,
+    struct remote_conf *rc)
+{
+	static const char *const keys[] = {
+		"connect_timeout_ms", "reconnect_max_ms", "io_timeout_ms", NULL
+	};
+	config_setting_t *g;
+
+	if (cfg_group(ld, root, "remote", &g) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    cfg_uint(ld, g, "connect_timeout_ms", 100, 600000,
+	    &rc->connect_timeout_ms) == -1 ||
+	    cfg_uint(ld, g, "reconnect_max_ms", 100, 600000,
+	    &rc->reconnect_max_ms) == -1 ||
+	    cfg_uint(ld, g, "io_timeout_ms", 100, 3600000,
+	    &rc->io_timeout_ms) == -1)
+		return -1;
+	return 0;
+}
+
 static int
 cfg_read(struct cfg_load *ld, struct wbd_config *cfg)
 {
 	static const char *const keys[] = {
 		"listen", "io_threads", "cache", "writeback", "control",
-		"exports", NULL
+		"remote", "exports", NULL
 	};
 	config_setting_t *root = config_root_setting(&ld->lc);
 	struct int_walk w = { NULL, 0, 0 };
@@ -1338,6 +1363,7 @@ cfg_read(struct cfg_load *ld, struct wbd_config *cfg)
 	    cfg_cache(ld, root, &cfg->cache) == -1 ||
 	    cfg_writeback(ld, root, cfg) == -1 ||
 	    cfg_control(ld, root, &cfg->control) == -1 ||
+	    cfg_remote(ld, root, &cfg->remote) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
 	return 0;
@@ -1478,6 +1504,10 @@ config_defaults(struct wbd_config *cfg)
 	cfg->writeback.min_workers = 1;
 	cfg->writeback.max_workers = 8;
 	cfg->writeback.max_io_bytes = DEFAULT_MAX_IO_BYTES;
+
+	cfg->remote.connect_timeout_ms = 10000;
+	cfg->remote.reconnect_max_ms = 5000;
+	cfg->remote.io_timeout_ms = 30000;
 }
 
 void

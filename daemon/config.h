@@ -28,7 +28,7 @@ int cache_mode_parse(const char *s, enum cache_mode *out);
 struct export_conf {
 	char *name;
 	char *description;              /* may be NULL */
-	char *backing;                  /* path (later also nbd:// URIs) */
+	char *backing;                  /* path, or an NBD URI (nbd://...) */
 	uint64_t size_bytes;            /* 0: use the backing's size */
 	bool readonly;
 	enum cache_mode cache_mode;
@@ -80,6 +80,14 @@ struct control_conf {
 	char *admin_group;              /* may change settings; may be NULL */
 };
 
+/* Remote (NBD) backing devices: connection and reconnection, in ms. */
+struct remote_conf {
+	unsigned connect_timeout_ms;    /* one connection attempt, default 10 s */
+	unsigned reconnect_max_ms;      /* back-off cap, default 5 s */
+	unsigned io_timeout_ms;         /* one request; reads wait this long for
+	                                   a reconnection; default 30 s */
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -93,6 +101,7 @@ struct wbd_config {
 	struct cache_conf cache;
 	struct writeback_conf writeback;
 	struct control_conf control;
+	struct remote_conf remote;
 
 	struct export_conf *exports;
 	size_t n_exports;

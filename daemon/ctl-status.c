@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cache.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -103,7 +104,22 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		wb_pages += cache_file_writeback_pages(dev->exports[i]->cf);
 	}
 	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
-	return json_pack("{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
+	json_t *remote = json_null();
+	struct backend *b = wb_dev_n_exports(dev) ?
+	    dev->exports[0]->backend : NULL;
+	if (b && (b->caps & BACKEND_REMOTE) && b->ops->get_state) {
+		struct backend_state bs;
+		memset(&bs, 0, sizeof bs);
+		b->ops->get_state(b, &bs);
+		remote = json_pack("{s:b, s:I, s:i, s:i, s:o}",
+		    "connected", bs.connected,
+		    "since_unix_ms", (json_int_t)(bs.since_realtime_ns / 1000000),
+		    "retries", (int)bs.retries,
+		    "connections", (int)bs.connections,
+		    "last_error", bs.last_error[0] ?
+		    json_string(bs.last_error) : json_null());
+	}
+	json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
 	    " s:{s:i, s:b, s:b}, s:I, s:I, s:i, s:i, s:I, s:o, s:I}",
 	    "device", dev->name,
 	    "exports", names,
@@ -123,6 +139,14 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	    "last_error", err ? json_string(strerror(err)) : json_null(),
 	    "backoff_ms", (json_int_t)(backoff_until > now ?
 	    (backoff_until - now) / 1000000 : 0));
+	if (o) {
+		json_object_set_new(o, "backing", json_string(b ?
+		    b->description : ""));
+		json_object_set_new(o, "remote", remote);
+	} else {
+		json_decref(remote);
+	}
+	return o;
 }
 
 json_t *

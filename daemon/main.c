@@ -56,14 +56,15 @@ usage(FILE *f)
 "See wbd(8) and docs/ for the configuration file.\n");
 }
 
-/* Open the backing files (no threads yet). */
+/* Open the backing devices: files, block devices, remote NBD servers
+ * (no threads yet). */
 static int
 daemon_open_backends(struct daemon *d, struct backend **backends)
 {
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
-		backends[i] = backend_file_open(ec->backing, ec->size_bytes,
-		    ec->readonly);
+		backends[i] = backend_open(ec->backing, ec->size_bytes,
+		    ec->readonly, &d->cfg.remote);
 		if (!backends[i]) {
 			log_warnx("%s:%d: export \"%s\": cannot open backing "
 			    "\"%s\"", d->cfg.path, ec->line, ec->name,

@@ -33,7 +33,8 @@ SCHEMAS = {
         "exports": [{"name": STR, "size_bytes": INT, "cache_mode": STR,
                      "readonly": BOOL, "device": STR, "cached_bytes": INT,
                      "dirty_bytes": INT, "oldest_dirty_age_ms": INT,
-                     "connections": INT, "writeback_errors": INT}],
+                     "connections": INT, "writeback_errors": INT,
+                     "state": STR, "writeback_bytes": INT}],
         "devices": [{"device": STR, "exports": [STR], "dirty_bytes": INT,
                      "writeback_bytes": INT,
                      "workers": {"threads": INT, "busy": INT, "min": INT,
@@ -42,7 +43,8 @@ SCHEMAS = {
                                 "periodic": BOOL},
                      "written_bytes": INT, "bandwidth_bytes_per_s": INT,
                      "min_ratio": INT, "max_ratio": INT, "errors": INT,
-                     "last_error": (STR, NULL), "backoff_ms": INT}],
+                     "last_error": (STR, NULL), "backoff_ms": INT,
+                     "backing": STR}],
     },
 }
 

@@ -1,0 +1,978 @@
+/*
+ * backend-nbd.c - backing device: an export on a remote NBD server, through
+ * libnbd.
+ *
+ * Identity.  Each remote server (host and port, or Unix socket path) is one
+ * writeback device, MAJ:MIN = 43:N (NBD's block major, as the kernel names
+ * /dev/nbdN), N counted from 0 in order of first appearance in this
+ * process; two exports on one server share the device and its
+ * flush-43:N pool.
+ *
+ * Threads.  The operations run on the device's workers, several at once.
+ * A remote that advertises multi-conn gets up to BN_MAX_CONNS connections,
+ * opened as concurrent callers need them; any other remote gets one.
+ * Either way several commands may be in flight on one connection: a
+ * caller submits its command with libnbd's aio API, then either drives
+ * the connection (polls its socket, with no lock held, and hands events
+ * to libnbd) or, if another caller is driving it, waits on the condition
+ * variable until its own command has completed.  A submitter wakes the
+ * driver through the connection's eventfd, so a command queued while the
+ * driver sleeps on a read is sent at once.
+ *
+ * Connection loss.  A command that fails because the connection died
+ * (libnbd's handle is dead, or the error is ENOTCONN, EPIPE, ECONNRESET,
+ * ...) or that gets no reply within io_timeout_ms marks the backend
+ * disconnected: logged once, with the reason.  Every connection is then
+ * retired (closed once its commands are done) and the next caller
+ * reconnects, at once the first time, then no sooner than a back-off of
+ * 100 ms doubling up to reconnect_max_ms.  Writes, flushes, trims and
+ * zeroes fail at once while disconnected (ENOTCONN): writeback keeps the
+ * pages dirty and retries them later.  Reads wait for a reconnection up to
+ * io_timeout_ms from when they started, then fail with EIO.
+ *
+ * Locking.  bn.lock protects the connection table, each bn_conn's fields
+ * and the connection state; it is never held across a system call that
+ * may block, except shutdown(2) of a stalled socket.  Lock order:
+ * bn.lock, then libnbd's handle lock (a few aio_get_* calls made under
+ * bn.lock); completion callbacks run under the handle lock and take no
+ * lock.
+ */
+#include <errno.h>
+#include <libnbd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "config.h"
+#include "log.h"
+
+#define BN_MAJOR                43      /* NBD's block major */
+#define BN_MAX_SERVERS          1024
+#define BN_MAX_CONNS            8       /* to a remote with multi-conn */
+#define BN_BACKOFF_MIN_MS       100
+#define BN_GROW_RETRY_MS        1000    /* after failing to add a connection */
+#define BN_POLL_SLICE_MS        1000
+#define BN_WAIT_SLICE_MS        100
+#define BN_MAX_REQUEST_BYTES    (32u << 20)
+#define BN_DEFAULT_PORT         "10809"
+
+#define NS_PER_MS               1000000ull
+
+/* The remote servers seen so far, in order: the index is the minor. */
+static pthread_mutex_t bn_servers_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *bn_servers[BN_MAX_SERVERS];
+static unsigned bn_n_servers;
+
+/* One command in flight, on its caller's stack. */
+struct bn_cmd {
+	int error;              /* errno from the remote or libnbd, 0 success */
+	int done;               /* atomic: set last by the completion callback */
+};
+
+/* One connection (libnbd handle).  Fields under bn.lock. */
+struct bn_conn {
+	struct nbd_handle *h;   /* NULL: free slot */
+	int wake_fd;            /* eventfd: a command was queued */
+	unsigned inflight;      /* callers using h; h is closed only at 0 */
+	bool polling;           /* a caller is driving h */
+	bool retired;           /* no new commands; closed once idle */
+	bool shut;              /* its socket was shut down (timeout) */
+};
+
+struct backend_nbd {
+	struct backend b;
+	char *uri;
+	uint64_t size_bytes;            /* as served: at most the remote's */
+	bool readonly;
+	bool can_flush, can_fua, can_trim, can_zero, can_fast_zero;
+	bool multi_conn;
+	uint32_t max_request_bytes;
+	uint64_t io_timeout_ns;
+	unsigned connect_timeout_ms;
+	unsigned reconnect_max_ms;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;            /* connection up, poll round ended */
+	struct bn_conn conns[BN_MAX_CONNS];
+	unsigned max_conns;             /* BN_MAX_CONNS or 1 */
+	bool connecting;                /* a caller is connecting */
+	bool connected;
+	uint64_t since_realtime_ns;     /* of the last state change */
+	uint64_t since_mono_ns;
+	unsigned retries;               /* failed reconnections */
+	unsigned backoff_ms;
+	uint64_t next_try_ns;           /* monotonic: earliest reconnection */
+	uint64_t grow_after_ns;         /* monotonic: next extra connection */
+	char last_error[256];
+};
+
+#define BN(b) ((struct backend_nbd *)(b))
+
+enum bn_op { BN_PREAD, BN_PWRITE, BN_FLUSH, BN_TRIM, BN_ZERO };
+
+static uint64_t
+bn_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+bn_now(void)
+{
+	return bn_clock_ns(CLOCK_MONOTONIC);
+}
+
+static void
+bn_cond_wait_until(struct backend_nbd *bn, uint64_t until_ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(until_ns / 1000000000u),
+		.tv_nsec = (long)(until_ns % 1000000000u),
+	};
+	pthread_cond_timedwait(&bn->cond, &bn->lock, &ts);
+}
+
+/* --- identity --------------------------------------------------------- */
+
+/* The server part of URI: "unix:PATH" or "tcp:HOST:PORT"; NULL if none. */
+static char *
+bn_server_key(const char *uri)
+{
+	const char *p = strstr(uri, "://");
+	char *key = NULL;
+
+	if (!p)
+		return NULL;
+	p += 3;
+	if (strncmp(uri, "nbd+unix:", 9) == 0 ||
+	    strncmp(uri, "nbds+unix:", 10) == 0) {
+		const char *q = strchr(p, '?');
+		while (q) {
+			q++;
+			if (strncmp(q, "socket=", 7) == 0) {
+				size_t n = strcspn(q + 7, "&#");
+				if (asprintf(&key, "unix:%.*s", (int)n, q + 7) < 0)
+					key = NULL;
+				return key;
+			}
+			q = strchr(q, '&');
+		}
+		return NULL;
+	}
+	size_t n = strcspn(p, "/?#");
+	const char *at = memchr(p, '@', n);
+	if (at) {               /* user@host: the user is not the server */
+		n -= (size_t)(at + 1 - p);
+		p = at + 1;
+	}
+	const char *close_br = p[0] == '[' ? memchr(p, ']', n) : NULL;
+	const char *colon = close_br ? (close_br + 1 < p + n &&
+	    close_br[1] == ':' ? close_br + 1 : NULL) : memchr(p, ':', n);
+	if (asprintf(&key, "tcp:%.*s%s", (int)n, p,
+	    colon ? "" : ":" BN_DEFAULT_PORT) < 0)
+		key = NULL;
+	return key;
+}
+
+/* The minor of the server of URI, numbering new servers; -1 if none. */
+static int
+bn_server_minor(const char *uri)
+{
+	char *key = bn_server_key(uri);
+	int minor = -1;
+
+	if (!key) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&bn_servers_lock);
+	for (unsigned i = 0; i < bn_n_servers; i++)
+		if (strcmp(bn_servers[i], key) == 0)
+			minor = (int)i;
+	if (minor < 0 && bn_n_servers < BN_MAX_SERVERS) {
+		minor = (int)bn_n_servers;
+		bn_servers[bn_n_servers++] = key;
+		key = NULL;
+	}
+	pthread_mutex_unlock(&bn_servers_lock);
+	free(key);
+	if (minor < 0)
+		errno = ENFILE;
+	return minor;
+}
+
+/* --- connecting ------------------------------------------------------- */
+
+static const char *
+bn_errmsg(void)
+{
+	const char *m = nbd_get_error();
+	return m ? m : "unknown libnbd error";
+}
+
+/* Connect within connect_timeout_ms; NULL with ERR filled. */
+static struct nbd_handle *
+bn_connect(struct backend_nbd *bn, char *err, size_t errlen)
+{
+	struct nbd_handle *h = nbd_create();
+	uint64_t deadline = bn_now() + bn->connect_timeout_ms * NS_PER_MS;
+
+	if (!h) {
+		snprintf(err, errlen, "%s", bn_errmsg());
+		return NULL;
+	}
+	/* The configuration is trusted: allow tls-psk-file= and the like. */
+	nbd_set_uri_allow_local_file(h, true);
+	if (nbd_aio_connect_uri(h, bn->uri) == -1)
+		goto fail;
+	while (nbd_aio_is_connecting(h) == 1) {
+		uint64_t now = bn_now();
+		if (now >= deadline) {
+			snprintf(err, errlen, "no answer within %u ms",
+			    bn->connect_timeout_ms);
+			nbd_close(h);
+			return NULL;
+		}
+		int ms = (int)((deadline - now) / NS_PER_MS) + 1;
+		if (nbd_poll(h, ms) == -1)
+			goto fail;
+	}
+	if (nbd_aio_is_ready(h) != 1) {
+		snprintf(err, errlen, "%s", nbd_get_error() ? nbd_get_error() :
+		    "the server closed the connection during the handshake");
+		nbd_close(h);
+		return NULL;
+	}
+	return h;
+
+fail:
+	snprintf(err, errlen, "%s", bn_errmsg());
+	nbd_close(h);
+	return NULL;
+}
+
+/* A reconnection must find the export as it was. */
+static int
+bn_check_same(struct backend_nbd *bn, struct nbd_handle *h, char *err,
+    size_t errlen)
+{
+	int64_t size = nbd_get_size(h);
+
+	if (size < 0 || (uint64_t)size < bn->size_bytes) {
+		snprintf(err, errlen, "the remote export is now %lld bytes, "
+		    "smaller than the %llu served", (long long)size,
+		    (unsigned long long)bn->size_bytes);
+		return -1;
+	}
+	if (!bn->readonly && nbd_is_read_only(h) == 1) {
+		snprintf(err, errlen, "the remote export is now read-only");
+		return -1;
+	}
+	return 0;
+}
+
+/* Put H (connected) into slot C. */
+static void
+bn_conn_install_locked(struct bn_conn *c, struct nbd_handle *h, int wake_fd)
+{
+	c->h = h;
+	c->wake_fd = wake_fd;
+	c->inflight = 0;
+	c->polling = c->retired = c->shut = false;
+}
+
+static unsigned
+bn_live_conns_locked(const struct backend_nbd *bn)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < bn->max_conns; i++)
+		if (bn->conns[i].h && !bn->conns[i].retired)
+			n++;
+	return n;
+}
+
+/*
+ * Connection C was lost: retire every connection (the server is likely
+ * gone), and log it once.  A connection already retired was counted when
+ * it was retired: its late failures say nothing about newer connections.
+ */
+static void
+bn_lost_locked(struct backend_nbd *bn, struct bn_conn *c, const char *why)
+{
+	if (c->retired)
+		return;
+	for (unsigned i = 0; i < bn->max_conns; i++)
+		if (bn->conns[i].h)
+			bn->conns[i].retired = true;
+	if (!bn->connected)
+		return;
+	bn->connected = false;
+	bn->since_realtime_ns = bn_clock_ns(CLOCK_REALTIME);
+	bn->since_mono_ns = bn_now();
+	bn->retries = 0;
+	bn->backoff_ms = 0;
+	bn->next_try_ns = 0;            /* the first reconnection: at once */
+	snprintf(bn->last_error, sizeof bn->last_error, "%s", why);
+	log_warnx("remote %s (device %s): disconnected: %s; dirty data is "
+	    "kept and written back once it is reconnected", bn->uri,
+	    bn->b.dev_name, why);
+}
+
+static void
+bn_connect_failed_locked(struct backend_nbd *bn, const char *why)
+{
+	bn->retries++;
+	bn->backoff_ms = bn->backoff_ms ? bn->backoff_ms * 2 : BN_BACKOFF_MIN_MS;
+	if (bn->backoff_ms > bn->reconnect_max_ms)
+		bn->backoff_ms = bn->reconnect_max_ms;
+	bn->next_try_ns = bn_now() + bn->backoff_ms * NS_PER_MS;
+	bool changed = strcmp(bn->last_error, why) != 0;
+	snprintf(bn->last_error, sizeof bn->last_error, "%s", why);
+	if (bn->retries == 1 || changed)
+		log_warnx("remote %s (device %s): cannot reconnect: %s; "
+		    "retrying, at most every %u ms", bn->uri, bn->b.dev_name,
+		    why, bn->reconnect_max_ms);
+	else
+		log_debug("remote %s: reconnection %u failed: %s", bn->uri,
+		    bn->retries, why);
+}
+
+static void
+bn_connected_locked(struct backend_nbd *bn)
+{
+	if (bn->connected)
+		return;
+	uint64_t down_ms = (bn_now() - bn->since_mono_ns) / NS_PER_MS;
+	log_info("remote %s (device %s): reconnected after %u failed "
+	    "attempt%s, %llu.%01llu s disconnected", bn->uri, bn->b.dev_name,
+	    bn->retries, bn->retries == 1 ? "" : "s",
+	    (unsigned long long)(down_ms / 1000),
+	    (unsigned long long)(down_ms % 1000 / 100));
+	bn->connected = true;
+	bn->since_realtime_ns = bn_clock_ns(CLOCK_REALTIME);
+	bn->since_mono_ns = bn_now();
+	bn->retries = 0;
+	bn->backoff_ms = 0;
+}
+
+/*
+ * Open a connection into SLOT (reserved by bn->connecting), with bn.lock
+ * dropped meanwhile.  GROWING: another connection is up, so a failure is
+ * not a disconnection.
+ */
+static void
+bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
+    bool growing)
+{
+	char err[256];
+	int wake_fd = -1;
+
+	bn->connecting = true;
+	pthread_mutex_unlock(&bn->lock);
+	struct nbd_handle *h = bn_connect(bn, err, sizeof err);
+	if (h && bn_check_same(bn, h, err, sizeof err) < 0) {
+		nbd_close(h);
+		h = NULL;
+	}
+	if (h && (wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		snprintf(err, sizeof err, "eventfd: %s", strerror(errno));
+		nbd_close(h);
+		h = NULL;
+	}
+	pthread_mutex_lock(&bn->lock);
+	bn->connecting = false;
+	if (h) {
+		bn_conn_install_locked(slot, h, wake_fd);
+		bn_connected_locked(bn);
+	} else if (growing) {
+		log_debug("remote %s: cannot add a connection: %s", bn->uri,
+		    err);
+		bn->grow_after_ns = bn_now() + BN_GROW_RETRY_MS * NS_PER_MS;
+	} else {
+		bn_connect_failed_locked(bn, err);
+	}
+	pthread_cond_broadcast(&bn->cond);
+}
+
+/*
+ * A connection for one command, its inflight count taken; connects when
+ * none is up and the back-off allows, or adds one to a multi-conn remote
+ * when every connection is busy.  When disconnected: WAIT_UNTIL_NS 0 fails
+ * at once, otherwise waits until then (monotonic).  NULL: *ERR is set.
+ */
+static struct bn_conn *
+bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
+{
+	pthread_mutex_lock(&bn->lock);
+	for (;;) {
+		struct bn_conn *best = NULL, *free_slot = NULL;
+		uint64_t now = bn_now();
+
+		for (unsigned i = 0; i < bn->max_conns; i++) {
+			struct bn_conn *c = &bn->conns[i];
+			if (!c->h) {
+				if (!free_slot)
+					free_slot = c;
+			} else if (!c->retired &&
+			    (!best || c->inflight < best->inflight)) {
+				best = c;
+			}
+		}
+		if (best && (best->inflight == 0 || !free_slot ||
+		    bn->connecting || now < bn->grow_after_ns)) {
+			best->inflight++;
+			pthread_mutex_unlock(&bn->lock);
+			return best;
+		}
+		if (free_slot && !bn->connecting &&
+		    (best || now >= bn->next_try_ns)) {
+			bn_connect_slot_locked(bn, free_slot, best != NULL);
+			continue;
+		}
+		/* Disconnected: a reconnection is under way or not yet due. */
+		if (wait_until_ns == 0 || now >= wait_until_ns) {
+			*err = bn->connected ? ETIMEDOUT : ENOTCONN;
+			pthread_mutex_unlock(&bn->lock);
+			return NULL;
+		}
+		uint64_t until = wait_until_ns;
+		if (!bn->connecting && free_slot && bn->next_try_ns < until)
+			until = bn->next_try_ns;
+		bn_cond_wait_until(bn, until);
+	}
+}
+
+/* Done with C; the last user of a retired connection closes it. */
+static void
+bn_conn_put(struct backend_nbd *bn, struct bn_conn *c)
+{
+	struct nbd_handle *h = NULL;
+	int wake_fd = -1;
+
+	pthread_mutex_lock(&bn->lock);
+	if (--c->inflight == 0 && c->retired) {
+		h = c->h;
+		wake_fd = c->wake_fd;
+		c->h = NULL;
+		c->wake_fd = -1;
+		pthread_cond_broadcast(&bn->cond);
+	}
+	pthread_mutex_unlock(&bn->lock);
+	if (h)
+		nbd_close(h);
+	if (wake_fd >= 0)
+		close(wake_fd);
+}
+
+/* --- commands --------------------------------------------------------- */
+
+static int
+bn_cmd_done(void *user_data, int *error)
+{
+	struct bn_cmd *cmd = user_data;
+
+	cmd->error = *error;
+	__atomic_store_n(&cmd->done, 1, __ATOMIC_RELEASE);
+	return 1;               /* retire the command */
+}
+
+static bool
+bn_handle_dead(struct nbd_handle *h)
+{
+	return nbd_aio_is_dead(h) == 1 || nbd_aio_is_closed(h) == 1;
+}
+
+/* Errors that mean the connection, not the command, failed. */
+static bool
+bn_errno_is_connection(int err)
+{
+	switch (err) {
+	case ENOTCONN:
+	case EPIPE:
+	case ECONNRESET:
+	case ECONNABORTED:
+	case ECONNREFUSED:
+	case ESHUTDOWN:
+	case ETIMEDOUT:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case ENETDOWN:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int64_t
+bn_submit(struct nbd_handle *h, enum bn_op op, void *buf, uint32_t count,
+    uint64_t off, uint32_t flags, struct bn_cmd *cmd)
+{
+	nbd_completion_callback cb = {
+		.callback = bn_cmd_done,
+		.user_data = cmd,
+	};
+
+	switch (op) {
+	case BN_PREAD:
+		return nbd_aio_pread(h, buf, count, off, cb, 0);
+	case BN_PWRITE:
+		return nbd_aio_pwrite(h, buf, count, off, cb, flags);
+	case BN_FLUSH:
+		return nbd_aio_flush(h, cb, 0);
+	case BN_TRIM:
+		return nbd_aio_trim(h, count, off, cb, flags);
+	case BN_ZERO:
+		return nbd_aio_zero(h, count, off, cb, flags);
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+/* Drive C's handle once: wait for its socket (or a wake-up), with no lock
+ * held, and tell libnbd what happened. */
+static void
+bn_poll_once(struct bn_conn *c, int timeout_ms)
+{
+	struct nbd_handle *h = c->h;
+	struct pollfd fds[2] = {
+		{ .fd = -1 },
+		{ .fd = c->wake_fd, .events = POLLIN },
+	};
+
+	if (!bn_handle_dead(h)) {
+		unsigned dir = nbd_aio_get_direction(h);
+		fds[0].fd = nbd_aio_get_fd(h);
+		if (dir & LIBNBD_AIO_DIRECTION_READ)
+			fds[0].events |= POLLIN;
+		if (dir & LIBNBD_AIO_DIRECTION_WRITE)
+			fds[0].events |= POLLOUT;
+	} else {
+		/* libnbd completed every command when it died; nothing
+		 * should be waiting.  Do not spin if something is. */
+		timeout_ms = 10;
+	}
+	if (poll(fds, 2, timeout_ms) <= 0)
+		return;
+	if (fds[1].revents & POLLIN) {
+		uint64_t v;
+		if (read(c->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+			log_debug("eventfd read: %s", strerror(errno));
+	}
+	short ev = fds[0].revents;
+	if (fds[0].fd < 0 || ev == 0)
+		return;
+	/* One notification per round: the first may change the state. */
+	if ((ev & POLLOUT) && (fds[0].events & POLLOUT))
+		nbd_aio_notify_write(h);
+	else if ((ev & (POLLIN | POLLHUP | POLLERR)) &&
+	    (fds[0].events & POLLIN))
+		nbd_aio_notify_read(h);
+	else if (ev & (POLLHUP | POLLERR))
+		nbd_aio_notify_write(h);
+}
+
+/* A command on C got no reply in time: shut the socket down, so libnbd
+ * fails every command on it, and count the connection lost. */
+static void
+bn_conn_timeout_locked(struct backend_nbd *bn, struct bn_conn *c)
+{
+	char why[96];
+	int fd = nbd_aio_get_fd(c->h);
+
+	c->shut = true;
+	if (fd >= 0)
+		shutdown(fd, SHUT_RDWR);
+	snprintf(why, sizeof why, "no reply within io_timeout_ms (%llu ms)",
+	    (unsigned long long)(bn->io_timeout_ns / NS_PER_MS));
+	bn_lost_locked(bn, c, why);
+}
+
+/* Wait until CMD (submitted on C) is done, driving C when nobody else is. */
+static void
+bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
+    uint64_t deadline_ns)
+{
+	pthread_mutex_lock(&bn->lock);
+	while (!__atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE)) {
+		uint64_t now = bn_now();
+		if (now >= deadline_ns && !c->shut)
+			bn_conn_timeout_locked(bn, c);
+		if (c->polling) {
+			uint64_t until = now + BN_WAIT_SLICE_MS * NS_PER_MS;
+			if (!c->shut && deadline_ns < until)
+				until = deadline_ns;
+			bn_cond_wait_until(bn, until);
+			continue;
+		}
+		int ms = BN_POLL_SLICE_MS;
+		if (!c->shut && deadline_ns - now < ms * NS_PER_MS)
+			ms = (int)((deadline_ns - now) / NS_PER_MS) + 1;
+		c->polling = true;
+		pthread_mutex_unlock(&bn->lock);
+		bn_poll_once(c, ms);
+		pthread_mutex_lock(&bn->lock);
+		c->polling = false;
+		pthread_cond_broadcast(&bn->cond);
+	}
+	pthread_mutex_unlock(&bn->lock);
+}
+
+/*
+ * Run one command.  A read that finds the connection lost is tried again
+ * on a new one until io_timeout_ms after it started, then fails with EIO;
+ * any other command fails at once (writeback retries it).
+ */
+static int
+bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
+    uint64_t off, uint32_t flags)
+{
+	uint64_t deadline = bn_now() + bn->io_timeout_ns;
+	bool is_read = op == BN_PREAD;
+
+	for (;;) {
+		struct bn_cmd cmd = { 0 };
+		int err = 0;
+		struct bn_conn *c = bn_conn_get(bn, is_read ? deadline : 0, &err);
+		if (!c)
+			return is_read ? -EIO : -err;
+
+		bool lost = false;
+		if (bn_submit(c->h, op, buf, count, off, flags, &cmd) == -1) {
+			cmd.error = nbd_get_errno() ? nbd_get_errno() : EIO;
+			lost = bn_handle_dead(c->h);
+			if (lost) {
+				pthread_mutex_lock(&bn->lock);
+				bn_lost_locked(bn, c, bn_errmsg());
+				pthread_mutex_unlock(&bn->lock);
+			}
+		} else {
+			uint64_t one = 1;
+			if (write(c->wake_fd, &one, sizeof one) < 0 &&
+			    errno != EAGAIN)
+				log_debug("eventfd write: %s", strerror(errno));
+			bn_wait(bn, c, &cmd, deadline);
+			lost = cmd.error != 0 && (bn_handle_dead(c->h) ||
+			    bn_errno_is_connection(cmd.error));
+			if (lost) {
+				pthread_mutex_lock(&bn->lock);
+				bn_lost_locked(bn, c, strerror(cmd.error));
+				pthread_mutex_unlock(&bn->lock);
+			}
+		}
+		bn_conn_put(bn, c);
+		if (cmd.error == 0)
+			return 0;
+		if (!lost)
+			return -cmd.error;
+		if (!is_read)
+			return -ENOTCONN;
+		if (bn_now() >= deadline)
+			return -EIO;
+	}
+}
+
+/* --- the operations --------------------------------------------------- */
+
+static int
+bn_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
+{
+	struct backend_nbd *bn = BN(b);
+	char *p = buf;
+
+	while (count > 0) {
+		uint32_t n = count < bn->max_request_bytes ? count :
+		    bn->max_request_bytes;
+		int r = bn_run(bn, BN_PREAD, p, n, off, 0);
+		if (r < 0)
+			return r;
+		p += n;
+		off += n;
+		count -= n;
+	}
+	return 0;
+}
+
+static int
+bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off)
+{
+	struct backend_nbd *bn = BN(b);
+	const char *p = buf;
+	/* A remote that cannot flush but offers FUA: every write durable. */
+	uint32_t flags = !bn->can_flush && bn->can_fua ?
+	    LIBNBD_CMD_FLAG_FUA : 0;
+
+	while (count > 0) {
+		uint32_t n = count < bn->max_request_bytes ? count :
+		    bn->max_request_bytes;
+		int r = bn_run(bn, BN_PWRITE, (void *)p, n, off, flags);
+		if (r < 0)
+			return r;
+		p += n;
+		off += n;
+		count -= n;
+	}
+	return 0;
+}
+
+static int
+bn_flush(struct backend *b)
+{
+	struct backend_nbd *bn = BN(b);
+
+	/* Without FLUSH every write was sent with FUA, or the remote says
+	 * it has no volatile cache to flush (see docs/remote.md). */
+	if (!bn->can_flush)
+		return 0;
+	return bn_run(bn, BN_FLUSH, NULL, 0, 0, 0);
+}
+
+static int
+bn_trim(struct backend *b, uint32_t count, uint64_t off)
+{
+	struct backend_nbd *bn = BN(b);
+
+	if (!bn->can_trim)
+		return 0;       /* TRIM is advisory */
+	return bn_run(bn, BN_TRIM, NULL, count, off, 0);
+}
+
+static int
+bn_write_zero_buffer(struct backend_nbd *bn, uint32_t count, uint64_t off)
+{
+	uint32_t chunk = count < (1u << 20) ? count : (1u << 20);
+	void *zeroes = calloc(1, chunk ? chunk : 1);
+	int r = 0;
+
+	if (!zeroes)
+		return -ENOMEM;
+	while (count > 0 && r == 0) {
+		uint32_t n = count < chunk ? count : chunk;
+		r = bn_pwrite(&bn->b, zeroes, n, off);
+		off += n;
+		count -= n;
+	}
+	free(zeroes);
+	return r;
+}
+
+static int
+bn_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
+    bool fast)
+{
+	struct backend_nbd *bn = BN(b);
+	uint32_t flags = may_trim ? 0 : LIBNBD_CMD_FLAG_NO_HOLE;
+
+	if (fast && !(bn->can_zero && bn->can_fast_zero))
+		return -ENOTSUP;
+	if (!bn->can_zero)
+		return bn_write_zero_buffer(bn, count, off);
+	if (fast)
+		flags |= LIBNBD_CMD_FLAG_FAST_ZERO;
+	if (!bn->can_flush && bn->can_fua)
+		flags |= LIBNBD_CMD_FLAG_FUA;
+	return bn_run(bn, BN_ZERO, NULL, count, off, flags);
+}
+
+static uint64_t
+bn_size(struct backend *b)
+{
+	return BN(b)->size_bytes;
+}
+
+static void
+bn_get_state(struct backend *b, struct backend_state *st)
+{
+	struct backend_nbd *bn = BN(b);
+
+	pthread_mutex_lock(&bn->lock);
+	st->connected = bn->connected;
+	st->since_realtime_ns = bn->since_realtime_ns;
+	st->retries = bn->retries;
+	st->connections = bn_live_conns_locked(bn);
+	snprintf(st->last_error, sizeof st->last_error, "%s", bn->last_error);
+	pthread_mutex_unlock(&bn->lock);
+}
+
+/* At exit, with no command in flight. */
+static void
+bn_close(struct backend *b)
+{
+	struct backend_nbd *bn = BN(b);
+
+	for (unsigned i = 0; i < BN_MAX_CONNS; i++) {
+		struct bn_conn *c = &bn->conns[i];
+		if (!c->h)
+			continue;
+		/* No NBD_CMD_DISC: nbd_shutdown could wait on a stalled
+		 * server; closing the socket says the same. */
+		nbd_close(c->h);
+		if (c->wake_fd >= 0)
+			close(c->wake_fd);
+	}
+	pthread_mutex_destroy(&bn->lock);
+	pthread_cond_destroy(&bn->cond);
+	free(bn->uri);
+	free(b->description);
+	free(bn);
+}
+
+static const struct backend_ops backend_nbd_ops = {
+	.name = "nbd",
+	.pread = bn_pread,
+	.pwrite = bn_pwrite,
+	.flush = bn_flush,
+	.trim = bn_trim,
+	.zero = bn_zero,
+	.size = bn_size,
+	.close = bn_close,
+	.get_state = bn_get_state,
+};
+
+/* What the remote offers, read from the first connection. */
+static int
+bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
+    bool readonly)
+{
+	int64_t size = nbd_get_size(h);
+
+	if (size < 0) {
+		log_warnx("%s: cannot get the export's size: %s", bn->uri,
+		    bn_errmsg());
+		return -1;
+	}
+	if (size_bytes > (uint64_t)size) {
+		log_warnx("%s: configured size %llu exceeds the remote "
+		    "export's %lld bytes", bn->uri,
+		    (unsigned long long)size_bytes, (long long)size);
+		errno = EINVAL;
+		return -1;
+	}
+	bn->size_bytes = size_bytes ? size_bytes : (uint64_t)size;
+	bn->readonly = readonly;
+	if (!readonly && nbd_is_read_only(h) == 1) {
+		log_info("%s: the remote export is read-only; so is this one",
+		    bn->uri);
+		bn->readonly = true;
+	}
+	bn->can_flush = nbd_can_flush(h) == 1;
+	bn->can_fua = nbd_can_fua(h) == 1;
+	bn->can_trim = nbd_can_trim(h) == 1;
+	bn->can_zero = nbd_can_zero(h) == 1;
+	bn->can_fast_zero = nbd_can_fast_zero(h) == 1;
+	bn->multi_conn = nbd_can_multi_conn(h) == 1;
+	bn->max_conns = bn->multi_conn ? BN_MAX_CONNS : 1;
+
+	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+	bn->max_request_bytes = BN_MAX_REQUEST_BYTES;
+	if (max > 0 && max < BN_MAX_REQUEST_BYTES)
+		bn->max_request_bytes = (uint32_t)max;
+
+	if (!bn->readonly && !bn->can_flush && !bn->can_fua)
+		log_warnx("%s: the remote offers neither FLUSH nor FUA: a "
+		    "completed write is taken as durable, as the server "
+		    "thereby claims", bn->uri);
+	bn->b.caps = BACKEND_REMOTE;
+	if (bn->readonly)
+		bn->b.caps |= BACKEND_READ_ONLY;
+	if (bn->can_trim)
+		bn->b.caps |= BACKEND_CAN_TRIM;
+	/* Zeroes can always be written; fast only if the remote says so. */
+	bn->b.caps |= BACKEND_CAN_ZERO;
+	if (bn->can_zero && bn->can_fast_zero)
+		bn->b.caps |= BACKEND_CAN_FAST_ZERO;
+	log_debug("%s: %lld bytes; flush %d fua %d trim %d zero %d fast_zero "
+	    "%d multi_conn %d; max request %u", bn->uri, (long long)size,
+	    bn->can_flush, bn->can_fua, bn->can_trim, bn->can_zero,
+	    bn->can_fast_zero, bn->multi_conn, bn->max_request_bytes);
+	return 0;
+}
+
+struct backend *
+backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
+    const struct remote_conf *rc)
+{
+	struct backend_nbd *bn = calloc(1, sizeof *bn);
+	struct nbd_handle *h = NULL;
+	pthread_condattr_t ca;
+	char err[256];
+	int wake_fd = -1;
+
+	if (!bn)
+		return NULL;
+	pthread_mutex_init(&bn->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&bn->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	for (unsigned i = 0; i < BN_MAX_CONNS; i++)
+		bn->conns[i].wake_fd = -1;
+	bn->connect_timeout_ms = rc ? rc->connect_timeout_ms : 10000;
+	bn->reconnect_max_ms = rc ? rc->reconnect_max_ms : 5000;
+	bn->io_timeout_ns = (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS;
+	bn->uri = strdup(uri);
+	if (!bn->uri)
+		goto fail;
+
+	int minor = bn_server_minor(uri);
+	if (minor < 0) {
+		log_warnx("%s: expected an NBD URI naming a server "
+		    "(nbd://HOST[:PORT]/EXPORT or "
+		    "nbd+unix:///EXPORT?socket=PATH)", uri);
+		goto fail;
+	}
+	bn->b.dev = makedev(BN_MAJOR, (unsigned)minor);
+	snprintf(bn->b.dev_name, sizeof bn->b.dev_name, "%u:%u", BN_MAJOR,
+	    (unsigned)minor);
+
+	h = bn_connect(bn, err, sizeof err);
+	if (!h) {
+		log_warnx("%s: cannot connect: %s", uri, err);
+		errno = ENOTCONN;
+		goto fail;
+	}
+	if (bn_learn(bn, h, size_bytes, readonly) < 0)
+		goto fail;
+	if ((wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		log_warn("eventfd");
+		goto fail;
+	}
+	if (asprintf(&bn->b.description, "nbd %s", uri) < 0) {
+		bn->b.description = NULL;
+		goto fail;
+	}
+	bn->b.ops = &backend_nbd_ops;
+	bn_conn_install_locked(&bn->conns[0], h, wake_fd);
+	bn->connected = true;
+	bn->since_realtime_ns = bn_clock_ns(CLOCK_REALTIME);
+	bn->since_mono_ns = bn_now();
+	log_info("%s: device %s, %s%s%s%s%s", uri, bn->b.dev_name,
+	    bn->multi_conn ? "multi-conn" : "one connection",
+	    bn->can_flush ? ", flush" : "", bn->can_fua ? ", fua" : "",
+	    bn->can_trim ? ", trim" : "", bn->can_zero ? ", zero" : "");
+	return &bn->b;
+
+fail:;
+	int saved = errno;
+	if (h)
+		nbd_close(h);
+	if (wake_fd >= 0)
+		close(wake_fd);
+	pthread_mutex_destroy(&bn->lock);
+	pthread_cond_destroy(&bn->cond);
+	free(bn->uri);
+	free(bn);
+	errno = saved;
+	return NULL;
+}

@@ -1,0 +1,92 @@
+# lib-remote.sh - helpers for the remote-backing tests: wbd exports whose
+# backing device is an nbdkit started by the test on a Unix socket in $T.
+# Sourced after ../integration/lib.sh (which it sources itself).
+#
+# At exit every wbd is stopped first (so it can write its dirty data back
+# while the servers still run), then every nbdkit, then lib.sh's cleanup.
+
+: "${SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+source "$SRCDIR/../integration/lib.sh"
+
+need nbdkit
+
+_KIT_PIDS=()
+
+# start_nbdkit NAME [NBDKIT ARGS...]: start "nbdkit -f -U $T/NAME.sock
+# ARGS" in the background, log in $T/NAME.log; sets KIT_PID and KIT_SOCK.
+# Fails if the socket does not appear within 10 s.
+KIT_PID=
+KIT_SOCK=
+start_nbdkit() {
+	local name=$1 i
+	shift
+	KIT_SOCK=$T/$name.sock
+	rm -f "$KIT_SOCK"
+	nbdkit -f -U "$KIT_SOCK" "$@" >>"$T/$name.log" 2>&1 &
+	KIT_PID=$!
+	_KIT_PIDS+=("$KIT_PID")
+	for ((i = 0; i < 100; i++)); do
+		[[ -S $KIT_SOCK ]] && return 0
+		proc_alive "$KIT_PID" || fail "nbdkit $* exited: $(cat "$T/$name.log")"
+		sleep 0.1
+	done
+	fail "nbdkit $* did not create $KIT_SOCK within 10 s"
+}
+
+# kit_uri SOCKET [EXPORT]: the URI of an nbdkit export on SOCKET.
+kit_uri() { printf 'nbd+unix:///%s?socket=%s' "${2:-}" "$1"; }
+
+# add_remote_export NAME URI [MORE KEYS]: an export backed by URI.
+add_remote_export() {
+	_EXPORTS+=("  { name = \"$1\"; backing = \"$2\"; ${3:-} }")
+}
+
+# add_remote_settings 'KEY = V; ...': a remote = { } group in $CONF
+# (call after write_config or write_cache_config).
+add_remote_settings() {
+	echo "remote = { $1 };" >>"$CONF"
+}
+
+# stop_kit PID [SIGNAL]: stop one nbdkit and wait for it.
+stop_kit() {
+	kill -s "${2:-TERM}" "$1" 2>/dev/null || true
+	wait_exit "$1" 10 || fail "nbdkit (pid $1) still running 10 s after SIG${2:-TERM}"
+}
+
+# remote_read SOCKET OFFSET LENGTH FILE: read from nbdkit directly.
+remote_read() {
+	"$PYTHON" - "$(kit_uri "$1")" "$2" "$3" "$4" <<'PY'
+import nbd, sys
+uri, off, n, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+h = nbd.NBD()
+h.connect_uri(uri)
+with open(out, "wb") as f:
+    pos = 0
+    while pos < n:
+        k = min(n - pos, 8 << 20)
+        f.write(h.pread(k, off + pos))
+        pos += k
+h.shutdown()
+PY
+}
+
+_remote_cleanup() {
+	local rc=$? pid
+	trap - ERR
+	set +e
+	for pid in "${_PIDS[@]}"; do
+		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${_PIDS[@]}"; do
+		wait_exit "$pid" 40 || true     # _cleanup deals with the stubborn
+	done
+	for pid in "${_KIT_PIDS[@]}"; do
+		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${_KIT_PIDS[@]}"; do
+		wait_exit "$pid" 10 || { kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+	done
+	(exit "$rc")
+	_cleanup
+}
+trap _remote_cleanup EXIT
