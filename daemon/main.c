@@ -256,12 +256,20 @@ daemon_drain_all(struct daemon *d)
 		if (r < 0) {
 			uint64_t cached, dirty;
 			cache_file_stats(e->cf, &cached, &dirty);
-			log_warnx("SHUTDOWN WITH DATA NOT WRITTEN BACK: export "
-			    "\"%s\" (%s, device %s) still holds %s of dirty "
-			    "data that could not be written: it is LOST when "
-			    "wbd exits", e->name, e->backend->description,
-			    e->dev->name, size_human(dirty * d->wb.page_size,
-			    b, sizeof b));
+			if (dirty)
+				log_warnx("SHUTDOWN WITH DATA NOT WRITTEN BACK: "
+				    "export \"%s\" (%s, device %s) still holds "
+				    "%s of dirty data that could not be written: "
+				    "it is LOST when wbd exits", e->name,
+				    e->backend->description, e->dev->name,
+				    size_human(dirty * d->wb.page_size, b,
+				    sizeof b));
+			else
+				log_warnx("SHUTDOWN WITHOUT A FINAL FLUSH: export "
+				    "\"%s\" (%s, device %s): everything was "
+				    "written, but the device's flush failed, so "
+				    "it may not be durable", e->name,
+				    e->backend->description, e->dev->name);
 			left++;
 		}
 	}
