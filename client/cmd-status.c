@@ -116,12 +116,30 @@ status_exports(FILE *f, const json_t *exports)
 static const char *
 fmt_queued(const json_t *q, char *buf, size_t len)
 {
-	bool bg = jget_bool(q, "background"), per = jget_bool(q, "periodic");
+	static const char *const counted[] = { "flush", "fua", "sync", "read" };
+	size_t n = (size_t)snprintf(buf, len, "%llu",
+	    (unsigned long long)jget_u64(q, "total", 0));
+	const char *sep = " (";
 
-	snprintf(buf, len, "%llu%s%s%s%s",
-	    (unsigned long long)jget_u64(q, "total", 0),
-	    bg || per ? " (" : "", bg ? "background" : "",
-	    bg && per ? ", " : "", per ? "periodic)" : bg ? ")" : "");
+	/* The work by reason: the flags, then the counts that are not 0. */
+	if (jget_bool(q, "background") && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, "%sbackground", sep);
+		sep = ", ";
+	}
+	if (jget_bool(q, "periodic") && n < len) {
+		n += (size_t)snprintf(buf + n, len - n, "%speriodic", sep);
+		sep = ", ";
+	}
+	for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
+		uint64_t c = jget_u64(q, counted[i], 0);
+		if (c && n < len) {
+			n += (size_t)snprintf(buf + n, len - n, "%s%s %llu", sep,
+			    counted[i], (unsigned long long)c);
+			sep = ", ";
+		}
+	}
+	if (sep[0] == ',' && n < len)
+		snprintf(buf + n, len - n, ")");
 	return buf;
 }
 

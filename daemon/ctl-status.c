@@ -120,7 +120,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    json_string(bs.last_error) : json_null());
 	}
 	json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
-	    " s:{s:i, s:b, s:b}, s:I, s:I, s:i, s:i, s:I, s:o, s:I}",
+	    " s:{s:i, s:b, s:b, s:i, s:i, s:i, s:i}, s:I, s:I, s:i, s:i, s:I,"
+	    " s:o, s:I}",
 	    "device", dev->name,
 	    "exports", names,
 	    "dirty_bytes", (json_int_t)(wb_dev_dirty_pages(dev) * ps),
@@ -131,6 +132,10 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	    "queued", "total", (int)st.queued,
 	    "background", LOAD(&dev->bg_queued) != 0,
 	    "periodic", LOAD(&dev->periodic_queued) != 0,
+	    "flush", (int)LOAD(&dev->work_by_reason[WB_REASON_FLUSH]),
+	    "fua", (int)LOAD(&dev->work_by_reason[WB_REASON_FUA]),
+	    "sync", (int)LOAD(&dev->work_by_reason[WB_REASON_SYNC]),
+	    "read", (int)LOAD(&dev->work_reads),
 	    "written_bytes", (json_int_t)LOAD(&dev->written_bytes),
 	    "bandwidth_bytes_per_s", (json_int_t)LOAD(&dev->bandwidth_bps),
 	    "min_ratio", (int)LOAD(&dev->min_ratio),

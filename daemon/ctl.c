@@ -209,7 +209,9 @@ ctl_flush_job_run(struct job *job)
 {
 	struct ctl_flush_job *fj = (struct ctl_flush_job *)job;
 
-	fj->r = wb_flush_export(fj->e, fj->seq, WB_REASON_FLUSH);
+	unsigned *counter = &fj->e->dev->work_by_reason[WB_REASON_SYNC];
+	fj->r = wb_flush_export(fj->e, fj->seq, WB_REASON_SYNC);
+	__atomic_sub_fetch(counter, 1, __ATOMIC_RELAXED);
 	if (fj->r < 0) {
 		/* Report the cause (ENOSPC, ...) rather than plain EIO. */
 		pthread_mutex_lock(&fj->e->wb_lock);
@@ -323,6 +325,8 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		fj->job.run = ctl_flush_job_run;
 		fj->job.done = ctl_flush_job_done;
 		fj->job.owner = cl->cs->io;
+		__atomic_add_fetch(&fj->e->dev->work_by_reason[WB_REASON_SYNC],
+		    1, __ATOMIC_RELAXED);
 		pool_submit(fj->e->dev->pool, &fj->job);
 	}
 	if (!do_wait) {

@@ -240,6 +240,24 @@ export_make_durable(struct export *e, struct request *req, uint64_t seq)
 	return r;
 }
 
+/* What a queued request is, for wbctl status: a FLUSH, a write made
+ * durable (fua), or reading from the device (a miss or a fill). */
+static unsigned *
+export_work_counter(struct export *e, const struct request *req)
+{
+	switch (req->nbd.type) {
+	case NBD_CMD_FLUSH:
+		return &e->dev->work_by_reason[WB_REASON_FLUSH];
+	case NBD_CMD_READ:
+		return &e->dev->work_reads;
+	default:
+		if ((req->nbd.flags & NBD_CMD_FLAG_FUA) || req->writethrough)
+			return &e->dev->work_by_reason[WB_REASON_FUA];
+		return req->nbd.type == NBD_CMD_WRITE ? &e->dev->work_reads :
+		    NULL;
+	}
+}
+
 static void
 export_run(struct job *job)
 {
@@ -289,6 +307,9 @@ export_run(struct job *job)
 		break;
 	}
 	req->err = -r;
+	unsigned *counter = export_work_counter(e, req);
+	if (counter)
+		__atomic_sub_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
 /* --- on the I/O thread ------------------------------------------------- */
@@ -315,6 +336,10 @@ export_done(struct job *job)
 static void
 export_queue(struct export *e, struct request *req)
 {
+	unsigned *counter = export_work_counter(e, req);
+
+	if (counter)
+		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 	req->job.run = export_run;
 	req->job.done = export_done;
 	req->job.owner = conn_ioloop(req->conn);

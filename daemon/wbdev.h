@@ -35,6 +35,12 @@ struct wb_dev {
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
 	uint64_t bw_last_bytes, bw_last_ns;
 
+	/* Work waiting or running, by reason (atomics; WB_REASON_*), besides
+	 * the background and periodic flags above; "read" counts cache-miss
+	 * reads and fills. */
+	unsigned work_by_reason[8];
+	unsigned work_reads;
+
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;
 };

@@ -39,7 +39,7 @@ SCHEMAS = {
                      "writeback_bytes": INT,
                      "workers": {"threads": INT, "busy": INT, "min": INT,
                                  "max": INT},
-                     "queued": {"total": INT, "background": BOOL,
+                     "queued": {"total": INT, "background": BOOL, "flush": INT, "fua": INT, "sync": INT, "read": INT,
                                 "periodic": BOOL},
                      "written_bytes": INT, "bandwidth_bytes_per_s": INT,
                      "min_ratio": INT, "max_ratio": INT, "errors": INT,
