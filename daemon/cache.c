@@ -345,6 +345,24 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	pthread_mutex_unlock(&c->qlock);
 }
 
+/*
+ * Take P out of F's index; its frame stays in its eviction queue as a dead
+ * entry that the next eviction scan reuses.  Shard lock held.
+ */
+static void
+page_drop_locked(struct cache_file *f, struct shard *sh, struct cpage *p)
+{
+	struct cache *c = f->c;
+
+	unhash_locked(sh, p);
+	ATOMIC_SUB(&f->cached_pages, 1);
+	ATOMIC_SUB(&c->used, 1);
+	pthread_mutex_lock(&c->qlock);
+	p->file = NULL;
+	p->flags = 0;
+	pthread_mutex_unlock(&c->qlock);
+}
+
 /* --- life cycle -------------------------------------------------------- */
 
 struct cache *
@@ -710,13 +728,7 @@ cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
 			memcpy(page_data(c, p), data, c->page_size);
 			p->flags |= PF_FILLED;
 		} else {
-			unhash_locked(sh, p);
-			ATOMIC_SUB(&f->cached_pages, 1);
-			ATOMIC_SUB(&c->used, 1);
-			pthread_mutex_lock(&c->qlock);
-			p->file = NULL;         /* dead entry in its queue */
-			p->flags = 0;
-			pthread_mutex_unlock(&c->qlock);
+			page_drop_locked(f, sh, p);
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);
@@ -788,23 +800,11 @@ cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 		struct cpage *p = lookup_locked(sh, index);
 		if (p && !(p->flags & PF_FILLED)) {
 			/* Being filled with what may predate the discard. */
-			unhash_locked(sh, p);
-			ATOMIC_SUB(&f->cached_pages, 1);
-			ATOMIC_SUB(&c->used, 1);
-			pthread_mutex_lock(&c->qlock);
-			p->file = NULL;
-			p->flags = 0;
-			pthread_mutex_unlock(&c->qlock);
+			page_drop_locked(f, sh, p);
 		} else if (p) {
 			bool whole = n == c->page_size;
 			if (whole && !(p->flags & (PF_DIRTY | PF_WB))) {
-				unhash_locked(sh, p);
-				ATOMIC_SUB(&f->cached_pages, 1);
-				ATOMIC_SUB(&c->used, 1);
-				pthread_mutex_lock(&c->qlock);
-				p->file = NULL;         /* dead entry in its queue */
-				p->flags = 0;
-				pthread_mutex_unlock(&c->qlock);
+				page_drop_locked(f, sh, p);
 			} else {
 				memset(page_data(c, p) + at, 0, n);
 				if (p->flags & (PF_DIRTY | PF_WB))
