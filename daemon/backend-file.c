@@ -80,6 +80,47 @@ bf_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off)
 }
 
 static int
+bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
+    uint64_t off)
+{
+	struct backend_file *f = BF(b);
+	struct iovec local[64];
+
+	/* Writes 64 pieces at a time, resuming after short writes. */
+	while (iovcnt > 0) {
+		int n = iovcnt < 64 ? iovcnt : 64;
+		size_t want = 0;
+		memcpy(local, iov, n * sizeof *iov);
+		for (int i = 0; i < n; i++)
+			want += local[i].iov_len;
+		struct iovec *v = local;
+		int vn = n;
+		while (want > 0) {
+			ssize_t r = pwritev(f->fd, v, vn, (off_t)off);
+			if (r < 0) {
+				if (errno == EINTR)
+					continue;
+				return -errno;
+			}
+			off += (uint64_t)r;
+			want -= (size_t)r;
+			while (r > 0 && (size_t)r >= v->iov_len) {
+				r -= (ssize_t)v->iov_len;
+				v++;
+				vn--;
+			}
+			if (r > 0) {
+				v->iov_base = (char *)v->iov_base + r;
+				v->iov_len -= (size_t)r;
+			}
+		}
+		iov += n;
+		iovcnt -= n;
+	}
+	return 0;
+}
+
+static int
 bf_flush(struct backend *b)
 {
 	if (fdatasync(BF(b)->fd) < 0)
@@ -182,6 +223,7 @@ static const struct backend_ops backend_file_ops = {
 	.name = "file",
 	.pread = bf_pread,
 	.pwrite = bf_pwrite,
+	.pwritev = bf_pwritev,
 	.flush = bf_flush,
 	.trim = bf_trim,
 	.zero = bf_zero,

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct backend;
 struct backend_state;
@@ -23,6 +24,9 @@ struct backend_ops {
 	const char *name;
 	int (*pread)(struct backend *b, void *buf, uint32_t count, uint64_t off);
 	int (*pwrite)(struct backend *b, const void *buf, uint32_t count,
+	    uint64_t off);
+	/* Optional: gather-write (zero-copy writeback); NULL if absent. */
+	int (*pwritev)(struct backend *b, const struct iovec *iov, int iovcnt,
 	    uint64_t off);
 	int (*flush)(struct backend *b);
 	int (*trim)(struct backend *b, uint32_t count, uint64_t off);

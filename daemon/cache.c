@@ -80,6 +80,7 @@ struct cache {
 	uint64_t *ghost;
 	uint64_t ghost_mask;
 	uint32_t next_file_id;
+	bool zero_copy;
 
 	/* atomics */
 	uint64_t used, dirty, writeback, hits, misses, evictions;
@@ -428,6 +429,12 @@ cache_free(struct cache *c)
 	free(c->ghost);
 	pthread_mutex_destroy(&c->qlock);
 	free(c);
+}
+
+void
+cache_set_zero_copy(struct cache *c, bool on)
+{
+	c->zero_copy = on;
 }
 
 uint32_t
@@ -851,8 +858,11 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	struct cache_run *run = calloc(1, sizeof *run);
 	if (!run)
 		return NULL;
-	run->data = malloc((size_t)(hi - lo) << c->page_shift);
-	if (!run->data) {
+	if (c->zero_copy)
+		run->iov = malloc((size_t)(hi - lo) * sizeof *run->iov);
+	else
+		run->data = malloc((size_t)(hi - lo) << c->page_shift);
+	if (!run->data && !run->iov) {
 		free(run);
 		return NULL;
 	}
@@ -862,8 +872,14 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	run->min_seq = UINT64_MAX;
 	for (uint64_t i = lo; i < hi; i++) {
 		struct cpage *q = lookup_locked(sh, i);
-		memcpy((uint8_t *)run->data + ((i - lo) << c->page_shift),
-		    page_data(c, q), c->page_size);
+		if (run->iov) {
+			run->iov[i - lo].iov_base = page_data(c, q);
+			run->iov[i - lo].iov_len = c->page_size;
+		} else {
+			memcpy((uint8_t *)run->data +
+			    ((i - lo) << c->page_shift), page_data(c, q),
+			    c->page_size);
+		}
 		dirty_unlink_locked(sh, q);
 		q->flags = (q->flags & ~PF_DIRTY) | PF_WB;
 		q->wb_seq = q->seq;
@@ -974,6 +990,7 @@ cache_end_run(struct cache_run *run, bool ok)
 		run->next->prev = run->prev;
 	pthread_mutex_unlock(&f->run_lock);
 	free(run->data);
+	free(run->iov);
 	free(run);
 }
 

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 struct cache;
 struct cache_file;
@@ -41,6 +42,16 @@ struct cache_stats {
 };
 
 struct cache *cache_new(const struct cache_params *params);
+/*
+ * Zero-copy writeback: runs point at the pages (run->iov) instead of a
+ * snapshot (run->data).  A page written again while its run is being
+ * written may reach the device torn between the two versions; it is dirty
+ * again, so the next writeback puts the new version whole, and nothing a
+ * FLUSH covered is lost (the bytes it covered are either still the old
+ * ones or newer).  Pages under writeback are never evicted, so the
+ * pointers stay valid until cache_end_run().
+ */
+void cache_set_zero_copy(struct cache *c, bool on);
 void cache_free(struct cache *c);
 uint32_t cache_page_size(const struct cache *c);
 void cache_get_stats(struct cache *c, struct cache_stats *st);
@@ -133,6 +144,7 @@ struct cache_run {
 	uint32_t npages;
 	uint64_t min_seq;               /* oldest first-dirty sequence */
 	void *data;                     /* snapshot, npages * page_size */
+	struct iovec *iov;              /* or, zero-copy: the pages themselves */
 	struct cache_run *next;         /* on the file's in-flight list */
 	struct cache_run *prev;
 };

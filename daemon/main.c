@@ -91,6 +91,7 @@ daemon_create_cache(struct daemon *d)
 		    (unsigned long long)cp.size_bytes);
 		return -1;
 	}
+	cache_set_zero_copy(d->cache, true);
 	wb_ctl_init(&d->wb, d->cache, &d->cfg);
 	log_info("cache: %s in %u-byte pages; dirty background %s, limit %s",
 	    size_human(d->wb.total_pages * d->wb.page_size, a, sizeof a),

@@ -212,6 +212,39 @@ wb_backing_off(struct wb_dev *dev)
 	    __ATOMIC_RELAXED);
 }
 
+/* The run's bytes (LEN of them: the export's last page may be short). */
+static int
+wb_write_out(struct backend *b, struct cache_run *run, uint32_t len,
+    uint64_t off)
+{
+	if (run->data)
+		return b->ops->pwrite(b, run->data, len, off);
+
+	uint32_t ps = run->iov[0].iov_len ? (uint32_t)run->iov[0].iov_len : 1;
+	int n = (int)((len + ps - 1) / ps);
+	struct iovec last = run->iov[n - 1];
+	int r;
+
+	run->iov[n - 1].iov_len = len - (uint32_t)(n - 1) * ps;
+	if (b->ops->pwritev) {
+		r = b->ops->pwritev(b, run->iov, n, off);
+	} else {
+		/* No gather-write: copy into one buffer. */
+		uint8_t *buf = malloc(len);
+		if (!buf) {
+			r = -ENOMEM;
+		} else {
+			for (int i = 0; i < n; i++)
+				memcpy(buf + (size_t)i * ps, run->iov[i].iov_base,
+				    run->iov[i].iov_len);
+			r = b->ops->pwrite(b, buf, len, off);
+			free(buf);
+		}
+	}
+	run->iov[n - 1] = last;
+	return r;
+}
+
 /* Write one run; 0 or a negative errno.  The run is ended either way. */
 static int
 wb_write_run(struct export *e, struct cache_run *run)
@@ -222,7 +255,7 @@ wb_write_run(struct export *e, struct cache_run *run)
 
 	if (off + len > e->size_bytes)
 		len = e->size_bytes - off;      /* the export's last page */
-	r = e->backend->ops->pwrite(e->backend, run->data, (uint32_t)len, off);
+	r = wb_write_out(e->backend, run, (uint32_t)len, off);
 	cache_end_run(run, r == 0);
 	if (r < 0) {
 		errno = -r;

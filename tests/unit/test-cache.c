@@ -364,6 +364,28 @@ test_discard(void **state)
 	assert_int_equal(dirty(x), 1);
 }
 
+static void
+test_zero_copy_run_points_at_pages(void **state)
+{
+	struct fx *x = *state;
+
+	cache_set_zero_copy(x->c, true);
+	write_ok(x, 2 * PS, 2 * PS, 0x5a, 1);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r);
+	assert_null(r->data);
+	assert_non_null(r->iov);
+	assert_int_equal(r->npages, 2);
+	assert_int_equal(r->iov[0].iov_len, PS);
+	assert_int_equal(((uint8_t *)r->iov[1].iov_base)[PS - 1], 0x5a);
+	/* Written again during writeback: dirty again afterwards. */
+	write_ok(x, 2 * PS, PS, 0x77, 5);
+	assert_int_equal(((uint8_t *)r->iov[0].iov_base)[0], 0x77);
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 1);
+	assert_true(cache_min_dirty_seq(x->f) == 5);
+}
+
 int
 main(void)
 {
@@ -384,6 +406,7 @@ main(void)
 		T(test_dirty_pages_are_never_evicted),
 		T(test_scan_resistance),
 		T(test_discard),
+		T(test_zero_copy_run_points_at_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
