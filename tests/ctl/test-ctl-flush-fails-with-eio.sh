@@ -10,7 +10,7 @@ need_python_nbd
 
 mkdir "$T/full"
 mount -t tmpfs -o size=1M tmpfs "$T/full" 2>/dev/null || skip "cannot mount a tmpfs"
-trap '_rc=$?; umount -l "$T/full" 2>/dev/null; (exit $_rc); _cleanup' EXIT
+trap '_rc=$?; set +e; umount -l "$T/full" 2>/dev/null; (exit $_rc); _cleanup' EXIT
 truncate -s 8M "$T/full/disk0.img"
 
 add_export_mode disk0 8M writeback "$T/full/disk0.img"

@@ -62,7 +62,7 @@ write_dirty 2
 tmux -L "wbctl-$$" new-session -d -x 120 -y 40 \
 	"'$WBCTL' -s '$CTL' flush; echo EXIT=\$?; sleep 60" ||
 	skip "tmux cannot start a session"
-trap '_rc=$?; tmux -L "wbctl-$$" kill-server 2>/dev/null; (exit $_rc); _stop_slow_file_then_cleanup' EXIT
+trap '_rc=$?; set +e; tmux -L "wbctl-$$" kill-server 2>/dev/null; (exit $_rc); _stop_slow_file_then_cleanup' EXIT
 seen_bar=
 for ((i = 0; i < 300; i++)); do
 	pane=$(tmux -L "wbctl-$$" capture-pane -p)
