@@ -368,16 +368,25 @@ start_slow_file() {
 	SLOW_FILE=$dir/disk
 }
 
-_stop_slow_file_then_cleanup() {
-	local rc=$? pid
-	trap - ERR
-	set +e
+# stop_started_daemons [SECS]: SIGTERM every wbd this test started and wait
+# for them (up to SECS each, default 30; _cleanup deals with the stubborn),
+# so that what they stand on (a FUSE mount, a loop device, a remote) can go
+# after them.
+stop_started_daemons() {
+	local pid secs=${1:-30}
 	for pid in "${_PIDS[@]}"; do
 		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
 	done
 	for pid in "${_PIDS[@]}"; do
-		wait_exit "$pid" 30 || true     # _cleanup deals with the stubborn
+		wait_exit "$pid" "$secs" || true
 	done
+}
+
+_stop_slow_file_then_cleanup() {
+	local rc=$? pid
+	trap - ERR
+	set +e
+	stop_started_daemons
 	if [[ -n $_FUSE_PID ]] && proc_alive "$_FUSE_PID"; then
 		kill -TERM "$_FUSE_PID" 2>/dev/null
 		wait_exit "$_FUSE_PID" 10 || kill -KILL "$_FUSE_PID" 2>/dev/null || true

@@ -15,15 +15,10 @@ LOOPDEV=$(losetup -f --show "$T/loop.img" 2>/dev/null) ||
 
 # Stop wbd before the loop device goes, then the usual cleanup.
 _detach_loop_then_cleanup() {
-	local rc=$? pid
+	local rc=$?
 	trap - ERR
 	set +e
-	for pid in "${_PIDS[@]}"; do
-		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${_PIDS[@]}"; do
-		wait_exit "$pid" 30 || true
-	done
+	stop_started_daemons
 	losetup -d "$LOOPDEV" 2>/dev/null
 	(exit "$rc")
 	_cleanup

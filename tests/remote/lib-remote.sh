@@ -74,12 +74,7 @@ _remote_cleanup() {
 	local rc=$? pid
 	trap - ERR
 	set +e
-	for pid in "${_PIDS[@]}"; do
-		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${_PIDS[@]}"; do
-		wait_exit "$pid" 40 || true     # _cleanup deals with the stubborn
-	done
+	stop_started_daemons 40
 	for pid in "${_KIT_PIDS[@]}"; do
 		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
 	done
