@@ -60,29 +60,29 @@ bf_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
 }
 
 static int
-bf_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off)
-{
-	struct backend_file *f = BF(b);
-	const char *p = buf;
-
-	while (count > 0) {
-		ssize_t r = pwrite(f->fd, p, count, (off_t)off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += r;
-		off += r;
-		count -= r;
-	}
-	return 0;
-}
+bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
+    uint64_t off, unsigned flags);
 
 static int
-bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
-    uint64_t off)
+bf_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
+    unsigned flags)
 {
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = count };
+
+	return bf_pwritev(b, &v, 1, off, flags);
+}
+
+/*
+ * FUA is RWF_DSYNC: the kernel writes the range and makes it durable
+ * (REQ_FUA to the device, or a cache flush after) without syncing the rest
+ * of the file.  Each pwritev2 call is durable on its own, so a write split
+ * by short writes is durable once every piece is.
+ */
+static int
+bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
+    uint64_t off, unsigned flags)
+{
+	int rwf = (flags & BACKEND_WRITE_FUA) ? RWF_DSYNC : 0;
 	struct backend_file *f = BF(b);
 	struct iovec local[64];
 
@@ -96,7 +96,7 @@ bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
 		struct iovec *v = local;
 		int vn = n;
 		while (want > 0) {
-			ssize_t r = pwritev(f->fd, v, vn, (off_t)off);
+			ssize_t r = pwritev2(f->fd, v, vn, (off_t)off, rwf);
 			if (r < 0) {
 				if (errno == EINTR)
 					continue;
@@ -135,7 +135,7 @@ bf_write_zero_buffer(struct backend *b, uint32_t count, uint64_t off)
 
 	while (count > 0) {
 		uint32_t n = count < sizeof zeroes ? count : sizeof zeroes;
-		int r = bf_pwrite(b, zeroes, n, off);
+		int r = bf_pwrite(b, zeroes, n, off, 0);
 		if (r < 0)
 			return r;
 		off += n;
@@ -250,7 +250,8 @@ bf_set_size(struct backend_file *f, const struct stat *st, uint64_t want)
 }
 
 struct backend *
-backend_file_open(const char *path, uint64_t size_bytes, bool readonly)
+backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
+    bool direct)
 {
 	struct backend_file *f = calloc(1, sizeof *f);
 	struct stat st;
@@ -258,6 +259,7 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly)
 	if (!f)
 		return NULL;
 	f->fd = -1;
+	(void)direct;           /* O_DIRECT: not wired yet */
 	f->path = strdup(path);
 	if (!f->path)
 		goto fail;

@@ -704,14 +704,21 @@ bn_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
 	return 0;
 }
 
+static int bn_flush(struct backend *b);
+
+/*
+ * FUA (BACKEND_WRITE_FUA) goes to the remote as NBD_CMD_FLAG_FUA when it
+ * offers it, else as the writes followed by NBD_CMD_FLUSH.  A remote that
+ * cannot flush but offers FUA gets every write with FUA.
+ */
 static int
-bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off)
+bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
+    unsigned wflags)
 {
 	struct backend_nbd *bn = BN(b);
 	const char *p = buf;
-	/* A remote that cannot flush but offers FUA: every write durable. */
-	uint32_t flags = !bn->can_flush && bn->can_fua ?
-	    LIBNBD_CMD_FLAG_FUA : 0;
+	bool fua = (wflags & BACKEND_WRITE_FUA) || !bn->can_flush;
+	uint32_t flags = fua && bn->can_fua ? LIBNBD_CMD_FLAG_FUA : 0;
 
 	while (count > 0) {
 		uint32_t n = count < bn->max_request_bytes ? count :
@@ -723,6 +730,8 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off)
 		off += n;
 		count -= n;
 	}
+	if ((wflags & BACKEND_WRITE_FUA) && !bn->can_fua)
+		return bn_flush(b);
 	return 0;
 }
 
@@ -759,7 +768,7 @@ bn_write_zero_buffer(struct backend_nbd *bn, uint32_t count, uint64_t off)
 		return -ENOMEM;
 	while (count > 0 && r == 0) {
 		uint32_t n = count < chunk ? count : chunk;
-		r = bn_pwrite(&bn->b, zeroes, n, off);
+		r = bn_pwrite(&bn->b, zeroes, n, off, 0);
 		off += n;
 		count -= n;
 	}

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "config.h"
 
 static const char *const backend_uri_schemes[] = {
 	"nbd://", "nbds://", "nbd+unix://", "nbds+unix://", NULL
@@ -25,12 +26,13 @@ backend_is_uri(const char *backing)
 }
 
 struct backend *
-backend_open(const char *backing, uint64_t size_bytes, bool readonly,
-    const struct remote_conf *rc)
+backend_open(const struct export_conf *ec, const struct remote_conf *rc)
 {
-	if (backend_is_uri(backing))
-		return backend_nbd_open(backing, size_bytes, readonly, rc);
-	return backend_file_open(backing, size_bytes, readonly);
+	if (backend_is_uri(ec->backing))
+		return backend_nbd_open(ec->backing, ec->size_bytes,
+		    ec->readonly, rc);
+	return backend_file_open(ec->backing, ec->size_bytes, ec->readonly,
+	    ec->direct);
 }
 
 void

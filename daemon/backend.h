@@ -18,16 +18,18 @@
 
 struct backend;
 struct backend_state;
+struct export_conf;
 struct remote_conf;
 
 struct backend_ops {
 	const char *name;
 	int (*pread)(struct backend *b, void *buf, uint32_t count, uint64_t off);
+	/* FLAGS: BACKEND_WRITE_FUA, or 0. */
 	int (*pwrite)(struct backend *b, const void *buf, uint32_t count,
-	    uint64_t off);
+	    uint64_t off, unsigned flags);
 	/* Optional: gather-write (zero-copy writeback); NULL if absent. */
 	int (*pwritev)(struct backend *b, const struct iovec *iov, int iovcnt,
-	    uint64_t off);
+	    uint64_t off, unsigned flags);
 	int (*flush)(struct backend *b);
 	int (*trim)(struct backend *b, uint32_t count, uint64_t off);
 	/* FAST: fail with -ENOTSUP rather than writing zeroes slowly. */
@@ -38,6 +40,13 @@ struct backend_ops {
 	/* Optional (NULL for local devices): the connection state. */
 	void (*get_state)(struct backend *b, struct backend_state *st);
 };
+
+/*
+ * Write flags.  FUA: the data is durable on the device when the call
+ * returns (NBD_CMD_FLAG_FUA to a remote, RWF_DSYNC to a file), without
+ * flushing anything else; a device that cannot do that flushes after.
+ */
+#define BACKEND_WRITE_FUA       (1u << 0)
 
 /* What a backend can do; decides the flags an export advertises. */
 #define BACKEND_CAN_TRIM        (1u << 0)
@@ -72,15 +81,15 @@ struct backend {
  * Returns NULL with errno set, after logging why.
  */
 struct backend *backend_file_open(const char *path, uint64_t size_bytes,
-    bool readonly);
+    bool readonly, bool direct);
 
 /*
- * Open an export's backing device: an NBD URI ("nbd://", "nbds://",
+ * Open export EC's backing device: an NBD URI ("nbd://", "nbds://",
  * "nbd+unix://", "nbds+unix://") through backend_nbd_open, anything else
  * as a local file or block device through backend_file_open.
  */
-struct backend *backend_open(const char *backing, uint64_t size_bytes,
-    bool readonly, const struct remote_conf *rc);
+struct backend *backend_open(const struct export_conf *ec,
+    const struct remote_conf *rc);
 
 /* Is BACKING an NBD URI that backend_open hands to backend_nbd_open? */
 bool backend_is_uri(const char *backing);

@@ -31,6 +31,7 @@ struct export_conf {
 	char *backing;                  /* path, or an NBD URI (nbd://...) */
 	uint64_t size_bytes;            /* 0: use the backing's size */
 	bool readonly;
+	bool direct;                    /* O_DIRECT on a local backing */
 	enum cache_mode cache_mode;
 	int line;                       /* where it was defined, for messages */
 };

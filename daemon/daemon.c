@@ -182,8 +182,7 @@ daemon_conn_closed(struct daemon *d)
 static int
 daemon_reload_add_export(struct daemon *d, const struct export_conf *ec)
 {
-	struct backend *b = backend_open(ec->backing, ec->size_bytes,
-	    ec->readonly, &d->cfg.remote);
+	struct backend *b = backend_open(ec, &d->cfg.remote);
 	struct wb_dev *dev = b ? daemon_get_dev(d, b) : NULL;
 	struct export *e = dev ? export_new(ec, dev, b, &d->wb) : NULL;
 

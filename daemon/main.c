@@ -63,8 +63,7 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 {
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
-		backends[i] = backend_open(ec->backing, ec->size_bytes,
-		    ec->readonly, &d->cfg.remote);
+		backends[i] = backend_open(ec, &d->cfg.remote);
 		if (!backends[i]) {
 			log_warnx("%s:%d: export \"%s\": cannot open backing "
 			    "\"%s\"", d->cfg.path, ec->line, ec->name,

@@ -215,10 +215,10 @@ wb_backing_off(struct wb_dev *dev)
 /* The run's bytes (LEN of them: the export's last page may be short). */
 static int
 wb_write_out(struct backend *b, struct cache_run *run, uint32_t len,
-    uint64_t off)
+    uint64_t off, unsigned flags)
 {
 	if (run->data)
-		return b->ops->pwrite(b, run->data, len, off);
+		return b->ops->pwrite(b, run->data, len, off, flags);
 
 	uint32_t ps = run->iov[0].iov_len ? (uint32_t)run->iov[0].iov_len : 1;
 	int n = (int)((len + ps - 1) / ps);
@@ -227,7 +227,7 @@ wb_write_out(struct backend *b, struct cache_run *run, uint32_t len,
 
 	run->iov[n - 1].iov_len = len - (uint32_t)(n - 1) * ps;
 	if (b->ops->pwritev) {
-		r = b->ops->pwritev(b, run->iov, n, off);
+		r = b->ops->pwritev(b, run->iov, n, off, flags);
 	} else {
 		/* No gather-write: copy into one buffer. */
 		uint8_t *buf = malloc(len);
@@ -237,7 +237,7 @@ wb_write_out(struct backend *b, struct cache_run *run, uint32_t len,
 			for (int i = 0; i < n; i++)
 				memcpy(buf + (size_t)i * ps, run->iov[i].iov_base,
 				    run->iov[i].iov_len);
-			r = b->ops->pwrite(b, buf, len, off);
+			r = b->ops->pwrite(b, buf, len, off, flags);
 			free(buf);
 		}
 	}
@@ -247,7 +247,7 @@ wb_write_out(struct backend *b, struct cache_run *run, uint32_t len,
 
 /* Write one run; 0 or a negative errno.  The run is ended either way. */
 static int
-wb_write_run(struct export *e, struct cache_run *run)
+wb_write_run(struct export *e, struct cache_run *run, unsigned flags)
 {
 	uint64_t off = run->first_index * e->wb->page_size;
 	uint64_t len = (uint64_t)run->npages * e->wb->page_size;
@@ -255,7 +255,7 @@ wb_write_run(struct export *e, struct cache_run *run)
 
 	if (off + len > e->size_bytes)
 		len = e->size_bytes - off;      /* the export's last page */
-	r = wb_write_out(e->backend, run, (uint32_t)len, off);
+	r = wb_write_out(e->backend, run, (uint32_t)len, off, flags);
 	cache_end_run(run, r == 0);
 	if (r < 0) {
 		errno = -r;
@@ -286,7 +286,7 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 	int r = 0;
 
 	while ((run = cache_take_run(e->cf, max_seq, e->wb->max_run_pages))) {
-		if (wb_write_run(e, run) < 0 && r == 0)
+		if (wb_write_run(e, run, 0) < 0 && r == 0)
 			r = -EIO;
 		if (r < 0)
 			break;          /* report now; the pages stay dirty */
@@ -316,7 +316,7 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 			/* Pages failed back into the dirty list: take them. */
 			run = cache_take_run(e->cf, max_seq, e->wb->max_run_pages);
 			if (run) {
-				if (wb_write_run(e, run) < 0) {
+				if (wb_write_run(e, run, 0) < 0) {
 					r = -EIO;
 					break;
 				}
@@ -373,7 +373,7 @@ wb_background_run(struct job *job)
 			    e->wb->max_run_pages);
 			if (!run)
 				continue;
-			if (wb_write_run(e, run) < 0)
+			if (wb_write_run(e, run, 0) < 0)
 				goto out;
 			progress = true;
 		}
@@ -397,7 +397,7 @@ wb_periodic_run(struct job *job)
 			struct cache_run *run;
 			while ((run = cache_take_expired_run(e->cf, cutoff,
 			    e->wb->max_run_pages)))
-				if (wb_write_run(e, run) < 0)
+				if (wb_write_run(e, run, 0) < 0)
 					goto out;
 		}
 	}
