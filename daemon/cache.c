@@ -221,7 +221,10 @@ mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	p->flags |= PF_DIRTY;
 	p->seq = seq;
 	p->dirtied_ns = now_ns();
-	dirty_insert_locked(sh, p);
+	/* Under writeback: listed (so takeable) once its run ends; until
+	 * then the run's min_seq stands for it in cache_min_dirty_seq. */
+	if (!(p->flags & PF_WB))
+		dirty_insert_locked(sh, p);
 	ATOMIC_ADD(&f->dirty_pages, 1);
 	ATOMIC_ADD(&f->c->dirty, 1);
 }
@@ -964,14 +967,14 @@ cache_end_run(struct cache_run *run, bool ok)
 	    i < run->first_index + run->npages; i++) {
 		struct cpage *p = lookup_locked(sh, i);
 		p->flags &= ~PF_WB;
-		if (ok)
-			continue;
-		/* Failed: dirty again, as old as it was. */
 		if (p->flags & PF_DIRTY) {
-			dirty_unlink_locked(sh, p);
-			p->seq = p->wb_seq < p->seq ? p->wb_seq : p->seq;
+			/* Written again during the run: listed now.  If the
+			 * run failed, as old as it was. */
+			if (!ok && p->wb_seq < p->seq)
+				p->seq = p->wb_seq;
 			dirty_insert_locked(sh, p);
-		} else {
+		} else if (!ok) {
+			/* Failed: dirty again, as old as it was. */
 			p->flags |= PF_DIRTY;
 			p->seq = p->wb_seq;
 			dirty_insert_locked(sh, p);

@@ -281,6 +281,63 @@ test_redirty_during_writeback(void **state)
 	assert_int_equal(buf[0], 0xbb);
 }
 
+/*
+ * A page written again while its run is in flight is dirty, but no second
+ * run may take it before the first ends: two runs of one page in flight at
+ * once could land in either order (and the first to end would unpin a page
+ * the second still points at).
+ */
+static void
+test_redirtied_page_not_taken_twice(void **state)
+{
+	struct fx *x = *state;
+
+	write_ok(x, 0, 2 * PS, 0xaa, 1);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 1);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 0);
+	write_ok(x, 0, PS, 0xbb, 7);
+	/* Only page 1 is takeable now. */
+	struct cache_run *r2 = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r2);
+	assert_int_equal(r2->first_index, 1);
+	assert_int_equal(r2->npages, 1);
+	assert_null(cache_take_run(x->f, UINT64_MAX, 256));
+	/* The FLUSH rule still sees page 0's old sequence in flight. */
+	assert_true(cache_min_dirty_seq(x->f) == 1);
+	cache_end_run(r2, true);
+	cache_end_run(r, true);
+	/* Now page 0 is dirty with the new data, and takeable. */
+	assert_int_equal(dirty(x), 1);
+	assert_true(cache_min_dirty_seq(x->f) == 7);
+	r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 0);
+	assert_int_equal(((uint8_t *)r->data)[0], 0xbb);
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 0);
+	assert_true(cache_min_dirty_seq(x->f) == UINT64_MAX);
+}
+
+/* Re-dirtied during a run that fails: dirty with the older sequence. */
+static void
+test_redirtied_page_failed_run(void **state)
+{
+	struct fx *x = *state;
+
+	write_ok(x, 0, PS, 0xaa, 2);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	write_ok(x, 0, PS, 0xbb, 9);
+	assert_null(cache_take_run(x->f, UINT64_MAX, 256));
+	cache_end_run(r, false);
+	assert_int_equal(dirty(x), 1);
+	assert_true(cache_min_dirty_seq(x->f) == 2);
+	r = cache_take_run(x->f, 2, 256);
+	assert_non_null(r);
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 0);
+}
+
 static void
 test_failed_writeback_keeps_data_dirty(void **state)
 {
@@ -402,6 +459,8 @@ main(void)
 		T(test_coalescing_cap_and_chunk),
 		T(test_flush_sequence_limit),
 		T(test_redirty_during_writeback),
+		T(test_redirtied_page_not_taken_twice),
+		T(test_redirtied_page_failed_run),
 		T(test_failed_writeback_keeps_data_dirty),
 		T(test_dirty_pages_are_never_evicted),
 		T(test_scan_resistance),
