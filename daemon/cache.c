@@ -835,10 +835,11 @@ page_takeable(const struct cpage *p)
 	return p && (p->flags & PF_DIRTY) && !(p->flags & PF_WB);
 }
 
-/* Take the run around P; shard lock and run_lock held. */
+/* Take the run around P, within its chunk and [FIRST, END); shard lock and
+ * run_lock held. */
 static struct cache_run *
 take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
-    uint32_t max_pages)
+    uint32_t max_pages, uint64_t first, uint64_t end)
 {
 	struct cache *c = f->c;
 	uint64_t chunk_pages = UINT64_C(1) << c->chunk_shift;
@@ -850,6 +851,10 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 		max_pages = 1;
 	if (chunk_end > f->npages)
 		chunk_end = f->npages;
+	if (chunk_end > end)
+		chunk_end = end;
+	if (chunk_first < first)
+		chunk_first = first;
 	/* Forward first (offset order), then backward. */
 	while (hi < chunk_end && hi - lo < max_pages &&
 	    page_takeable(lookup_locked(sh, hi)))
@@ -931,7 +936,7 @@ take_oldest(struct cache_file *f, uint64_t max_seq, uint64_t not_after_ns,
 		/* Re-check: writers may have changed it, but nobody else takes
 		 * runs (run_lock), and the head can only get older data. */
 		if (h && h->seq <= max_seq && h->dirtied_ns <= not_after_ns) {
-			run = take_run_locked(f, sh, h, max_pages);
+			run = take_run_locked(f, sh, h, max_pages, 0, UINT64_MAX);
 			pthread_mutex_unlock(&sh->lock);
 			break;
 		}
@@ -952,6 +957,34 @@ cache_take_expired_run(struct cache_file *f, uint64_t not_after_ns,
     uint32_t max_pages)
 {
 	return take_oldest(f, UINT64_MAX, not_after_ns, max_pages);
+}
+
+struct cache_run *
+cache_take_range_run(struct cache_file *f, uint64_t *next, uint64_t end,
+    uint32_t max_pages, unsigned *seen)
+{
+	struct cache_run *run = NULL;
+
+	if (end > f->npages)
+		end = f->npages;
+	pthread_mutex_lock(&f->run_lock);
+	for (uint64_t i = *next; i < end && !run; i++) {
+		struct shard *sh = shard_of(f, i);
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *p = lookup_locked(sh, i);
+		if (!p || !(p->flags & PF_FILLED))
+			*seen |= CACHE_RANGE_CLEAN;
+		else if (p->flags & PF_WB)
+			*seen |= CACHE_RANGE_BUSY;
+		else if (p->flags & PF_DIRTY)
+			run = take_run_locked(f, sh, p, max_pages, i, end);
+		else
+			*seen |= CACHE_RANGE_CLEAN;
+		pthread_mutex_unlock(&sh->lock);
+		*next = run ? run->first_index + run->npages : i + 1;
+	}
+	pthread_mutex_unlock(&f->run_lock);
+	return run;
 }
 
 void

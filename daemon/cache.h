@@ -163,6 +163,19 @@ struct cache_run *cache_take_expired_run(struct cache_file *f,
     uint64_t not_after_ns, uint32_t max_pages);
 
 /*
+ * FUA: take the dirty pages among [*NEXT, END) (page indexes), a run of
+ * adjacent ones at a time in offset order, advancing *NEXT past what was
+ * looked at.  Pages passed over are reported in *SEEN:
+ * CACHE_RANGE_BUSY if under writeback in someone else's run (wait for it
+ * to end and look again), CACHE_RANGE_CLEAN if clean or not resident
+ * (written back, not necessarily durably).  NULL once *NEXT reaches END.
+ */
+#define CACHE_RANGE_CLEAN       (1u << 0)
+#define CACHE_RANGE_BUSY        (1u << 1)
+struct cache_run *cache_take_range_run(struct cache_file *f, uint64_t *next,
+    uint64_t end, uint32_t max_pages, unsigned *seen);
+
+/*
  * Finish a run.  On success the pages become clean unless they were
  * written again meanwhile; on failure they are dirty again with their old
  * sequence numbers.  Frees RUN.

@@ -225,12 +225,22 @@ export_write_slow(struct export *e, struct request *req)
 	}
 }
 
-/* Make the write with sequence SEQ durable; EIO if errors are pending. */
+/*
+ * Make REQ durable; EIO if errors are pending.  A FLUSH, and a TRIM or
+ * WRITE_ZEROES with FUA, cover everything acknowledged before sequence
+ * SEQ.  A WRITE with FUA (or in writethrough mode) writes its own range
+ * with FUA and nothing else.
+ */
 static int
 export_make_durable(struct export *e, struct request *req, uint64_t seq)
 {
-	int r = wb_flush_export(e, seq, req->nbd.type == NBD_CMD_FLUSH ?
-	    WB_REASON_FLUSH : WB_REASON_FUA);
+	int r;
+
+	if (req->nbd.type == NBD_CMD_WRITE)
+		r = wb_write_range_fua(e, req->nbd.offset, req->nbd.count, seq);
+	else
+		r = wb_flush_export(e, seq, req->nbd.type == NBD_CMD_FLUSH ?
+		    WB_REASON_FLUSH : WB_REASON_FUA);
 	uint64_t now = __atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE);
 
 	if (r == 0 && now != req->err_seq)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "cache.h"
 #include "export.h"
 #include "log.h"
@@ -333,6 +334,57 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 			    e->name, e->dev->name);
 			wb_note_error(e, -r);
 		}
+	}
+	return r;
+}
+
+/*
+ * FUA: make [OFF, OFF+LEN) of E durable, and nothing else.  The range's
+ * dirty pages are written with BACKEND_WRITE_FUA.  A page of the range
+ * under someone else's writeback is waited for (its run may hold an older
+ * snapshot that must not land after ours) and looked at again; a page
+ * found clean was written back by someone, without FUA, since the write
+ * put it in the cache: then a flush of the device follows.  After
+ * WB_FUA_MAX_ROUNDS rounds of waiting (a writer keeps re-dirtying the
+ * range and others keep taking it), it falls back to the FLUSH rule for
+ * sequence SEQ, which always ends.
+ */
+#define WB_FUA_MAX_ROUNDS       100
+
+int
+wb_write_range_fua(struct export *e, uint64_t off, uint64_t len, uint64_t seq)
+{
+	uint32_t ps = e->wb->page_size;
+	uint64_t first = off / ps, end = (off + len + ps - 1) / ps;
+	bool need_flush = false;
+
+	if (len == 0)
+		return wb_flush_export(e, seq, WB_REASON_FUA);
+	for (unsigned round = 0;; round++) {
+		struct cache_run *run;
+		uint64_t next = first;
+		unsigned seen = 0;
+
+		while ((run = cache_take_range_run(e->cf, &next, end,
+		    e->wb->max_run_pages, &seen)))
+			if (wb_write_run(e, run, BACKEND_WRITE_FUA) < 0)
+				return -EIO;    /* the pages stay dirty */
+		if (seen & (CACHE_RANGE_CLEAN | CACHE_RANGE_BUSY))
+			need_flush = true;
+		if (!(seen & CACHE_RANGE_BUSY))
+			break;
+		if (round == WB_FUA_MAX_ROUNDS)
+			return wb_flush_export(e, seq, WB_REASON_FUA);
+		wb_wait_progress(e, 10);
+	}
+	if (!need_flush)
+		return 0;
+	int r = e->backend->ops->flush(e->backend);
+	if (r < 0) {
+		errno = -r;
+		log_warn("flush of export \"%s\" (device %s) failed", e->name,
+		    e->dev->name);
+		wb_note_error(e, -r);
 	}
 	return r;
 }

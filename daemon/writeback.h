@@ -57,6 +57,15 @@ void wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc);
  */
 int wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why);
 
+/*
+ * FUA: make the write at [OFF, OFF+LEN) (already in the cache with
+ * sequence SEQ) durable, passing FUA to the device: only that range is
+ * written, with BACKEND_WRITE_FUA.  Returns 0 or a negative errno.
+ * Worker threads only.
+ */
+int wb_write_range_fua(struct export *e, uint64_t off, uint64_t len,
+    uint64_t seq);
+
 /* Queue background writeback on DEV if none is queued (any thread). */
 void wb_kick_background(struct wb_dev *dev);
 /* Queue periodic writeback of expired pages on DEV (any thread). */

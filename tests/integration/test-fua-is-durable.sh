@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A write with the FUA flag is on the backing file when its reply arrives,
 # even in writeback mode with periodic writeback disabled (where a plain
-# write stays in the cache); in writethrough mode every write is.
+# write stays in the cache), and only its own range is written back; in
+# writethrough mode every write is.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 
@@ -43,6 +44,13 @@ for off, n in cases:
     if on_backing(img_wb, off, n) != buf:
         sys.exit("FAIL: FUA write [%d, +%d) is not on the backing file when "
                  "its reply arrives" % (off, n))
+# FUA makes its own range durable, not everything (that is FLUSH).
+if on_backing(img_wb, 4 << 20, 65536) == plain:
+    sys.exit("FAIL: the FUA writes wrote back the plain write's range too: "
+             "FUA is done as a whole FLUSH")
+h.flush()
+if on_backing(img_wb, 4 << 20, 65536) != plain:
+    sys.exit("FAIL: after FLUSH the plain write is not on the backing file")
 h.shutdown()
 
 h = nbd.NBD()

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # Writes through wbd stay in its cache (periodic writeback off) until a
 # FLUSH; after the FLUSH, nbdkit itself holds them.  A FUA write is on
-# nbdkit when its reply arrives.  nbdkit's log filter shows the FLUSH
-# reaching it after the writes.
+# nbdkit when its reply arrives, sent as a write with FUA and nothing
+# else (a remote without FUA gets the write and a FLUSH).  nbdkit's log
+# filter shows the FLUSH reaching it after the writes.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 
+# The fua filter's default mode (none) hides FUA from wbd.
+start_nbdkit nofua --filter=log --filter=fua memory 8M \
+	logfile="$T/nofua-requests.log"
+add_remote_export nofua "$(kit_uri "$KIT_SOCK")"
 start_nbdkit kit --filter=log memory 32M logfile="$T/kit-requests.log"
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'
 start_wbd
 
-"$PYTHON" - "$(uri_unix disk0)" "$(kit_uri "$KIT_SOCK")" <<'PY' || fail "see above"
+"$PYTHON" - "$(uri_unix disk0)" "$(kit_uri "$KIT_SOCK")" "$T/kit-requests.log" \
+	"$(uri_unix nofua)" "$T/nofua-requests.log" <<'PY' || fail "see above"
 import nbd, os, sys
-wbd_uri, kit_uri = sys.argv[1:3]
+wbd_uri, kit_uri, log_path, nofua_wbd, nofua_log = sys.argv[1:6]
 
 kit = nbd.NBD()
 kit.connect_uri(kit_uri)
@@ -29,14 +35,45 @@ h.flush()
 if kit.pread(len(data), 1 << 20) != data:
     sys.exit("FAIL: after FLUSH nbdkit does not hold the data written")
 
+# A plain write left dirty, then FUA writes: each reaches nbdkit as a
+# write with FUA, and nothing else is written or flushed for them.
+plain = os.urandom(65536)
+h.pwrite(plain, 8 << 20)
+log_mark = os.path.getsize(log_path)
 for off, n in [(0, 4096), (12345, 777), ((20 << 20) + 1, 70000)]:
     buf = os.urandom(n)
     h.pwrite(buf, off, nbd.CMD_FLAG_FUA)
     if kit.pread(n, off) != buf:
         sys.exit("FAIL: FUA write [%d, +%d) not on nbdkit at its reply"
                  % (off, n))
+with open(log_path) as f:
+    f.seek(log_mark)
+    lines = [l for l in f.read().splitlines() if " Write " in l or " Flush " in l]
+writes = [l for l in lines if " Write " in l]
+if any(" Flush " in l for l in lines):
+    sys.exit("FAIL: a FUA write was made durable with a FLUSH although "
+             "the remote offers FUA:\n" + "\n".join(lines))
+if not writes or any("fua=1" not in l for l in writes):
+    sys.exit("FAIL: FUA did not reach nbdkit as FUA:\n" + "\n".join(lines))
+if kit.pread(65536, 8 << 20) == plain:
+    sys.exit("FAIL: FUA writes wrote back an unrelated dirty range")
+h.flush()
 h.shutdown()
 kit.shutdown()
+
+# A remote without FUA: the write, then NBD_CMD_FLUSH, before the reply.
+nofua = nbd.NBD()
+nofua.connect_uri(nofua_wbd)
+log_mark = os.path.getsize(nofua_log)
+buf = os.urandom(4096)
+nofua.pwrite(buf, 4096, nbd.CMD_FLAG_FUA)
+with open(nofua_log) as f:
+    f.seek(log_mark)
+    lines = [l for l in f.read().splitlines() if " Write " in l or " Flush " in l]
+if len(lines) < 2 or " Write " not in lines[0] or " Flush " not in lines[-1]:
+    sys.exit("FAIL: without FUA on the remote, a FUA write should reach it "
+             "as a write and then a flush:\n" + "\n".join(lines))
+nofua.shutdown()
 PY
 
 # The log filter records each request: a Flush after the Writes.

@@ -338,6 +338,45 @@ test_redirtied_page_failed_run(void **state)
 	assert_int_equal(dirty(x), 0);
 }
 
+/* FUA takes the dirty pages of its range only, and says what it passed. */
+static void
+test_range_run(void **state)
+{
+	struct fx *x = *state;
+	unsigned seen = 0;
+	uint64_t next = 2;
+
+	write_ok(x, 0, 8 * PS, 0x11, 1);                /* pages 0..7 dirty */
+	struct cache_run *busy = cache_take_run(x->f, UINT64_MAX, 1); /* 0 */
+	struct cache_run *r = cache_take_range_run(x->f, &next, 6, 256, &seen);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 2);            /* not 1, not 0 */
+	assert_int_equal(r->npages, 4);                 /* not 6, 7 */
+	assert_int_equal(next, 6);
+	assert_int_equal(seen, 0);
+	cache_end_run(r, true);
+	assert_null(cache_take_range_run(x->f, &next, 6, 256, &seen));
+	assert_int_equal(dirty(x), 3);                  /* 1, 6, 7 */
+
+	/* Clean pages (2..5 now) and a page under writeback (0) are seen. */
+	next = 0;
+	r = cache_take_range_run(x->f, &next, 3, 256, &seen);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 1);
+	assert_int_equal(r->npages, 1);
+	assert_int_equal(seen, CACHE_RANGE_BUSY);
+	cache_end_run(r, true);
+	assert_null(cache_take_range_run(x->f, &next, 3, 256, &seen));
+	assert_int_equal(seen, CACHE_RANGE_BUSY | CACHE_RANGE_CLEAN);
+	cache_end_run(busy, true);
+
+	/* Past the end of the file: stops at its last page. */
+	next = 250;
+	seen = 0;
+	assert_null(cache_take_range_run(x->f, &next, 1000, 256, &seen));
+	assert_int_equal(seen, CACHE_RANGE_CLEAN);
+}
+
 static void
 test_failed_writeback_keeps_data_dirty(void **state)
 {
@@ -461,6 +500,7 @@ main(void)
 		T(test_redirty_during_writeback),
 		T(test_redirtied_page_not_taken_twice),
 		T(test_redirtied_page_failed_run),
+		T(test_range_run),
 		T(test_failed_writeback_keeps_data_dirty),
 		T(test_dirty_pages_are_never_evicted),
 		T(test_scan_resistance),
