@@ -221,6 +221,27 @@ status_devices(FILE *f, const json_t *devices)
 	}
 }
 
+/* Exports not served yet: their remote has not answered. */
+static void
+status_waiting(FILE *f, const json_t *waiting)
+{
+	const json_t *x;
+	size_t i;
+
+	json_array_foreach(waiting, i, x) {
+		time_t since = (time_t)(jget_u64(x, "since_unix_ms", 0) / 1000);
+		char when[32] = "?";
+		struct tm tm;
+		if (since && localtime_r(&since, &tm))
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(f, "  %s: WAITING for its remote %s since %s, %llu "
+		    "failed attempt(s)\n", jget_str(x, "name") ?
+		    jget_str(x, "name") : "?", jget_str(x, "backing") ?
+		    jget_str(x, "backing") : "?", when,
+		    (unsigned long long)jget_u64(x, "attempts", 0));
+	}
+}
+
 /* The human view of a status answer. */
 static void
 status_print(FILE *f, const json_t *ans)
@@ -257,6 +278,7 @@ status_print(FILE *f, const json_t *ans)
 
 	fprintf(f, "\nexports\n");
 	status_exports(f, json_object_get(ans, "exports"));
+	status_waiting(f, json_object_get(ans, "waiting_exports"));
 	fprintf(f, "\ndevices\n");
 	status_devices(f, json_object_get(ans, "devices"));
 }

@@ -16,6 +16,13 @@
 static enum log_dest log_dest = LOG_TO_STDERR;
 static int log_verbosity;
 static const char *log_ident = "wbd";
+static _Thread_local bool log_thread_quiet;
+
+void
+log_set_thread_quiet(bool quiet)
+{
+	log_thread_quiet = quiet;
+}
 
 void
 log_init(const char *ident, enum log_dest dest, int verbosity)
@@ -75,18 +82,24 @@ log_vemit(int prio, const char *fmt, va_list ap, int errnum)
 	va_end(ap);				\
 } while (0)
 
+/* A warning, or a debug message from a quiet thread. */
+#define WARN_PRIO() (log_thread_quiet ? LOG_DEBUG : LOG_WARNING)
+#define WARN_SHOWN() (!log_thread_quiet || log_get_verbosity() >= 1)
+
 void
 log_warn(const char *fmt, ...)
 {
 	int saved = errno;
-	LOG_BODY(LOG_WARNING, saved);
+	if (WARN_SHOWN())
+		LOG_BODY(WARN_PRIO(), saved);
 	errno = saved;
 }
 
 void
 log_warnx(const char *fmt, ...)
 {
-	LOG_BODY(LOG_WARNING, 0);
+	if (WARN_SHOWN())
+		LOG_BODY(WARN_PRIO(), 0);
 }
 
 void

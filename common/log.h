@@ -21,6 +21,12 @@ void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * While QUIET is set, this thread's warnings are logged as debug messages:
+ * for work that repeats a failure already reported (a connection retried
+ * every few seconds), so the log says it once, not every time.
+ */
+void log_set_thread_quiet(bool quiet);
 /* Only during start-up: logs and exits 1. */
 void fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "export.h"
 #include "nbd-proto.h"
+#include "pending.h"
 #include "pool.h"
 #include "wbdev.h"
 #include "writeback.h"
@@ -168,9 +169,17 @@ ctl_status_json(struct daemon *d)
 			    ctl_export_json(d, d->exports[i], true));
 	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
+	json_t *waiting = json_array();
+	struct pending_info pi;
+	for (size_t i = 0; pending_get(d, i, &pi); i++)
+		json_array_append_new(waiting, json_pack("{s:s, s:s, s:i, s:I}",
+		    "name", pi.name, "backing", pi.backing,
+		    "attempts", (int)pi.attempts,
+		    "since_unix_ms", (json_int_t)(pi.since_realtime_ns /
+		    1000000)));
 	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
 	    " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
-	    " s:o, s:o, s:o}",
+	    " s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION,
 	    "daemon_version", WBD_VERSION, "pid", (int)getpid(),
 	    "uptime_s", (json_int_t)((now_ns() - d->started_ns) / 1000000000u),
@@ -182,7 +191,8 @@ ctl_status_json(struct daemon *d)
 	    "hits", (json_int_t)cs.hits, "misses", (json_int_t)cs.misses,
 	    "evictions", (json_int_t)cs.evictions,
 	    "thresholds", ctl_thresholds_json(d),
-	    "exports", exports, "devices", devices);
+	    "exports", exports, "devices", devices,
+	    "waiting_exports", waiting);
 }
 
 json_t *

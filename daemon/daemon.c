@@ -3,6 +3,7 @@
  * for the handshake, and the hand-off of new connections (main thread) to
  * I/O threads.  The export table is read-only after start-up.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,7 +18,9 @@
 #include "backend.h"
 #include "log.h"
 #include "nbd-proto.h"
+#include "pending.h"
 #include "pool.h"
+#include "size.h"
 #include "wbdev.h"
 #include "writeback.h"
 
@@ -178,25 +181,46 @@ daemon_conn_closed(struct daemon *d)
 	__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
 }
 
-/* A new export from a reload: its backend, device (and pool), cache. */
-static int
-daemon_reload_add_export(struct daemon *d, const struct export_conf *ec)
+int
+daemon_install_export(struct daemon *d, const struct export_conf *ec,
+    struct backend *b)
 {
-	struct backend *b = backend_open(ec, &d->cfg.remote);
-	struct wb_dev *dev = b ? daemon_get_dev(d, b) : NULL;
+	struct wb_dev *dev = daemon_get_dev(d, b);
 	struct export *e = dev ? export_new(ec, dev, b, &d->wb) : NULL;
+	char sz[32];
 
-	if (!e || daemon_add_export(d, e) < 0) {
-		log_warnx("reload: export \"%s\": cannot be added", ec->name);
-		if (e)
-			log_warnx("reload: the export table is full (%u)",
-			    DAEMON_MAX_EXPORTS);
-		else
-			backend_close(b);
+	if (!e) {
+		backend_close(b);
 		return -1;
 	}
-	log_info("reload: export \"%s\" added: %s, device %s", e->name,
-	    b->description, dev->name);
+	if (daemon_add_export(d, e) < 0) {
+		/* Never published: no other thread has seen it. */
+		log_warnx("export \"%s\": the export table is full (%u)",
+		    ec->name, DAEMON_MAX_EXPORTS);
+		return -1;
+	}
+	log_info("export \"%s\": %s, %s, device %s%s", e->name,
+	    b->description, size_human(e->size_bytes, sz, sizeof sz),
+	    dev->name, (e->tflags & NBD_FLAG_READ_ONLY) ? ", read-only" : "");
+	return 0;
+}
+
+/* A new export from a reload; one whose remote does not answer waits. */
+static int
+daemon_reload_add_export(struct daemon *d, const struct export_conf *ec,
+    bool *waiting)
+{
+	struct backend *b = backend_open(ec, &d->cfg.remote);
+
+	*waiting = false;
+	if (!b && pending_wanted(ec, errno)) {
+		*waiting = pending_add(d, ec) == 0;
+		return *waiting ? 0 : -1;
+	}
+	if (!b || daemon_install_export(d, ec, b) < 0) {
+		log_warnx("reload: export \"%s\": cannot be added", ec->name);
+		return -1;
+	}
 	return 0;
 }
 
@@ -272,6 +296,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 	    !str_equal(d->cfg.control.admin_group, nc.control.admin_group))
 		reload_note(msg, msglen, "control settings changed: needs a "
 		    "restart");
+	pending_prune(d, nc.exports, nc.n_exports);
 	for (size_t i = 0; i < nc.n_exports; i++) {
 		const struct export_conf *ec = &nc.exports[i];
 		struct export *e = NULL;
@@ -294,9 +319,16 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 			    "removed; reload again once it is gone", ec->name);
 			continue;
 		}
+		if (!e && pending_has(d, ec->name)) {
+			reload_note(msg, msglen, "export \"%s\" is still "
+			    "waiting for its remote", ec->name);
+			continue;
+		}
 		if (!e) {
-			if (daemon_reload_add_export(d, ec) == 0)
-				reload_note(msg, msglen, "export \"%s\" added",
+			bool waiting;
+			if (daemon_reload_add_export(d, ec, &waiting) == 0)
+				reload_note(msg, msglen, waiting ? "export \"%s\" "
+				    "waits for its remote" : "export \"%s\" added",
 				    ec->name);
 			else
 				reload_note(msg, msglen, "export \"%s\" could not "

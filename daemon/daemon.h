@@ -19,6 +19,7 @@ struct backend;
 struct export;
 struct ioloop;
 struct listener;
+struct pending_table;
 struct wb_dev;
 
 struct daemon {
@@ -52,6 +53,8 @@ struct daemon {
 	struct ctl_state *ctl;
 	/* Serialises tune and reload (control thread, main thread). */
 	pthread_mutex_t tune_lock;
+	/* Exports waiting for their remote (pending.c). */
+	struct pending_table *pending;
 	bool stopping;
 	int exit_status;
 };
@@ -64,6 +67,14 @@ struct export *daemon_nth_export(struct daemon *d, size_t i);
 int daemon_add_export(struct daemon *d, struct export *e);
 /* The device of backend B, created (with its pool) on first use. */
 struct wb_dev *daemon_get_dev(struct daemon *d, const struct backend *b);
+/*
+ * Create the export of EC on its opened backend B (which it then owns, or
+ * closes on failure): its device (and pool) if new, its cache file, its
+ * place in the table.  Main thread at start-up, or under tune_lock.
+ * Returns 0 or -1, after logging why.
+ */
+int daemon_install_export(struct daemon *d, const struct export_conf *ec,
+    struct backend *b);
 /* Write back removed exports whose last client has gone (main thread). */
 void daemon_retire_exports(struct daemon *d);
 

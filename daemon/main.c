@@ -25,6 +25,7 @@
 #include "listener.h"
 #include "log.h"
 #include "nbd-proto.h"
+#include "pending.h"
 #include "size.h"
 #include "wbdev.h"
 
@@ -64,6 +65,9 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
 		backends[i] = backend_open(ec, &d->cfg.remote);
+		if (!backends[i] && pending_wanted(ec, errno) &&
+		    pending_add(d, ec) == 0)
+			continue;       /* served once its remote answers */
 		if (!backends[i]) {
 			log_warnx("%s:%d: export \"%s\": cannot open backing "
 			    "\"%s\"", d->cfg.path, ec->line, ec->name,
@@ -110,20 +114,12 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 	if (!d->exports || !d->devs || d->cfg.n_exports > DAEMON_MAX_EXPORTS)
 		return -1;
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
-		const struct export_conf *ec = &d->cfg.exports[i];
-		struct wb_dev *dev = daemon_get_dev(d, backends[i]);
-		if (!dev)
+		struct backend *b = backends[i];
+		if (!b)
+			continue;       /* waiting for its remote */
+		backends[i] = NULL;     /* the export's, or closed */
+		if (daemon_install_export(d, &d->cfg.exports[i], b) < 0)
 			return -1;
-		struct export *e = export_new(ec, dev, backends[i], &d->wb);
-		if (!e)
-			return -1;
-		backends[i] = NULL;     /* owned by the export now */
-		daemon_add_export(d, e);
-		char sz[32];
-		log_info("export \"%s\": %s, %s, device %s%s", e->name,
-		    e->backend->description,
-		    size_human(e->size_bytes, sz, sizeof sz), dev->name,
-		    (e->tflags & NBD_FLAG_READ_ONLY) ? ", read-only" : "");
 	}
 	return 0;
 }
@@ -219,6 +215,7 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	uint64_t now = now_ns();
 
 	daemon_retire_exports(d);
+	pending_poll(d);
 	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
 		return;
 	d->last_periodic_ns = now;
@@ -419,8 +416,9 @@ main(int argc, char **argv)
 	ev_timer_start(d->loop, &d->periodic);
 	listeners_start(d);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
-	    "writeback device(s)", WBD_VERSION, d->n_exports, d->n_io,
-	    d->n_devs);
+	    "writeback device(s)%s", WBD_VERSION, d->n_exports, d->n_io,
+	    d->n_devs, pending_count(d) ? "; some exports wait for their "
+	    "remote" : "");
 
 	ev_run(d->loop, 0);
 
@@ -431,6 +429,7 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_join(d->io[i]);
 	ev_timer_stop(d->loop, &d->periodic);
+	pending_stop(d);
 	int failed = daemon_drain_all(d);
 	if (failed)
 		log_warnx("shutdown: %d export(s) could not be written back "

@@ -45,6 +45,8 @@ SCHEMAS = {
                      "min_ratio": INT, "max_ratio": INT, "errors": INT,
                      "last_error": (STR, NULL), "backoff_ms": INT,
                      "backing": STR}],
+        "waiting_exports": [{"name": STR, "backing": STR, "attempts": INT,
+                             "since_unix_ms": INT}],
     },
 }
 

@@ -1,0 +1,333 @@
+/*
+ * pending.c - exports waiting for their remote backing device: see
+ * pending.h.
+ *
+ * Each entry owns a copy of its export's settings (a reload frees the
+ * configuration it came from) and at most one attempt thread, which runs
+ * backend_open() and leaves the result in the entry.  The entries are
+ * under pt.lock; lock order: daemon.tune_lock, then pt.lock.  An entry
+ * whose attempt is still running when it is dropped (reload, shutdown) is
+ * marked cancelled and reaped by the next tick (or joined at shutdown).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "daemon.h"
+#include "log.h"
+#include "pending.h"
+#include "pool.h"
+
+#define PENDING_MAX             DAEMON_MAX_EXPORTS
+#define PENDING_BACKOFF_MIN_MS  100u
+#define NS_PER_MS               1000000ull
+
+struct pending_export {
+	struct export_conf ec;          /* own copy */
+	struct remote_conf rc;
+	pthread_t thread;
+	bool running;                   /* an attempt thread exists */
+	bool cancelled;                 /* dropped; reap once joined */
+	int done;                       /* atomic: the attempt has ended */
+	struct backend *result;         /* its backend, NULL if it failed */
+	unsigned attempts;              /* failed attempts */
+	unsigned backoff_ms;
+	uint64_t next_try_ns;           /* monotonic */
+	uint64_t since_realtime_ns;
+};
+
+struct pending_table {
+	pthread_mutex_t lock;
+	struct pending_export *v[PENDING_MAX];
+	size_t n;
+};
+
+static uint64_t
+realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct pending_table *
+pt_get(struct daemon *d)
+{
+	if (!d->pending) {
+		d->pending = calloc(1, sizeof *d->pending);
+		if (d->pending)
+			pthread_mutex_init(&d->pending->lock, NULL);
+	}
+	return d->pending;
+}
+
+bool
+pending_wanted(const struct export_conf *ec, int err)
+{
+	return backend_is_uri(ec->backing) && err == ENOTCONN;
+}
+
+static void
+pe_free(struct pending_export *pe)
+{
+	backend_close(pe->result);
+	free(pe->ec.name);
+	free(pe->ec.description);
+	free(pe->ec.backing);
+	free(pe);
+}
+
+int
+pending_add(struct daemon *d, const struct export_conf *ec)
+{
+	struct pending_table *pt = pt_get(d);
+	struct pending_export *pe = calloc(1, sizeof *pe);
+
+	if (!pt || !pe)
+		goto fail;
+	pe->ec = *ec;
+	pe->ec.name = strdup(ec->name);
+	pe->ec.backing = strdup(ec->backing);
+	pe->ec.description = ec->description ? strdup(ec->description) : NULL;
+	if (!pe->ec.name || !pe->ec.backing ||
+	    (ec->description && !pe->ec.description))
+		goto fail;
+	pe->rc = d->cfg.remote;
+	pe->attempts = 1;               /* the one that brought it here */
+	pe->backoff_ms = PENDING_BACKOFF_MIN_MS;
+	pe->next_try_ns = now_ns() + pe->backoff_ms * NS_PER_MS;
+	pe->since_realtime_ns = realtime_ns();
+	pthread_mutex_lock(&pt->lock);
+	if (pt->n == PENDING_MAX) {
+		pthread_mutex_unlock(&pt->lock);
+		goto fail;
+	}
+	pt->v[pt->n++] = pe;
+	pthread_mutex_unlock(&pt->lock);
+	log_warnx("export \"%s\": its remote %s does not answer; the other "
+	    "exports are served meanwhile, and it is added once the remote "
+	    "answers (retrying at most every %u ms)", ec->name, ec->backing,
+	    d->cfg.remote.reconnect_max_ms);
+	return 0;
+
+fail:
+	if (pe) {
+		pe->result = NULL;
+		pe_free(pe);
+	}
+	return -1;
+}
+
+bool
+pending_has(struct daemon *d, const char *name)
+{
+	struct pending_table *pt = d->pending;
+	bool found = false;
+
+	if (!pt)
+		return false;
+	pthread_mutex_lock(&pt->lock);
+	for (size_t i = 0; i < pt->n; i++)
+		found |= !pt->v[i]->cancelled &&
+		    strcmp(pt->v[i]->ec.name, name) == 0;
+	pthread_mutex_unlock(&pt->lock);
+	return found;
+}
+
+/*
+ * One connection attempt.  Its failure is logged as a warning on the 2nd,
+ * 4th, 8th... attempt, at debug level otherwise: the log says the remote
+ * is still down without a line every few seconds.
+ */
+static void *
+pe_attempt(void *arg)
+{
+	struct pending_export *pe = arg;
+	unsigned n = pe->attempts + 1;
+
+	log_set_thread_quiet((n & (n - 1)) != 0);
+	pe->result = backend_open(&pe->ec, &pe->rc);
+	__atomic_store_n(&pe->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Remove entry I (pt.lock held); the caller frees it. */
+static struct pending_export *
+pt_remove_locked(struct pending_table *pt, size_t i)
+{
+	struct pending_export *pe = pt->v[i];
+
+	memmove(&pt->v[i], &pt->v[i + 1], (pt->n - i - 1) * sizeof pt->v[0]);
+	pt->n--;
+	return pe;
+}
+
+void
+pending_poll(struct daemon *d)
+{
+	struct pending_table *pt = d->pending;
+
+	if (!pt)
+		return;
+	pthread_mutex_lock(&d->tune_lock);
+	pthread_mutex_lock(&pt->lock);
+	for (size_t i = 0; i < pt->n;) {
+		struct pending_export *pe = pt->v[i];
+
+		if (pe->running && __atomic_load_n(&pe->done,
+		    __ATOMIC_ACQUIRE)) {
+			pthread_join(pe->thread, NULL);
+			pe->running = false;
+			pe->done = 0;
+			if (pe->cancelled) {
+				pe_free(pt_remove_locked(pt, i));
+				continue;
+			}
+			if (pe->result) {
+				struct backend *b = pe->result;
+				pe->result = NULL;
+				pt_remove_locked(pt, i);
+				log_info("export \"%s\": its remote answered "
+				    "after %u failed attempt%s", pe->ec.name,
+				    pe->attempts, pe->attempts == 1 ? "" : "s");
+				if (daemon_install_export(d, &pe->ec, b) < 0)
+					log_warnx("export \"%s\": cannot be "
+					    "added", pe->ec.name);
+				pe_free(pe);
+				continue;
+			}
+			pe->attempts++;
+			pe->backoff_ms *= 2;
+			if (pe->backoff_ms > pe->rc.reconnect_max_ms)
+				pe->backoff_ms = pe->rc.reconnect_max_ms;
+			pe->next_try_ns = now_ns() + pe->backoff_ms * NS_PER_MS;
+		}
+		if (!pe->running && !pe->cancelled &&
+		    now_ns() >= pe->next_try_ns && !d->stopping) {
+			if (pthread_create(&pe->thread, NULL, pe_attempt,
+			    pe) == 0)
+				pe->running = true;
+			else
+				log_warn("export \"%s\": cannot start a "
+				    "connection attempt", pe->ec.name);
+		}
+		i++;
+	}
+	pthread_mutex_unlock(&pt->lock);
+	pthread_mutex_unlock(&d->tune_lock);
+}
+
+static bool
+str_same(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+void
+pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
+{
+	struct pending_table *pt = d->pending;
+
+	if (!pt)
+		return;
+	pthread_mutex_lock(&pt->lock);
+	for (size_t i = 0; i < pt->n;) {
+		struct pending_export *pe = pt->v[i];
+		const struct export_conf *ec = NULL;
+
+		for (size_t j = 0; j < n; j++)
+			if (strcmp(exports[j].name, pe->ec.name) == 0)
+				ec = &exports[j];
+		bool keep = ec && strcmp(ec->backing, pe->ec.backing) == 0 &&
+		    ec->size_bytes == pe->ec.size_bytes &&
+		    ec->readonly == pe->ec.readonly &&
+		    ec->direct == pe->ec.direct &&
+		    str_same(ec->description, pe->ec.description);
+		if (keep || pe->cancelled) {
+			if (keep)
+				pe->ec.cache_mode = ec->cache_mode;
+			i++;
+			continue;
+		}
+		log_info("export \"%s\": no longer waited for (reload)",
+		    pe->ec.name);
+		if (pe->running) {
+			pe->cancelled = true;   /* reaped by pending_poll */
+			i++;
+		} else {
+			pe_free(pt_remove_locked(pt, i));
+		}
+	}
+	pthread_mutex_unlock(&pt->lock);
+}
+
+size_t
+pending_count(struct daemon *d)
+{
+	struct pending_table *pt = d->pending;
+	size_t n = 0;
+
+	if (!pt)
+		return 0;
+	pthread_mutex_lock(&pt->lock);
+	for (size_t i = 0; i < pt->n; i++)
+		n += !pt->v[i]->cancelled;
+	pthread_mutex_unlock(&pt->lock);
+	return n;
+}
+
+bool
+pending_get(struct daemon *d, size_t i, struct pending_info *info)
+{
+	struct pending_table *pt = d->pending;
+	bool ok = false;
+
+	if (!pt)
+		return false;
+	pthread_mutex_lock(&pt->lock);
+	for (size_t j = 0; j < pt->n && !ok; j++) {
+		struct pending_export *pe = pt->v[j];
+		if (pe->cancelled)
+			continue;
+		if (i-- == 0) {
+			snprintf(info->name, sizeof info->name, "%s",
+			    pe->ec.name);
+			snprintf(info->backing, sizeof info->backing, "%s",
+			    pe->ec.backing);
+			info->attempts = pe->attempts;
+			info->since_realtime_ns = pe->since_realtime_ns;
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&pt->lock);
+	return ok;
+}
+
+void
+pending_stop(struct daemon *d)
+{
+	struct pending_table *pt = d->pending;
+
+	if (!pt)
+		return;
+	pthread_mutex_lock(&pt->lock);
+	for (size_t i = 0; i < pt->n; i++) {
+		struct pending_export *pe = pt->v[i];
+		if (pe->running)
+			pthread_join(pe->thread, NULL);
+		if (!pe->cancelled)
+			log_info("export \"%s\": never added: its remote did "
+			    "not answer", pe->ec.name);
+		pe_free(pe);
+	}
+	pt->n = 0;
+	pthread_mutex_unlock(&pt->lock);
+	pthread_mutex_destroy(&pt->lock);
+	free(pt);
+	d->pending = NULL;
+}
