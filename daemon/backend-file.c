@@ -4,12 +4,26 @@
  * pread/pwrite for data, fdatasync for FLUSH, fallocate (PUNCH_HOLE,
  * ZERO_RANGE) on files and the BLKDISCARD/BLKZEROOUT ioctls on block
  * devices.  The file descriptor is shared by every worker thread; nothing
- * here keeps a file position, so no lock is needed.
+ * here keeps a file position, so plain I/O needs no lock.
+ *
+ * With "direct = true;" the descriptor is O_DIRECT, so the backing's data
+ * is not cached a second time in the host's page cache.  O_DIRECT wants
+ * the buffer address, offset and length of every transfer to be multiples
+ * of the device's logical block size (f->align).  Writeback hands over
+ * whole cache pages at page-aligned offsets, which go straight through;
+ * what is not aligned (a malloc'ed buffer, the export's short last page, a
+ * zeroing fallback at arbitrary offsets) goes through an aligned bounce
+ * buffer, and a write that covers its first or last block only in part
+ * reads that block first (read-modify-write).  rmw_lock keeps every other
+ * write off the device between such a read and its write.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +44,64 @@ struct backend_file {
 	/* Cleared at the first EOPNOTSUPP, so later calls go the slow way. */
 	bool try_punch;
 	bool try_zero_range;
+	/* O_DIRECT: transfers must be multiples of ALIGN (a power of two). */
+	bool direct;
+	uint32_t align;
+	/*
+	 * Only with DIRECT: held shared by every write of whole blocks (and by
+	 * fallocate and the block ioctls), exclusively by a read-modify-write.
+	 * Writer-preferring, so a read-modify-write is not starved by a
+	 * stream of whole-page writeback.
+	 */
+	pthread_rwlock_t rmw_lock;
 };
 
 #define BF(b) ((struct backend_file *)(b))
 
-static int
-bf_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
+/* Largest bounce buffer: a longer unaligned transfer goes in pieces. */
+#define BF_BOUNCE_MAX_BYTES     (1u << 20)
+
+static bool
+bf_is_aligned(const struct backend_file *f, uint64_t v)
 {
-	struct backend_file *f = BF(b);
+	return (v & (f->align - 1)) == 0;
+}
+
+static void *
+bf_bounce_alloc(const struct backend_file *f, size_t len)
+{
+	void *p;
+
+	/* Page-aligned at least: posix_memalign wants a multiple of a pointer. */
+	if (posix_memalign(&p, f->align > 4096 ? f->align : 4096, len) != 0)
+		return NULL;
+	return p;
+}
+
+static void
+bf_lock_shared(struct backend_file *f)
+{
+	if (f->direct)
+		pthread_rwlock_rdlock(&f->rmw_lock);
+}
+
+static void
+bf_unlock(struct backend_file *f)
+{
+	if (f->direct)
+		pthread_rwlock_unlock(&f->rmw_lock);
+}
+
+/*
+ * Read COUNT bytes at OFF; past the end of a shorter file reads zeroes.
+ * With O_DIRECT the caller has aligned BUF, COUNT and OFF.  A direct read
+ * returns whole blocks except at the end of the file, so one that stops
+ * off a block boundary has reached the end: it is not resumed at an
+ * unaligned offset (which O_DIRECT would refuse) but zero-filled.
+ */
+static int
+bf_pread_fd(struct backend_file *f, void *buf, size_t count, uint64_t off)
+{
 	char *p = buf;
 
 	while (count > 0) {
@@ -47,43 +111,68 @@ bf_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
 				continue;
 			return -errno;
 		}
-		if (r == 0) {
-			/* Past the end of a shorter file: zeroes. */
+		p += r;
+		off += (uint64_t)r;
+		count -= (size_t)r;
+		if (r == 0 || (f->direct && !bf_is_aligned(f, (uint64_t)r))) {
 			memset(p, 0, count);
 			return 0;
 		}
-		p += r;
-		off += r;
-		count -= r;
 	}
 	return 0;
 }
 
+/* Unaligned, with O_DIRECT: read the blocks around it, copy the middle. */
 static int
-bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
-    uint64_t off, unsigned flags);
-
-static int
-bf_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
-    unsigned flags)
+bf_pread_bounce(struct backend_file *f, void *buf, uint32_t count,
+    uint64_t off)
 {
-	struct iovec v = { .iov_base = (void *)buf, .iov_len = count };
+	uint64_t mask = f->align - 1;
+	uint64_t lo = off & ~mask, hi = (off + count + mask) & ~mask;
+	size_t max = BF_BOUNCE_MAX_BYTES > f->align ? BF_BOUNCE_MAX_BYTES :
+	    f->align;
+	size_t bufsz = hi - lo < max ? (size_t)(hi - lo) : max;
+	uint8_t *bb, *out = buf;
+	int r = 0;
 
-	return bf_pwritev(b, &v, 1, off, flags);
+	if (count == 0)
+		return 0;
+	if ((bb = bf_bounce_alloc(f, bufsz)) == NULL)
+		return -ENOMEM;
+	for (uint64_t w = lo; w < hi && r == 0;) {
+		size_t n = hi - w < bufsz ? (size_t)(hi - w) : bufsz;
+		uint64_t from = w > off ? w : off;
+		uint64_t to = w + n < off + count ? w + n : off + count;
+		if ((r = bf_pread_fd(f, bb, n, w)) == 0)
+			memcpy(out + (from - off), bb + (from - w), to - from);
+		w += n;
+	}
+	free(bb);
+	return r;
+}
+
+static int
+bf_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
+{
+	struct backend_file *f = BF(b);
+
+	if (f->direct && !(bf_is_aligned(f, (uintptr_t)buf) &&
+	    bf_is_aligned(f, count) && bf_is_aligned(f, off)))
+		return bf_pread_bounce(f, buf, count, off);
+	return bf_pread_fd(f, buf, count, off);
 }
 
 /*
  * FUA is RWF_DSYNC: the kernel writes the range and makes it durable
  * (REQ_FUA to the device, or a cache flush after) without syncing the rest
- * of the file.  Each pwritev2 call is durable on its own, so a write split
- * by short writes is durable once every piece is.
+ * of the file; with O_DIRECT too.  Each pwritev2 call is durable on its
+ * own, so a write split by short writes is durable once every piece is.
+ * A short direct write ends on a block boundary, so resuming stays aligned.
  */
 static int
-bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
-    uint64_t off, unsigned flags)
+bf_pwritev_fd(struct backend_file *f, const struct iovec *iov, int iovcnt,
+    uint64_t off, int rwf)
 {
-	int rwf = (flags & BACKEND_WRITE_FUA) ? RWF_DSYNC : 0;
-	struct backend_file *f = BF(b);
 	struct iovec local[64];
 
 	/* Writes 64 pieces at a time, resuming after short writes. */
@@ -120,6 +209,143 @@ bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
 	return 0;
 }
 
+/* Copy N bytes, starting SKIP bytes into the gather list, to DST. */
+static void
+bf_iov_copy(const struct iovec *iov, int iovcnt, uint64_t skip, uint8_t *dst,
+    size_t n)
+{
+	for (int i = 0; i < iovcnt && n > 0; i++) {
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		size_t k = iov[i].iov_len - (size_t)skip;
+		if (k > n)
+			k = n;
+		memcpy(dst, (const uint8_t *)iov[i].iov_base + skip, k);
+		dst += k;
+		n -= k;
+		skip = 0;
+	}
+}
+
+/*
+ * Unaligned, with O_DIRECT: gather into aligned blocks and write those.
+ * A first or last block the write covers only in part is read first and
+ * merged (read-modify-write), under rmw_lock held exclusively so that no
+ * other write to that block lands between the read and the write.
+ *
+ * Writeback writes whole cache pages at page-aligned offsets, so with a
+ * page size of at least the block size a read-modify-write happens only
+ * at the export's tail, when its size is not a multiple of the block
+ * size, and for WRITE_ZEROES written as zeroes at unaligned offsets.  A
+ * smaller page size makes every page write one, serialised by the lock.
+ *
+ * At the tail of a regular file the last block reaches past the end of
+ * the file: the write extends the file to that block's end, and the file
+ * is cut back to its old size (or the end of this write, if that is
+ * further) afterwards, as a plain write would have left it.  A crash in
+ * between leaves the file up to one block longer, the extra bytes zeroes.
+ */
+static int
+bf_pwritev_bounce(struct backend_file *f, const struct iovec *iov, int iovcnt,
+    uint64_t off, int rwf)
+{
+	uint64_t mask = f->align - 1, len = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (len == 0)
+		return 0;
+
+	uint64_t end = off + len;
+	uint64_t lo = off & ~mask, hi = (end + mask) & ~mask;
+	bool rmw = !bf_is_aligned(f, off) || !bf_is_aligned(f, end);
+	size_t max = BF_BOUNCE_MAX_BYTES > f->align ? BF_BOUNCE_MAX_BYTES :
+	    f->align;
+	size_t bufsz = hi - lo < max ? (size_t)(hi - lo) : max;
+	uint8_t *bb = bf_bounce_alloc(f, bufsz);
+	struct stat st = { 0 };
+	int r = 0;
+
+	if (!bb)
+		return -ENOMEM;
+	if (rmw)
+		pthread_rwlock_wrlock(&f->rmw_lock);
+	else
+		pthread_rwlock_rdlock(&f->rmw_lock);
+	if (rmw && !f->is_block && fstat(f->fd, &st) < 0)
+		r = -errno;
+	for (uint64_t w = lo; w < hi && r == 0;) {
+		size_t n = hi - w < bufsz ? (size_t)(hi - w) : bufsz;
+		uint64_t from = w > off ? w : off;
+		uint64_t to = w + n < end ? w + n : end;
+		/* Only the first piece can start, the last end, mid-block. */
+		bool head = from > w, tail = to < w + n;
+		if (head)
+			r = bf_pread_fd(f, bb, f->align, w);
+		if (r == 0 && tail && !(head && n == f->align))
+			r = bf_pread_fd(f, bb + n - f->align, f->align,
+			    w + n - f->align);
+		if (r != 0)
+			break;
+		bf_iov_copy(iov, iovcnt, from - off, bb + (from - w),
+		    (size_t)(to - from));
+		struct iovec v = { .iov_base = bb, .iov_len = n };
+		r = bf_pwritev_fd(f, &v, 1, w, rwf);
+		w += n;
+	}
+	if (r == 0 && rmw && !f->is_block && hi > (uint64_t)st.st_size &&
+	    end < hi) {
+		off_t keep = (off_t)end > st.st_size ? (off_t)end : st.st_size;
+		if (ftruncate(f->fd, keep) < 0)
+			r = -errno;
+	}
+	pthread_rwlock_unlock(&f->rmw_lock);
+	free(bb);
+	return r;
+}
+
+static bool
+bf_iov_is_aligned(const struct backend_file *f, const struct iovec *iov,
+    int iovcnt, uint64_t off)
+{
+	if (!bf_is_aligned(f, off))
+		return false;
+	for (int i = 0; i < iovcnt; i++)
+		if (!bf_is_aligned(f, (uintptr_t)iov[i].iov_base) ||
+		    !bf_is_aligned(f, iov[i].iov_len))
+			return false;
+	return true;
+}
+
+static int
+bf_pwritev(struct backend *b, const struct iovec *iov, int iovcnt,
+    uint64_t off, unsigned flags)
+{
+	int rwf = (flags & BACKEND_WRITE_FUA) ? RWF_DSYNC : 0;
+	struct backend_file *f = BF(b);
+	int r;
+
+	if (!f->direct)
+		return bf_pwritev_fd(f, iov, iovcnt, off, rwf);
+	if (!bf_iov_is_aligned(f, iov, iovcnt, off))
+		return bf_pwritev_bounce(f, iov, iovcnt, off, rwf);
+	bf_lock_shared(f);
+	r = bf_pwritev_fd(f, iov, iovcnt, off, rwf);
+	bf_unlock(f);
+	return r;
+}
+
+static int
+bf_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
+    unsigned flags)
+{
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = count };
+
+	return bf_pwritev(b, &v, 1, off, flags);
+}
+
 static int
 bf_flush(struct backend *b)
 {
@@ -131,10 +357,17 @@ bf_flush(struct backend *b)
 static int
 bf_write_zero_buffer(struct backend *b, uint32_t count, uint64_t off)
 {
-	static const char zeroes[64 << 10];
+	/* Aligned for O_DIRECT, so whole blocks of it need no bounce. */
+	static alignas(4096) const char zeroes[64 << 10];
+	struct backend_file *f = BF(b);
 
 	while (count > 0) {
 		uint32_t n = count < sizeof zeroes ? count : sizeof zeroes;
+		/* An unaligned start: up to the next block alone, so that
+		 * only it is read-modify-written, not every piece. */
+		if (f->direct && !bf_is_aligned(f, off) &&
+		    n > f->align - (off & (f->align - 1)))
+			n = f->align - (uint32_t)(off & (f->align - 1));
 		int r = bf_pwrite(b, zeroes, n, off, 0);
 		if (r < 0)
 			return r;
@@ -148,39 +381,40 @@ static int
 bf_trim(struct backend *b, uint32_t count, uint64_t off)
 {
 	struct backend_file *f = BF(b);
+	int r = 0;
 
+	/* Like a write: not between a read-modify-write's read and write. */
+	bf_lock_shared(f);
 	if (f->is_block) {
 		uint64_t range[2] = { off, count };
-		if (ioctl(f->fd, BLKDISCARD, range) < 0)
-			return errno == EOPNOTSUPP ? 0 : -errno;
-		return 0;
-	}
-	if (!__atomic_load_n(&f->try_punch, __ATOMIC_RELAXED))
-		return 0;       /* TRIM is advisory */
-	if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		if (ioctl(f->fd, BLKDISCARD, range) < 0 && errno != EOPNOTSUPP)
+			r = -errno;
+	} else if (!__atomic_load_n(&f->try_punch, __ATOMIC_RELAXED)) {
+		;       /* TRIM is advisory */
+	} else if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 	    (off_t)off, count) < 0) {
-		if (errno == EOPNOTSUPP) {
+		if (errno == EOPNOTSUPP)
 			__atomic_store_n(&f->try_punch, false, __ATOMIC_RELAXED);
-			return 0;
-		}
-		return -errno;
+		else
+			r = -errno;
 	}
-	return 0;
+	bf_unlock(f);
+	return r;
 }
 
+/* Zero in place, without writing zeroes: 0, -EOPNOTSUPP when zeroes must
+ * be written instead, or another negative errno. */
 static int
-bf_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
-    bool fast)
+bf_zero_in_place(struct backend_file *f, uint32_t count, uint64_t off,
+    bool may_trim)
 {
-	struct backend_file *f = BF(b);
-
 	if (f->is_block) {
 		uint64_t range[2] = { off, count };
 		if (ioctl(f->fd, BLKZEROOUT, range) == 0)
 			return 0;
 		if (errno != EOPNOTSUPP && errno != EINVAL)
 			return -errno;
-		return fast ? -ENOTSUP : bf_write_zero_buffer(b, count, off);
+		return -EOPNOTSUPP;
 	}
 	if (may_trim && __atomic_load_n(&f->try_punch, __ATOMIC_RELAXED)) {
 		if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -198,6 +432,22 @@ bf_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
 			return -errno;
 		__atomic_store_n(&f->try_zero_range, false, __ATOMIC_RELAXED);
 	}
+	return -EOPNOTSUPP;
+}
+
+static int
+bf_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
+    bool fast)
+{
+	struct backend_file *f = BF(b);
+	int r;
+
+	/* Like a write: not between a read-modify-write's read and write. */
+	bf_lock_shared(f);
+	r = bf_zero_in_place(f, count, off, may_trim);
+	bf_unlock(f);
+	if (r != -EOPNOTSUPP)
+		return r;
 	return fast ? -ENOTSUP : bf_write_zero_buffer(b, count, off);
 }
 
@@ -214,6 +464,7 @@ bf_close(struct backend *b)
 
 	if (f->fd >= 0 && close(f->fd) < 0)
 		log_warn("%s: close", f->path);
+	pthread_rwlock_destroy(&f->rmw_lock);
 	free(f->path);
 	free(b->description);
 	free(f);
@@ -249,25 +500,120 @@ bf_set_size(struct backend_file *f, const struct stat *st, uint64_t want)
 	return 0;
 }
 
+/*
+ * The alignment O_DIRECT needs on F, into *ALIGN, and where it came from
+ * into *HOW; -1 after logging if the file cannot do direct I/O.
+ *
+ * A block device: its logical block size (BLKSSZGET).  A regular file:
+ * what the kernel says in statx(STATX_DIOALIGN), the larger of its offset
+ * and memory alignments.  A filesystem that does not say (tmpfs, overlay,
+ * older kernels): its block size, st_blksize, if that is a power of two
+ * from 512 to 4096, else 4096.  That is a multiple of the logical block
+ * size of any common device, so it is never too small; and with cache
+ * pages of 4 KiB (the default) writeback stays aligned to it.  Probing
+ * with reads is no help: a read of a hole is not checked for alignment.
+ */
+static int
+bf_direct_align(struct backend_file *f, const struct stat *st,
+    uint32_t *align, const char **how)
+{
+	struct statx sx;
+	int lbs;
+
+	if (f->is_block) {
+		if (ioctl(f->fd, BLKSSZGET, &lbs) < 0) {
+			log_warn("%s: BLKSSZGET", f->path);
+			return -1;
+		}
+		*align = (uint32_t)lbs;
+		*how = "the device's logical block size";
+	} else if (statx(f->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+	    (sx.stx_mask & STATX_DIOALIGN)) {
+		if (sx.stx_dio_offset_align == 0) {
+			/* The kernel would quietly do buffered I/O instead. */
+			log_warnx("%s: the filesystem does not support O_DIRECT "
+			    "on this file (direct = true)", f->path);
+			errno = EINVAL;
+			return -1;
+		}
+		*align = sx.stx_dio_offset_align > sx.stx_dio_mem_align ?
+		    sx.stx_dio_offset_align : sx.stx_dio_mem_align;
+		*how = "statx DIOALIGN";
+	} else if (st->st_blksize >= 512 && st->st_blksize <= 4096 &&
+	    (st->st_blksize & (st->st_blksize - 1)) == 0) {
+		*align = (uint32_t)st->st_blksize;
+		*how = "the filesystem's block size";
+	} else {
+		*align = 4096;
+		*how = "the default";
+	}
+	if (*align == 0 || (*align & (*align - 1)) != 0) {
+		log_warnx("%s: O_DIRECT alignment %u (%s) is not a power of "
+		    "two", f->path, *align, *how);
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Turn O_DIRECT on.  Set after the open rather than in it, so that one
+ * path serves an existing file and one just created, and a filesystem
+ * that refuses O_DIRECT (EINVAL, as ramfs) is told from a file that
+ * cannot be opened at all.  Never falls back to buffered I/O.
+ */
+static int
+bf_set_direct(struct backend_file *f, const struct stat *st)
+{
+	const char *how;
+	int fl;
+
+	if ((fl = fcntl(f->fd, F_GETFL)) < 0 ||
+	    fcntl(f->fd, F_SETFL, fl | O_DIRECT) < 0) {
+		if (errno != EINVAL) {
+			log_warn("%s: cannot set O_DIRECT", f->path);
+			return -1;
+		}
+		log_warnx("%s: the filesystem does not support O_DIRECT "
+		    "(direct = true)", f->path);
+		errno = EINVAL;
+		return -1;
+	}
+	if (bf_direct_align(f, st, &f->align, &how) < 0)
+		return -1;
+	f->direct = true;
+	log_info("%s: opened with O_DIRECT, transfers aligned to %u bytes "
+	    "(%s)", f->path, f->align, how);
+	return 0;
+}
+
 struct backend *
 backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
     bool direct)
 {
 	struct backend_file *f = calloc(1, sizeof *f);
+	pthread_rwlockattr_t attr;
+	bool created = false;
 	struct stat st;
 
 	if (!f)
 		return NULL;
 	f->fd = -1;
-	(void)direct;           /* O_DIRECT: not wired yet */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr,
+	    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&f->rmw_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	f->path = strdup(path);
 	if (!f->path)
 		goto fail;
 
 	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
 	f->fd = open(path, flags);
-	if (f->fd < 0 && errno == ENOENT && !readonly && size_bytes > 0)
+	if (f->fd < 0 && errno == ENOENT && !readonly && size_bytes > 0) {
 		f->fd = open(path, flags | O_CREAT | O_EXCL, 0600);
+		created = f->fd >= 0;
+	}
 	if (f->fd < 0) {
 		log_warn("%s: cannot open backing file", path);
 		goto fail;
@@ -310,6 +656,8 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 		errno = EINVAL;
 		goto fail;
 	}
+	if (direct && bf_set_direct(f, &st) < 0)
+		goto fail;
 
 	f->b.ops = &backend_file_ops;
 	f->b.caps |= BACKEND_CAN_TRIM | BACKEND_CAN_ZERO | BACKEND_CAN_FAST_ZERO;
@@ -318,8 +666,9 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 	f->try_punch = f->try_zero_range = true;
 	snprintf(f->b.dev_name, sizeof f->b.dev_name, "%u:%u",
 	    major(f->b.dev), minor(f->b.dev));
-	if (asprintf(&f->b.description, "%s %s",
-	    f->is_block ? "block device" : "file", path) < 0) {
+	if (asprintf(&f->b.description, "%s %s%s",
+	    f->is_block ? "block device" : "file", path,
+	    f->direct ? " (O_DIRECT)" : "") < 0) {
 		f->b.description = NULL;
 		goto fail;
 	}
@@ -329,6 +678,10 @@ fail:;
 	int saved = errno;
 	if (f->fd >= 0)
 		close(f->fd);
+	/* Leave no empty file behind for a start-up that failed. */
+	if (created && unlink(path) < 0)
+		log_warn("%s: unlink", path);
+	pthread_rwlock_destroy(&f->rmw_lock);
 	free(f->path);
 	free(f);
 	errno = saved;

@@ -25,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "config.h"
 #include "size.h"
 
@@ -1156,7 +1157,7 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 {
 	static const char *const keys[] = {
 		"name", "description", "backing", "size", "readonly",
-		"cache_mode", NULL
+		"direct", "cache_mode", NULL
 	};
 	config_setting_t *s;
 	const char *str;
@@ -1194,8 +1195,17 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 		return -1;
 
 	if (cfg_size(ld, e, "size", &ex->size_bytes, NULL) == -1 ||
-	    cfg_bool(ld, e, "readonly", &ex->readonly) == -1)
+	    cfg_bool(ld, e, "readonly", &ex->readonly) == -1 ||
+	    (r = cfg_bool(ld, e, "direct", &ex->direct)) == -1)
 		return -1;
+	/* O_DIRECT is a flag of a local descriptor; a remote has none. */
+	if (r == 1 && ex->direct && backend_is_uri(ex->backing)) {
+		cfg_error(ld, config_setting_get_member(e, "direct"),
+		    "expected false with an NBD backing (\"%s\"), got "
+		    "true: O_DIRECT is for a local file or block device",
+		    ex->backing);
+		return -1;
+	}
 
 	ex->cache_mode = CACHE_WRITEBACK;
 	if ((s = config_setting_get_member(e, "cache_mode")) != NULL &&

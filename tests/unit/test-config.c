@@ -354,6 +354,26 @@ test_every_cache_mode_and_readonly(void **state)
 }
 
 static void
+test_direct_is_per_export_and_off_by_default(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+
+	load_ok(f, write_conf(f, "direct.conf",
+	    "exports = (\n"
+	    "  { name = \"on\"; backing = \"/dev/sdb\"; direct = true; },\n"
+	    "  { name = \"off\"; backing = \"/a\"; direct = false; },\n"
+	    "  { name = \"unset\"; backing = \"/b\"; },\n"
+	    "  { name = \"remote\"; backing = \"nbd://host/x\"; direct = false; }\n"
+	    ");\n"));
+	assert_int_equal(c->n_exports, 4);
+	assert_true(c->exports[0].direct);
+	assert_false(c->exports[1].direct);
+	assert_false(c->exports[2].direct);
+	assert_false(c->exports[3].direct);
+}
+
+static void
 test_include_is_relative_to_the_file(void **state)
 {
 	struct fixture *f = *state;
@@ -590,6 +610,46 @@ test_error_string_where_bool_expected(void **state)
 	    "    readonly = \"yes\"; }\n"
 	    ");\n",
 	    3, "exports[0].readonly", "expected true or false, got \"yes\"");
+}
+
+static void
+test_error_direct_not_a_bool(void **state)
+{
+	expect_error(*state, "direct-int.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    direct = 1; }\n"
+	    ");\n",
+	    3, "exports[0].direct", "expected true or false, got 1");
+}
+
+static void
+test_error_direct_with_an_nbd_backing(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "direct-nbd.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\"; direct = true; },\n"
+	    "  { name = \"r\"; backing = \"nbd://server/disk\";\n"
+	    "    direct = true; }\n"
+	    ");\n",
+	    4, "exports[1].direct",
+	    "expected false with an NBD backing (\"nbd://server/disk\"), "
+	    "got true");
+	config_free(&f->cfg);
+	expect_error(f, "direct-nbd-unix.conf",
+	    "exports = ( { name = \"r\"; direct = true;\n"
+	    "  backing = \"nbd+unix:///disk?socket=/run/s.sock\"; } );\n",
+	    1, "exports[0].direct", "NBD backing");
+}
+
+static void
+test_error_unknown_key_near_direct(void **state)
+{
+	expect_error(*state, "typo-direct.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\"; dierct = true; } );\n",
+	    1, "exports[0].dierct", "unknown key; did you mean direct?");
 }
 
 static void
@@ -1083,6 +1143,7 @@ main(void)
 		T(test_listeners_of_every_form),
 		T(test_unix_only_listener_drops_the_tcp_default),
 		T(test_every_cache_mode_and_readonly),
+		T(test_direct_is_per_export_and_off_by_default),
 		T(test_include_is_relative_to_the_file),
 		T(test_cache_mode_names_round_trip),
 		T(test_parse_hostport),
@@ -1100,6 +1161,9 @@ main(void)
 		T(test_error_unknown_key_in_listen),
 		T(test_error_bool_where_size_expected),
 		T(test_error_string_where_bool_expected),
+		T(test_error_direct_not_a_bool),
+		T(test_error_direct_with_an_nbd_backing),
+		T(test_error_unknown_key_near_direct),
 		T(test_error_number_where_string_expected),
 		T(test_error_scalar_where_group_expected),
 		T(test_error_float_where_integer_expected),
