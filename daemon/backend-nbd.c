@@ -95,6 +95,7 @@ struct backend_nbd {
 	bool can_flush, can_fua, can_trim, can_zero, can_fast_zero;
 	bool multi_conn;
 	uint32_t max_request_bytes;
+	/* Atomic: a reload changes them (bn_reconfigure). */
 	uint64_t io_timeout_ns;
 	unsigned connect_timeout_ms;
 	unsigned reconnect_max_ms;
@@ -226,7 +227,9 @@ static struct nbd_handle *
 bn_connect(struct backend_nbd *bn, char *err, size_t errlen)
 {
 	struct nbd_handle *h = nbd_create();
-	uint64_t deadline = bn_now() + bn->connect_timeout_ms * NS_PER_MS;
+	unsigned timeout_ms = __atomic_load_n(&bn->connect_timeout_ms,
+	    __ATOMIC_RELAXED);
+	uint64_t deadline = bn_now() + timeout_ms * NS_PER_MS;
 
 	if (!h) {
 		snprintf(err, errlen, "%s", bn_errmsg());
@@ -240,7 +243,7 @@ bn_connect(struct backend_nbd *bn, char *err, size_t errlen)
 		uint64_t now = bn_now();
 		if (now >= deadline) {
 			snprintf(err, errlen, "no answer within %u ms",
-			    bn->connect_timeout_ms);
+			    timeout_ms);
 			nbd_close(h);
 			return NULL;
 		}
@@ -335,15 +338,17 @@ bn_connect_failed_locked(struct backend_nbd *bn, const char *why)
 {
 	bn->retries++;
 	bn->backoff_ms = bn->backoff_ms ? bn->backoff_ms * 2 : BN_BACKOFF_MIN_MS;
-	if (bn->backoff_ms > bn->reconnect_max_ms)
-		bn->backoff_ms = bn->reconnect_max_ms;
+	unsigned max_ms = __atomic_load_n(&bn->reconnect_max_ms,
+	    __ATOMIC_RELAXED);
+	if (bn->backoff_ms > max_ms)
+		bn->backoff_ms = max_ms;
 	bn->next_try_ns = bn_now() + bn->backoff_ms * NS_PER_MS;
 	bool changed = strcmp(bn->last_error, why) != 0;
 	snprintf(bn->last_error, sizeof bn->last_error, "%s", why);
 	if (bn->retries == 1 || changed)
 		log_warnx("remote %s (device %s): cannot reconnect: %s; "
 		    "retrying, at most every %u ms", bn->uri, bn->b.dev_name,
-		    why, bn->reconnect_max_ms);
+		    why, max_ms);
 	else
 		log_debug("remote %s: reconnection %u failed: %s", bn->uri,
 		    bn->retries, why);
@@ -595,7 +600,8 @@ bn_conn_timeout_locked(struct backend_nbd *bn, struct bn_conn *c)
 	if (fd >= 0)
 		shutdown(fd, SHUT_RDWR);
 	snprintf(why, sizeof why, "no reply within io_timeout_ms (%llu ms)",
-	    (unsigned long long)(bn->io_timeout_ns / NS_PER_MS));
+	    (unsigned long long)(__atomic_load_n(&bn->io_timeout_ns,
+	    __ATOMIC_RELAXED) / NS_PER_MS));
 	bn_lost_locked(bn, c, why);
 }
 
@@ -638,7 +644,8 @@ static int
 bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
     uint64_t off, uint32_t flags)
 {
-	uint64_t deadline = bn_now() + bn->io_timeout_ns;
+	uint64_t deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
+	    __ATOMIC_RELAXED);
 	bool is_read = op == BN_PREAD;
 
 	for (;;) {
@@ -837,6 +844,19 @@ bn_close(struct backend *b)
 	free(bn);
 }
 
+static void
+bn_reconfigure(struct backend *b, const struct remote_conf *rc)
+{
+	struct backend_nbd *bn = BN(b);
+
+	__atomic_store_n(&bn->connect_timeout_ms, rc->connect_timeout_ms,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->reconnect_max_ms, rc->reconnect_max_ms,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS,
+	    __ATOMIC_RELAXED);
+}
+
 static const struct backend_ops backend_nbd_ops = {
 	.name = "nbd",
 	.pread = bn_pread,
@@ -847,6 +867,7 @@ static const struct backend_ops backend_nbd_ops = {
 	.size = bn_size,
 	.close = bn_close,
 	.get_state = bn_get_state,
+	.reconfigure = bn_reconfigure,
 };
 
 /* What the remote offers, read from the first connection. */

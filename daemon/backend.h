@@ -39,6 +39,8 @@ struct backend_ops {
 	void (*close)(struct backend *b);
 	/* Optional (NULL for local devices): the connection state. */
 	void (*get_state)(struct backend *b, struct backend_state *st);
+	/* Optional: new remote settings (reload); any thread. */
+	void (*reconfigure)(struct backend *b, const struct remote_conf *rc);
 };
 
 /*

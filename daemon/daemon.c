@@ -296,6 +296,16 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 	    !str_equal(d->cfg.control.admin_group, nc.control.admin_group))
 		reload_note(msg, msglen, "control settings changed: needs a "
 		    "restart");
+	/* Remote settings: for new connections and requests from now on. */
+	if (memcmp(&d->cfg.remote, &nc.remote, sizeof nc.remote) != 0) {
+		d->cfg.remote = nc.remote;
+		for (size_t j = 0; j < daemon_n_exports(d); j++) {
+			struct backend *b = d->exports[j]->backend;
+			if (b->ops->reconfigure)
+				b->ops->reconfigure(b, &d->cfg.remote);
+		}
+		reload_note(msg, msglen, "remote settings applied");
+	}
 	pending_prune(d, nc.exports, nc.n_exports);
 	for (size_t i = 0; i < nc.n_exports; i++) {
 		const struct export_conf *ec = &nc.exports[i];
@@ -338,10 +348,11 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		if (strcmp(e->backing, ec->backing) != 0 ||
 		    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
 		    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
+		    ec->direct != e->direct ||
 		    !str_equal(e->description, ec->description))
 			reload_note(msg, msglen, "export \"%s\": backing, size, "
-			    "readonly or description changed: needs a restart",
-			    e->name);
+			    "readonly, direct or description changed: needs a "
+			    "restart", e->name);
 		if (e->cache_mode != ec->cache_mode) {
 			__atomic_store_n(&e->cache_mode, ec->cache_mode,
 			    __ATOMIC_RELAXED);

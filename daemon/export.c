@@ -44,6 +44,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 		return NULL;
 	e->name = strdup(ec->name);
 	e->backing = strdup(ec->backing);
+	e->direct = ec->direct;
 	e->description = ec->description ? strdup(ec->description) : NULL;
 	e->size_bytes = b->ops->size(b);
 	e->cf = cache_file_new(wb->cache, e->size_bytes);
@@ -307,6 +308,8 @@ export_run(struct job *job)
 			r = b->ops->zero(b, n->count, n->offset,
 			    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
 			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
+		/* Even a failure may have changed something: flush it. */
+		__atomic_add_fetch(&e->unflushed, 1, __ATOMIC_RELEASE);
 		if (r == 0)
 			cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (r == 0 && (fua || req->writethrough))

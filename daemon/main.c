@@ -223,10 +223,45 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		wb_kick_periodic(d->devs[i]);
 }
 
+/* Shutdown writeback of one export, on its device's pool. */
+struct drain_job {
+	struct job job;
+	struct export *e;
+	int r;
+	pthread_mutex_t *lock;
+	pthread_cond_t *cond;
+	unsigned *left;                 /* jobs not finished, under lock */
+};
+
+/* A device that keeps failing is tried again with back-off for a while. */
+static void
+drain_job_run(struct job *job)
+{
+	struct drain_job *dj = (struct drain_job *)job;
+
+	dj->r = -1;
+	for (unsigned attempt = 0; attempt < 5 && dj->r < 0; attempt++) {
+		if (attempt)
+			sleep(1u << (attempt - 1));
+		dj->r = wb_flush_export(dj->e, UINT64_MAX, WB_REASON_SHUTDOWN);
+	}
+}
+
+static void
+drain_job_done(struct job *job)
+{
+	struct drain_job *dj = (struct drain_job *)job;
+
+	pthread_mutex_lock(dj->lock);
+	if (--*dj->left == 0)
+		pthread_cond_signal(dj->cond);
+	pthread_mutex_unlock(dj->lock);
+}
+
 /*
- * Write back everything (shutdown).  A device that keeps failing is tried
- * again with back-off for a while; returns the number of exports left
- * dirty.
+ * Write back everything (shutdown): every export on its own device's
+ * workers, all devices at once, so a device that fails or is slow holds up
+ * no other.  Returns the number of exports left dirty or unflushed.
  */
 static int
 daemon_drain_all(struct daemon *d)
@@ -234,23 +269,39 @@ daemon_drain_all(struct daemon *d)
 	int left = 0;
 	struct cache_stats st;
 	char b[32];
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	unsigned running = 0;
+	struct drain_job *jobs = calloc(d->n_exports ? d->n_exports : 1,
+	    sizeof *jobs);
 
+	if (!jobs)
+		fatalx("shutdown: out of memory");
 	cache_get_stats(d->cache, &st);
 	if (st.dirty_pages + st.writeback_pages)
 		log_info("shutdown: writing back %s of dirty data",
 		    size_human((st.dirty_pages + st.writeback_pages) *
 		    d->wb.page_size, b, sizeof b));
+	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < d->n_exports; i++) {
 		struct export *e = d->exports[i];
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
-		int r = -1;
-		for (unsigned attempt = 0; attempt < 5 && r < 0; attempt++) {
-			if (attempt)
-				sleep(1u << (attempt - 1));
-			r = wb_flush_export(e, UINT64_MAX, WB_REASON_SHUTDOWN);
-		}
-		if (r < 0) {
+		jobs[i] = (struct drain_job){
+			.job = { .run = drain_job_run, .done = drain_job_done },
+			.e = e, .lock = &lock, .cond = &cond, .left = &running,
+		};
+		running++;
+		pool_submit(e->dev->pool, &jobs[i].job);
+	}
+	while (running > 0)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	for (size_t i = 0; i < d->n_exports; i++) {
+		struct export *e = d->exports[i];
+		if (e->tflags & NBD_FLAG_READ_ONLY)
+			continue;
+		if (jobs[i].r < 0) {
 			uint64_t cached, dirty;
 			cache_file_stats(e->cf, &cached, &dirty);
 			if (dirty)
@@ -270,6 +321,7 @@ daemon_drain_all(struct daemon *d)
 			left++;
 		}
 	}
+	free(jobs);
 	return left;
 }
 

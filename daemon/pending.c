@@ -249,8 +249,11 @@ pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
 		    ec->direct == pe->ec.direct &&
 		    str_same(ec->description, pe->ec.description);
 		if (keep || pe->cancelled) {
-			if (keep)
+			if (keep) {
 				pe->ec.cache_mode = ec->cache_mode;
+				if (!pe->running)
+					pe->rc = d->cfg.remote;
+			}
 			i++;
 			continue;
 		}

@@ -246,6 +246,31 @@ wb_write_out(struct backend *b, struct cache_run *run, uint32_t len,
 	return r;
 }
 
+/*
+ * Flush E's backend if anything reached it since its last successful
+ * flush (see export.unflushed).  Called once the writes to cover have
+ * completed: a write completing later is counted, and flushed, later.
+ */
+static int
+wb_flush_backend(struct export *e)
+{
+	uint64_t n = __atomic_load_n(&e->unflushed, __ATOMIC_ACQUIRE);
+	int r;
+
+	if (n == 0 || (e->tflags & NBD_FLAG_READ_ONLY))
+		return 0;
+	r = e->backend->ops->flush(e->backend);
+	if (r < 0) {
+		errno = -r;
+		log_warn("flush of export \"%s\" (device %s) failed", e->name,
+		    e->dev->name);
+		wb_note_error(e, -r);
+		return r;
+	}
+	__atomic_sub_fetch(&e->unflushed, n, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* Write one run; 0 or a negative errno.  The run is ended either way. */
 static int
 wb_write_run(struct export *e, struct cache_run *run, unsigned flags)
@@ -268,6 +293,8 @@ wb_write_run(struct export *e, struct cache_run *run, unsigned flags)
 	} else {
 		__atomic_add_fetch(&e->dev->written_bytes, len,
 		    __ATOMIC_RELAXED);
+		if (!(flags & BACKEND_WRITE_FUA))
+			__atomic_add_fetch(&e->unflushed, 1, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&e->dev->backoff_ms, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&e->dev->backoff_ms, 0,
 			    __ATOMIC_RELAXED);
@@ -326,15 +353,8 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 			wb_wait_progress(e, 10);
 		}
 	}
-	if (r == 0 && !(e->tflags & NBD_FLAG_READ_ONLY)) {
-		r = e->backend->ops->flush(e->backend);
-		if (r < 0) {
-			errno = -r;
-			log_warn("flush of export \"%s\" (device %s) failed",
-			    e->name, e->dev->name);
-			wb_note_error(e, -r);
-		}
-	}
+	if (r == 0)
+		r = wb_flush_backend(e);
 	return r;
 }
 
@@ -377,16 +397,7 @@ wb_write_range_fua(struct export *e, uint64_t off, uint64_t len, uint64_t seq)
 			return wb_flush_export(e, seq, WB_REASON_FUA);
 		wb_wait_progress(e, 10);
 	}
-	if (!need_flush)
-		return 0;
-	int r = e->backend->ops->flush(e->backend);
-	if (r < 0) {
-		errno = -r;
-		log_warn("flush of export \"%s\" (device %s) failed", e->name,
-		    e->dev->name);
-		wb_note_error(e, -r);
-	}
-	return r;
+	return need_flush ? wb_flush_backend(e) : 0;
 }
 
 /* A device's own background threshold: its share of the global one. */

@@ -58,6 +58,28 @@ if not writes or any("fua=1" not in l for l in writes):
 if kit.pread(65536, 8 << 20) == plain:
     sys.exit("FAIL: FUA writes wrote back an unrelated dirty range")
 h.flush()
+if kit.pread(65536, 8 << 20) != plain:
+    sys.exit("FAIL: after FLUSH nbdkit does not hold the plain write")
+
+# Nothing written since: a FLUSH has nothing to make durable, and sends no
+# NBD_CMD_FLUSH; a write makes the next one send it again.
+log_mark = os.path.getsize(log_path)
+h.flush()
+h.flush()
+with open(log_path) as f:
+    f.seek(log_mark)
+    flushes = [l for l in f.read().splitlines() if " Flush " in l]
+if flushes:
+    sys.exit("FAIL: FLUSH with nothing written since the last one reached "
+             "nbdkit:\n" + "\n".join(flushes))
+h.pwrite(b"x" * 4096, 0)
+h.flush()
+with open(log_path) as f:
+    f.seek(log_mark)
+    flushes = [l for l in f.read().splitlines() if " Flush " in l]
+if len(flushes) != 1:
+    sys.exit("FAIL: after a write, FLUSH should reach nbdkit once:\n" +
+             "\n".join(flushes))
 h.shutdown()
 kit.shutdown()
 
