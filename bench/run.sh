@@ -351,7 +351,7 @@ round_values() {
 # turn, ROUNDS times, the order of the servers rotating each round, so that
 # the figures compared were taken close together in time.
 bench_compare() {
-	local s c r i n v
+	local s c r i n
 	for s in "${SERVERS[@]}"; do
 		server_up "$s"
 	done
@@ -367,6 +367,13 @@ bench_compare() {
 	for s in "${UP[@]}"; do
 		server_down "$s"
 	done
+	compute_medians
+}
+
+# compute_medians: IOPS, MIBS and CPU_US of every server and case, the
+# median of the rounds in R_IOPS, R_MIBS and R_CPU.
+compute_medians() {
+	local s c v
 	for s in "${SERVERS[@]}"; do
 		for c in "${CASES[@]}"; do
 			mapfile -t v < <(round_values R_IOPS "$s" "$c")
@@ -788,6 +795,9 @@ write_doc() {
 }
 
 # --- main ----------------------------------------------------------------------
+
+# bench/remote-fio.sh sources this file for the definitions above: stop here.
+if [[ ${BASH_SOURCE[0]} != "$0" ]]; then return 0; fi
 
 install_deps
 build_wbd
