@@ -830,9 +830,24 @@ compute_targets
 mkdir -p "$RESULTS"
 cp "$T"/json/*.json "$T"/*.log "$T"/*.conf "$RESULTS"/ 2>/dev/null || true
 write_doc "$RESULTS/benchmarks.md"
+# The generated part of the doc lies between the BEGIN and END markers;
+# what other benchmarks (remote-drain.sh, remote-fio.sh) and people wrote
+# around them is kept.
 if [[ $DOC != - ]]; then
-	cp "$RESULTS/benchmarks.md" "$DOC"
-	say "wrote $DOC"
+	/usr/bin/python3 - "$RESULTS/benchmarks.md" "$DOC" <<'PY'
+import os, sys
+new = open(sys.argv[1]).read().rstrip("\n") + "\n"
+begin = "<!-- BEGIN bench/run.sh: generated, replaced by its next run -->\n"
+end = "<!-- END bench/run.sh -->\n"
+old = open(sys.argv[2]).read() if os.path.exists(sys.argv[2]) else ""
+if begin in old and end in old:
+    head, rest = old.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+else:
+    head, tail = "", ("\n" + old if old else "")
+open(sys.argv[2], "w").write(head + begin + new + end + tail)
+PY
+	say "wrote the generated part of $DOC"
 fi
 
 echo
