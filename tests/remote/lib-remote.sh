@@ -70,6 +70,56 @@ h.shutdown()
 PY
 }
 
+# --- wbctl and nbdkit's pause filter ------------------------------------
+
+# $WBCTL (meson sets it; by hand it defaults to the build's client/wbctl
+# next to $WBD's daemon/).  need_wbctl skips the test without it;
+# remote_wbctl ARGS runs it on the control socket write_config names.
+: "${WBCTL:=}"
+if [[ -z $WBCTL && -x ${WBD%/daemon/wbd}/client/wbctl ]]; then
+	WBCTL=${WBD%/daemon/wbd}/client/wbctl
+fi
+[[ -n $WBCTL && $WBCTL == */* ]] &&
+	WBCTL=$(cd "$(dirname "$WBCTL")" && pwd)/$(basename "$WBCTL")
+need_wbctl() {
+	[[ -n $WBCTL && -x $WBCTL ]] || skip "wbctl not found (set WBCTL)"
+}
+remote_wbctl() {
+	"$WBCTL" -s "$T/control.sock" "$@"
+}
+
+# export_device NAME: the writeback device (MAJ:MIN) wbd's log gives the
+# export NAME at start-up.
+export_device() {
+	sed -n "s/.*export \"$1\": .*, device \([0-9]*:[0-9]*\)\$/\1/p" "$LOG" | tail -1
+}
+
+# need_pause_filter: skip unless nbdkit has its pause filter.
+need_pause_filter() {
+	nbdkit --filter=pause null --dump-plugin >/dev/null 2>&1 ||
+		skip "nbdkit's pause filter (nbdkit-pause-filter) is not installed"
+}
+
+# pause_ctl SOCKET p|r [SECONDS]: send a command to a pause filter's
+# control socket and wait (default 30 s) for its upper-case echo, which
+# for "p" comes once the requests already received are done.
+pause_ctl() {
+	python3 - "$1" "$2" "${3:-30}" <<'PY'
+import socket, sys
+path, cmd, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(secs)
+try:
+    s.connect(path)
+    s.sendall(cmd.encode())
+    r = s.recv(1)
+except OSError as e:
+    sys.exit("pause control %s %r: %s" % (path, cmd, e))
+if r != cmd.upper().encode():
+    sys.exit("pause control %s %r: answered %r" % (path, cmd, r))
+PY
+}
+
 _remote_cleanup() {
 	local rc=$? pid
 	trap - ERR
