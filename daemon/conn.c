@@ -285,6 +285,11 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 			c->rend -= c->rstart;
 			c->rstart = 0;
 		}
+		/* Full (a resume after a pause with the buffer full): parse
+		 * what is there first.  read() of 0 bytes would return 0 and
+		 * look like the client's end of file. */
+		if (c->rend == CONN_RBUF_BYTES)
+			goto process;
 		n = read(c->fd, c->rbuf + c->rend, CONN_RBUF_BYTES - c->rend);
 		if (n > 0)
 			c->rend += (size_t)n;
