@@ -690,6 +690,29 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 	}
 }
 
+/* A write in flight (pwrite_start .. pwrite_end). */
+struct backend_io {
+	struct bn_cmd cmd;              /* libnbd's completion writes here */
+	struct bn_conn *c;              /* NULL: done already, see result */
+	uint64_t deadline;
+	int result;
+};
+
+/* The lost-connection rule of bn_run, for a command that has ended. */
+static int
+bn_cmd_result(struct backend_nbd *bn, struct bn_conn *c, int error)
+{
+	if (error == 0)
+		return 0;
+	if (bn_handle_dead(c->h) || bn_errno_is_connection(error)) {
+		pthread_mutex_lock(&bn->lock);
+		bn_lost_locked(bn, c, strerror(error));
+		pthread_mutex_unlock(&bn->lock);
+		return -ENOTCONN;       /* writeback retries it */
+	}
+	return -error;
+}
+
 /* --- the operations --------------------------------------------------- */
 
 static int
@@ -740,6 +763,84 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 	if ((wflags & BACKEND_WRITE_FUA) && !bn->can_fua)
 		return bn_flush(b);
 	return 0;
+}
+
+static struct backend_io *
+bn_io_done(int result)
+{
+	struct backend_io *io = calloc(1, sizeof *io);
+
+	if (io)
+		io->result = result;
+	return io;
+}
+
+/*
+ * Submit the write and return: several callers' writes, or one caller's
+ * several, share a connection (and a multi-conn remote gets more
+ * connections as they are busy).  What cannot go as one command (larger
+ * than the remote's limit, or FUA to a remote without it) is done whole
+ * here, and pwrite_end only returns its result.
+ */
+static int
+bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
+    uint64_t off, unsigned wflags, struct backend_io **iop)
+{
+	struct backend_nbd *bn = BN(b);
+	bool fua = (wflags & BACKEND_WRITE_FUA) || !bn->can_flush;
+	uint32_t flags = fua && bn->can_fua ? LIBNBD_CMD_FLAG_FUA : 0;
+	struct backend_io *io;
+	int err = 0;
+
+	if (count > bn->max_request_bytes ||
+	    ((wflags & BACKEND_WRITE_FUA) && !bn->can_fua)) {
+		int r = bn_pwrite(b, buf, count, off, wflags);
+		*iop = bn_io_done(r);
+		return *iop ? 0 : -ENOMEM;
+	}
+	io = calloc(1, sizeof *io);
+	if (!io)
+		return -ENOMEM;
+	io->deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
+	    __ATOMIC_RELAXED);
+	io->c = bn_conn_get(bn, 0, &err);
+	if (!io->c) {
+		free(io);
+		return -err;
+	}
+	if (bn_submit(io->c->h, BN_PWRITE, (void *)buf, count, off, flags,
+	    &io->cmd) == -1) {
+		int r = nbd_get_errno() ? nbd_get_errno() : EIO;
+		if (bn_handle_dead(io->c->h)) {
+			pthread_mutex_lock(&bn->lock);
+			bn_lost_locked(bn, io->c, bn_errmsg());
+			pthread_mutex_unlock(&bn->lock);
+			r = ENOTCONN;
+		}
+		bn_conn_put(bn, io->c);
+		free(io);
+		return -r;
+	}
+	uint64_t one = 1;
+	if (write(io->c->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		log_debug("eventfd write: %s", strerror(errno));
+	*iop = io;
+	return 0;
+}
+
+static int
+bn_pwrite_end(struct backend *b, struct backend_io *io)
+{
+	struct backend_nbd *bn = BN(b);
+	int r = io->result;
+
+	if (io->c) {
+		bn_wait(bn, io->c, &io->cmd, io->deadline);
+		r = bn_cmd_result(bn, io->c, io->cmd.error);
+		bn_conn_put(bn, io->c);
+	}
+	free(io);
+	return r;
 }
 
 static int
@@ -861,6 +962,8 @@ static const struct backend_ops backend_nbd_ops = {
 	.name = "nbd",
 	.pread = bn_pread,
 	.pwrite = bn_pwrite,
+	.pwrite_start = bn_pwrite_start,
+	.pwrite_end = bn_pwrite_end,
 	.flush = bn_flush,
 	.trim = bn_trim,
 	.zero = bn_zero,

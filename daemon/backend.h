@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 struct backend;
+struct backend_io;
 struct backend_state;
 struct export_conf;
 struct remote_conf;
@@ -30,6 +31,17 @@ struct backend_ops {
 	/* Optional: gather-write (zero-copy writeback); NULL if absent. */
 	int (*pwritev)(struct backend *b, const struct iovec *iov, int iovcnt,
 	    uint64_t off, unsigned flags);
+	/*
+	 * Optional: a write in two steps, so that writeback keeps several
+	 * in flight on a device whose latency, not its bandwidth, limits
+	 * it (a remote).  pwrite_start submits it (0 and *IO set, or a
+	 * negative errno and nothing in flight); BUF must stay valid until
+	 * pwrite_end, which waits for it, frees IO and returns its result.
+	 * Both on the same thread.
+	 */
+	int (*pwrite_start)(struct backend *b, const void *buf, uint32_t count,
+	    uint64_t off, unsigned flags, struct backend_io **io);
+	int (*pwrite_end)(struct backend *b, struct backend_io *io);
 	int (*flush)(struct backend *b);
 	int (*trim)(struct backend *b, uint32_t count, uint64_t off);
 	/* FAST: fail with -ENOTSUP rather than writing zeroes slowly. */

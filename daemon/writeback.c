@@ -213,39 +213,6 @@ wb_backing_off(struct wb_dev *dev)
 	    __ATOMIC_RELAXED);
 }
 
-/* The run's bytes (LEN of them: the export's last page may be short). */
-static int
-wb_write_out(struct backend *b, struct cache_run *run, uint32_t len,
-    uint64_t off, unsigned flags)
-{
-	if (run->data)
-		return b->ops->pwrite(b, run->data, len, off, flags);
-
-	uint32_t ps = run->iov[0].iov_len ? (uint32_t)run->iov[0].iov_len : 1;
-	int n = (int)((len + ps - 1) / ps);
-	struct iovec last = run->iov[n - 1];
-	int r;
-
-	run->iov[n - 1].iov_len = len - (uint32_t)(n - 1) * ps;
-	if (b->ops->pwritev) {
-		r = b->ops->pwritev(b, run->iov, n, off, flags);
-	} else {
-		/* No gather-write: copy into one buffer. */
-		uint8_t *buf = malloc(len);
-		if (!buf) {
-			r = -ENOMEM;
-		} else {
-			for (int i = 0; i < n; i++)
-				memcpy(buf + (size_t)i * ps, run->iov[i].iov_base,
-				    run->iov[i].iov_len);
-			r = b->ops->pwrite(b, buf, len, off, flags);
-			free(buf);
-		}
-	}
-	run->iov[n - 1] = last;
-	return r;
-}
-
 /*
  * Flush E's backend if anything reached it since its last successful
  * flush (see export.unflushed).  Called once the writes to cover have
@@ -271,29 +238,96 @@ wb_flush_backend(struct export *e)
 	return 0;
 }
 
-/* Write one run; 0 or a negative errno.  The run is ended either way. */
-static int
-wb_write_run(struct export *e, struct cache_run *run, unsigned flags)
+/*
+ * One run being written: begun (wb_run_begin), then ended (wb_run_end).
+ * A backend with pwrite_start keeps it in flight in between; for any
+ * other the whole write happens in wb_run_begin.
+ */
+struct wb_io {
+	struct export *e;
+	struct cache_run *run;
+	uint64_t off;
+	uint32_t len;
+	unsigned flags;
+	void *buf;                      /* the run gathered, if it had to be */
+	struct backend_io *io;          /* in flight, or NULL */
+	int r;                          /* the result, if not in flight */
+};
+
+/* The run's bytes as one buffer: its snapshot, or its pages copied. */
+static const void *
+wb_run_buffer(struct wb_io *w)
 {
+	struct cache_run *run = w->run;
+
+	if (run->data)
+		return run->data;
+	uint32_t ps = (uint32_t)run->iov[0].iov_len;
+	w->buf = malloc(w->len);
+	if (!w->buf)
+		return NULL;
+	for (uint32_t i = 0, done = 0; done < w->len; i++) {
+		uint32_t n = w->len - done < ps ? w->len - done : ps;
+		memcpy((uint8_t *)w->buf + done, run->iov[i].iov_base, n);
+		done += n;
+	}
+	return w->buf;
+}
+
+/* Start writing RUN of E (the export's last page may be short). */
+static void
+wb_run_begin(struct wb_io *w, struct export *e, struct cache_run *run,
+    unsigned flags)
+{
+	struct backend *b = e->backend;
 	uint64_t off = run->first_index * e->wb->page_size;
 	uint64_t len = (uint64_t)run->npages * e->wb->page_size;
-	int r;
 
 	if (off + len > e->size_bytes)
-		len = e->size_bytes - off;      /* the export's last page */
-	r = wb_write_out(e->backend, run, (uint32_t)len, off, flags);
-	cache_end_run(run, r == 0);
+		len = e->size_bytes - off;
+	*w = (struct wb_io){ .e = e, .run = run, .off = off,
+	    .len = (uint32_t)len, .flags = flags };
+	if (run->iov && b->ops->pwritev && !b->ops->pwrite_start) {
+		/* Zero-copy: the pages themselves, the last one cut short. */
+		uint32_t ps = (uint32_t)run->iov[0].iov_len;
+		int n = (int)((w->len + ps - 1) / ps);
+		struct iovec last = run->iov[n - 1];
+		run->iov[n - 1].iov_len = w->len - (uint32_t)(n - 1) * ps;
+		w->r = b->ops->pwritev(b, run->iov, n, off, flags);
+		run->iov[n - 1] = last;
+		return;
+	}
+	const void *buf = wb_run_buffer(w);
+	if (!buf)
+		w->r = -ENOMEM;
+	else if (b->ops->pwrite_start)
+		w->r = b->ops->pwrite_start(b, buf, w->len, off, flags, &w->io);
+	else
+		w->r = b->ops->pwrite(b, buf, w->len, off, flags);
+}
+
+/* Wait for W's write and end its run; 0 or a negative errno. */
+static int
+wb_run_end(struct wb_io *w)
+{
+	struct export *e = w->e;
+	int r = w->r;
+
+	if (w->io)
+		r = e->backend->ops->pwrite_end(e->backend, w->io);
+	free(w->buf);
+	cache_end_run(w->run, r == 0);
 	if (r < 0) {
 		errno = -r;
 		log_warn("writeback of %llu bytes at offset %llu of export "
 		    "\"%s\" (device %s) failed; the data stays dirty and will "
-		    "be retried", (unsigned long long)len,
-		    (unsigned long long)off, e->name, e->dev->name);
+		    "be retried", (unsigned long long)w->len,
+		    (unsigned long long)w->off, e->name, e->dev->name);
 		wb_note_error(e, -r);
 	} else {
-		__atomic_add_fetch(&e->dev->written_bytes, len,
+		__atomic_add_fetch(&e->dev->written_bytes, w->len,
 		    __ATOMIC_RELAXED);
-		if (!(flags & BACKEND_WRITE_FUA))
+		if (!(w->flags & BACKEND_WRITE_FUA))
 			__atomic_add_fetch(&e->unflushed, 1, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&e->dev->backoff_ms, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&e->dev->backoff_ms, 0,
@@ -306,17 +340,86 @@ wb_write_run(struct export *e, struct cache_run *run, unsigned flags)
 	return r;
 }
 
+/* Write one run and wait for it; 0 or a negative errno. */
+static int
+wb_write_run(struct export *e, struct cache_run *run, unsigned flags)
+{
+	struct wb_io w;
+
+	wb_run_begin(&w, e, run, flags);
+	return wb_run_end(&w);
+}
+
+/*
+ * Several runs in flight, oldest ended first: up to WB_WINDOW on a device
+ * that takes writes in two steps (a remote: its latency is hidden, as the
+ * kernel's flusher hides a disk's by queueing bios), one on any other.
+ * Every run added is ended by wb_window_add or wb_window_drain.
+ */
+#define WB_WINDOW       16
+
+struct wb_window {
+	struct wb_io io[WB_WINDOW];
+	unsigned head, n, cap;
+	int err;                        /* the first failure */
+};
+
+static void
+wb_window_init(struct wb_window *win, struct wb_dev *dev)
+{
+	struct backend *b = wb_dev_n_exports(dev) ?
+	    dev->exports[0]->backend : NULL;
+
+	win->head = win->n = 0;
+	win->err = 0;
+	win->cap = b && b->ops->pwrite_start ? WB_WINDOW : 1;
+}
+
+static void
+wb_window_end_oldest(struct wb_window *win)
+{
+	int r = wb_run_end(&win->io[win->head]);
+
+	if (r < 0 && win->err == 0)
+		win->err = r;
+	win->head = (win->head + 1) % WB_WINDOW;
+	win->n--;
+}
+
+/* Begin RUN; ends the oldest first if the window is full.  Returns the
+ * first failure so far (0 if none). */
+static int
+wb_window_add(struct wb_window *win, struct export *e, struct cache_run *run)
+{
+	if (win->n == win->cap)
+		wb_window_end_oldest(win);
+	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], e, run, 0);
+	win->n++;
+	if (win->cap == 1)
+		wb_window_end_oldest(win);
+	return win->err;
+}
+
+/* End every run in flight; the first failure, or 0. */
+static int
+wb_window_drain(struct wb_window *win)
+{
+	while (win->n > 0)
+		wb_window_end_oldest(win);
+	return win->err;
+}
+
 int
 wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 {
 	struct cache_run *run;
+	struct wb_window win;
 	uint64_t last_log = now_ns();
 	int r = 0;
 
+	wb_window_init(&win, e->dev);
 	while ((run = cache_take_run(e->cf, max_seq, e->wb->max_run_pages))) {
-		if (wb_write_run(e, run, 0) < 0 && r == 0)
-			r = -EIO;
-		if (r < 0)
+		if (wb_window_add(&win, e, run) < 0)
 			break;          /* report now; the pages stay dirty */
 		if (why == WB_REASON_SHUTDOWN &&
 		    now_ns() - last_log > WB_PROGRESS_LOG_NS) {
@@ -329,6 +432,8 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 			last_log = now_ns();
 		}
 	}
+	if (wb_window_drain(&win) < 0)
+		r = -EIO;
 	if (r == 0) {
 		/* Writeback of older pages started by others: wait for it. */
 		uint64_t seen_err = __atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE);
@@ -417,8 +522,10 @@ wb_background_run(struct job *job)
 {
 	struct wb_dev *dev = (struct wb_dev *)((char *)job -
 	    offsetof(struct wb_dev, bg_job));
+	struct wb_window win;
 	bool progress = true;
 
+	wb_window_init(&win, dev);
 	while (progress && !wb_backing_off(dev)) {
 		struct pool_stats ps;
 		/* Background work yields to waiting work (a FLUSH, a miss):
@@ -436,12 +543,13 @@ wb_background_run(struct job *job)
 			    e->wb->max_run_pages);
 			if (!run)
 				continue;
-			if (wb_write_run(e, run, 0) < 0)
+			if (wb_window_add(&win, e, run) < 0)
 				goto out;
 			progress = true;
 		}
 	}
 out:
+	wb_window_drain(&win);
 	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_RELEASE);
 }
 
@@ -450,7 +558,9 @@ wb_periodic_run(struct job *job)
 {
 	struct wb_dev *dev = (struct wb_dev *)((char *)job -
 	    offsetof(struct wb_dev, periodic_job));
+	struct wb_window win;
 
+	wb_window_init(&win, dev);
 	if (!wb_backing_off(dev)) {
 		for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
 			struct export *e = dev->exports[i];
@@ -460,11 +570,12 @@ wb_periodic_run(struct job *job)
 			struct cache_run *run;
 			while ((run = cache_take_expired_run(e->cf, cutoff,
 			    e->wb->max_run_pages)))
-				if (wb_write_run(e, run, 0) < 0)
+				if (wb_window_add(&win, e, run) < 0)
 					goto out;
 		}
 	}
 out:
+	wb_window_drain(&win);
 	__atomic_store_n(&dev->periodic_queued, 0, __ATOMIC_RELEASE);
 }
 
