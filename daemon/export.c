@@ -356,6 +356,7 @@ export_queue(struct export *e, struct request *req)
 	req->job.run = export_run;
 	req->job.done = export_done;
 	req->job.owner = conn_ioloop(req->conn);
+	req->job.waited_on = true;      /* its client waits for the reply */
 	pool_submit(e->dev->pool, &req->job);
 }
 

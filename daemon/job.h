@@ -9,6 +9,7 @@
 #ifndef WBD_JOB_H
 #define WBD_JOB_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ioloop;
@@ -19,6 +20,9 @@ struct job {
 	void (*done)(struct job *job);          /* on OWNER's thread */
 	struct ioloop *owner;
 	uint64_t queued_ns;                     /* when it was submitted */
+	/* A client waits for it (a read that missed, a FLUSH): the pool adds
+	 * a thread at once rather than after its grow delay. */
+	bool waited_on;
 };
 
 #endif

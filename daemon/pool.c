@@ -4,7 +4,10 @@
  * Locking: p->lock protects everything in struct pool below it; workers
  * sleep on p->cond.  Jobs are run with no lock held.  A worker that finds
  * the queue's oldest job has waited longer than grow_delay_ms while no one
- * is idle starts another worker (up to max); a worker that has been idle for
+ * is idle starts another worker (up to max), and so does a job a client
+ * waits for (job.waited_on: a read that missed, a FLUSH), at once: the grow
+ * delay paces writeback, not a client's request on a device whose latency
+ * (a remote) rather than its bandwidth limits it; a worker that has been idle for
  * idle_timeout_ms exits while more than min_workers remain.  A pool never
  * drops below one thread while work is queued.
  */
@@ -26,6 +29,7 @@ struct pool {
 	pthread_cond_t exited;          /* a worker exited */
 	struct job *head, **tail;
 	unsigned queued;
+	unsigned waited_on;             /* queued jobs a client waits for */
 	unsigned threads, busy, idle;
 	unsigned spawned_total, reaped_total;
 	struct pool_params params;
@@ -71,7 +75,7 @@ pool_should_grow_locked(struct pool *p, uint64_t now)
 {
 	if (p->threads >= p->params.max_workers || p->idle > 0 || !p->head)
 		return false;
-	if (p->threads == 0)
+	if (p->threads == 0 || p->waited_on > 0)
 		return true;
 	return now - p->head->queued_ns >=
 	    (uint64_t)p->params.grow_delay_ms * 1000000u;
@@ -117,6 +121,8 @@ pool_worker(void *arg)
 		if (!p->head)
 			p->tail = &p->head;
 		p->queued--;
+		if (job->waited_on)
+			p->waited_on--;
 		job->next = NULL;
 
 		/* Work still waiting behind this one on busy workers? */
@@ -185,6 +191,8 @@ pool_submit(struct pool *p, struct job *job)
 	*p->tail = job;
 	p->tail = &job->next;
 	p->queued++;
+	if (job->waited_on)
+		p->waited_on++;
 	if (p->idle > 0)
 		pthread_cond_signal(&p->cond);
 	else if (pool_should_grow_locked(p, now))

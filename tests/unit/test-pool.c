@@ -127,6 +127,45 @@ test_grows_when_work_waits_and_shrinks_when_idle(void **state)
 	pool_free(p);
 }
 
+/*
+ * Jobs a client waits for get a thread at once (up to max_workers); other
+ * work waits for the grow delay first.
+ */
+static void
+test_waited_on_jobs_grow_at_once(void **state)
+{
+	struct pool_params pp = { .min_workers = 1, .max_workers = 4,
+	    .grow_delay_ms = 10000, .idle_timeout_ms = 10000 };
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int order[8], n = 0;
+	struct tjob jobs[8];
+	struct pool_stats st;
+
+	for (int waited = 0; waited <= 1; waited++) {
+		struct pool *p = pool_new("flush-test", &pp);
+		n = 0;
+		for (int i = 0; i < 8; i++) {
+			memset(&jobs[i], 0, sizeof jobs[i]);
+			jobs[i].job.run = tjob_run;
+			jobs[i].job.waited_on = waited;
+			jobs[i].id = i;
+			jobs[i].order = order;
+			jobs[i].n = &n;
+			jobs[i].lock = &lock;
+			jobs[i].sleep_ms = 100;
+			pool_submit(p, &jobs[i].job);
+		}
+		usleep(50 * 1000);      /* well before the 10 s grow delay */
+		pool_get_stats(p, &st);
+		if (waited)
+			assert_int_equal(st.threads, 4);
+		else
+			assert_int_equal(st.threads, 1);
+		wait_for(&n, 8, &lock);
+		pool_free(p);
+	}
+}
+
 static void
 test_free_runs_queued_work(void **state)
 {
@@ -157,6 +196,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fifo_order_and_thread_name),
 		cmocka_unit_test(test_grows_when_work_waits_and_shrinks_when_idle),
+		cmocka_unit_test(test_waited_on_jobs_grow_at_once),
 		cmocka_unit_test(test_free_runs_queued_work),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
