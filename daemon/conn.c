@@ -62,6 +62,8 @@ struct conn {
 	bool closing;                   /* no more input; close when idle */
 	bool dead;                      /* socket closed */
 	bool flushing;                  /* inside conn_flush_out() */
+	bool corked;                    /* parsing input: replies wait for
+	                                   its end, then go in one writev */
 
 	struct hs_ctx hs;
 	struct export *exp;
@@ -115,8 +117,9 @@ conn_queue_out(struct conn *c, struct out *o)
 	o->next = NULL;
 	*c->out_tail = o;
 	c->out_tail = &o->next;
-	/* Inside a flush, the running loop picks it up. */
-	if (!c->flushing && !ev_is_active(&c->ww))
+	/* Inside a flush, the running loop picks it up; while corked, the
+	 * end of the parse does. */
+	if (!c->flushing && !c->corked && !ev_is_active(&c->ww))
 		conn_flush_out(c);
 }
 
@@ -140,6 +143,14 @@ conn_close_socket(struct conn *c)
 {
 	if (c->dead)
 		return;
+	if (c->corked && c->out_head) {
+		/* Replies held while parsing: send what the socket takes
+		 * now, as they would have gone before the cork. */
+		c->corked = false;
+		conn_flush_out(c);
+		if (c->dead)
+			return;
+	}
 	ev_io_stop(c->io->loop, &c->rw);
 	ev_io_stop(c->io->loop, &c->ww);
 	ev_timer_stop(c->io->loop, &c->hs_timer);
@@ -316,7 +327,13 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 process:
+	/* Replies to requests answered inline (cache hits, writes that
+	 * land) while parsing this input go out together. */
+	c->corked = true;
 	conn_process(c);
+	c->corked = false;
+	if (!c->dead && c->out_head && !ev_is_active(&c->ww))
+		conn_flush_out(c);
 	conn_maybe_finish(c);
 }
 
