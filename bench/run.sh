@@ -654,7 +654,9 @@ write_doc() {
 		# Benchmarks
 
 		Written by \`bench/run.sh\`; do not edit by hand — run it again.
-		Every figure below comes from the same run.
+		Every figure down to the sections on remote devices comes from
+		the same run; those sections (\`bench/remote-drain.sh\`,
+		\`bench/remote-fio.sh\`) are written by hand and kept by it.
 
 		## The run
 
