@@ -69,6 +69,11 @@ struct backend_ops {
 #define BACKEND_READ_ONLY       (1u << 3)
 #define BACKEND_ROTATIONAL      (1u << 4)
 #define BACKEND_REMOTE          (1u << 5)      /* has get_state */
+/* A write's buffer must not change until it completes (O_DIRECT: the
+ * device reads it by DMA, and a checksumming or parity layer below would
+ * store a mismatch): writeback copies the pages rather than pointing at
+ * them. */
+#define BACKEND_STABLE_PAGES    (1u << 6)
 
 /* A remote backend's connection, for the log and wbctl status. */
 struct backend_state {

@@ -976,9 +976,11 @@ cache_take_range_run(struct cache_file *f, uint64_t *next, uint64_t end,
 			*seen |= CACHE_RANGE_CLEAN;
 		else if (p->flags & PF_WB)
 			*seen |= CACHE_RANGE_BUSY;
-		else if (p->flags & PF_DIRTY)
+		else if (p->flags & PF_DIRTY) {
 			run = take_run_locked(f, sh, p, max_pages, i, end);
-		else
+			if (!run)       /* out of memory: look again later */
+				*seen |= CACHE_RANGE_BUSY;
+		} else
 			*seen |= CACHE_RANGE_CLEAN;
 		pthread_mutex_unlock(&sh->lock);
 		*next = run ? run->first_index + run->npages : i + 1;

@@ -185,6 +185,12 @@ int
 daemon_install_export(struct daemon *d, const struct export_conf *ec,
     struct backend *b)
 {
+	if (d->n_exports >= DAEMON_MAX_EXPORTS) {
+		log_warnx("export \"%s\": the export table is full (%u)",
+		    ec->name, DAEMON_MAX_EXPORTS);
+		backend_close(b);
+		return -1;
+	}
 	struct wb_dev *dev = daemon_get_dev(d, b);
 	struct export *e = dev ? export_new(ec, dev, b, &d->wb) : NULL;
 	char sz[32];
@@ -193,12 +199,7 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 		backend_close(b);
 		return -1;
 	}
-	if (daemon_add_export(d, e) < 0) {
-		/* Never published: no other thread has seen it. */
-		log_warnx("export \"%s\": the export table is full (%u)",
-		    ec->name, DAEMON_MAX_EXPORTS);
-		return -1;
-	}
+	daemon_add_export(d, e);        /* room checked above */
 	log_info("export \"%s\": %s, %s, device %s%s", e->name,
 	    b->description, size_human(e->size_bytes, sz, sizeof sz),
 	    dev->name, (e->tflags & NBD_FLAG_READ_ONLY) ? ", read-only" : "");

@@ -309,7 +309,7 @@ export_run(struct job *job)
 			    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
 			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
 		/* Even a failure may have changed something: flush it. */
-		__atomic_add_fetch(&e->unflushed, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&e->written, 1, __ATOMIC_RELEASE);
 		if (r == 0)
 			cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (r == 0 && (fua || req->writethrough))

@@ -44,12 +44,16 @@ struct export {
 
 	uint64_t write_seq;             /* atomic: last write's sequence */
 	uint64_t err_seq;               /* atomic: bumped by each failed writeback */
-	/* Atomic: writes that reached the backend since its last successful
-	 * flush, not made durable on their own (FUA).  A FLUSH with none to
-	 * cover skips the device's flush.  0 at start-up: what an earlier
-	 * process wrote and never flushed was never promised to anyone
-	 * still connected (its clients saw it die). */
-	uint64_t unflushed;
+	/*
+	 * Atomics, only ever rising: writes that reached the backend not
+	 * durable on their own (not FUA), counted before their pages are
+	 * clean; and the count a successful device flush read before it
+	 * began, so covered.  A FLUSH finding flushed_upto == written skips
+	 * the device's flush.  Both 0 at start-up: what an earlier process
+	 * wrote and never flushed was never promised to anyone still
+	 * connected (its clients saw it die).
+	 */
+	uint64_t written, flushed_upto;
 	int last_err;                   /* errno of the last failure (wb_lock) */
 	unsigned connections;           /* atomic: clients in transmission */
 	char *backing;                  /* as configured */

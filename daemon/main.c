@@ -272,8 +272,8 @@ daemon_drain_all(struct daemon *d)
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 	unsigned running = 0;
-	struct drain_job *jobs = calloc(d->n_exports ? d->n_exports : 1,
-	    sizeof *jobs);
+	size_t n = d->n_exports;        /* tune_lock held: no reload adds */
+	struct drain_job *jobs = calloc(n ? n : 1, sizeof *jobs);
 
 	if (!jobs)
 		fatalx("shutdown: out of memory");
@@ -283,7 +283,7 @@ daemon_drain_all(struct daemon *d)
 		    size_human((st.dirty_pages + st.writeback_pages) *
 		    d->wb.page_size, b, sizeof b));
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < d->n_exports; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct export *e = d->exports[i];
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
@@ -297,7 +297,7 @@ daemon_drain_all(struct daemon *d)
 	while (running > 0)
 		pthread_cond_wait(&cond, &lock);
 	pthread_mutex_unlock(&lock);
-	for (size_t i = 0; i < d->n_exports; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct export *e = d->exports[i];
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
@@ -481,8 +481,12 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_join(d->io[i]);
 	ev_timer_stop(d->loop, &d->periodic);
+	/* A reload still running on the control thread ends first, and none
+	 * adds an export during the drain. */
+	pthread_mutex_lock(&d->tune_lock);
 	pending_stop(d);
 	int failed = daemon_drain_all(d);
+	pthread_mutex_unlock(&d->tune_lock);
 	if (failed)
 		log_warnx("shutdown: %d export(s) could not be written back "
 		    "and flushed", failed);
@@ -490,6 +494,7 @@ main(int argc, char **argv)
 		log_info("shutdown complete: all dirty data written back and "
 		    "flushed");
 	ctl_stop(d);
+	pending_free(d);
 	daemon_free(d);
 	ev_loop_destroy(d->loop);
 	return failed ? 1 : 0;

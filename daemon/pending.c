@@ -55,15 +55,28 @@ realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The table, made on first use (start-up or a reload, under tune_lock)
+ * and published only once initialised; freed by pending_free only. */
 static struct pending_table *
 pt_get(struct daemon *d)
 {
-	if (!d->pending) {
-		d->pending = calloc(1, sizeof *d->pending);
-		if (d->pending)
-			pthread_mutex_init(&d->pending->lock, NULL);
+	struct pending_table *pt = __atomic_load_n(&d->pending,
+	    __ATOMIC_ACQUIRE);
+
+	if (!pt) {
+		pt = calloc(1, sizeof *pt);
+		if (!pt)
+			return NULL;
+		pthread_mutex_init(&pt->lock, NULL);
+		__atomic_store_n(&d->pending, pt, __ATOMIC_RELEASE);
 	}
-	return d->pending;
+	return pt;
+}
+
+static struct pending_table *
+pt_peek(struct daemon *d)
+{
+	return __atomic_load_n(&d->pending, __ATOMIC_ACQUIRE);
 }
 
 bool
@@ -126,7 +139,7 @@ fail:
 bool
 pending_has(struct daemon *d, const char *name)
 {
-	struct pending_table *pt = d->pending;
+	struct pending_table *pt = pt_peek(d);
 	bool found = false;
 
 	if (!pt)
@@ -170,11 +183,14 @@ pt_remove_locked(struct pending_table *pt, size_t i)
 void
 pending_poll(struct daemon *d)
 {
-	struct pending_table *pt = d->pending;
+	struct pending_table *pt = pt_peek(d);
 
 	if (!pt)
 		return;
-	pthread_mutex_lock(&d->tune_lock);
+	/* Never wait on tune_lock here: a reload may hold it for a while
+	 * (connecting to a new remote), and this is the main loop. */
+	if (pthread_mutex_trylock(&d->tune_lock) != 0)
+		return;
 	pthread_mutex_lock(&pt->lock);
 	for (size_t i = 0; i < pt->n;) {
 		struct pending_export *pe = pt->v[i];
@@ -231,7 +247,7 @@ str_same(const char *a, const char *b)
 void
 pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
 {
-	struct pending_table *pt = d->pending;
+	struct pending_table *pt = pt_peek(d);
 
 	if (!pt)
 		return;
@@ -272,7 +288,7 @@ pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
 size_t
 pending_count(struct daemon *d)
 {
-	struct pending_table *pt = d->pending;
+	struct pending_table *pt = pt_peek(d);
 	size_t n = 0;
 
 	if (!pt)
@@ -287,7 +303,7 @@ pending_count(struct daemon *d)
 bool
 pending_get(struct daemon *d, size_t i, struct pending_info *info)
 {
-	struct pending_table *pt = d->pending;
+	struct pending_table *pt = pt_peek(d);
 	bool ok = false;
 
 	if (!pt)
@@ -314,7 +330,7 @@ pending_get(struct daemon *d, size_t i, struct pending_info *info)
 void
 pending_stop(struct daemon *d)
 {
-	struct pending_table *pt = d->pending;
+	struct pending_table *pt = pt_peek(d);
 
 	if (!pt)
 		return;
@@ -330,6 +346,15 @@ pending_stop(struct daemon *d)
 	}
 	pt->n = 0;
 	pthread_mutex_unlock(&pt->lock);
+}
+
+void
+pending_free(struct daemon *d)
+{
+	struct pending_table *pt = pt_peek(d);
+
+	if (!pt)
+		return;
 	pthread_mutex_destroy(&pt->lock);
 	free(pt);
 	d->pending = NULL;

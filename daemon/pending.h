@@ -10,8 +10,10 @@
  * client asking for it is told it does not exist (NBD_REP_ERR_UNKNOWN),
  * and wbctl status lists it as waiting.
  *
- * Everything here runs under daemon.tune_lock (start-up, reload, the
- * tick, status); the attempt threads touch only their own entry's result.
+ * The table has its own lock; adding, installing and dropping entries
+ * also hold daemon.tune_lock (start-up, reload, the tick, shutdown), which
+ * the tick only tries to take.  The attempt threads touch only their own
+ * entry's result.
  */
 #ifndef WBD_PENDING_H
 #define WBD_PENDING_H
@@ -48,7 +50,9 @@ size_t pending_count(struct daemon *d);
 /* The Ith waiting export; false past the end. */
 bool pending_get(struct daemon *d, size_t i, struct pending_info *info);
 /* Shutdown: wait for attempts in flight (at most connect_timeout_ms) and
- * forget every entry. */
+ * forget every entry (tune_lock held). */
 void pending_stop(struct daemon *d);
+/* Free the table, once no other thread runs (after the control thread). */
+void pending_free(struct daemon *d);
 
 #endif

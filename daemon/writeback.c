@@ -214,17 +214,19 @@ wb_backing_off(struct wb_dev *dev)
 }
 
 /*
- * Flush E's backend if anything reached it since its last successful
- * flush (see export.unflushed).  Called once the writes to cover have
- * completed: a write completing later is counted, and flushed, later.
+ * Flush E's backend unless a successful flush already covers every write
+ * that reached it (see export.written).  Called once the writes to cover
+ * have completed, and so been counted.  Several may run at once: each
+ * raises flushed_upto to what it read before flushing, never lowers it.
  */
 static int
 wb_flush_backend(struct export *e)
 {
-	uint64_t n = __atomic_load_n(&e->unflushed, __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(&e->written, __ATOMIC_ACQUIRE);
+	uint64_t done = __atomic_load_n(&e->flushed_upto, __ATOMIC_ACQUIRE);
 	int r;
 
-	if (n == 0 || (e->tflags & NBD_FLAG_READ_ONLY))
+	if (done >= w || (e->tflags & NBD_FLAG_READ_ONLY))
 		return 0;
 	r = e->backend->ops->flush(e->backend);
 	if (r < 0) {
@@ -234,7 +236,9 @@ wb_flush_backend(struct export *e)
 		wb_note_error(e, -r);
 		return r;
 	}
-	__atomic_sub_fetch(&e->unflushed, n, __ATOMIC_RELEASE);
+	while (done < w && !__atomic_compare_exchange_n(&e->flushed_upto, &done,
+	    w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;               /* DONE reloaded: someone raised it meanwhile */
 	return 0;
 }
 
@@ -263,9 +267,11 @@ wb_run_buffer(struct wb_io *w)
 	if (run->data)
 		return run->data;
 	uint32_t ps = (uint32_t)run->iov[0].iov_len;
-	w->buf = malloc(w->len);
-	if (!w->buf)
+	/* Page-aligned, so an O_DIRECT device takes it as it is. */
+	if (posix_memalign(&w->buf, 4096, w->len) != 0) {
+		w->buf = NULL;
 		return NULL;
+	}
 	for (uint32_t i = 0, done = 0; done < w->len; i++) {
 		uint32_t n = w->len - done < ps ? w->len - done : ps;
 		memcpy((uint8_t *)w->buf + done, run->iov[i].iov_base, n);
@@ -287,7 +293,8 @@ wb_run_begin(struct wb_io *w, struct export *e, struct cache_run *run,
 		len = e->size_bytes - off;
 	*w = (struct wb_io){ .e = e, .run = run, .off = off,
 	    .len = (uint32_t)len, .flags = flags };
-	if (run->iov && b->ops->pwritev && !b->ops->pwrite_start) {
+	if (run->iov && b->ops->pwritev && !b->ops->pwrite_start &&
+	    !(b->caps & BACKEND_STABLE_PAGES)) {
 		/* Zero-copy: the pages themselves, the last one cut short. */
 		uint32_t ps = (uint32_t)run->iov[0].iov_len;
 		int n = (int)((w->len + ps - 1) / ps);
@@ -316,6 +323,10 @@ wb_run_end(struct wb_io *w)
 	if (w->io)
 		r = e->backend->ops->pwrite_end(e->backend, w->io);
 	free(w->buf);
+	/* Counted before its pages are clean: a FLUSH that sees them clean
+	 * sees the count, and flushes the device. */
+	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA))
+		__atomic_add_fetch(&e->written, 1, __ATOMIC_RELEASE);
 	cache_end_run(w->run, r == 0);
 	if (r < 0) {
 		errno = -r;
@@ -327,8 +338,6 @@ wb_run_end(struct wb_io *w)
 	} else {
 		__atomic_add_fetch(&e->dev->written_bytes, w->len,
 		    __ATOMIC_RELAXED);
-		if (!(w->flags & BACKEND_WRITE_FUA))
-			__atomic_add_fetch(&e->unflushed, 1, __ATOMIC_RELEASE);
 		if (__atomic_load_n(&e->dev->backoff_ms, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&e->dev->backoff_ms, 0,
 			    __ATOMIC_RELAXED);
