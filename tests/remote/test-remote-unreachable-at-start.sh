@@ -6,6 +6,7 @@
 # written through it reaches nbdkit at FLUSH.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
+need_wbctl
 need nbdinfo nbdcopy
 
 LATE=$T/late.sock               # nothing listens here yet
@@ -14,23 +15,10 @@ add_remote_export late "$(kit_uri "$LATE")"
 write_config
 add_remote_settings 'connect_timeout_ms = 2000; reconnect_max_ms = 300;'
 start_wbd
-CTL=$T/control.sock
 
-# status_json: the control status answer, one JSON line.
+# status_json: the control status answer, as JSON.
 status_json() {
-	"$PYTHON" - "$CTL" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(b'{"v": 1, "cmd": "status"}\n')
-buf = b""
-while not buf.endswith(b"\n"):
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    buf += chunk
-print(buf.decode().strip())
-PY
+	remote_wbctl status --json
 }
 
 # The other export is served.
@@ -56,6 +44,8 @@ if w[0]["attempts"] < 2:
 if "late" in [e["name"] for e in st["exports"]]:
     sys.exit("FAIL: the waiting export is listed as served")
 PY
+remote_wbctl status | grep -q 'late: WAITING for its remote nbd+unix:.* failed attempt(s)' ||
+	fail "wbctl status does not show the waiting export: $(remote_wbctl status)"
 grep -q 'export "late": its remote .* does not answer' "$LOG" ||
 	fail "the log does not say why the export waits"
 
