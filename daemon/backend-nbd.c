@@ -636,6 +636,52 @@ bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
 }
 
 /*
+ * Submit CMD on C and wake whoever drives C.  0, or a negative errno:
+ * -ENOTCONN if the connection has died (it is then counted lost).
+ */
+static int
+bn_start(struct backend_nbd *bn, struct bn_conn *c, enum bn_op op,
+    void *buf, uint32_t count, uint64_t off, uint32_t flags,
+    struct bn_cmd *cmd)
+{
+	uint64_t one = 1;
+
+	if (bn_submit(c->h, op, buf, count, off, flags, cmd) == -1) {
+		int err = nbd_get_errno() ? nbd_get_errno() : EIO;
+		if (!bn_handle_dead(c->h))
+			return -err;
+		pthread_mutex_lock(&bn->lock);
+		bn_lost_locked(bn, c, bn_errmsg());
+		pthread_mutex_unlock(&bn->lock);
+		return -ENOTCONN;
+	}
+	if (write(c->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		log_debug("eventfd write: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * Wait for CMD, submitted on C, until DEADLINE.  0, its negative errno,
+ * or -ENOTCONN if the connection, not the command, failed (it is then
+ * counted lost).
+ */
+static int
+bn_finish(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
+    uint64_t deadline)
+{
+	bn_wait(bn, c, cmd, deadline);
+	if (cmd->error == 0)
+		return 0;
+	if (bn_handle_dead(c->h) || bn_errno_is_connection(cmd->error)) {
+		pthread_mutex_lock(&bn->lock);
+		bn_lost_locked(bn, c, strerror(cmd->error));
+		pthread_mutex_unlock(&bn->lock);
+		return -ENOTCONN;       /* writeback retries it */
+	}
+	return -cmd->error;
+}
+
+/*
  * Run one command.  A read that finds the connection lost is tried again
  * on a new one until io_timeout_ms after it started, then fails with EIO;
  * any other command fails at once (writeback retries it).
@@ -654,37 +700,12 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 		struct bn_conn *c = bn_conn_get(bn, is_read ? deadline : 0, &err);
 		if (!c)
 			return is_read ? -EIO : -err;
-
-		bool lost = false;
-		if (bn_submit(c->h, op, buf, count, off, flags, &cmd) == -1) {
-			cmd.error = nbd_get_errno() ? nbd_get_errno() : EIO;
-			lost = bn_handle_dead(c->h);
-			if (lost) {
-				pthread_mutex_lock(&bn->lock);
-				bn_lost_locked(bn, c, bn_errmsg());
-				pthread_mutex_unlock(&bn->lock);
-			}
-		} else {
-			uint64_t one = 1;
-			if (write(c->wake_fd, &one, sizeof one) < 0 &&
-			    errno != EAGAIN)
-				log_debug("eventfd write: %s", strerror(errno));
-			bn_wait(bn, c, &cmd, deadline);
-			lost = cmd.error != 0 && (bn_handle_dead(c->h) ||
-			    bn_errno_is_connection(cmd.error));
-			if (lost) {
-				pthread_mutex_lock(&bn->lock);
-				bn_lost_locked(bn, c, strerror(cmd.error));
-				pthread_mutex_unlock(&bn->lock);
-			}
-		}
+		int r = bn_start(bn, c, op, buf, count, off, flags, &cmd);
+		if (r == 0)
+			r = bn_finish(bn, c, &cmd, deadline);
 		bn_conn_put(bn, c);
-		if (cmd.error == 0)
-			return 0;
-		if (!lost)
-			return -cmd.error;
-		if (!is_read)
-			return -ENOTCONN;
+		if (r != -ENOTCONN || !is_read)
+			return r;
 		if (bn_now() >= deadline)
 			return -EIO;
 	}
@@ -697,21 +718,6 @@ struct backend_io {
 	uint64_t deadline;
 	int result;
 };
-
-/* The lost-connection rule of bn_run, for a command that has ended. */
-static int
-bn_cmd_result(struct backend_nbd *bn, struct bn_conn *c, int error)
-{
-	if (error == 0)
-		return 0;
-	if (bn_handle_dead(c->h) || bn_errno_is_connection(error)) {
-		pthread_mutex_lock(&bn->lock);
-		bn_lost_locked(bn, c, strerror(error));
-		pthread_mutex_unlock(&bn->lock);
-		return -ENOTCONN;       /* writeback retries it */
-	}
-	return -error;
-}
 
 /* --- the operations --------------------------------------------------- */
 
@@ -736,6 +742,16 @@ bn_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
 
 static int bn_flush(struct backend *b);
 
+/* The NBD flags of a write: FUA if asked for, or if the remote cannot
+ * flush (then every write must be durable), when the remote offers it. */
+static uint32_t
+bn_write_flags(const struct backend_nbd *bn, unsigned wflags)
+{
+	bool fua = (wflags & BACKEND_WRITE_FUA) || !bn->can_flush;
+
+	return fua && bn->can_fua ? LIBNBD_CMD_FLAG_FUA : 0;
+}
+
 /*
  * FUA (BACKEND_WRITE_FUA) goes to the remote as NBD_CMD_FLAG_FUA when it
  * offers it, else as the writes followed by NBD_CMD_FLUSH.  A remote that
@@ -747,8 +763,7 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 {
 	struct backend_nbd *bn = BN(b);
 	const char *p = buf;
-	bool fua = (wflags & BACKEND_WRITE_FUA) || !bn->can_flush;
-	uint32_t flags = fua && bn->can_fua ? LIBNBD_CMD_FLAG_FUA : 0;
+	uint32_t flags = bn_write_flags(bn, wflags);
 
 	while (count > 0) {
 		uint32_t n = count < bn->max_request_bytes ? count :
@@ -787,8 +802,7 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
     uint64_t off, unsigned wflags, struct backend_io **iop)
 {
 	struct backend_nbd *bn = BN(b);
-	bool fua = (wflags & BACKEND_WRITE_FUA) || !bn->can_flush;
-	uint32_t flags = fua && bn->can_fua ? LIBNBD_CMD_FLAG_FUA : 0;
+	uint32_t flags = bn_write_flags(bn, wflags);
 	struct backend_io *io;
 	int err = 0;
 
@@ -808,22 +822,13 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 		free(io);
 		return -err;
 	}
-	if (bn_submit(io->c->h, BN_PWRITE, (void *)buf, count, off, flags,
-	    &io->cmd) == -1) {
-		int r = nbd_get_errno() ? nbd_get_errno() : EIO;
-		if (bn_handle_dead(io->c->h)) {
-			pthread_mutex_lock(&bn->lock);
-			bn_lost_locked(bn, io->c, bn_errmsg());
-			pthread_mutex_unlock(&bn->lock);
-			r = ENOTCONN;
-		}
+	int r = bn_start(bn, io->c, BN_PWRITE, (void *)buf, count, off, flags,
+	    &io->cmd);
+	if (r < 0) {
 		bn_conn_put(bn, io->c);
 		free(io);
-		return -r;
+		return r;
 	}
-	uint64_t one = 1;
-	if (write(io->c->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-		log_debug("eventfd write: %s", strerror(errno));
 	*iop = io;
 	return 0;
 }
@@ -835,8 +840,7 @@ bn_pwrite_end(struct backend *b, struct backend_io *io)
 	int r = io->result;
 
 	if (io->c) {
-		bn_wait(bn, io->c, &io->cmd, io->deadline);
-		r = bn_cmd_result(bn, io->c, io->cmd.error);
+		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
 		bn_conn_put(bn, io->c);
 	}
 	free(io);
