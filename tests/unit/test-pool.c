@@ -4,6 +4,7 @@
  * waits on busy workers and shrinks back to min_workers when idle.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +51,24 @@ wait_for(int *n, int want, pthread_mutex_t *lock)
 	fail_msg("jobs did not finish");
 }
 
+/* Submit N jobs recording their ids into ORDER (count in *COUNT). */
+static void
+submit_jobs(struct pool *p, struct tjob *jobs, int n, int *order, int *count,
+    pthread_mutex_t *lock, unsigned sleep_ms, bool waited_on)
+{
+	for (int i = 0; i < n; i++) {
+		memset(&jobs[i], 0, sizeof jobs[i]);
+		jobs[i].job.run = tjob_run;
+		jobs[i].job.waited_on = waited_on;
+		jobs[i].id = i;
+		jobs[i].order = order;
+		jobs[i].n = count;
+		jobs[i].lock = lock;
+		jobs[i].sleep_ms = sleep_ms;
+		pool_submit(p, &jobs[i].job);
+	}
+}
+
 static void
 test_fifo_order_and_thread_name(void **state)
 {
@@ -61,15 +80,7 @@ test_fifo_order_and_thread_name(void **state)
 	struct tjob jobs[20];
 
 	assert_non_null(p);
-	for (int i = 0; i < 20; i++) {
-		memset(&jobs[i], 0, sizeof jobs[i]);
-		jobs[i].job.run = tjob_run;
-		jobs[i].id = i;
-		jobs[i].order = order;
-		jobs[i].n = &n;
-		jobs[i].lock = &lock;
-		pool_submit(p, &jobs[i].job);
-	}
+	submit_jobs(p, jobs, 20, order, &n, &lock, 0, false);
 	wait_for(&n, 20, &lock);
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(order[i], i);
@@ -90,16 +101,7 @@ test_grows_when_work_waits_and_shrinks_when_idle(void **state)
 
 	pool_get_stats(p, &st);
 	assert_int_equal(st.threads, 1);
-	for (int i = 0; i < 16; i++) {
-		memset(&jobs[i], 0, sizeof jobs[i]);
-		jobs[i].job.run = tjob_run;
-		jobs[i].id = i;
-		jobs[i].order = order;
-		jobs[i].n = &n;
-		jobs[i].lock = &lock;
-		jobs[i].sleep_ms = 50;
-		pool_submit(p, &jobs[i].job);
-	}
+	submit_jobs(p, jobs, 16, order, &n, &lock, 50, false);
 	unsigned most = 0;
 	for (int i = 0; i < 400; i++) {
 		pool_get_stats(p, &st);
@@ -144,17 +146,7 @@ test_waited_on_jobs_grow_at_once(void **state)
 	for (int waited = 0; waited <= 1; waited++) {
 		struct pool *p = pool_new("flush-test", &pp);
 		n = 0;
-		for (int i = 0; i < 8; i++) {
-			memset(&jobs[i], 0, sizeof jobs[i]);
-			jobs[i].job.run = tjob_run;
-			jobs[i].job.waited_on = waited;
-			jobs[i].id = i;
-			jobs[i].order = order;
-			jobs[i].n = &n;
-			jobs[i].lock = &lock;
-			jobs[i].sleep_ms = 100;
-			pool_submit(p, &jobs[i].job);
-		}
+		submit_jobs(p, jobs, 8, order, &n, &lock, 100, waited);
 		usleep(50 * 1000);      /* well before the 10 s grow delay */
 		pool_get_stats(p, &st);
 		if (waited)
@@ -176,16 +168,7 @@ test_free_runs_queued_work(void **state)
 	int order[8], n = 0;
 	struct tjob jobs[8];
 
-	for (int i = 0; i < 8; i++) {
-		memset(&jobs[i], 0, sizeof jobs[i]);
-		jobs[i].job.run = tjob_run;
-		jobs[i].id = i;
-		jobs[i].order = order;
-		jobs[i].n = &n;
-		jobs[i].lock = &lock;
-		jobs[i].sleep_ms = 5;
-		pool_submit(p, &jobs[i].job);
-	}
+	submit_jobs(p, jobs, 8, order, &n, &lock, 5, false);
 	pool_free(p);           /* must not drop queued jobs */
 	assert_int_equal(n, 8);
 }
