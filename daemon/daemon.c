@@ -257,12 +257,6 @@ strv_equal(char **a, size_t na, char **b, size_t nb)
 	return true;
 }
 
-static bool
-str_equal(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
 int
 daemon_reload(struct daemon *d, char *msg, size_t msglen)
 {

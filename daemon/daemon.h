@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "config.h"
 #include "writeback.h"
@@ -96,6 +97,13 @@ static inline size_t
 daemon_n_devs(struct daemon *d)
 {
 	return __atomic_load_n(&d->n_devs, __ATOMIC_ACQUIRE);
+}
+
+/* Two strings that may be NULL (optional settings) are the same. */
+static inline bool
+str_equal(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 /* Hand an accepted socket to the next I/O thread (main thread). */

@@ -238,12 +238,6 @@ pending_poll(struct daemon *d)
 	pthread_mutex_unlock(&d->tune_lock);
 }
 
-static bool
-str_same(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
 void
 pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
 {
@@ -263,7 +257,7 @@ pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
 		    ec->size_bytes == pe->ec.size_bytes &&
 		    ec->readonly == pe->ec.readonly &&
 		    ec->direct == pe->ec.direct &&
-		    str_same(ec->description, pe->ec.description);
+		    str_equal(ec->description, pe->ec.description);
 		if (keep || pe->cancelled) {
 			if (keep) {
 				pe->ec.cache_mode = ec->cache_mode;
