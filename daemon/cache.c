@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 
 #include "cache.h"
-#include "pool.h"
+#include "clock.h"
 
 #define CACHE_SHARDS    64
 

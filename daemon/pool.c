@@ -36,13 +36,6 @@ struct pool {
 	bool stopping;
 };
 
-uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void *pool_worker(void *arg);
 

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "clock.h"
 #include "job.h"
 
 struct pool;
@@ -37,7 +38,5 @@ void pool_set_params(struct pool *p, const struct pool_params *params);
 void pool_get_stats(struct pool *p, struct pool_stats *st);
 /* Run everything queued, stop the threads, free the pool. */
 void pool_free(struct pool *p);
-
-uint64_t now_ns(void);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include <ev.h>
 
+#include "clock.h"
 #include "job.h"
 #include "proto.h"
 
@@ -44,8 +45,5 @@ struct request {
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
 };
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
 
 #endif
