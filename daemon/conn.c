@@ -35,6 +35,8 @@
 #define CONN_DIRECT_READ_BYTES  (64u << 10)
 #define CONN_MAX_IOV            64
 #define CONN_LOG_BAD_REQUESTS   10
+/* A write held at the dirty limit looks again this often. */
+#define CONN_PACE_POLL_S        0.01
 /* A client must finish the handshake within this time. */
 #define CONN_HANDSHAKE_TIMEOUT_S 30.0
 
@@ -432,50 +434,9 @@ conn_reply(struct request *req)
 	conn_queue_out(c, o);
 }
 
-void
-conn_request_reply_inline(struct request *req)
-{
-	conn_reply(req);
-}
-
-void
-conn_throttle_begin(struct conn *c)
-{
-	c->throttled++;
-}
-
-void
-conn_throttle_end(struct conn *c)
-{
-	c->throttled--;
-	conn_maybe_resume(c);
-}
-
-uint64_t
-conn_err_seq(struct conn *c)
-{
-	return c->err_seq;
-}
-
-void
-conn_set_err_seq(struct conn *c, uint64_t seq)
-{
-	c->err_seq = seq;
-}
-
-bool
-conn_has_flushed(struct conn *c)
-{
-	return c->flushed;
-}
-
-void
-conn_set_flushed(struct conn *c)
-{
-	c->flushed = true;
-}
-
-void
+/* A request's work is done, outside the parse: reply, and close if that
+ * was the last thing the connection waited for. */
+static void
 conn_request_done(struct request *req)
 {
 	struct conn *c = req->conn;
@@ -500,6 +461,72 @@ conn_log_bad(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 		    (unsigned long long)nbd->offset, nbd->count, why, err,
 		    c->bad_requests == CONN_LOG_BAD_REQUESTS ?
 		    "; not logging further rejections on this connection" : "");
+}
+
+/* --- writer throttling: while any reply is held, the client is not read */
+
+static void
+conn_pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct request *req = w->data;
+	struct conn *c = req->conn;
+
+	if (req->pause_ms < 0 && export_write_held(req->export)) {
+		ev_timer_set(w, CONN_PACE_POLL_S, 0);
+		ev_timer_start(loop, w);
+		return;
+	}
+	c->throttled--;
+	conn_request_done(req);
+	conn_maybe_resume(c);
+}
+
+/* Hold REQ's reply for req->pause_ms (-1: poll until there is room). */
+static void
+conn_pace(struct conn *c, struct request *req)
+{
+	ev_timer_init(&req->throttle, conn_pace_cb, req->pause_ms < 0 ?
+	    CONN_PACE_POLL_S : req->pause_ms / 1000.0, 0);
+	req->throttle.data = req;
+	c->throttled++;
+	ev_timer_start(c->io->loop, &req->throttle);
+}
+
+/* A queued request's job is done (I/O thread, from the mailbox). */
+static void
+conn_job_done(struct job *job)
+{
+	struct request *req = container_of(job, struct request, job);
+	struct conn *c = req->conn;
+
+	if (req->err_seq_checked)
+		c->err_seq = req->err_seq;
+	if (export_complete(req->export, req) == EXPORT_PACE)
+		conn_pace(c, req);
+	else
+		conn_request_done(req);
+}
+
+/* Hand REQ to the export and act on its verdict (while parsing). */
+static void
+conn_submit(struct conn *c, struct request *req)
+{
+	req->job.done = conn_job_done;
+	req->job.owner = &c->io->owner;
+	req->err_seq = c->err_seq;
+	req->flushed = c->flushed;
+	enum export_verdict v = export_submit(c->exp, req);
+	c->flushed = req->flushed;
+	switch (v) {
+	case EXPORT_REPLY:
+		conn_reply(req);        /* corked: goes out after the parse */
+		break;
+	case EXPORT_PACE:
+		conn_pace(c, req);
+		break;
+	case EXPORT_QUEUED:
+		break;
+	}
 }
 
 /* Reply with an error at once (no payload pending). */
@@ -579,7 +606,7 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd)
 		c->state = CS_TX_PAYLOAD;
 		return;
 	}
-	export_submit(c->exp, req);
+	conn_submit(c, req);
 }
 
 /* --- the input state machine ------------------------------------------ */
@@ -743,7 +770,7 @@ conn_process(struct conn *c)
 				return;
 			c->cur = NULL;
 			c->state = CS_TX_HEADER;
-			export_submit(c->exp, req);
+			conn_submit(c, req);
 			break;
 		}
 

@@ -21,20 +21,4 @@ void conn_abort(struct conn *c);
 struct conn *conn_next(struct conn *c);
 struct ioloop *conn_ioloop(struct conn *c);
 
-/* A request's backend work is done: queue its reply (I/O thread). */
-void conn_request_done(struct request *req);
-/* The same, while the connection is parsing input (no freeing). */
-void conn_request_reply_inline(struct request *req);
-
-/* Writer throttling: while any reply is held, the client is not read. */
-void conn_throttle_begin(struct conn *c);
-void conn_throttle_end(struct conn *c);
-
-/* The export error sequence this connection has seen (errseq). */
-uint64_t conn_err_seq(struct conn *c);
-void conn_set_err_seq(struct conn *c, uint64_t seq);
-/* Has the client ever sent FLUSH (writethrough-until-flush)? */
-bool conn_has_flushed(struct conn *c);
-void conn_set_flushed(struct conn *c);
-
 #endif

@@ -226,7 +226,7 @@ ctl_flush_job_done(struct job *job)
 {
 	struct ctl_flush_job *fj = (struct ctl_flush_job *)job;
 	struct ctl_flush *fl = fj->fl;
-	struct ev_loop *loop = job->owner->loop;
+	struct ev_loop *loop = ioloop_of(job->owner)->loop;
 
 	if (fj->r < 0 && !fl->err)
 		fl->err = -fj->r;
@@ -324,7 +324,7 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		fj->seq = __atomic_load_n(&fj->e->write_seq, __ATOMIC_ACQUIRE);
 		fj->job.run = ctl_flush_job_run;
 		fj->job.done = ctl_flush_job_done;
-		fj->job.owner = cl->cs->io;
+		fj->job.owner = &cl->cs->io->owner;
 		__atomic_add_fetch(&fj->e->dev->work_by_reason[WB_REASON_SYNC],
 		    1, __ATOMIC_RELAXED);
 		pool_submit(fj->e->dev->pool, &fj->job);
@@ -351,7 +351,7 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 	struct ctl_flush_job *fj = calloc(1, sizeof *fj);
 	if (fj) {
 		fj->fl = fl;
-		fj->job.owner = cl->cs->io;
+		fj->job.owner = &cl->cs->io->owner;
 		fj->job.done = ctl_flush_job_done;
 		ioloop_post(cl->cs->io, &fj->job);
 	}
@@ -750,7 +750,7 @@ ctl_start(struct daemon *d)
 static void
 ctl_stop_msg(struct job *job)
 {
-	struct ctl_state *cs = job->owner->d->ctl;
+	struct ctl_state *cs = ioloop_of(job->owner)->d->ctl;
 
 	free(job);
 	ev_io_stop(cs->io->loop, &cs->accept_w);
@@ -769,7 +769,7 @@ ctl_stop(struct daemon *d)
 		struct job *job = calloc(1, sizeof *job);
 		if (job) {
 			job->done = ctl_stop_msg;
-			job->owner = cs->io;
+			job->owner = &cs->io->owner;
 			ioloop_post(cs->io, job);
 			ioloop_join(cs->io);
 		}

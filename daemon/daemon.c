@@ -146,7 +146,7 @@ new_conn_done(struct job *job)
 {
 	struct new_conn *nc = (struct new_conn *)job;
 
-	conn_start(job->owner, nc->fd, nc->peer);
+	conn_start(ioloop_of(job->owner), nc->fd, nc->peer);
 	free(nc);
 }
 
@@ -170,9 +170,10 @@ daemon_dispatch_conn(struct daemon *d, int fd, const char *peer)
 	nc->fd = fd;
 	snprintf(nc->peer, sizeof nc->peer, "%s", peer);
 	nc->job.done = new_conn_done;
-	nc->job.owner = d->io[d->next_io++ % d->n_io];
+	struct ioloop *io = d->io[d->next_io++ % d->n_io];
+	nc->job.owner = &io->owner;
 	__atomic_add_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
-	ioloop_post(nc->job.owner, &nc->job);
+	ioloop_post(io, &nc->job);
 }
 
 void

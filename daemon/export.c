@@ -7,7 +7,8 @@
  * copied in and answered at once (then paced if dirty data is high).
  * Everything else becomes a job on the export's flush-MAJ:MIN pool: read
  * misses, writes that need a page filled first, FLUSH, FUA and writethrough
- * writes, TRIM and WRITE_ZEROES.
+ * writes, TRIM and WRITE_ZEROES.  The export only says what to do with
+ * the reply (a verdict); the connection sends it, corks it, paces it.
  *
  * Who sees a writeback error (errseq, as the kernel's): each failed
  * writeback bumps the export's error sequence.  A connection remembers the
@@ -23,16 +24,12 @@
 #include <string.h>
 
 #include "cache.h"
-#include "conn.h"
 #include "export.h"
-#include "ioloop.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
 #include "wbdev.h"
 #include "writeback.h"
-
-#define EXPORT_THROTTLE_POLL_S  0.01
 
 struct export *
 export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
@@ -327,25 +324,6 @@ export_run(struct job *job)
 
 /* --- on the I/O thread ------------------------------------------------- */
 
-static void export_write_reply(struct export *e, struct request *req,
-    bool inline_reply);
-
-static void
-export_done(struct job *job)
-{
-	struct request *req = container_of(job, struct request, job);
-
-	if (req->err_seq_checked)
-		conn_set_err_seq(req->conn, req->err_seq);
-	if (req->nbd.type == NBD_CMD_WRITE && req->err == 0 &&
-	    !req->err_seq_checked) {
-		/* A write that needed a fill is paced like any other. */
-		export_write_reply(req->export, req, false);
-		return;
-	}
-	conn_request_done(req);
-}
-
 static void
 export_queue(struct export *e, struct request *req)
 {
@@ -354,8 +332,6 @@ export_queue(struct export *e, struct request *req)
 	if (counter)
 		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 	req->job.run = export_run;
-	req->job.done = export_done;
-	req->job.owner = conn_ioloop(req->conn);
 	req->job.waited_on = true;      /* its client waits for the reply */
 	pool_submit(e->dev->pool, &req->job);
 }
@@ -378,77 +354,61 @@ export_pause_ms(struct export *e, uint64_t dirty_pages)
 	    max_ratio);
 }
 
-static void
-export_throttle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/* A write that landed in the cache: answer now, or pace it if dirty data
+ * is high. */
+static enum export_verdict
+export_write_verdict(struct export *e, struct request *req)
 {
-	struct request *req = w->data;
-	struct export *e = req->export;
+	req->pause_ms = export_pause_ms(e, cache_dirty_pages(e->wb->cache));
+	return req->pause_ms == 0 ? EXPORT_REPLY : EXPORT_PACE;
+}
 
+bool
+export_write_held(struct export *e)
+{
 	/* Held at the limit, unless shutting down (then let it go: the
 	 * data is in the cache and the drain writes it back). */
-	if (export_pause_ms(e, cache_dirty_pages(e->wb->cache)) < 0 &&
-	    !__atomic_load_n(&e->wb->stopping, __ATOMIC_RELAXED)) {
-		/* Still at the limit: keep holding the reply. */
-		wb_kick_background(e->dev);
-		ev_timer_set(w, EXPORT_THROTTLE_POLL_S, 0);
-		ev_timer_start(loop, w);
-		return;
-	}
-	struct conn *c = req->conn;
-	conn_request_done(req);
-	conn_throttle_end(c);
+	if (export_pause_ms(e, cache_dirty_pages(e->wb->cache)) >= 0 ||
+	    __atomic_load_n(&e->wb->stopping, __ATOMIC_RELAXED))
+		return false;
+	wb_kick_background(e->dev);
+	return true;
 }
 
-/* Reply to a write now, or pace it if dirty data is high. */
-static void
-export_write_reply(struct export *e, struct request *req, bool inline_reply)
+enum export_verdict
+export_complete(struct export *e, struct request *req)
 {
-	int pause_ms = export_pause_ms(e, cache_dirty_pages(e->wb->cache));
-	if (pause_ms == 0) {
-		if (inline_reply)
-			conn_request_reply_inline(req);
-		else
-			conn_request_done(req);
-		return;
-	}
-	ev_timer_init(&req->throttle, export_throttle_cb,
-	    pause_ms < 0 ? EXPORT_THROTTLE_POLL_S : pause_ms / 1000.0, 0);
-	req->throttle.data = req;
-	conn_throttle_begin(req->conn);
-	ev_timer_start(ioloop_loop(conn_ioloop(req->conn)), &req->throttle);
+	/* A write that needed a fill is paced like any other. */
+	if (req->nbd.type == NBD_CMD_WRITE && req->err == 0 &&
+	    !req->err_seq_checked)
+		return export_write_verdict(e, req);
+	return EXPORT_REPLY;
 }
 
-void
+enum export_verdict
 export_submit(struct export *e, struct request *req)
 {
-	struct conn *c = req->conn;
 	const struct nbd_request *n = &req->nbd;
 	uint64_t fill;
 
 	req->export = e;
-	req->err_seq = conn_err_seq(c);
 	req->writethrough = e->cache_mode == CACHE_WRITETHROUGH ||
-	    (e->cache_mode == CACHE_WRITETHROUGH_UNTIL_FLUSH &&
-	    !conn_has_flushed(c));
+	    (e->cache_mode == CACHE_WRITETHROUGH_UNTIL_FLUSH && !req->flushed);
 
 	switch (n->type) {
 	case NBD_CMD_READ:
-		if (cache_read(e->cf, req->data, n->offset, n->count)) {
-			conn_request_reply_inline(req);
-			return;
-		}
+		if (cache_read(e->cf, req->data, n->offset, n->count))
+			return EXPORT_REPLY;
 		break;
 	case NBD_CMD_WRITE:
 		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
 		    cache_write(e->cf, req->data, n->offset, n->count, req->seq,
-		    &fill) == CACHE_WRITE_OK) {
-			export_write_reply(e, req, true);
-			return;
-		}
+		    &fill) == CACHE_WRITE_OK)
+			return export_write_verdict(e, req);
 		break;
 	case NBD_CMD_FLUSH:
-		conn_set_flushed(c);
+		req->flushed = true;
 		req->seq = __atomic_load_n(&e->write_seq, __ATOMIC_ACQUIRE);
 		break;
 	case NBD_CMD_TRIM:
@@ -457,4 +417,5 @@ export_submit(struct export *e, struct request *req)
 		break;
 	}
 	export_queue(e, req);
+	return EXPORT_QUEUED;
 }

@@ -77,10 +77,26 @@ struct export *export_new(const struct export_conf *ec, struct wb_dev *dev,
     struct backend *b, struct wb_ctl *wb);
 void export_free(struct export *e);
 
+/* What the connection is to do with a request's reply. */
+enum export_verdict {
+	EXPORT_REPLY,           /* answered (req->err): reply now */
+	EXPORT_QUEUED,          /* a job on the device's pool: req->job.done
+	                           runs on req->job.owner's thread later */
+	EXPORT_PACE,            /* a write in the cache: hold the reply
+	                           req->pause_ms (-1: while export_write_held) */
+};
+
 /*
- * Carry out a validated request: its job runs on the export's device pool
- * and completes on the connection's I/O thread.
+ * Carry out a validated request (its I/O thread).  The caller sets
+ * req->job.done and .owner (used if queued) and the connection state in
+ * the request (err_seq, flushed), and takes the latter back when it
+ * replies.
  */
-void export_submit(struct export *e, struct request *req);
+enum export_verdict export_submit(struct export *e, struct request *req);
+/* A queued request's job is done (back on its I/O thread): REPLY or PACE. */
+enum export_verdict export_complete(struct export *e, struct request *req);
+/* A paced write held with pause -1: still at the dirty limit?  (Kicks
+ * background writeback if so; false once shutting down.) */
+bool export_write_held(struct export *e);
 
 #endif

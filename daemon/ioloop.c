@@ -69,7 +69,7 @@ ioloop_drain_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 ioloop_drain_msg(struct job *job)
 {
-	struct ioloop *io = job->owner;
+	struct ioloop *io = ioloop_of(job->owner);
 
 	free(job);
 	io->draining = true;
@@ -82,6 +82,12 @@ ioloop_drain_msg(struct job *job)
 	io->drain_timer.data = io;
 	ev_timer_start(io->loop, &io->drain_timer);
 	ioloop_maybe_exit(io);
+}
+
+static void
+ioloop_owner_post(struct job_owner *owner, struct job *job)
+{
+	ioloop_post(ioloop_of(owner), job);
 }
 
 static void *
@@ -108,6 +114,7 @@ ioloop_new(struct daemon *d, unsigned index)
 		errno = ENOMEM;
 		return NULL;
 	}
+	io->owner.post = ioloop_owner_post;
 	pthread_mutex_init(&io->lock, NULL);
 	io->mail_tail = &io->mail_head;
 	ev_async_init(&io->wake, ioloop_wake_cb);
@@ -165,7 +172,7 @@ ioloop_drain(struct ioloop *io)
 		return;
 	}
 	job->done = ioloop_drain_msg;
-	job->owner = io;
+	job->owner = &io->owner;
 	ioloop_post(io, job);
 }
 

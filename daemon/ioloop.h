@@ -13,12 +13,14 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "clock.h"
 #include "job.h"
 
 struct daemon;
 struct conn;
 
 struct ioloop {
+	struct job_owner owner;         /* jobs completed here: the mailbox */
 	struct daemon *d;
 	unsigned index;
 	struct ev_loop *loop;
@@ -47,6 +49,12 @@ void ioloop_free(struct ioloop *io);
 
 /* Called by a connection when it has closed (I/O thread). */
 void ioloop_conn_gone(struct ioloop *io);
+
+static inline struct ioloop *
+ioloop_of(struct job_owner *owner)
+{
+	return container_of(owner, struct ioloop, owner);
+}
 
 static inline struct ev_loop *
 ioloop_loop(struct ioloop *io)

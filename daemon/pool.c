@@ -17,7 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "ioloop.h"
 #include "log.h"
 #include "pool.h"
 
@@ -128,7 +127,7 @@ pool_worker(void *arg)
 		if (job->run)
 			job->run(job);
 		if (job->owner)
-			ioloop_post(job->owner, job);
+			job->owner->post(job->owner, job);
 		else if (job->done)
 			job->done(job);
 

@@ -38,9 +38,18 @@ struct request {
 	int err;                        /* result: 0 or a positive errno */
 	uint32_t nbd_err;               /* set instead when validation failed */
 	uint64_t seq;                   /* a write's sequence (cache) */
-	uint64_t err_seq;               /* export error sequence seen/now */
 	bool writethrough;              /* reply only once durable */
-	bool err_seq_checked;           /* a FLUSH-like check saw err_seq */
+	/*
+	 * What the export reads from and hands back to the connection:
+	 * conn.c fills them in before export_submit and takes them back
+	 * when it answers, so the export never calls into the connection.
+	 */
+	uint64_t err_seq;               /* in: export errors the connection
+	                                   has seen; out: the new count */
+	bool err_seq_checked;           /* out: err_seq is to be kept */
+	bool flushed;                   /* in/out: the client sent a FLUSH */
+	int pause_ms;                   /* out, EXPORT_PACE: hold the reply
+	                                   this long (-1: until room) */
 	ev_timer throttle;              /* a paced write's reply delay */
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
