@@ -618,7 +618,7 @@ conn_enter_transmission(struct conn *c)
 	c->view.size_bytes = c->exp->size_bytes;
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
-	c->err_seq = __atomic_load_n(&c->exp->err_seq, __ATOMIC_ACQUIRE);
+	c->err_seq = export_err_seq(c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
 	ev_timer_stop(c->io->loop, &c->hs_timer);

@@ -84,7 +84,7 @@ ctl_export_json(struct daemon *d, struct export *e, bool details)
 	json_object_set_new(o, "connections", json_integer(
 	    LOAD(&e->connections)));
 	json_object_set_new(o, "writeback_errors", json_integer(
-	    (json_int_t)LOAD(&e->err_seq)));
+	    (json_int_t)export_err_seq(e)));
 	return o;
 }
 
@@ -98,16 +98,17 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	int err = LOAD(&dev->last_err);
 
 	pool_get_stats(dev->pool, &st);
-	for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
-		if (!export_retired(dev->exports[i]))
-			json_array_append_new(names,
-			    json_string(dev->exports[i]->name));
-		wb_pages += cache_file_writeback_pages(dev->exports[i]->cf);
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct export *e = container_of(dev->targets[i], struct export,
+		    wt);
+		if (!export_retired(e))
+			json_array_append_new(names, json_string(e->name));
+		wb_pages += cache_file_writeback_pages(e->cf);
 	}
 	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
 	json_t *remote = json_null();
-	struct backend *b = wb_dev_n_exports(dev) ?
-	    dev->exports[0]->backend : NULL;
+	struct backend *b = wb_dev_n_targets(dev) ?
+	    dev->targets[0]->backend : NULL;
 	if (b && (b->caps & BACKEND_REMOTE) && b->ops->get_state) {
 		struct backend_state bs;
 		memset(&bs, 0, sizeof bs);

@@ -210,14 +210,13 @@ ctl_flush_job_run(struct job *job)
 	struct ctl_flush_job *fj = (struct ctl_flush_job *)job;
 
 	unsigned *counter = &fj->e->dev->work_by_reason[WB_REASON_SYNC];
-	fj->r = wb_flush_export(fj->e, fj->seq, WB_REASON_SYNC);
+	fj->r = export_flush(fj->e, fj->seq, WB_REASON_SYNC);
 	__atomic_sub_fetch(counter, 1, __ATOMIC_RELAXED);
 	if (fj->r < 0) {
 		/* Report the cause (ENOSPC, ...) rather than plain EIO. */
-		pthread_mutex_lock(&fj->e->wb_lock);
-		if (fj->e->last_err)
-			fj->r = -fj->e->last_err;
-		pthread_mutex_unlock(&fj->e->wb_lock);
+		int err = wb_target_last_err(&fj->e->wt);
+		if (err)
+			fj->r = -err;
 	}
 }
 

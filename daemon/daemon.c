@@ -105,7 +105,7 @@ daemon_retire_run(struct job *job)
 	struct export *e = (struct export *)((char *)job -
 	    offsetof(struct export, retire_job));
 
-	if (wb_flush_export(e, UINT64_MAX, WB_REASON_SYNC) == 0) {
+	if (export_flush(e, UINT64_MAX, WB_REASON_SYNC) == 0) {
 		log_info("export \"%s\" removed: written back and no longer "
 		    "served", e->name);
 		__atomic_store_n(&e->removed, EXPORT_RETIRED, __ATOMIC_RELEASE);

@@ -45,8 +45,13 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->description = ec->description ? strdup(ec->description) : NULL;
 	e->size_bytes = b->ops->size(b);
 	e->cf = cache_file_new(wb->cache, e->size_bytes);
+	e->wt = (struct wb_target){ .name = e->name, .cf = e->cf, .backend = b,
+	    .dev = dev, .wb = wb, .size_bytes = e->size_bytes,
+	    .read_only = ec->readonly || (b->caps & BACKEND_READ_ONLY) };
+	wb_target_init(&e->wt);
 	if (!e->name || !e->backing || (ec->description && !e->description) ||
-	    !e->cf || wb_dev_add_export(dev, e) < 0) {
+	    !e->cf || wb_dev_add_target(dev, &e->wt) < 0) {
+		wb_target_destroy(&e->wt);
 		cache_file_free(e->cf);
 		free(e->name);
 		free(e->backing);
@@ -58,8 +63,6 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->dev = dev;
 	e->wb = wb;
 	e->cache_mode = ec->cache_mode;
-	pthread_mutex_init(&e->wb_lock, NULL);
-	pthread_cond_init(&e->wb_cond, NULL);
 
 	e->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
 	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
@@ -91,8 +94,7 @@ export_free(struct export *e)
 		return;
 	cache_file_free(e->cf);
 	backend_close(e->backend);
-	pthread_mutex_destroy(&e->wb_lock);
-	pthread_cond_destroy(&e->wb_cond);
+	wb_target_destroy(&e->wt);
 	free(e->name);
 	free(e->backing);
 	free(e->description);
@@ -202,7 +204,7 @@ export_write_slow(struct export *e, struct request *req)
 				/* Filled, yet not resident: no page to put it
 				 * in.  Wait for writeback to free one. */
 				wb_kick_background(e->dev);
-				wb_wait_progress(e, 10);
+				wb_wait_progress(&e->wt, 10);
 			}
 			last_fill = fill;
 			break;
@@ -217,7 +219,7 @@ export_write_slow(struct export *e, struct request *req)
 				log_warnx("export \"%s\": waiting for cache space "
 				    "(all pages dirty)", e->name);
 			wb_kick_background(e->dev);
-			wb_wait_progress(e, 10);
+			wb_wait_progress(&e->wt, 10);
 			break;
 		}
 	}
@@ -235,11 +237,12 @@ export_make_durable(struct export *e, struct request *req, uint64_t seq)
 	int r;
 
 	if (req->nbd.type == NBD_CMD_WRITE)
-		r = wb_write_range_fua(e, req->nbd.offset, req->nbd.count, seq);
+		r = wb_write_range_fua(&e->wt, req->nbd.offset, req->nbd.count,
+		    seq);
 	else
-		r = wb_flush_export(e, seq, req->nbd.type == NBD_CMD_FLUSH ?
+		r = wb_flush(&e->wt, seq, req->nbd.type == NBD_CMD_FLUSH ?
 		    WB_REASON_FLUSH : WB_REASON_FUA);
-	uint64_t now = __atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE);
+	uint64_t now = export_err_seq(e);
 
 	if (r == 0 && now != req->err_seq)
 		r = -EIO;       /* an earlier writeback failure, reported once */
@@ -306,7 +309,7 @@ export_run(struct job *job)
 			    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
 			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
 		/* Even a failure may have changed something: flush it. */
-		__atomic_add_fetch(&e->written, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&e->wt.written, 1, __ATOMIC_RELEASE);
 		if (r == 0)
 			cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (r == 0 && (fua || req->writethrough))

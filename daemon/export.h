@@ -16,10 +16,10 @@
 #include "config.h"
 #include "handshake.h"
 #include "job.h"
+#include "writeback.h"
 
 struct cache_file;
 struct request;
-struct wb_ctl;
 struct wb_dev;
 
 /* Removal by a reload: no new clients, then written back, then retired. */
@@ -43,27 +43,14 @@ struct export {
 	struct hs_export hs;            /* what the handshake shows */
 
 	uint64_t write_seq;             /* atomic: last write's sequence */
-	uint64_t err_seq;               /* atomic: bumped by each failed writeback */
-	/*
-	 * Atomics, only ever rising: writes that reached the backend not
-	 * durable on their own (not FUA), counted before their pages are
-	 * clean; and the count a successful device flush read before it
-	 * began, so covered.  A FLUSH finding flushed_upto == written skips
-	 * the device's flush.  Both 0 at start-up: what an earlier process
-	 * wrote and never flushed was never promised to anyone still
-	 * connected (its clients saw it die).
-	 */
-	uint64_t written, flushed_upto;
-	int last_err;                   /* errno of the last failure (wb_lock) */
+	/* What writeback keeps for this export: the error sequence, the
+	 * flush counters, the lock writeback signals progress on. */
+	struct wb_target wt;
 	unsigned connections;           /* atomic: clients in transmission */
 	char *backing;                  /* as configured */
 	bool direct;                    /* as configured (O_DIRECT) */
 	int removed;                    /* atomic: enum export_state */
 	struct job retire_job;
-
-	/* Signalled whenever a writeback of this export ends. */
-	pthread_mutex_t wb_lock;
-	pthread_cond_t wb_cond;
 };
 
 /* Removed by a reload and written back: no longer shown anywhere. */
@@ -76,6 +63,21 @@ export_retired(struct export *e)
 struct export *export_new(const struct export_conf *ec, struct wb_dev *dev,
     struct backend *b, struct wb_ctl *wb);
 void export_free(struct export *e);
+
+/* Write back everything E had dirty at sequence MAX_SEQ and flush its
+ * device (a worker: it blocks).  0 or a negative errno. */
+static inline int
+export_flush(struct export *e, uint64_t max_seq, enum wb_reason why)
+{
+	return wb_flush(&e->wt, max_seq, why);
+}
+
+/* Export errors so far: a connection reports those after this count. */
+static inline uint64_t
+export_err_seq(struct export *e)
+{
+	return __atomic_load_n(&e->wt.err_seq, __ATOMIC_ACQUIRE);
+}
 
 /* What the connection is to do with a request's reply. */
 enum export_verdict {

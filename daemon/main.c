@@ -243,7 +243,7 @@ drain_job_run(struct job *job)
 	for (unsigned attempt = 0; attempt < 5 && dj->r < 0; attempt++) {
 		if (attempt)
 			sleep(1u << (attempt - 1));
-		dj->r = wb_flush_export(dj->e, UINT64_MAX, WB_REASON_SHUTDOWN);
+		dj->r = export_flush(dj->e, UINT64_MAX, WB_REASON_SHUTDOWN);
 	}
 }
 

@@ -1,5 +1,7 @@
 /*
- * wbdev.c - writeback devices and their worker pools.
+ * wbdev.c - writeback devices and their worker pools.  Created by the
+ * main thread (start-up) or a reload under tune_lock; the target list is
+ * append-only and published by a release store of its count.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +21,10 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 	dev->id = id;
 	snprintf(dev->name, sizeof dev->name, "%s", name);
 	snprintf(thread_name, sizeof thread_name, "flush-%s", name);
-	dev->exports = calloc(WB_DEV_MAX_EXPORTS, sizeof *dev->exports);
-	dev->pool = dev->exports ? pool_new(thread_name, params) : NULL;
+	dev->targets = calloc(WB_DEV_MAX_TARGETS, sizeof *dev->targets);
+	dev->pool = dev->targets ? pool_new(thread_name, params) : NULL;
 	if (!dev->pool) {
-		free(dev->exports);
+		free(dev->targets);
 		free(dev);
 		return NULL;
 	}
@@ -32,12 +34,12 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 }
 
 int
-wb_dev_add_export(struct wb_dev *dev, struct export *e)
+wb_dev_add_target(struct wb_dev *dev, struct wb_target *t)
 {
-	if (dev->n_exports >= WB_DEV_MAX_EXPORTS)
+	if (dev->n_targets >= WB_DEV_MAX_TARGETS)
 		return -1;
-	dev->exports[dev->n_exports] = e;
-	__atomic_store_n(&dev->n_exports, dev->n_exports + 1, __ATOMIC_RELEASE);
+	dev->targets[dev->n_targets] = t;
+	__atomic_store_n(&dev->n_targets, dev->n_targets + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -47,6 +49,6 @@ wb_dev_free(struct wb_dev *dev)
 	if (!dev)
 		return;
 	pool_free(dev->pool);
-	free(dev->exports);
+	free(dev->targets);
 	free(dev);
 }

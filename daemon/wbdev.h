@@ -13,14 +13,15 @@
 #include "job.h"
 #include "pool.h"
 
-struct export;
+struct wb_target;
 
 struct wb_dev {
 	dev_t id;
 	char name[32];                  /* "MAJ:MIN" */
 	struct pool *pool;
-	struct export **exports;        /* WB_DEV_MAX_EXPORTS, append-only */
-	unsigned n_exports;             /* published with a release store */
+	struct wb_target **targets;     /* WB_DEV_MAX_TARGETS, append-only:
+	                                   the exports on this device */
+	unsigned n_targets;             /* published with a release store */
 
 	/* Background and periodic work: at most one of each queued. */
 	struct job bg_job, periodic_job;
@@ -45,14 +46,14 @@ struct wb_dev {
 	unsigned min_ratio, max_ratio;
 };
 
-#define WB_DEV_MAX_EXPORTS 256
+#define WB_DEV_MAX_TARGETS 256
 
-int wb_dev_add_export(struct wb_dev *dev, struct export *e);
+int wb_dev_add_target(struct wb_dev *dev, struct wb_target *t);
 
 static inline unsigned
-wb_dev_n_exports(struct wb_dev *dev)
+wb_dev_n_targets(struct wb_dev *dev)
 {
-	return __atomic_load_n(&dev->n_exports, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&dev->n_targets, __ATOMIC_ACQUIRE);
 }
 
 struct wb_dev *wb_dev_new(dev_t id, const char *name,

@@ -18,9 +18,7 @@
 
 #include "backend.h"
 #include "cache.h"
-#include "export.h"
 #include "log.h"
-#include "nbd-proto.h"
 #include "size.h"
 #include "wbdev.h"
 #include "writeback.h"
@@ -148,24 +146,49 @@ wb_dev_dirty_pages(struct wb_dev *dev)
 {
 	uint64_t sum = 0;
 
-	for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 		uint64_t cached, dirty;
-		cache_file_stats(dev->exports[i]->cf, &cached, &dirty);
+		cache_file_stats(dev->targets[i]->cf, &cached, &dirty);
 		sum += dirty;
 	}
 	return sum;
 }
 
-static void
-wb_signal(struct export *e)
+void
+wb_target_init(struct wb_target *t)
 {
-	pthread_mutex_lock(&e->wb_lock);
-	pthread_cond_broadcast(&e->wb_cond);
-	pthread_mutex_unlock(&e->wb_lock);
+	t->err_seq = t->written = t->flushed_upto = 0;
+	t->last_err = 0;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
 }
 
 void
-wb_wait_progress(struct export *e, unsigned ms)
+wb_target_destroy(struct wb_target *t)
+{
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cond);
+}
+
+int
+wb_target_last_err(struct wb_target *t)
+{
+	pthread_mutex_lock(&t->lock);
+	int err = t->last_err;
+	pthread_mutex_unlock(&t->lock);
+	return err;
+}
+
+static void
+wb_signal(struct wb_target *t)
+{
+	pthread_mutex_lock(&t->lock);
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void
+wb_wait_progress(struct wb_target *t, unsigned ms)
 {
 	struct timespec until;
 
@@ -173,15 +196,15 @@ wb_wait_progress(struct export *e, unsigned ms)
 	until.tv_nsec += (long)(ms % 1000) * 1000000;
 	until.tv_sec += ms / 1000 + until.tv_nsec / 1000000000;
 	until.tv_nsec %= 1000000000;
-	pthread_mutex_lock(&e->wb_lock);
-	pthread_cond_timedwait(&e->wb_cond, &e->wb_lock, &until);
-	pthread_mutex_unlock(&e->wb_lock);
+	pthread_mutex_lock(&t->lock);
+	pthread_cond_timedwait(&t->cond, &t->lock, &until);
+	pthread_mutex_unlock(&t->lock);
 }
 
 static void
-wb_note_error(struct export *e, int err)
+wb_note_error(struct wb_target *t, int err)
 {
-	struct wb_dev *dev = e->dev;
+	struct wb_dev *dev = t->dev;
 	uint32_t ms = __atomic_load_n(&dev->backoff_ms, __ATOMIC_RELAXED);
 
 	ms = ms ? ms * 2 : WB_BACKOFF_MIN_MS;
@@ -192,17 +215,17 @@ wb_note_error(struct export *e, int err)
 	    __ATOMIC_RELAXED);
 	__atomic_add_fetch(&dev->errors, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&dev->last_err, err, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&e->err_seq, 1, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&e->wb_lock);
-	e->last_err = err;
-	pthread_mutex_unlock(&e->wb_lock);
+	__atomic_add_fetch(&t->err_seq, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&t->lock);
+	t->last_err = err;
+	pthread_mutex_unlock(&t->lock);
 }
 
 /* Is any page of E dirtied at or before MAX_SEQ not yet on the device? */
 static bool
-wb_pending(struct export *e, uint64_t max_seq)
+wb_pending(struct wb_target *t, uint64_t max_seq)
 {
-	uint64_t min = cache_min_dirty_seq(e->cf);
+	uint64_t min = cache_min_dirty_seq(t->cf);
 	return min != UINT64_MAX && min <= max_seq;
 }
 
@@ -215,28 +238,28 @@ wb_backing_off(struct wb_dev *dev)
 
 /*
  * Flush E's backend unless a successful flush already covers every write
- * that reached it (see export.written).  Called once the writes to cover
+ * that reached it (see wb_target.written).  Called once the writes to cover
  * have completed, and so been counted.  Several may run at once: each
  * raises flushed_upto to what it read before flushing, never lowers it.
  */
 static int
-wb_flush_backend(struct export *e)
+wb_flush_backend(struct wb_target *t)
 {
-	uint64_t w = __atomic_load_n(&e->written, __ATOMIC_ACQUIRE);
-	uint64_t done = __atomic_load_n(&e->flushed_upto, __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
+	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
 	int r;
 
-	if (done >= w || (e->tflags & NBD_FLAG_READ_ONLY))
+	if (done >= w || t->read_only)
 		return 0;
-	r = e->backend->ops->flush(e->backend);
+	r = t->backend->ops->flush(t->backend);
 	if (r < 0) {
 		errno = -r;
-		log_warn("flush of export \"%s\" (device %s) failed", e->name,
-		    e->dev->name);
-		wb_note_error(e, -r);
+		log_warn("flush of export \"%s\" (device %s) failed", t->name,
+		    t->dev->name);
+		wb_note_error(t, -r);
 		return r;
 	}
-	while (done < w && !__atomic_compare_exchange_n(&e->flushed_upto, &done,
+	while (done < w && !__atomic_compare_exchange_n(&t->flushed_upto, &done,
 	    w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;               /* DONE reloaded: someone raised it meanwhile */
 	return 0;
@@ -248,7 +271,7 @@ wb_flush_backend(struct export *e)
  * other the whole write happens in wb_run_begin.
  */
 struct wb_io {
-	struct export *e;
+	struct wb_target *t;
 	struct cache_run *run;
 	uint64_t off;
 	uint32_t len;
@@ -280,18 +303,18 @@ wb_run_buffer(struct wb_io *w)
 	return w->buf;
 }
 
-/* Start writing RUN of E (the export's last page may be short). */
+/* Start writing RUN of T (the export's last page may be short). */
 static void
-wb_run_begin(struct wb_io *w, struct export *e, struct cache_run *run,
+wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
     unsigned flags)
 {
-	struct backend *b = e->backend;
-	uint64_t off = run->first_index * e->wb->page_size;
-	uint64_t len = (uint64_t)run->npages * e->wb->page_size;
+	struct backend *b = t->backend;
+	uint64_t off = run->first_index * t->wb->page_size;
+	uint64_t len = (uint64_t)run->npages * t->wb->page_size;
 
-	if (off + len > e->size_bytes)
-		len = e->size_bytes - off;
-	*w = (struct wb_io){ .e = e, .run = run, .off = off,
+	if (off + len > t->size_bytes)
+		len = t->size_bytes - off;
+	*w = (struct wb_io){ .t = t, .run = run, .off = off,
 	    .len = (uint32_t)len, .flags = flags };
 	if (run->iov && b->ops->pwritev && !b->ops->pwrite_start &&
 	    !(b->caps & BACKEND_STABLE_PAGES)) {
@@ -317,45 +340,45 @@ wb_run_begin(struct wb_io *w, struct export *e, struct cache_run *run,
 static int
 wb_run_end(struct wb_io *w)
 {
-	struct export *e = w->e;
+	struct wb_target *t = w->t;
 	int r = w->r;
 
 	if (w->io)
-		r = e->backend->ops->pwrite_end(e->backend, w->io);
+		r = t->backend->ops->pwrite_end(t->backend, w->io);
 	free(w->buf);
 	/* Counted before its pages are clean: a FLUSH that sees them clean
 	 * sees the count, and flushes the device. */
 	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA))
-		__atomic_add_fetch(&e->written, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
 	cache_end_run(w->run, r == 0);
 	if (r < 0) {
 		errno = -r;
 		log_warn("writeback of %llu bytes at offset %llu of export "
 		    "\"%s\" (device %s) failed; the data stays dirty and will "
 		    "be retried", (unsigned long long)w->len,
-		    (unsigned long long)w->off, e->name, e->dev->name);
-		wb_note_error(e, -r);
+		    (unsigned long long)w->off, t->name, t->dev->name);
+		wb_note_error(t, -r);
 	} else {
-		__atomic_add_fetch(&e->dev->written_bytes, w->len,
+		__atomic_add_fetch(&t->dev->written_bytes, w->len,
 		    __ATOMIC_RELAXED);
-		if (__atomic_load_n(&e->dev->backoff_ms, __ATOMIC_RELAXED)) {
-			__atomic_store_n(&e->dev->backoff_ms, 0,
+		if (__atomic_load_n(&t->dev->backoff_ms, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&t->dev->backoff_ms, 0,
 			    __ATOMIC_RELAXED);
 			log_info("device %s: writeback is succeeding again",
-			    e->dev->name);
+			    t->dev->name);
 		}
 	}
-	wb_signal(e);
+	wb_signal(t);
 	return r;
 }
 
 /* Write one run and wait for it; 0 or a negative errno. */
 static int
-wb_write_run(struct export *e, struct cache_run *run, unsigned flags)
+wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags)
 {
 	struct wb_io w;
 
-	wb_run_begin(&w, e, run, flags);
+	wb_run_begin(&w, t, run, flags);
 	return wb_run_end(&w);
 }
 
@@ -376,8 +399,8 @@ struct wb_window {
 static void
 wb_window_init(struct wb_window *win, struct wb_dev *dev)
 {
-	struct backend *b = wb_dev_n_exports(dev) ?
-	    dev->exports[0]->backend : NULL;
+	struct backend *b = wb_dev_n_targets(dev) ?
+	    dev->targets[0]->backend : NULL;
 
 	win->head = win->n = 0;
 	win->err = 0;
@@ -398,11 +421,11 @@ wb_window_end_oldest(struct wb_window *win)
 /* Begin RUN; ends the oldest first if the window is full.  Returns the
  * first failure so far (0 if none). */
 static int
-wb_window_add(struct wb_window *win, struct export *e, struct cache_run *run)
+wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 {
 	if (win->n == win->cap)
 		wb_window_end_oldest(win);
-	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], e, run, 0);
+	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], t, run, 0);
 	win->n++;
 	if (win->cap == 1)
 		wb_window_end_oldest(win);
@@ -419,24 +442,24 @@ wb_window_drain(struct wb_window *win)
 }
 
 int
-wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
+wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
 	struct cache_run *run;
 	struct wb_window win;
 	uint64_t last_log = now_ns();
 	int r = 0;
 
-	wb_window_init(&win, e->dev);
-	while ((run = cache_take_run(e->cf, max_seq, e->wb->max_run_pages))) {
-		if (wb_window_add(&win, e, run) < 0)
+	wb_window_init(&win, t->dev);
+	while ((run = cache_take_run(t->cf, max_seq, t->wb->max_run_pages))) {
+		if (wb_window_add(&win, t, run) < 0)
 			break;          /* report now; the pages stay dirty */
 		if (why == WB_REASON_SHUTDOWN &&
 		    now_ns() - last_log > WB_PROGRESS_LOG_NS) {
 			uint64_t cached, dirty;
 			char b[32];
-			cache_file_stats(e->cf, &cached, &dirty);
+			cache_file_stats(t->cf, &cached, &dirty);
 			log_info("shutdown: export \"%s\": %s still dirty",
-			    e->name, size_human(dirty * e->wb->page_size, b,
+			    t->name, size_human(dirty * t->wb->page_size, b,
 			    sizeof b));
 			last_log = now_ns();
 		}
@@ -445,30 +468,30 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 		r = -EIO;
 	if (r == 0) {
 		/* Writeback of older pages started by others: wait for it. */
-		uint64_t seen_err = __atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE);
-		while (wb_pending(e, max_seq)) {
-			if (__atomic_load_n(&e->err_seq, __ATOMIC_ACQUIRE) !=
+		uint64_t seen_err = __atomic_load_n(&t->err_seq, __ATOMIC_ACQUIRE);
+		while (wb_pending(t, max_seq)) {
+			if (__atomic_load_n(&t->err_seq, __ATOMIC_ACQUIRE) !=
 			    seen_err) {
 				/* Someone else's run of our pages failed. */
-				if (wb_pending(e, max_seq)) {
+				if (wb_pending(t, max_seq)) {
 					r = -EIO;
 					break;
 				}
 			}
 			/* Pages failed back into the dirty list: take them. */
-			run = cache_take_run(e->cf, max_seq, e->wb->max_run_pages);
+			run = cache_take_run(t->cf, max_seq, t->wb->max_run_pages);
 			if (run) {
-				if (wb_write_run(e, run, 0) < 0) {
+				if (wb_write_run(t, run, 0) < 0) {
 					r = -EIO;
 					break;
 				}
 				continue;
 			}
-			wb_wait_progress(e, 10);
+			wb_wait_progress(t, 10);
 		}
 	}
 	if (r == 0)
-		r = wb_flush_backend(e);
+		r = wb_flush_backend(t);
 	return r;
 }
 
@@ -486,42 +509,42 @@ wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why)
 #define WB_FUA_MAX_ROUNDS       100
 
 int
-wb_write_range_fua(struct export *e, uint64_t off, uint64_t len, uint64_t seq)
+wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 {
-	uint32_t ps = e->wb->page_size;
+	uint32_t ps = t->wb->page_size;
 	uint64_t first = off / ps, end = (off + len + ps - 1) / ps;
 	bool need_flush = false;
 
 	if (len == 0)
-		return wb_flush_export(e, seq, WB_REASON_FUA);
+		return wb_flush(t, seq, WB_REASON_FUA);
 	for (unsigned round = 0;; round++) {
 		struct cache_run *run;
 		uint64_t next = first;
 		unsigned seen = 0;
 
-		while ((run = cache_take_range_run(e->cf, &next, end,
-		    e->wb->max_run_pages, &seen)))
-			if (wb_write_run(e, run, BACKEND_WRITE_FUA) < 0)
+		while ((run = cache_take_range_run(t->cf, &next, end,
+		    t->wb->max_run_pages, &seen)))
+			if (wb_write_run(t, run, BACKEND_WRITE_FUA) < 0)
 				return -EIO;    /* the pages stay dirty */
 		if (seen & (CACHE_RANGE_CLEAN | CACHE_RANGE_BUSY))
 			need_flush = true;
 		if (!(seen & CACHE_RANGE_BUSY))
 			break;
 		if (round == WB_FUA_MAX_ROUNDS)
-			return wb_flush_export(e, seq, WB_REASON_FUA);
-		wb_wait_progress(e, 10);
+			return wb_flush(t, seq, WB_REASON_FUA);
+		wb_wait_progress(t, 10);
 	}
-	return need_flush ? wb_flush_backend(e) : 0;
+	return need_flush ? wb_flush_backend(t) : 0;
 }
 
 /* A device's own background threshold: its share of the global one. */
 static uint64_t
 wb_dev_bg_pages(struct wb_dev *dev)
 {
-	struct export *e = dev->exports[0];
+	struct wb_target *t = dev->targets[0];
 	unsigned max_ratio = __atomic_load_n(&dev->max_ratio, __ATOMIC_RELAXED);
 
-	return e->wb->bg_pages * max_ratio / 100;
+	return t->wb->bg_pages * max_ratio / 100;
 }
 
 /* Background: round-robin over the device's exports until below the
@@ -543,16 +566,16 @@ wb_background_run(struct job *job)
 		if (ps.queued > 0)
 			break;
 		progress = false;
-		for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
-			struct export *e = dev->exports[i];
-			if (cache_dirty_pages(e->wb->cache) <= e->wb->bg_pages &&
+		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+			struct wb_target *t = dev->targets[i];
+			if (cache_dirty_pages(t->wb->cache) <= t->wb->bg_pages &&
 			    wb_dev_dirty_pages(dev) <= wb_dev_bg_pages(dev))
 				goto out;
-			struct cache_run *run = cache_take_run(e->cf, UINT64_MAX,
-			    e->wb->max_run_pages);
+			struct cache_run *run = cache_take_run(t->cf, UINT64_MAX,
+			    t->wb->max_run_pages);
 			if (!run)
 				continue;
-			if (wb_window_add(&win, e, run) < 0)
+			if (wb_window_add(&win, t, run) < 0)
 				goto out;
 			progress = true;
 		}
@@ -571,15 +594,15 @@ wb_periodic_run(struct job *job)
 
 	wb_window_init(&win, dev);
 	if (!wb_backing_off(dev)) {
-		for (unsigned i = 0; i < wb_dev_n_exports(dev); i++) {
-			struct export *e = dev->exports[i];
+		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+			struct wb_target *t = dev->targets[i];
 			uint64_t now = now_ns();
-			uint64_t cutoff = now > e->wb->expire_ns ?
-			    now - e->wb->expire_ns : 0;
+			uint64_t cutoff = now > t->wb->expire_ns ?
+			    now - t->wb->expire_ns : 0;
 			struct cache_run *run;
-			while ((run = cache_take_expired_run(e->cf, cutoff,
-			    e->wb->max_run_pages)))
-				if (wb_window_add(&win, e, run) < 0)
+			while ((run = cache_take_expired_run(t->cf, cutoff,
+			    t->wb->max_run_pages)))
+				if (wb_window_add(&win, t, run) < 0)
 					goto out;
 		}
 	}

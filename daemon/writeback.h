@@ -11,14 +11,55 @@
 #ifndef WBD_WRITEBACK_H
 #define WBD_WRITEBACK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
 
+struct backend;
 struct cache;
-struct export;
+struct cache_file;
+struct wb_ctl;
 struct wb_dev;
+
+/*
+ * What writeback writes: one export's pages and its backing device, and
+ * the state writeback keeps for it.  Embedded in struct export (whose
+ * lifetime it shares); writeback knows nothing else of the export.
+ */
+struct wb_target {
+	const char *name;               /* the export's, for the log */
+	struct cache_file *cf;
+	struct backend *backend;
+	struct wb_dev *dev;
+	struct wb_ctl *wb;
+	uint64_t size_bytes;
+	bool read_only;                 /* nothing to write, nothing to flush */
+
+	uint64_t err_seq;               /* atomic: bumped by each failure */
+	/*
+	 * Atomics, only ever rising: writes that reached the backend not
+	 * durable on their own (not FUA), counted before their pages are
+	 * clean; and the count a successful device flush read before it
+	 * began, so covered.  A FLUSH finding flushed_upto == written skips
+	 * the device's flush.  Both 0 at start-up: what an earlier process
+	 * wrote and never flushed was never promised to anyone still
+	 * connected (its clients saw it die).
+	 */
+	uint64_t written, flushed_upto;
+
+	/* Signalled whenever a writeback of this target ends. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int last_err;                   /* errno of the last failure (lock) */
+};
+
+/* Set up T's lock and counters (the pointers are the caller's). */
+void wb_target_init(struct wb_target *t);
+void wb_target_destroy(struct wb_target *t);
+/* The errno of T's last writeback failure, 0 if none. */
+int wb_target_last_err(struct wb_target *t);
 
 enum wb_reason {
 	WB_REASON_BACKGROUND,
@@ -51,11 +92,11 @@ void wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
 void wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc);
 
 /*
- * Write back every page of E dirtied at or before sequence MAX_SEQ, wait for
+ * Write back every page of T dirtied at or before sequence MAX_SEQ, wait for
  * writeback of such pages already in flight, then flush the backend.
  * Returns 0 or a negative errno.  Worker threads only (it blocks).
  */
-int wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why);
+int wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why);
 
 /*
  * FUA: make the write at [OFF, OFF+LEN) (already in the cache with
@@ -63,7 +104,7 @@ int wb_flush_export(struct export *e, uint64_t max_seq, enum wb_reason why);
  * written, with BACKEND_WRITE_FUA.  Returns 0 or a negative errno.
  * Worker threads only.
  */
-int wb_write_range_fua(struct export *e, uint64_t off, uint64_t len,
+int wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len,
     uint64_t seq);
 
 /* Queue background writeback on DEV if none is queued (any thread). */
@@ -88,10 +129,10 @@ int wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages);
 int wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
     uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio);
 
-/* Dirty pages of every export on DEV (any thread). */
+/* Dirty pages of every target on DEV (any thread). */
 uint64_t wb_dev_dirty_pages(struct wb_dev *dev);
 
-/* Wait (worker thread) until E's writeback state changes or MS pass. */
-void wb_wait_progress(struct export *e, unsigned ms);
+/* Wait (worker thread) until T's writeback state changes or MS pass. */
+void wb_wait_progress(struct wb_target *t, unsigned ms);
 
 #endif
