@@ -1,16 +1,22 @@
 /*
- * backend.c - choosing a backend for an export's "backing" string, and
- * describing a remote backend's connection state.
+ * backend.c - the door to the backends: the wrappers every caller uses
+ * (preconditions asserted, optional operations supplied), and describing a
+ * remote backend's connection state.
  *
- * Runs on the main thread (start-up, reload); backend_describe_state on
- * any thread.
+ * Any thread; the wrappers add no state of their own beyond the caller's
+ * struct backend_write.
  */
+#include <assert.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend.h"
-#include "config.h"
+
+/* Writes a device taking them in two steps keeps in flight per thread. */
+#define BACKEND_MAX_IN_FLIGHT   16
 
 static const char *const backend_uri_schemes[] = {
 	"nbd://", "nbds://", "nbd+unix://", "nbds+unix://", NULL
@@ -25,14 +31,151 @@ backend_is_uri(const char *backing)
 	return false;
 }
 
-struct backend *
-backend_open(const struct export_conf *ec, const struct remote_conf *rc)
+static void
+backend_assert_range(struct backend *b, uint32_t count, uint64_t off)
 {
-	if (backend_is_uri(ec->backing))
-		return backend_nbd_open(ec->backing, ec->size_bytes,
-		    ec->readonly, rc);
-	return backend_file_open(ec->backing, ec->size_bytes, ec->readonly,
-	    ec->direct);
+	assert(count > 0);
+	assert(off + count >= off && off + count <= b->ops->size(b));
+	(void)b, (void)count, (void)off;
+}
+
+static void
+backend_assert_writable(struct backend *b, unsigned flags)
+{
+	assert(!(b->caps & BACKEND_READ_ONLY));
+	assert((flags & ~(BACKEND_WRITE_FUA | BACKEND_BUF_PRIVATE)) == 0);
+	(void)b, (void)flags;
+}
+
+uint64_t
+backend_size(struct backend *b)
+{
+	return b->ops->size(b);
+}
+
+int
+backend_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
+{
+	backend_assert_range(b, count, off);
+	return b->ops->pread(b, buf, count, off);
+}
+
+int
+backend_flush(struct backend *b)
+{
+	backend_assert_writable(b, 0);
+	return b->ops->flush(b);
+}
+
+int
+backend_trim(struct backend *b, uint32_t count, uint64_t off)
+{
+	backend_assert_writable(b, 0);
+	backend_assert_range(b, count, off);
+	assert(b->caps & BACKEND_CAN_TRIM);
+	/* TRIM is advisory: a device that cannot leaves the data. */
+	return b->ops->trim ? b->ops->trim(b, count, off) : 0;
+}
+
+int
+backend_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
+    bool fast)
+{
+	backend_assert_writable(b, 0);
+	backend_assert_range(b, count, off);
+	if (!b->ops->zero)
+		return -ENOTSUP;
+	return b->ops->zero(b, count, off, may_trim, fast);
+}
+
+bool
+backend_get_state(struct backend *b, struct backend_state *st)
+{
+	memset(st, 0, sizeof *st);
+	if (!b->ops->get_state)
+		return false;
+	b->ops->get_state(b, st);
+	return true;
+}
+
+void
+backend_reconfigure(struct backend *b, const struct remote_conf *rc)
+{
+	if (b->ops->reconfigure)
+		b->ops->reconfigure(b, rc);
+}
+
+unsigned
+backend_max_in_flight(struct backend *b)
+{
+	return b->ops->pwrite_start ? BACKEND_MAX_IN_FLIGHT : 1;
+}
+
+/* IOV's COUNT bytes in one page-aligned buffer (an O_DIRECT device takes
+ * it as it is); NULL if out of memory. */
+static void *
+backend_gather(const struct iovec *iov, int iovcnt, uint32_t count)
+{
+	void *buf;
+
+	if (posix_memalign(&buf, 4096, count) != 0)
+		return NULL;
+	for (int i = 0, done = 0; i < iovcnt && (uint32_t)done < count; i++) {
+		uint32_t n = count - (uint32_t)done;
+		if (n > iov[i].iov_len)
+			n = (uint32_t)iov[i].iov_len;
+		memcpy((char *)buf + done, iov[i].iov_base, n);
+		done += (int)n;
+	}
+	return buf;
+}
+
+void
+backend_write_begin(struct backend *b, struct backend_write *w,
+    const struct iovec *iov, int iovcnt, uint32_t count, uint64_t off,
+    unsigned flags)
+{
+	const struct backend_ops *ops = b->ops;
+	bool private = flags & BACKEND_BUF_PRIVATE;
+	const void *buf;
+
+	backend_assert_writable(b, flags);
+	backend_assert_range(b, count, off);
+	assert(iovcnt > 0 && (!private || iovcnt == 1));
+	flags &= ~BACKEND_BUF_PRIVATE;
+	*w = (struct backend_write){ .b = b };
+	if (!private && ops->pwritev && !ops->pwrite_start &&
+	    !(b->caps & BACKEND_STABLE_PAGES)) {
+		/* Zero-copy: the pages themselves. */
+		w->r = ops->pwritev(b, iov, iovcnt, off, flags);
+		return;
+	}
+	if (private) {
+		buf = iov[0].iov_base;
+	} else {
+		buf = w->bounce = backend_gather(iov, iovcnt, count);
+		if (!buf) {
+			w->r = -ENOMEM;
+			return;
+		}
+	}
+	if (ops->pwrite_start)
+		w->r = ops->pwrite_start(b, buf, count, off, flags, &w->io);
+	else
+		w->r = ops->pwrite(b, buf, count, off, flags);
+}
+
+int
+backend_write_end(struct backend_write *w)
+{
+	int r = w->r;
+
+	if (w->io)
+		r = w->b->ops->pwrite_end(w->b, w->io);
+	w->io = NULL;
+	free(w->bounce);
+	w->bounce = NULL;
+	return r;
 }
 
 void
@@ -45,9 +188,8 @@ backend_describe_state(struct backend *b, char *buf, size_t len)
 	if (len == 0)
 		return;
 	buf[0] = '\0';
-	if (!b || !b->ops->get_state)
+	if (!b || !backend_get_state(b, &st))
 		return;
-	b->ops->get_state(b, &st);
 	time_t t = (time_t)(st.since_realtime_ns / 1000000000u);
 	if (st.since_realtime_ns && localtime_r(&t, &tm))
 		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);

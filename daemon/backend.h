@@ -1,5 +1,9 @@
 /*
- * backend.h - the backing-device interface: a table of operations.
+ * backend.h - the backing-device interface: a table of operations, and
+ * the one door every caller goes through (backend_pread, backend_flush,
+ * backend_write_begin/end, ...): the wrappers assert the preconditions
+ * (range, read-only, flags) and supply the optional operations a backend
+ * lacks.  Nothing outside backend*.c calls b->ops-> itself.
  *
  * A backend is opened once per export and shared by every worker of its
  * writeback device, so each operation must be safe to call concurrently
@@ -102,15 +106,7 @@ struct backend {
 struct backend *backend_file_open(const char *path, uint64_t size_bytes,
     bool readonly, bool direct);
 
-/*
- * Open export EC's backing device: an NBD URI ("nbd://", "nbds://",
- * "nbd+unix://", "nbds+unix://") through backend_nbd_open, anything else
- * as a local file or block device through backend_file_open.
- */
-struct backend *backend_open(const struct export_conf *ec,
-    const struct remote_conf *rc);
-
-/* Is BACKING an NBD URI that backend_open hands to backend_nbd_open? */
+/* Is BACKING an NBD URI, for backend_nbd_open (backing.h chooses)? */
 bool backend_is_uri(const char *backing);
 
 /*
@@ -133,5 +129,47 @@ backend_close(struct backend *b)
 	if (b)
 		b->ops->close(b);
 }
+
+/* --- the door ------------------------------------------------------------ */
+
+uint64_t backend_size(struct backend *b);
+/* [OFF, OFF+COUNT) must lie inside the device. */
+int backend_pread(struct backend *b, void *buf, uint32_t count, uint64_t off);
+/* Not on a read-only backend. */
+int backend_flush(struct backend *b);
+int backend_trim(struct backend *b, uint32_t count, uint64_t off);
+int backend_zero(struct backend *b, uint32_t count, uint64_t off,
+    bool may_trim, bool fast);
+/* A remote's connection state; false (and *ST zeroed) for a local one. */
+bool backend_get_state(struct backend *b, struct backend_state *st);
+/* New remote settings (reload); nothing for a local backend. */
+void backend_reconfigure(struct backend *b, const struct remote_conf *rc);
+
+/*
+ * Writes as writeback issues them: begun, then ended, with up to
+ * backend_max_in_flight() begun and not yet ended on one thread.  A
+ * backend that takes writes in two steps (a remote) keeps them in flight
+ * in between; for any other the whole write happens in begin.  The
+ * buffers are the cache's pages (IOV, COUNT bytes in all): written in
+ * place where the backend can gather (pwritev) and does not need stable
+ * pages, else gathered into a page-aligned copy, which BACKEND_BUF_PRIVATE
+ * (the caller's own snapshot, one iovec) makes unnecessary.  The iovecs
+ * need not outlive begin; the pages must stay until end.
+ */
+#define BACKEND_BUF_PRIVATE     (1u << 8)
+
+struct backend_write {
+	struct backend *b;
+	void *bounce;                   /* the gathered copy, if any */
+	struct backend_io *io;          /* in flight, or NULL */
+	int r;                          /* the result, if not in flight */
+};
+
+unsigned backend_max_in_flight(struct backend *b);
+void backend_write_begin(struct backend *b, struct backend_write *w,
+    const struct iovec *iov, int iovcnt, uint32_t count, uint64_t off,
+    unsigned flags);
+/* Wait for W's write to end; 0 or a negative errno. */
+int backend_write_end(struct backend_write *w);
 
 #endif

@@ -109,10 +109,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	json_t *remote = json_null();
 	struct backend *b = wb_dev_n_targets(dev) ?
 	    dev->targets[0]->backend : NULL;
-	if (b && (b->caps & BACKEND_REMOTE) && b->ops->get_state) {
-		struct backend_state bs;
-		memset(&bs, 0, sizeof bs);
-		b->ops->get_state(b, &bs);
+	struct backend_state bs;
+	if (b && (b->caps & BACKEND_REMOTE) && backend_get_state(b, &bs)) {
 		remote = json_pack("{s:b, s:I, s:i, s:i, s:o}",
 		    "connected", bs.connected,
 		    "since_unix_ms", (json_int_t)(bs.since_realtime_ns / 1000000),

@@ -16,6 +16,7 @@
 #include "export.h"
 #include "ioloop.h"
 #include "backend.h"
+#include "backing.h"
 #include "log.h"
 #include "nbd-proto.h"
 #include "pending.h"
@@ -212,7 +213,7 @@ static int
 daemon_reload_add_export(struct daemon *d, const struct export_conf *ec,
     bool *waiting)
 {
-	struct backend *b = backend_open(ec, &d->cfg.remote);
+	struct backend *b = backing_open(ec, &d->cfg.remote);
 
 	*waiting = false;
 	if (!b && pending_wanted(ec, errno)) {
@@ -297,8 +298,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		d->cfg.remote = nc.remote;
 		for (size_t j = 0; j < daemon_n_exports(d); j++) {
 			struct backend *b = d->exports[j]->backend;
-			if (b->ops->reconfigure)
-				b->ops->reconfigure(b, &d->cfg.remote);
+			backend_reconfigure(b, &d->cfg.remote);
 		}
 		reload_note(msg, msglen, "remote settings applied");
 	}

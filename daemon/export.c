@@ -43,7 +43,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->backing = strdup(ec->backing);
 	e->direct = ec->direct;
 	e->description = ec->description ? strdup(ec->description) : NULL;
-	e->size_bytes = b->ops->size(b);
+	e->size_bytes = backend_size(b);
 	e->cf = cache_file_new(wb->cache, e->size_bytes);
 	e->wt = (struct wb_target){ .name = e->name, .cf = e->cf, .backend = b,
 	    .dev = dev, .wb = wb, .size_bytes = e->size_bytes,
@@ -141,7 +141,7 @@ export_read_miss(struct export *e, struct request *req)
 	uint64_t avail = rd_off + rd_len > e->size_bytes ?
 	    e->size_bytes - rd_off : rd_len;
 	memset(tmp + avail, 0, rd_len - avail);
-	r = e->backend->ops->pread(e->backend, tmp, (uint32_t)avail, rd_off);
+	r = backend_pread(e->backend, tmp, (uint32_t)avail, rd_off);
 	for (uint32_t i = lo; i <= hi; i++) {
 		if (!need[i])
 			continue;
@@ -178,7 +178,7 @@ export_fill_page(struct export *e, uint64_t index)
 	}
 	uint64_t off = index * ps;
 	uint64_t n = off + ps > e->size_bytes ? e->size_bytes - off : ps;
-	int r = e->backend->ops->pread(e->backend, page, (uint32_t)n, off);
+	int r = backend_pread(e->backend, page, (uint32_t)n, off);
 	cache_fill_end(e->cf, index, r == 0 ? page : NULL, gen);
 	free(page);
 	return r;
@@ -303,9 +303,9 @@ export_run(struct job *job)
 		 */
 		cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (n->type == NBD_CMD_TRIM)
-			r = b->ops->trim(b, n->count, n->offset);
+			r = backend_trim(b, n->count, n->offset);
 		else
-			r = b->ops->zero(b, n->count, n->offset,
+			r = backend_zero(b, n->count, n->offset,
 			    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
 			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
 		/* Even a failure may have changed something: flush it. */

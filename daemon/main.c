@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "backing.h"
 #include "cache.h"
 #include "config.h"
 #include "ctl.h"
@@ -64,7 +65,7 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 {
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
-		backends[i] = backend_open(ec, &d->cfg.remote);
+		backends[i] = backing_open(ec, &d->cfg.remote);
 		if (!backends[i] && pending_wanted(ec, errno) &&
 		    pending_add(d, ec) == 0)
 			continue;       /* served once its remote answers */

@@ -4,7 +4,7 @@
  *
  * Each entry owns a copy of its export's settings (a reload frees the
  * configuration it came from) and at most one attempt thread, which runs
- * backend_open() and leaves the result in the entry.  The entries are
+ * backing_open() and leaves the result in the entry.  The entries are
  * under pt.lock; lock order: daemon.tune_lock, then pt.lock.  An entry
  * whose attempt is still running when it is dropped (reload, shutdown) is
  * marked cancelled and reaped by the next tick (or joined at shutdown).
@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "backing.h"
 #include "daemon.h"
 #include "log.h"
 #include "pending.h"
@@ -164,7 +165,7 @@ pe_attempt(void *arg)
 	unsigned n = pe->attempts + 1;
 
 	log_set_thread_quiet((n & (n - 1)) != 0);
-	pe->result = backend_open(&pe->ec, &pe->rc);
+	pe->result = backing_open(&pe->ec, &pe->rc);
 	__atomic_store_n(&pe->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }

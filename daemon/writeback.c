@@ -251,7 +251,7 @@ wb_flush_backend(struct wb_target *t)
 
 	if (done >= w || t->read_only)
 		return 0;
-	r = t->backend->ops->flush(t->backend);
+	r = backend_flush(t->backend);
 	if (r < 0) {
 		errno = -r;
 		log_warn("flush of export \"%s\" (device %s) failed", t->name,
@@ -266,9 +266,8 @@ wb_flush_backend(struct wb_target *t)
 }
 
 /*
- * One run being written: begun (wb_run_begin), then ended (wb_run_end).
- * A backend with pwrite_start keeps it in flight in between; for any
- * other the whole write happens in wb_run_begin.
+ * One run being written: begun (wb_run_begin), then ended (wb_run_end),
+ * through the backend's two-step write (see backend_write_begin).
  */
 struct wb_io {
 	struct wb_target *t;
@@ -276,39 +275,14 @@ struct wb_io {
 	uint64_t off;
 	uint32_t len;
 	unsigned flags;
-	void *buf;                      /* the run gathered, if it had to be */
-	struct backend_io *io;          /* in flight, or NULL */
-	int r;                          /* the result, if not in flight */
+	struct backend_write bw;
 };
-
-/* The run's bytes as one buffer: its snapshot, or its pages copied. */
-static const void *
-wb_run_buffer(struct wb_io *w)
-{
-	struct cache_run *run = w->run;
-
-	if (run->data)
-		return run->data;
-	uint32_t ps = (uint32_t)run->iov[0].iov_len;
-	/* Page-aligned, so an O_DIRECT device takes it as it is. */
-	if (posix_memalign(&w->buf, 4096, w->len) != 0) {
-		w->buf = NULL;
-		return NULL;
-	}
-	for (uint32_t i = 0, done = 0; done < w->len; i++) {
-		uint32_t n = w->len - done < ps ? w->len - done : ps;
-		memcpy((uint8_t *)w->buf + done, run->iov[i].iov_base, n);
-		done += n;
-	}
-	return w->buf;
-}
 
 /* Start writing RUN of T (the export's last page may be short). */
 static void
 wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
     unsigned flags)
 {
-	struct backend *b = t->backend;
 	uint64_t off = run->first_index * t->wb->page_size;
 	uint64_t len = (uint64_t)run->npages * t->wb->page_size;
 
@@ -316,24 +290,20 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 		len = t->size_bytes - off;
 	*w = (struct wb_io){ .t = t, .run = run, .off = off,
 	    .len = (uint32_t)len, .flags = flags };
-	if (run->iov && b->ops->pwritev && !b->ops->pwrite_start &&
-	    !(b->caps & BACKEND_STABLE_PAGES)) {
-		/* Zero-copy: the pages themselves, the last one cut short. */
-		uint32_t ps = (uint32_t)run->iov[0].iov_len;
-		int n = (int)((w->len + ps - 1) / ps);
-		struct iovec last = run->iov[n - 1];
-		run->iov[n - 1].iov_len = w->len - (uint32_t)(n - 1) * ps;
-		w->r = b->ops->pwritev(b, run->iov, n, off, flags);
-		run->iov[n - 1] = last;
+	if (run->data) {
+		/* A snapshot of its own: one buffer, stable. */
+		struct iovec iov = { .iov_base = run->data, .iov_len = w->len };
+		backend_write_begin(t->backend, &w->bw, &iov, 1, w->len, off,
+		    flags | BACKEND_BUF_PRIVATE);
 		return;
 	}
-	const void *buf = wb_run_buffer(w);
-	if (!buf)
-		w->r = -ENOMEM;
-	else if (b->ops->pwrite_start)
-		w->r = b->ops->pwrite_start(b, buf, w->len, off, flags, &w->io);
-	else
-		w->r = b->ops->pwrite(b, buf, w->len, off, flags);
+	/* The pages themselves, the last one cut short. */
+	uint32_t ps = (uint32_t)run->iov[0].iov_len;
+	int n = (int)((w->len + ps - 1) / ps);
+	struct iovec last = run->iov[n - 1];
+	run->iov[n - 1].iov_len = w->len - (uint32_t)(n - 1) * ps;
+	backend_write_begin(t->backend, &w->bw, run->iov, n, w->len, off, flags);
+	run->iov[n - 1] = last;
 }
 
 /* Wait for W's write and end its run; 0 or a negative errno. */
@@ -341,11 +311,8 @@ static int
 wb_run_end(struct wb_io *w)
 {
 	struct wb_target *t = w->t;
-	int r = w->r;
+	int r = backend_write_end(&w->bw);
 
-	if (w->io)
-		r = t->backend->ops->pwrite_end(t->backend, w->io);
-	free(w->buf);
 	/* Counted before its pages are clean: a FLUSH that sees them clean
 	 * sees the count, and flushes the device. */
 	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA))
@@ -383,9 +350,9 @@ wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags)
 }
 
 /*
- * Several runs in flight, oldest ended first: up to WB_WINDOW on a device
- * that takes writes in two steps (a remote: its latency is hidden, as the
- * kernel's flusher hides a disk's by queueing bios), one on any other.
+ * Several runs in flight, oldest ended first: up to WB_WINDOW, as many as
+ * the backend keeps in flight (a remote: its latency is hidden, as the
+ * kernel's flusher hides a disk's by queueing bios; one on a file).
  * Every run added is ended by wb_window_add or wb_window_drain.
  */
 #define WB_WINDOW       16
@@ -404,7 +371,9 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev)
 
 	win->head = win->n = 0;
 	win->err = 0;
-	win->cap = b && b->ops->pwrite_start ? WB_WINDOW : 1;
+	win->cap = b ? backend_max_in_flight(b) : 1;
+	if (win->cap > WB_WINDOW)
+		win->cap = WB_WINDOW;
 }
 
 static void
