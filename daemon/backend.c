@@ -72,8 +72,8 @@ backend_trim(struct backend *b, uint32_t count, uint64_t off)
 {
 	backend_assert_writable(b, 0);
 	backend_assert_range(b, count, off);
-	assert(b->caps & BACKEND_CAN_TRIM);
-	/* TRIM is advisory: a device that cannot leaves the data. */
+	/* TRIM is advisory: a device that cannot leaves the data.  (A
+	 * client may send it unadvertised: not asserted.) */
 	return b->ops->trim ? b->ops->trim(b, count, off) : 0;
 }
 
