@@ -24,7 +24,7 @@
 #include "daemon.h"
 #include "export.h"
 #include "handshake.h"
-#include "ioloop.h"
+#include "job.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -52,8 +52,8 @@ enum conn_state {
 };
 
 struct conn {
-	struct conn *next, *prev;       /* on io->conns */
-	struct ioloop *io;
+	struct conn *next, *prev;       /* on host->conns */
+	struct conn_host *host;
 	int fd;
 	char peer[64];
 	ev_io rw, ww;
@@ -94,18 +94,6 @@ static void conn_process(struct conn *c);
 static void conn_flush_out(struct conn *c);
 static void conn_maybe_finish(struct conn *c);
 static void conn_maybe_resume(struct conn *c);
-
-struct conn *
-conn_next(struct conn *c)
-{
-	return c->next;
-}
-
-struct ioloop *
-conn_ioloop(struct conn *c)
-{
-	return c->io;
-}
 
 /* --- output ------------------------------------------------------------ */
 
@@ -153,9 +141,9 @@ conn_close_socket(struct conn *c)
 		if (c->dead)
 			return;
 	}
-	ev_io_stop(c->io->loop, &c->rw);
-	ev_io_stop(c->io->loop, &c->ww);
-	ev_timer_stop(c->io->loop, &c->hs_timer);
+	ev_io_stop(c->host->loop, &c->rw);
+	ev_io_stop(c->host->loop, &c->ww);
+	ev_timer_stop(c->host->loop, &c->hs_timer);
 	c->reading = false;
 	close(c->fd);
 	c->fd = -1;
@@ -193,7 +181,7 @@ conn_flush_out(struct conn *c)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				ev_io_start(c->io->loop, &c->ww);
+				ev_io_start(c->host->loop, &c->ww);
 				c->flushing = false;
 				return;
 			}
@@ -217,7 +205,7 @@ conn_flush_out(struct conn *c)
 		c->out_off = done;
 	}
 	c->flushing = false;
-	ev_io_stop(c->io->loop, &c->ww);
+	ev_io_stop(c->host->loop, &c->ww);
 }
 
 struct hs_out {
@@ -258,7 +246,7 @@ static void
 conn_stop_reading(struct conn *c)
 {
 	if (c->reading) {
-		ev_io_stop(c->io->loop, &c->rw);
+		ev_io_stop(c->host->loop, &c->rw);
 		c->reading = false;
 	}
 }
@@ -367,8 +355,8 @@ conn_maybe_resume(struct conn *c)
 		 */
 		c->paused = false;
 		c->reading = true;
-		ev_io_start(c->io->loop, &c->rw);
-		ev_feed_event(c->io->loop, &c->rw, EV_READ);
+		ev_io_start(c->host->loop, &c->rw);
+		ev_feed_event(c->host->loop, &c->rw, EV_READ);
 	}
 }
 
@@ -489,7 +477,7 @@ conn_pace(struct conn *c, struct request *req)
 	    CONN_PACE_POLL_S : req->pause_ms / 1000.0, 0);
 	req->throttle.data = req;
 	c->throttled++;
-	ev_timer_start(c->io->loop, &req->throttle);
+	ev_timer_start(c->host->loop, &req->throttle);
 }
 
 /* A queued request's job is done (I/O thread, from the mailbox). */
@@ -512,7 +500,7 @@ static void
 conn_submit(struct conn *c, struct request *req)
 {
 	req->job.done = conn_job_done;
-	req->job.owner = &c->io->owner;
+	req->job.owner = c->host->owner;
 	req->err_seq = c->err_seq;
 	req->flushed = c->flushed;
 	enum export_verdict v = export_submit(c->exp, req);
@@ -621,7 +609,7 @@ conn_enter_transmission(struct conn *c)
 	c->err_seq = export_err_seq(c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
-	ev_timer_stop(c->io->loop, &c->hs_timer);
+	ev_timer_stop(c->host->loop, &c->hs_timer);
 	log_info("%s: connected to export \"%s\"%s", c->peer, c->exp->name,
 	    c->hs.structured ? " (structured replies)" : "");
 }
@@ -808,23 +796,22 @@ conn_maybe_finish(struct conn *c)
 	if (!c->dead && c->out_head)
 		return;         /* replies still going out */
 
-	struct ioloop *io = c->io;
+	struct conn_host *h = c->host;
 	conn_close_socket(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		io->conns = c->next;
+		h->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	io->n_conns--;
+	h->n_conns--;
 	if (c->exp)
 		__atomic_sub_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	log_debug("%s: closed", c->peer);
 	hs_ctx_clear(&c->hs);
 	free(c->rbuf);
 	free(c);
-	daemon_conn_closed(io->d);
-	ioloop_conn_gone(io);
+	h->conn_gone(h);
 }
 
 static void
@@ -842,7 +829,7 @@ static const struct hs_export *
 conn_hs_lookup(void *arg, const char *name)
 {
 	struct conn *c = arg;
-	struct export *e = daemon_find_export(c->io->d, name);
+	struct export *e = daemon_find_export(c->host->d, name);
 	return e ? &e->hs : NULL;
 }
 
@@ -850,18 +837,18 @@ static const struct hs_export *
 conn_hs_nth(void *arg, size_t i)
 {
 	struct conn *c = arg;
-	struct export *e = daemon_nth_export(c->io->d, i);
+	struct export *e = daemon_nth_export(c->host->d, i);
 	return e ? &e->hs : NULL;
 }
 
 void
-conn_start(struct ioloop *io, int fd, const char *peer)
+conn_start(struct conn_host *h, int fd, const char *peer)
 {
 	struct conn *c = calloc(1, sizeof *c);
 
 	if (c)
 		c->rbuf = malloc(CONN_RBUF_BYTES);
-	if (!c || !c->rbuf || io->draining) {
+	if (!c || !c->rbuf || h->draining) {
 		if (c && c->rbuf)
 			log_debug("%s: shutting down, refusing connection", peer);
 		else
@@ -870,10 +857,10 @@ conn_start(struct ioloop *io, int fd, const char *peer)
 			free(c->rbuf);
 		free(c);
 		close(fd);
-		daemon_conn_closed(io->d);
+		h->conn_gone(h);
 		return;
 	}
-	c->io = io;
+	c->host = h;
 	c->fd = fd;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	c->out_tail = &c->out_head;
@@ -888,12 +875,12 @@ conn_start(struct ioloop *io, int fd, const char *peer)
 	    0);
 	c->hs_timer.data = c;
 
-	c->next = io->conns;
-	if (io->conns)
-		io->conns->prev = c;
-	io->conns = c;
-	io->n_conns++;
-	log_debug("%s: new connection on I/O thread %u", peer, io->index);
+	c->next = h->conns;
+	if (h->conns)
+		h->conns->prev = c;
+	h->conns = c;
+	h->n_conns++;
+	log_debug("%s: new connection on I/O thread %u", peer, h->index);
 
 	struct buf out;
 	buf_init(&out);
@@ -908,11 +895,11 @@ conn_start(struct ioloop *io, int fd, const char *peer)
 		return;
 	}
 	c->reading = true;
-	ev_io_start(io->loop, &c->rw);
-	ev_timer_start(io->loop, &c->hs_timer);
+	ev_io_start(h->loop, &c->rw);
+	ev_timer_start(h->loop, &c->hs_timer);
 }
 
-void
+static void
 conn_drain(struct conn *c)
 {
 	if (c->state < CS_TX_HEADER) {
@@ -925,8 +912,21 @@ conn_drain(struct conn *c)
 }
 
 void
-conn_abort(struct conn *c)
+conn_drain_all(struct conn_host *h)
 {
-	conn_close_socket(c);
-	conn_maybe_finish(c);
+	h->draining = true;
+	for (struct conn *c = h->conns, *next; c; c = next) {
+		next = c->next;
+		conn_drain(c);
+	}
+}
+
+void
+conn_abort_all(struct conn_host *h)
+{
+	for (struct conn *c = h->conns, *next; c; c = next) {
+		next = c->next;
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+	}
 }

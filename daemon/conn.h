@@ -1,24 +1,40 @@
 /*
  * conn.h - one client connection, from the handshake to the close.
- * Lives on a single I/O thread.
+ * Lives on a single I/O thread, whose loop and connection list it gets
+ * through a struct conn_host (struct ioloop embeds one).
  */
 #ifndef WBD_CONN_H
 #define WBD_CONN_H
 
+#include <ev.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 struct conn;
-struct ioloop;
-struct request;
+struct daemon;
+struct job_owner;
 
-/* Take ownership of an accepted, non-blocking socket (I/O thread). */
-void conn_start(struct ioloop *io, int fd, const char *peer);
-/* Stop reading requests; close when what is in flight is done. */
-void conn_drain(struct conn *c);
-/* Close now; requests in flight still complete on the backend. */
-void conn_abort(struct conn *c);
-struct conn *conn_next(struct conn *c);
-struct ioloop *conn_ioloop(struct conn *c);
+/* What connections need from the thread that runs them.  Touched by that
+ * thread alone. */
+struct conn_host {
+	struct ev_loop *loop;
+	struct job_owner *owner;        /* where their requests' jobs end */
+	struct daemon *d;               /* the export table */
+	unsigned index;                 /* for the log */
+	struct conn *conns;             /* doubly linked through conn->next */
+	unsigned n_conns;
+	bool draining;                  /* shutting down: refuse new ones */
+	/* After a connection has been freed (or refused). */
+	void (*conn_gone)(struct conn_host *h);
+};
+
+/* Take ownership of an accepted, non-blocking socket (H's thread). */
+void conn_start(struct conn_host *h, int fd, const char *peer);
+/* Every connection of H: stop reading requests, close when what is in
+ * flight is done (still haggling: close now). */
+void conn_drain_all(struct conn_host *h);
+/* Every connection of H: close now; requests in flight still complete on
+ * the backend. */
+void conn_abort_all(struct conn_host *h);
 
 #endif

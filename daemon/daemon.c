@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
@@ -135,52 +134,19 @@ daemon_retire_exports(struct daemon *d)
 	}
 }
 
-/* Mailbox message carrying a new connection to an I/O thread. */
-struct new_conn {
-	struct job job;
-	int fd;
-	char peer[64];
-};
-
-static void
-new_conn_done(struct job *job)
-{
-	struct new_conn *nc = (struct new_conn *)job;
-
-	conn_start(ioloop_of(job->owner), nc->fd, nc->peer);
-	free(nc);
-}
-
 void
 daemon_dispatch_conn(struct daemon *d, int fd, const char *peer)
 {
-	struct new_conn *nc;
-
 	if (__atomic_load_n(&d->n_conns, __ATOMIC_RELAXED) >= d->max_conns) {
 		log_warnx("%s: refused: already %u connections", peer,
 		    d->max_conns);
 		close(fd);
 		return;
 	}
-	nc = calloc(1, sizeof *nc);
-	if (!nc) {
-		log_warnx("%s: out of memory, dropping connection", peer);
-		close(fd);
-		return;
-	}
-	nc->fd = fd;
-	snprintf(nc->peer, sizeof nc->peer, "%s", peer);
-	nc->job.done = new_conn_done;
 	struct ioloop *io = d->io[d->next_io++ % d->n_io];
-	nc->job.owner = &io->owner;
 	__atomic_add_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
-	ioloop_post(io, &nc->job);
-}
-
-void
-daemon_conn_closed(struct daemon *d)
-{
-	__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
+	if (ioloop_hand_conn(io, fd, peer) < 0)
+		__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
 }
 
 int

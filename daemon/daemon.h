@@ -115,7 +115,4 @@ void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);
  */
 int daemon_reload(struct daemon *d, char *msg, size_t msglen);
 
-/* A connection has been freed (any I/O thread). */
-void daemon_conn_closed(struct daemon *d);
-
 #endif

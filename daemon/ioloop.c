@@ -1,14 +1,16 @@
 /*
- * ioloop.c - I/O threads and their mailboxes.
+ * ioloop.c - I/O threads, their mailboxes, and the hand-off of new
+ * connections to them.
  *
  * io->lock guards only the mailbox; everything else in struct ioloop is
- * touched by its own thread alone.  Posted jobs are completed in the order
- * they arrived.
+ * touched by its own thread alone (but open_conns and drain_posted,
+ * atomics).  Posted jobs are completed in the order they arrived.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "ioloop.h"
@@ -39,16 +41,21 @@ ioloop_wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 static void
 ioloop_maybe_exit(struct ioloop *io)
 {
-	if (io->draining && io->conns == NULL) {
+	if (io->host.draining && io->host.conns == NULL) {
 		ev_timer_stop(io->loop, &io->drain_timer);
 		ev_async_stop(io->loop, &io->wake);
 		ev_break(io->loop, EVBREAK_ALL);
 	}
 }
 
-void
-ioloop_conn_gone(struct ioloop *io)
+/* A connection of IO's has been freed, or refused. */
+static void
+ioloop_conn_gone(struct conn_host *h)
 {
+	struct ioloop *io = container_of(h, struct ioloop, host);
+
+	if (io->open_conns)
+		__atomic_sub_fetch(io->open_conns, 1, __ATOMIC_RELAXED);
 	ioloop_maybe_exit(io);
 }
 
@@ -58,11 +65,9 @@ ioloop_drain_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct ioloop *io = w->data;
 
 	log_warnx("io-%u: %u connection(s) did not finish within %.0f s; "
-	    "closing them", io->index, io->n_conns, IOLOOP_DRAIN_TIMEOUT_S);
-	for (struct conn *c = io->conns, *next; c; c = next) {
-		next = conn_next(c);
-		conn_abort(c);
-	}
+	    "closing them", io->index, io->host.n_conns,
+	    IOLOOP_DRAIN_TIMEOUT_S);
+	conn_abort_all(&io->host);
 }
 
 /* Mailbox message: start draining. */
@@ -71,12 +76,7 @@ ioloop_drain_msg(struct job *job)
 {
 	struct ioloop *io = ioloop_of(job->owner);
 
-	free(job);
-	io->draining = true;
-	for (struct conn *c = io->conns, *next; c; c = next) {
-		next = conn_next(c);
-		conn_drain(c);
-	}
+	conn_drain_all(&io->host);
 	ev_timer_init(&io->drain_timer, ioloop_drain_timeout_cb,
 	    IOLOOP_DRAIN_TIMEOUT_S, 0);
 	io->drain_timer.data = io;
@@ -115,6 +115,10 @@ ioloop_new(struct daemon *d, unsigned index)
 		return NULL;
 	}
 	io->owner.post = ioloop_owner_post;
+	io->host = (struct conn_host){ .loop = io->loop, .owner = &io->owner,
+	    .d = d, .index = index, .conn_gone = ioloop_conn_gone };
+	io->drain_msg.done = ioloop_drain_msg;
+	io->drain_msg.owner = &io->owner;
 	pthread_mutex_init(&io->lock, NULL);
 	io->mail_tail = &io->mail_head;
 	ev_async_init(&io->wake, ioloop_wake_cb);
@@ -165,15 +169,42 @@ ioloop_post(struct ioloop *io, struct job *job)
 void
 ioloop_drain(struct ioloop *io)
 {
-	struct job *job = calloc(1, sizeof *job);
+	if (!__atomic_exchange_n(&io->drain_posted, 1, __ATOMIC_ACQ_REL))
+		ioloop_post(io, &io->drain_msg);
+}
 
-	if (!job) {
-		log_warnx("io-%u: out of memory while shutting down", io->index);
-		return;
+/* Mailbox message carrying a new connection to an I/O thread. */
+struct new_conn {
+	struct job job;
+	int fd;
+	char peer[64];
+};
+
+static void
+ioloop_new_conn_msg(struct job *job)
+{
+	struct new_conn *nc = container_of(job, struct new_conn, job);
+
+	conn_start(&ioloop_of(job->owner)->host, nc->fd, nc->peer);
+	free(nc);
+}
+
+int
+ioloop_hand_conn(struct ioloop *io, int fd, const char *peer)
+{
+	struct new_conn *nc = calloc(1, sizeof *nc);
+
+	if (!nc) {
+		log_warnx("%s: out of memory, dropping connection", peer);
+		close(fd);
+		return -1;
 	}
-	job->done = ioloop_drain_msg;
-	job->owner = &io->owner;
-	ioloop_post(io, job);
+	nc->fd = fd;
+	snprintf(nc->peer, sizeof nc->peer, "%s", peer);
+	nc->job.done = ioloop_new_conn_msg;
+	nc->job.owner = &io->owner;
+	ioloop_post(io, &nc->job);
+	return 0;
 }
 
 void

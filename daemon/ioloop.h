@@ -1,10 +1,11 @@
 /*
  * ioloop.h - an I/O thread: one libev loop that owns a set of connections.
  *
- * Connections are handed to an I/O thread by the acceptor and live there
- * until they close.  Other threads talk to an I/O thread only through its
- * mailbox: ioloop_post() queues a job whose done() then runs on the I/O
- * thread (memcached's model, with ev_async as the wake-up).
+ * Connections are handed to an I/O thread by the acceptor
+ * (ioloop_hand_conn) and live there until they close.  Other threads talk
+ * to an I/O thread only through its mailbox: ioloop_post() queues a job
+ * whose done() then runs on the I/O thread (memcached's model, with
+ * ev_async as the wake-up).  The control thread is an ioloop too.
  */
 #ifndef WBD_IOLOOP_H
 #define WBD_IOLOOP_H
@@ -14,10 +15,10 @@
 #include <stdbool.h>
 
 #include "clock.h"
+#include "conn.h"
 #include "job.h"
 
 struct daemon;
-struct conn;
 
 struct ioloop {
 	struct job_owner owner;         /* jobs completed here: the mailbox */
@@ -26,14 +27,18 @@ struct ioloop {
 	struct ev_loop *loop;
 	pthread_t thread;
 	ev_async wake;
+	/* Open connections daemon-wide (atomic), lowered as one goes; may
+	 * be NULL. */
+	unsigned *open_conns;
 
 	pthread_mutex_t lock;           /* protects the mailbox only */
 	struct job *mail_head, **mail_tail;
+	/* Allocated with the thread, so that shutting down cannot fail. */
+	struct job drain_msg;
+	int drain_posted;               /* atomic */
 
 	/* Owned by the I/O thread. */
-	struct conn *conns;             /* doubly linked through conn->next */
-	unsigned n_conns;
-	bool draining;                  /* shutting down: no new requests */
+	struct conn_host host;          /* its connections */
 	ev_timer drain_timer;
 };
 
@@ -42,13 +47,15 @@ int ioloop_start(struct ioloop *io);
 int ioloop_start_named(struct ioloop *io, const char *name);
 /* Queue JOB for JOB->done() on IO's thread; any thread. */
 void ioloop_post(struct ioloop *io, struct job *job);
-/* Ask the thread to finish its connections and exit; any thread. */
+/* Hand an accepted socket to IO's thread, which starts its connection
+ * (closed there if out of memory); any thread.  0, or -1 if out of
+ * memory (then FD is closed here). */
+int ioloop_hand_conn(struct ioloop *io, int fd, const char *peer);
+/* Ask the thread to finish its connections and exit; any thread, once or
+ * more. */
 void ioloop_drain(struct ioloop *io);
 void ioloop_join(struct ioloop *io);
 void ioloop_free(struct ioloop *io);
-
-/* Called by a connection when it has closed (I/O thread). */
-void ioloop_conn_gone(struct ioloop *io);
 
 static inline struct ioloop *
 ioloop_of(struct job_owner *owner)

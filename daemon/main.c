@@ -19,7 +19,6 @@
 #include "cache.h"
 #include "config.h"
 #include "ctl.h"
-#include "conn.h"
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
@@ -170,6 +169,8 @@ daemon_start_io_threads(struct daemon *d)
 	int r = 0;
 	for (unsigned i = 0; i < n; i++) {
 		d->io[i] = ioloop_new(d, i);
+		if (d->io[i])
+			d->io[i]->open_conns = &d->n_conns;
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
 			d->io[i] = NULL;
