@@ -170,7 +170,7 @@ ctl_status_json(struct daemon *d)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
 	json_t *waiting = json_array();
 	struct pending_info pi;
-	for (size_t i = 0; pending_get(d, i, &pi); i++)
+	for (size_t i = 0; pending_get(d->pending, i, &pi); i++)
 		json_array_append_new(waiting, json_pack("{s:s, s:s, s:i, s:I}",
 		    "name", pi.name, "backing", pi.backing,
 		    "attempts", (int)pi.attempts,

@@ -183,7 +183,7 @@ daemon_reload_add_export(struct daemon *d, const struct export_conf *ec,
 
 	*waiting = false;
 	if (!b && pending_wanted(ec, errno)) {
-		*waiting = pending_add(d, ec) == 0;
+		*waiting = pending_add(d->pending, ec, &d->cfg.remote) == 0;
 		return *waiting ? 0 : -1;
 	}
 	if (!b || daemon_install_export(d, ec, b) < 0) {
@@ -268,7 +268,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		}
 		reload_note(msg, msglen, "remote settings applied");
 	}
-	pending_prune(d, nc.exports, nc.n_exports);
+	pending_prune(d->pending, nc.exports, nc.n_exports, &nc.remote);
 	for (size_t i = 0; i < nc.n_exports; i++) {
 		const struct export_conf *ec = &nc.exports[i];
 		struct export *e = NULL;
@@ -291,7 +291,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 			    "removed; reload again once it is gone", ec->name);
 			continue;
 		}
-		if (!e && pending_has(d, ec->name)) {
+		if (!e && pending_has(d->pending, ec->name)) {
 			reload_note(msg, msglen, "export \"%s\" is still "
 			    "waiting for its remote", ec->name);
 			continue;

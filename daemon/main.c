@@ -66,7 +66,7 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 		const struct export_conf *ec = &d->cfg.exports[i];
 		backends[i] = backing_open(ec, &d->cfg.remote);
 		if (!backends[i] && pending_wanted(ec, errno) &&
-		    pending_add(d, ec) == 0)
+		    pending_add(d->pending, ec, &d->cfg.remote) == 0)
 			continue;       /* served once its remote answers */
 		if (!backends[i]) {
 			log_warnx("%s:%d: export \"%s\": cannot open backing "
@@ -207,6 +207,25 @@ daemon_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	daemon_reload(d, msg, sizeof msg);
 }
 
+/* Install the exports whose remote answered.  Never waits on tune_lock:
+ * a reload may hold it for a while (connecting to a new remote), and this
+ * is the main loop. */
+static void
+daemon_install_ready(struct daemon *d)
+{
+	struct pending_ready r;
+
+	if (pthread_mutex_trylock(&d->tune_lock) != 0)
+		return;
+	while (pending_poll(d->pending, !d->stopping, &r)) {
+		if (daemon_install_export(d, &r.ec, r.backend) < 0)
+			log_warnx("export \"%s\": cannot be added", r.ec.name);
+		r.backend = NULL;       /* the export's, or closed */
+		pending_ready_clear(&r);
+	}
+	pthread_mutex_unlock(&d->tune_lock);
+}
+
 /* Every tick: periodic writeback when dirty_writeback_centisecs (which
  * may be tuned at run time) have passed since the last pass. */
 static void
@@ -217,7 +236,7 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	uint64_t now = now_ns();
 
 	daemon_retire_exports(d);
-	pending_poll(d);
+	daemon_install_ready(d);
 	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
 		return;
 	d->last_periodic_ns = now;
@@ -415,7 +434,8 @@ main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	d->loop = ev_default_loop(EVFLAG_AUTO);
-	if (!d->loop)
+	d->pending = pending_new();
+	if (!d->loop || !d->pending)
 		fatalx("cannot initialise the event loop");
 
 	/* Everything that can fail on bad input, before detaching. */
@@ -427,6 +447,8 @@ main(int argc, char **argv)
 		for (size_t i = 0; backends && i < d->cfg.n_exports; i++)
 			backend_close(backends[i]);
 		free(backends);
+		pending_stop(d->pending);
+		pending_free(d->pending);
 		config_free(&d->cfg);
 		log_warnx("start-up failed");
 		return 1;
@@ -451,6 +473,8 @@ main(int argc, char **argv)
 			ioloop_drain(d->io[i]);
 			ioloop_join(d->io[i]);
 		}
+		pending_stop(d->pending);
+		pending_free(d->pending);
 		daemon_free(d);
 		return 1;
 	}
@@ -471,7 +495,7 @@ main(int argc, char **argv)
 	listeners_start(d);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
 	    "writeback device(s)%s", WBD_VERSION, d->n_exports, d->n_io,
-	    d->n_devs, pending_count(d) ? "; some exports wait for their "
+	    d->n_devs, pending_count(d->pending) ? "; some exports wait for their "
 	    "remote" : "");
 
 	ev_run(d->loop, 0);
@@ -486,7 +510,7 @@ main(int argc, char **argv)
 	/* A reload still running on the control thread ends first, and none
 	 * adds an export during the drain. */
 	pthread_mutex_lock(&d->tune_lock);
-	pending_stop(d);
+	pending_stop(d->pending);
 	int failed = daemon_drain_all(d);
 	pthread_mutex_unlock(&d->tune_lock);
 	if (failed)
@@ -496,7 +520,7 @@ main(int argc, char **argv)
 		log_info("shutdown complete: all dirty data written back and "
 		    "flushed");
 	ctl_stop(d);
-	pending_free(d);
+	pending_free(d->pending);
 	daemon_free(d);
 	ev_loop_destroy(d->loop);
 	return failed ? 1 : 0;

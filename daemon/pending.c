@@ -8,6 +8,8 @@
  * under pt.lock; lock order: daemon.tune_lock, then pt.lock.  An entry
  * whose attempt is still running when it is dropped (reload, shutdown) is
  * marked cancelled and reaped by the next tick (or joined at shutdown).
+ * An export whose remote answered is handed back by pending_poll; the
+ * daemon installs it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,12 +20,12 @@
 
 #include "backend.h"
 #include "backing.h"
-#include "daemon.h"
+#include "clock.h"
+#include "config.h"
 #include "log.h"
 #include "pending.h"
-#include "pool.h"
 
-#define PENDING_MAX             DAEMON_MAX_EXPORTS
+#define PENDING_MAX             1024
 #define PENDING_BACKOFF_MIN_MS  100u
 #define NS_PER_MS               1000000ull
 
@@ -56,28 +58,14 @@ realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The table, made on first use (start-up or a reload, under tune_lock)
- * and published only once initialised; freed by pending_free only. */
-static struct pending_table *
-pt_get(struct daemon *d)
+struct pending_table *
+pending_new(void)
 {
-	struct pending_table *pt = __atomic_load_n(&d->pending,
-	    __ATOMIC_ACQUIRE);
+	struct pending_table *pt = calloc(1, sizeof *pt);
 
-	if (!pt) {
-		pt = calloc(1, sizeof *pt);
-		if (!pt)
-			return NULL;
+	if (pt)
 		pthread_mutex_init(&pt->lock, NULL);
-		__atomic_store_n(&d->pending, pt, __ATOMIC_RELEASE);
-	}
 	return pt;
-}
-
-static struct pending_table *
-pt_peek(struct daemon *d)
-{
-	return __atomic_load_n(&d->pending, __ATOMIC_ACQUIRE);
 }
 
 bool
@@ -97,12 +85,12 @@ pe_free(struct pending_export *pe)
 }
 
 int
-pending_add(struct daemon *d, const struct export_conf *ec)
+pending_add(struct pending_table *pt, const struct export_conf *ec,
+    const struct remote_conf *rc)
 {
-	struct pending_table *pt = pt_get(d);
 	struct pending_export *pe = calloc(1, sizeof *pe);
 
-	if (!pt || !pe)
+	if (!pe)
 		goto fail;
 	pe->ec = *ec;
 	pe->ec.name = strdup(ec->name);
@@ -111,7 +99,7 @@ pending_add(struct daemon *d, const struct export_conf *ec)
 	if (!pe->ec.name || !pe->ec.backing ||
 	    (ec->description && !pe->ec.description))
 		goto fail;
-	pe->rc = d->cfg.remote;
+	pe->rc = *rc;
 	pe->attempts = 1;               /* the one that brought it here */
 	pe->backoff_ms = PENDING_BACKOFF_MIN_MS;
 	pe->next_try_ns = now_ns() + pe->backoff_ms * NS_PER_MS;
@@ -126,7 +114,7 @@ pending_add(struct daemon *d, const struct export_conf *ec)
 	log_warnx("export \"%s\": its remote %s does not answer; the other "
 	    "exports are served meanwhile, and it is added once the remote "
 	    "answers (retrying at most every %u ms)", ec->name, ec->backing,
-	    d->cfg.remote.reconnect_max_ms);
+	    rc->reconnect_max_ms);
 	return 0;
 
 fail:
@@ -138,13 +126,10 @@ fail:
 }
 
 bool
-pending_has(struct daemon *d, const char *name)
+pending_has(struct pending_table *pt, const char *name)
 {
-	struct pending_table *pt = pt_peek(d);
 	bool found = false;
 
-	if (!pt)
-		return false;
 	pthread_mutex_lock(&pt->lock);
 	for (size_t i = 0; i < pt->n; i++)
 		found |= !pt->v[i]->cancelled &&
@@ -181,17 +166,11 @@ pt_remove_locked(struct pending_table *pt, size_t i)
 	return pe;
 }
 
-void
-pending_poll(struct daemon *d)
+bool
+pending_poll(struct pending_table *pt, bool start, struct pending_ready *ready)
 {
-	struct pending_table *pt = pt_peek(d);
+	bool handed = false;
 
-	if (!pt)
-		return;
-	/* Never wait on tune_lock here: a reload may hold it for a while
-	 * (connecting to a new remote), and this is the main loop. */
-	if (pthread_mutex_trylock(&d->tune_lock) != 0)
-		return;
 	pthread_mutex_lock(&pt->lock);
 	for (size_t i = 0; i < pt->n;) {
 		struct pending_export *pe = pt->v[i];
@@ -205,27 +184,29 @@ pending_poll(struct daemon *d)
 				pe_free(pt_remove_locked(pt, i));
 				continue;
 			}
-			if (pe->result) {
-				struct backend *b = pe->result;
-				pe->result = NULL;
-				pt_remove_locked(pt, i);
-				log_info("export \"%s\": its remote answered "
-				    "after %u failed attempt%s", pe->ec.name,
-				    pe->attempts, pe->attempts == 1 ? "" : "s");
-				if (daemon_install_export(d, &pe->ec, b) < 0)
-					log_warnx("export \"%s\": cannot be "
-					    "added", pe->ec.name);
-				pe_free(pe);
-				continue;
+			if (!pe->result) {
+				pe->attempts++;
+				pe->backoff_ms *= 2;
+				if (pe->backoff_ms > pe->rc.reconnect_max_ms)
+					pe->backoff_ms = pe->rc.reconnect_max_ms;
+				pe->next_try_ns = now_ns() +
+				    pe->backoff_ms * NS_PER_MS;
 			}
-			pe->attempts++;
-			pe->backoff_ms *= 2;
-			if (pe->backoff_ms > pe->rc.reconnect_max_ms)
-				pe->backoff_ms = pe->rc.reconnect_max_ms;
-			pe->next_try_ns = now_ns() + pe->backoff_ms * NS_PER_MS;
 		}
-		if (!pe->running && !pe->cancelled &&
-		    now_ns() >= pe->next_try_ns && !d->stopping) {
+		if (!pe->running && pe->result && !pe->cancelled && !handed) {
+			/* Answered: handed back, one per call. */
+			pt_remove_locked(pt, i);
+			log_info("export \"%s\": its remote answered after %u "
+			    "failed attempt%s", pe->ec.name, pe->attempts,
+			    pe->attempts == 1 ? "" : "s");
+			ready->ec = pe->ec;     /* its strings go with it */
+			ready->backend = pe->result;
+			free(pe);
+			handed = true;
+			continue;
+		}
+		if (start && !pe->running && !pe->result && !pe->cancelled &&
+		    now_ns() >= pe->next_try_ns) {
 			if (pthread_create(&pe->thread, NULL, pe_attempt,
 			    pe) == 0)
 				pe->running = true;
@@ -236,16 +217,23 @@ pending_poll(struct daemon *d)
 		i++;
 	}
 	pthread_mutex_unlock(&pt->lock);
-	pthread_mutex_unlock(&d->tune_lock);
+	return handed;
 }
 
 void
-pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
+pending_ready_clear(struct pending_ready *ready)
 {
-	struct pending_table *pt = pt_peek(d);
+	backend_close(ready->backend);
+	free(ready->ec.name);
+	free(ready->ec.description);
+	free(ready->ec.backing);
+	memset(ready, 0, sizeof *ready);
+}
 
-	if (!pt)
-		return;
+void
+pending_prune(struct pending_table *pt, const struct export_conf *exports,
+    size_t n, const struct remote_conf *rc)
+{
 	pthread_mutex_lock(&pt->lock);
 	for (size_t i = 0; i < pt->n;) {
 		struct pending_export *pe = pt->v[i];
@@ -258,12 +246,14 @@ pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
 		    ec->size_bytes == pe->ec.size_bytes &&
 		    ec->readonly == pe->ec.readonly &&
 		    ec->direct == pe->ec.direct &&
-		    str_equal(ec->description, pe->ec.description);
+		    ((!ec->description && !pe->ec.description) ||
+		    (ec->description && pe->ec.description &&
+		    strcmp(ec->description, pe->ec.description) == 0));
 		if (keep || pe->cancelled) {
 			if (keep) {
 				pe->ec.cache_mode = ec->cache_mode;
 				if (!pe->running)
-					pe->rc = d->cfg.remote;
+					pe->rc = *rc;
 			}
 			i++;
 			continue;
@@ -281,13 +271,10 @@ pending_prune(struct daemon *d, const struct export_conf *exports, size_t n)
 }
 
 size_t
-pending_count(struct daemon *d)
+pending_count(struct pending_table *pt)
 {
-	struct pending_table *pt = pt_peek(d);
 	size_t n = 0;
 
-	if (!pt)
-		return 0;
 	pthread_mutex_lock(&pt->lock);
 	for (size_t i = 0; i < pt->n; i++)
 		n += !pt->v[i]->cancelled;
@@ -296,13 +283,10 @@ pending_count(struct daemon *d)
 }
 
 bool
-pending_get(struct daemon *d, size_t i, struct pending_info *info)
+pending_get(struct pending_table *pt, size_t i, struct pending_info *info)
 {
-	struct pending_table *pt = pt_peek(d);
 	bool ok = false;
 
-	if (!pt)
-		return false;
 	pthread_mutex_lock(&pt->lock);
 	for (size_t j = 0; j < pt->n && !ok; j++) {
 		struct pending_export *pe = pt->v[j];
@@ -323,12 +307,8 @@ pending_get(struct daemon *d, size_t i, struct pending_info *info)
 }
 
 void
-pending_stop(struct daemon *d)
+pending_stop(struct pending_table *pt)
 {
-	struct pending_table *pt = pt_peek(d);
-
-	if (!pt)
-		return;
 	pthread_mutex_lock(&pt->lock);
 	for (size_t i = 0; i < pt->n; i++) {
 		struct pending_export *pe = pt->v[i];
@@ -344,13 +324,10 @@ pending_stop(struct daemon *d)
 }
 
 void
-pending_free(struct daemon *d)
+pending_free(struct pending_table *pt)
 {
-	struct pending_table *pt = pt_peek(d);
-
 	if (!pt)
 		return;
 	pthread_mutex_destroy(&pt->lock);
 	free(pt);
-	d->pending = NULL;
 }

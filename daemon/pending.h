@@ -13,7 +13,9 @@
  * The table has its own lock; adding, installing and dropping entries
  * also hold daemon.tune_lock (start-up, reload, the tick, shutdown), which
  * the tick only tries to take.  The attempt threads touch only their own
- * entry's result.
+ * entry's result.  The table knows nothing of the daemon: an export whose
+ * remote answered is handed back by pending_poll, and the daemon installs
+ * it.
  */
 #ifndef WBD_PENDING_H
 #define WBD_PENDING_H
@@ -22,8 +24,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct daemon;
-struct export_conf;
+#include "config.h"
+
+struct backend;
+struct pending_table;
+struct remote_conf;
 
 /* A waiting export, as wbctl status shows it. */
 struct pending_info {
@@ -33,26 +38,44 @@ struct pending_info {
 	uint64_t since_realtime_ns;     /* waiting since */
 };
 
+/* An export whose remote answered: its settings (the strings are the
+ * holder's) and its open backend, to be installed. */
+struct pending_ready {
+	struct export_conf ec;
+	struct backend *backend;
+};
+
+struct pending_table *pending_new(void);
+/* Free the table, once no other thread uses it (after the control thread
+ * and pending_stop). */
+void pending_free(struct pending_table *pt);
 /* Is this open failure one to wait out (a remote that did not answer)? */
 bool pending_wanted(const struct export_conf *ec, int err);
-/* Start waiting for EC's remote; the first attempt is made at the next
- * tick.  Returns 0, or -1 (out of memory, table full). */
-int pending_add(struct daemon *d, const struct export_conf *ec);
-bool pending_has(struct daemon *d, const char *name);
-/* Tick (main thread): install exports whose remote answered, start the
- * attempts that are due. */
-void pending_poll(struct daemon *d);
+/* Start waiting for EC's remote, connecting with RC; the first attempt is
+ * made at the next poll.  Returns 0, or -1 (out of memory, table full). */
+int pending_add(struct pending_table *pt, const struct export_conf *ec,
+    const struct remote_conf *rc);
+bool pending_has(struct pending_table *pt, const char *name);
+/*
+ * Tick (main thread): reap the attempts that ended, start those that are
+ * due (if START), and hand back in *READY one export whose remote
+ * answered (true), which the caller installs and then clears with
+ * pending_ready_clear.  Call again while it returns true.
+ */
+bool pending_poll(struct pending_table *pt, bool start,
+    struct pending_ready *ready);
+/* Free what READY holds (the backend too, if still there). */
+void pending_ready_clear(struct pending_ready *ready);
 /* Reload: stop waiting for exports that are no longer configured, or whose
- * settings changed (they are added anew by the reload). */
-void pending_prune(struct daemon *d, const struct export_conf *exports,
-    size_t n);
-size_t pending_count(struct daemon *d);
+ * settings changed (they are added anew by the reload); the others connect
+ * with RC from now on. */
+void pending_prune(struct pending_table *pt, const struct export_conf *exports,
+    size_t n, const struct remote_conf *rc);
+size_t pending_count(struct pending_table *pt);
 /* The Ith waiting export; false past the end. */
-bool pending_get(struct daemon *d, size_t i, struct pending_info *info);
+bool pending_get(struct pending_table *pt, size_t i, struct pending_info *info);
 /* Shutdown: wait for attempts in flight (at most connect_timeout_ms) and
- * forget every entry (tune_lock held). */
-void pending_stop(struct daemon *d);
-/* Free the table, once no other thread runs (after the control thread). */
-void pending_free(struct daemon *d);
+ * forget every entry. */
+void pending_stop(struct pending_table *pt);
 
 #endif
