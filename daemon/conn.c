@@ -21,8 +21,8 @@
 
 #include "buf.h"
 #include "conn.h"
-#include "daemon.h"
 #include "export.h"
+#include "export-table.h"
 #include "handshake.h"
 #include "job.h"
 #include "log.h"
@@ -829,7 +829,7 @@ static const struct hs_export *
 conn_hs_lookup(void *arg, const char *name)
 {
 	struct conn *c = arg;
-	struct export *e = daemon_find_export(c->host->d, name);
+	struct export *e = export_table_find(c->host->exports, name);
 	return e ? &e->hs : NULL;
 }
 
@@ -837,7 +837,7 @@ static const struct hs_export *
 conn_hs_nth(void *arg, size_t i)
 {
 	struct conn *c = arg;
-	struct export *e = daemon_nth_export(c->host->d, i);
+	struct export *e = export_table_nth(c->host->exports, i);
 	return e ? &e->hs : NULL;
 }
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 struct conn;
-struct daemon;
+struct export_table;
 struct job_owner;
 
 /* What connections need from the thread that runs them.  Touched by that
@@ -19,7 +19,7 @@ struct job_owner;
 struct conn_host {
 	struct ev_loop *loop;
 	struct job_owner *owner;        /* where their requests' jobs end */
-	struct daemon *d;               /* the export table */
+	struct export_table *exports;   /* what clients may ask for */
 	unsigned index;                 /* for the log */
 	struct conn *conns;             /* doubly linked through conn->next */
 	unsigned n_conns;

@@ -163,9 +163,9 @@ ctl_status_json(struct daemon *d)
 
 	cache_get_stats(d->cache, &cs);
 	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		if (!export_retired(d->exports[i]))
+		if (!export_retired(d->exports.v[i]))
 			json_array_append_new(exports,
-			    ctl_export_json(d, d->exports[i], true));
+			    ctl_export_json(d, d->exports.v[i], true));
 	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
 	json_t *waiting = json_array();
@@ -200,9 +200,9 @@ ctl_exports_json(struct daemon *d)
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		if (!export_retired(d->exports[i]))
+		if (!export_retired(d->exports.v[i]))
 			json_array_append_new(a, ctl_export_json(d,
-			    d->exports[i], false));
+			    d->exports.v[i], false));
 	return json_pack("{s:b, s:i, s:o}", "ok", 1, "v", CTL_PROTOCOL_VERSION,
 	    "exports", a);
 }

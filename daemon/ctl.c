@@ -264,7 +264,7 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 	size_t i;
 	json_t *v;
 
-	if (!fl || !(fl->exports = calloc(d->n_exports + 1, sizeof *fl->exports)) ||
+	if (!fl || !(fl->exports = calloc(d->exports.n + 1, sizeof *fl->exports)) ||
 	    !(fl->names = json_array())) {
 		if (fl)
 			free(fl->exports);
@@ -281,13 +281,13 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	if (!names || json_array_size(names) == 0) {
-		for (i = 0; i < daemon_n_exports(d) && fl->n < d->n_exports; i++)
-			if (!export_retired(d->exports[i]))
-				fl->exports[fl->n++] = d->exports[i];
+		for (i = 0; i < daemon_n_exports(d) && fl->n < d->exports.n; i++)
+			if (!export_retired(d->exports.v[i]))
+				fl->exports[fl->n++] = d->exports.v[i];
 	} else {
 		json_array_foreach(names, i, v) {
 			struct export *e = json_is_string(v) ?
-			    daemon_find_export(d, json_string_value(v)) : NULL;
+			    export_table_find(&d->exports, json_string_value(v)) : NULL;
 			if (!e || !*json_string_value(v)) {
 				ctl_flush_free(fl, cl->cs->io->loop);
 				ctl_error(cl, "ENOENT", "no export named \"%s\"",
@@ -298,7 +298,7 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 			bool dup = false;
 			for (size_t j = 0; j < fl->n; j++)
 				dup |= fl->exports[j] == e;
-			if (!dup && fl->n < d->n_exports)
+			if (!dup && fl->n < d->exports.n)
 				fl->exports[fl->n++] = e;
 		}
 	}

@@ -24,47 +24,6 @@
 #include "wbdev.h"
 #include "writeback.h"
 
-static bool
-export_live(struct export *e)
-{
-	return !__atomic_load_n(&e->removed, __ATOMIC_ACQUIRE);
-}
-
-struct export *
-daemon_find_export(struct daemon *d, const char *name)
-{
-	size_t n = daemon_n_exports(d);
-
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports[i];
-		/* "" is the default export: the first one still served. */
-		if (export_live(e) && (!*name || strcmp(e->name, name) == 0))
-			return e;
-	}
-	return NULL;
-}
-
-struct export *
-daemon_nth_export(struct daemon *d, size_t nth)
-{
-	size_t n = daemon_n_exports(d);
-
-	for (size_t i = 0; i < n; i++)
-		if (export_live(d->exports[i]) && nth-- == 0)
-			return d->exports[i];
-	return NULL;
-}
-
-int
-daemon_add_export(struct daemon *d, struct export *e)
-{
-	if (d->n_exports >= DAEMON_MAX_EXPORTS)
-		return -1;
-	d->exports[d->n_exports] = e;
-	__atomic_store_n(&d->n_exports, d->n_exports + 1, __ATOMIC_RELEASE);
-	return 0;
-}
-
 static void
 pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
 {
@@ -121,7 +80,7 @@ daemon_retire_exports(struct daemon *d)
 	size_t n = daemon_n_exports(d);
 
 	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports[i];
+		struct export *e = d->exports.v[i];
 		int expect = EXPORT_REMOVING;
 		if (__atomic_load_n(&e->connections, __ATOMIC_RELAXED) == 0 &&
 		    __atomic_compare_exchange_n(&e->removed, &expect,
@@ -153,9 +112,9 @@ int
 daemon_install_export(struct daemon *d, const struct export_conf *ec,
     struct backend *b)
 {
-	if (d->n_exports >= DAEMON_MAX_EXPORTS) {
+	if (daemon_n_exports(d) >= EXPORT_TABLE_MAX) {
 		log_warnx("export \"%s\": the export table is full (%u)",
-		    ec->name, DAEMON_MAX_EXPORTS);
+		    ec->name, EXPORT_TABLE_MAX);
 		backend_close(b);
 		return -1;
 	}
@@ -167,7 +126,7 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 		backend_close(b);
 		return -1;
 	}
-	daemon_add_export(d, e);        /* room checked above */
+	export_table_add(&d->exports, e);       /* room checked above */
 	log_info("export \"%s\": %s, %s, device %s%s", e->name,
 	    b->description, size_human(e->size_bytes, sz, sizeof sz),
 	    dev->name, (e->tflags & NBD_FLAG_READ_ONLY) ? ", read-only" : "");
@@ -263,7 +222,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 	if (memcmp(&d->cfg.remote, &nc.remote, sizeof nc.remote) != 0) {
 		d->cfg.remote = nc.remote;
 		for (size_t j = 0; j < daemon_n_exports(d); j++) {
-			struct backend *b = d->exports[j]->backend;
+			struct backend *b = d->exports.v[j]->backend;
 			backend_reconfigure(b, &d->cfg.remote);
 		}
 		reload_note(msg, msglen, "remote settings applied");
@@ -275,16 +234,16 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		/* A removed export of the same name counts as gone: a
 		 * reload that brings it back adds it anew. */
 		for (size_t j = 0; j < daemon_n_exports(d); j++)
-			if (strcmp(d->exports[j]->name, ec->name) == 0 &&
-			    !__atomic_load_n(&d->exports[j]->removed,
+			if (strcmp(d->exports.v[j]->name, ec->name) == 0 &&
+			    !__atomic_load_n(&d->exports.v[j]->removed,
 			    __ATOMIC_ACQUIRE))
-				e = d->exports[j];
+				e = d->exports.v[j];
 		bool leaving = false;
 		for (size_t j = 0; j < daemon_n_exports(d); j++)
-			leaving |= strcmp(d->exports[j]->name, ec->name) == 0 &&
-			    __atomic_load_n(&d->exports[j]->removed,
+			leaving |= strcmp(d->exports.v[j]->name, ec->name) == 0 &&
+			    __atomic_load_n(&d->exports.v[j]->removed,
 			    __ATOMIC_ACQUIRE) != EXPORT_LIVE &&
-			    !export_retired(d->exports[j]);
+			    !export_retired(d->exports.v[j]);
 		if (!e && leaving) {
 			/* Two caches over one backing would disagree. */
 			reload_note(msg, msglen, "export \"%s\" is still being "
@@ -323,7 +282,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		}
 	}
 	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports[j];
+		struct export *e = d->exports.v[j];
 		bool found = false;
 		for (size_t i = 0; i < nc.n_exports; i++)
 			found |= strcmp(e->name, nc.exports[i].name) == 0;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "export-table.h"
 #include "writeback.h"
 
 struct backend;
@@ -35,8 +36,7 @@ struct daemon {
 
 	struct listener *listeners;
 
-	struct export **exports;
-	size_t n_exports;
+	struct export_table exports;
 	struct wb_dev **devs;
 	size_t n_devs;
 
@@ -60,12 +60,6 @@ struct daemon {
 	int exit_status;
 };
 
-/* Export lookup for the handshake ("" is the first export); exports
- * removed by a reload are not found. */
-struct export *daemon_find_export(struct daemon *d, const char *name);
-struct export *daemon_nth_export(struct daemon *d, size_t i);
-/* Append E to the export table (main thread, or reload under tune_lock). */
-int daemon_add_export(struct daemon *d, struct export *e);
 /* The device of backend B, created (with its pool) on first use. */
 struct wb_dev *daemon_get_dev(struct daemon *d, const struct backend *b);
 /*
@@ -80,17 +74,16 @@ int daemon_install_export(struct daemon *d, const struct export_conf *ec,
 void daemon_retire_exports(struct daemon *d);
 
 #define DAEMON_MAX_CONNS_DEFAULT 1024
-/* The export and device tables never move: they are allocated at their
- * full size at start-up, entries are only appended (by the main thread at
- * start-up, or a reload under tune_lock) and published by a release store
- * of the count, so other threads read them without a lock. */
-#define DAEMON_MAX_EXPORTS      1024
+/* The device table never moves: it is allocated at its full size at
+ * start-up, entries are only appended (by the main thread at start-up, or
+ * a reload under tune_lock) and published by a release store of the
+ * count, so other threads read it without a lock (as the export table). */
 #define DAEMON_MAX_DEVS         256
 
 static inline size_t
 daemon_n_exports(struct daemon *d)
 {
-	return __atomic_load_n(&d->n_exports, __ATOMIC_ACQUIRE);
+	return export_table_count(&d->exports);
 }
 
 static inline size_t

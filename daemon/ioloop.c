@@ -116,7 +116,7 @@ ioloop_new(struct daemon *d, unsigned index)
 	}
 	io->owner.post = ioloop_owner_post;
 	io->host = (struct conn_host){ .loop = io->loop, .owner = &io->owner,
-	    .d = d, .index = index, .conn_gone = ioloop_conn_gone };
+	    .index = index, .conn_gone = ioloop_conn_gone };
 	io->drain_msg.done = ioloop_drain_msg;
 	io->drain_msg.owner = &io->owner;
 	pthread_mutex_init(&io->lock, NULL);

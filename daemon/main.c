@@ -109,9 +109,9 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 {
 	if (daemon_create_cache(d) < 0)
 		return -1;
-	d->exports = calloc(DAEMON_MAX_EXPORTS, sizeof *d->exports);
 	d->devs = calloc(DAEMON_MAX_DEVS, sizeof *d->devs);
-	if (!d->exports || !d->devs || d->cfg.n_exports > DAEMON_MAX_EXPORTS)
+	if (export_table_init(&d->exports) < 0 || !d->devs ||
+	    d->cfg.n_exports > EXPORT_TABLE_MAX)
 		return -1;
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		struct backend *b = backends[i];
@@ -169,8 +169,10 @@ daemon_start_io_threads(struct daemon *d)
 	int r = 0;
 	for (unsigned i = 0; i < n; i++) {
 		d->io[i] = ioloop_new(d, i);
-		if (d->io[i])
+		if (d->io[i]) {
 			d->io[i]->open_conns = &d->n_conns;
+			d->io[i]->host.exports = &d->exports;
+		}
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
 			d->io[i] = NULL;
@@ -293,7 +295,7 @@ daemon_drain_all(struct daemon *d)
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 	unsigned running = 0;
-	size_t n = d->n_exports;        /* tune_lock held: no reload adds */
+	size_t n = d->exports.n;        /* tune_lock held: no reload adds */
 	struct drain_job *jobs = calloc(n ? n : 1, sizeof *jobs);
 
 	if (!jobs)
@@ -305,7 +307,7 @@ daemon_drain_all(struct daemon *d)
 		    d->wb.page_size, b, sizeof b));
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports[i];
+		struct export *e = d->exports.v[i];
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
 		jobs[i] = (struct drain_job){
@@ -319,7 +321,7 @@ daemon_drain_all(struct daemon *d)
 		pthread_cond_wait(&cond, &lock);
 	pthread_mutex_unlock(&lock);
 	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports[i];
+		struct export *e = d->exports.v[i];
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
 		if (jobs[i].r < 0) {
@@ -355,9 +357,7 @@ daemon_free(struct daemon *d)
 	for (size_t i = 0; i < d->n_devs; i++)
 		wb_dev_free(d->devs[i]);
 	free(d->devs);
-	for (size_t i = 0; i < d->n_exports; i++)
-		export_free(d->exports[i]);
-	free(d->exports);
+	export_table_free(&d->exports);
 	cache_free(d->cache);
 	config_free(&d->cfg);
 }
@@ -494,7 +494,7 @@ main(int argc, char **argv)
 	ev_timer_start(d->loop, &d->periodic);
 	listeners_start(d);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
-	    "writeback device(s)%s", WBD_VERSION, d->n_exports, d->n_io,
+	    "writeback device(s)%s", WBD_VERSION, d->exports.n, d->n_io,
 	    d->n_devs, pending_count(d->pending) ? "; some exports wait for their "
 	    "remote" : "");
 

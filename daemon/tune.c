@@ -116,7 +116,7 @@ tune_list_json(struct daemon *d)
 		    "share of the dirty limit this device may hold"));
 	}
 	for (size_t i = 0; i < daemon_n_exports(d); i++) {
-		struct export *e = d->exports[i];
+		struct export *e = d->exports.v[i];
 		char key[4200];
 		if (export_retired(e))
 			continue;
@@ -238,8 +238,8 @@ tune_one(struct daemon *d, struct tune_stage *st, const char *key,
 		const char *name = key + 7, *dot = strrchr(name, '.');
 		for (size_t i = 0; dot && !strcmp(dot, ".cache_mode") &&
 		    i < daemon_n_exports(d); i++) {
-			if (strlen(d->exports[i]->name) != (size_t)(dot - name) ||
-			    strncmp(d->exports[i]->name, name, dot - name))
+			if (strlen(d->exports.v[i]->name) != (size_t)(dot - name) ||
+			    strncmp(d->exports.v[i]->name, name, dot - name))
 				continue;
 			if (cache_mode_parse(val, &st->modes[i]) < 0) {
 				snprintf(err, errlen, "%s: expected writeback, "
@@ -280,7 +280,7 @@ tune_apply(struct daemon *d, struct tune_stage *st)
 		__atomic_store_n(&dev->max_ratio, st->dev_max[i], __ATOMIC_RELAXED);
 	}
 	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		__atomic_store_n(&d->exports[i]->cache_mode, st->modes[i],
+		__atomic_store_n(&d->exports.v[i]->cache_mode, st->modes[i],
 		    __ATOMIC_RELAXED);
 	/* A lower background threshold starts writeback now. */
 	cache_get_stats(d->cache, &cs);
@@ -308,7 +308,7 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	st.wc = d->cfg.writeback;
 	st.dev_min = calloc(d->n_devs + 1, sizeof *st.dev_min);
 	st.dev_max = calloc(d->n_devs + 1, sizeof *st.dev_max);
-	st.modes = calloc(d->n_exports + 1, sizeof *st.modes);
+	st.modes = calloc(d->exports.n + 1, sizeof *st.modes);
 	if (!st.dev_min || !st.dev_max || !st.modes) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -318,7 +318,7 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 		st.dev_max[i] = d->devs[i]->max_ratio;
 	}
 	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		st.modes[i] = d->exports[i]->cache_mode;
+		st.modes[i] = d->exports.v[i]->cache_mode;
 
 	json_object_foreach(set, key, v)
 		if (tune_one(d, &st, key, v, err, errlen) < 0)
