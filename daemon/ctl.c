@@ -31,6 +31,7 @@
 #include "ioloop.h"
 #include "listener.h"
 #include "log.h"
+#include "reload.h"
 #include "wbdev.h"
 #include "writeback.h"
 

@@ -1,21 +1,30 @@
 /*
- * daemon.c - the daemon-wide tables that I/O threads consult: export lookup
- * for the handshake, and the hand-off of new connections (main thread) to
- * I/O threads.  The export table is read-only after start-up.
+ * daemon.c - the daemon's lifecycle and the tables around it.
+ *
+ * daemon_init, daemon_open (before detaching: what can fail on bad input),
+ * daemon_start (the cache, exports, devices, I/O threads, the tick),
+ * daemon_run, daemon_shutdown (stop accepting, finish requests, write
+ * every export back on its own device's pool, all devices at once) and
+ * daemon_free, all on the main thread.  Also: the device table, installing
+ * an export, handing accepted sockets to I/O threads, and the tick
+ * (periodic writeback, removed exports retired, waiting exports
+ * installed).  Reload is in reload.c.
  */
 #include <errno.h>
-#include <stdarg.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "backing.h"
+#include "cache.h"
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
-#include "backend.h"
-#include "backing.h"
 #include "log.h"
 #include "nbd-proto.h"
 #include "pending.h"
@@ -23,6 +32,11 @@
 #include "size.h"
 #include "wbdev.h"
 #include "writeback.h"
+
+#define DAEMON_MAX_IO_THREADS   64
+#define DAEMON_TICK_S           0.1
+/* Shutdown retries a failing device this many times (1, 2, 4, 8 s apart). */
+#define DAEMON_DRAIN_ATTEMPTS   5
 
 static void
 pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
@@ -74,7 +88,7 @@ daemon_retire_run(struct job *job)
 	}
 }
 
-void
+static void
 daemon_retire_exports(struct daemon *d)
 {
 	size_t n = daemon_n_exports(d);
@@ -133,193 +147,405 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 	return 0;
 }
 
-/* A new export from a reload; one whose remote does not answer waits. */
+/* Open the backing devices: files, block devices, remote NBD servers
+ * (no threads yet). */
 static int
-daemon_reload_add_export(struct daemon *d, const struct export_conf *ec,
-    bool *waiting)
+daemon_open_backends(struct daemon *d, struct backend **backends)
 {
-	struct backend *b = backing_open(ec, &d->cfg.remote);
-
-	*waiting = false;
-	if (!b && pending_wanted(ec, errno)) {
-		*waiting = pending_add(d->pending, ec, &d->cfg.remote) == 0;
-		return *waiting ? 0 : -1;
-	}
-	if (!b || daemon_install_export(d, ec, b) < 0) {
-		log_warnx("reload: export \"%s\": cannot be added", ec->name);
-		return -1;
+	for (size_t i = 0; i < d->cfg.n_exports; i++) {
+		const struct export_conf *ec = &d->cfg.exports[i];
+		backends[i] = backing_open(ec, &d->cfg.remote);
+		if (!backends[i] && pending_wanted(ec, errno) &&
+		    pending_add(d->pending, ec, &d->cfg.remote) == 0)
+			continue;       /* served once its remote answers */
+		if (!backends[i]) {
+			log_warnx("%s:%d: export \"%s\": cannot open backing "
+			    "\"%s\"", d->cfg.path, ec->line, ec->name,
+			    ec->backing);
+			return -1;
+		}
 	}
 	return 0;
 }
 
-/* Append to MSG (a running summary for the log and the control client). */
-static void
-reload_note(char *msg, size_t msglen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-reload_note(char *msg, size_t msglen, const char *fmt, ...)
+static int
+daemon_create_cache(struct daemon *d)
 {
-	size_t used = strlen(msg);
-	va_list ap;
+	struct cache_params cp = {
+		.size_bytes = d->cfg.cache.size_bytes,
+		.page_size = d->cfg.cache.page_size,
+		.chunk_bytes = (uint32_t)d->cfg.writeback.max_io_bytes,
+	};
+	char a[32], b[32], l[32];
 
-	if (used + 2 >= msglen)
-		return;
-	if (used)
-		strcat(msg, "; ");
-	used = strlen(msg);
-	va_start(ap, fmt);
-	vsnprintf(msg + used, msglen - used, fmt, ap);
-	va_end(ap);
+	d->cache = cache_new(&cp);
+	if (!d->cache) {
+		log_warn("cannot set up a %llu-byte cache",
+		    (unsigned long long)cp.size_bytes);
+		return -1;
+	}
+	cache_set_zero_copy(d->cache, true);
+	wb_ctl_init(&d->wb, d->cache, &d->cfg);
+	log_info("cache: %s in %u-byte pages; dirty background %s, limit %s",
+	    size_human(d->wb.total_pages * d->wb.page_size, a, sizeof a),
+	    d->wb.page_size,
+	    size_human(d->wb.bg_pages * d->wb.page_size, b, sizeof b),
+	    size_human(d->wb.limit_pages * d->wb.page_size, l, sizeof l));
+	return 0;
 }
 
-static bool
-strv_equal(char **a, size_t na, char **b, size_t nb)
+static int
+daemon_create_exports(struct daemon *d, struct backend **backends)
 {
-	if (na != nb)
-		return false;
-	for (size_t i = 0; i < na; i++)
-		if (strcmp(a[i], b[i]) != 0)
-			return false;
-	return true;
+	if (daemon_create_cache(d) < 0)
+		return -1;
+	if (d->cfg.n_exports > EXPORT_TABLE_MAX)
+		return -1;
+	for (size_t i = 0; i < d->cfg.n_exports; i++) {
+		struct backend *b = backends[i];
+		if (!b)
+			continue;       /* waiting for its remote */
+		backends[i] = NULL;     /* the export's, or closed */
+		if (daemon_install_export(d, &d->cfg.exports[i], b) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Per-device settings for a device no export is on are a likely typo. */
+static int
+daemon_check_devices(struct daemon *d)
+{
+	for (size_t i = 0; i < d->cfg.writeback.n_devices; i++) {
+		const struct device_conf *dc = &d->cfg.writeback.devices[i];
+		size_t j;
+		for (j = 0; j < d->n_devs; j++)
+			if (strcmp(d->devs[j]->name, dc->device) == 0)
+				break;
+		if (j == d->n_devs)
+			log_warnx("%s:%d: writeback device %s: no export is "
+			    "on this device; its settings are unused",
+			    d->cfg.path, dc->line, dc->device);
+	}
+	for (size_t j = 0; j < d->n_devs; j++)
+		log_info("writeback device %s: %u..%u workers, min_ratio %u, "
+		    "max_ratio %u", d->devs[j]->name,
+		    d->cfg.writeback.min_workers, d->cfg.writeback.max_workers,
+		    d->devs[j]->min_ratio, d->devs[j]->max_ratio);
+	return 0;
+}
+
+static int
+daemon_start_io_threads(struct daemon *d)
+{
+	unsigned n = d->cfg.io_threads;
+	sigset_t all, old;
+
+	if (n == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		n = cpus > 0 ? (unsigned)cpus : 1;
+	}
+	if (n > DAEMON_MAX_IO_THREADS)
+		n = DAEMON_MAX_IO_THREADS;
+	d->io = calloc(n, sizeof *d->io);
+	if (!d->io)
+		return -1;
+
+	/* Threads inherit a full signal mask: signals go to the main loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int r = 0;
+	for (unsigned i = 0; i < n; i++) {
+		d->io[i] = ioloop_new(d, i);
+		if (d->io[i]) {
+			d->io[i]->open_conns = &d->n_conns;
+			d->io[i]->host.exports = &d->exports;
+		}
+		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
+			ioloop_free(d->io[i]);
+			d->io[i] = NULL;
+			r = -1;
+			break;
+		}
+		d->n_io++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+/* Install the exports whose remote answered.  Never waits on tune_lock:
+ * a reload may hold it for a while (connecting to a new remote), and this
+ * is the main loop. */
+static void
+daemon_install_ready(struct daemon *d)
+{
+	struct pending_ready r;
+
+	if (pthread_mutex_trylock(&d->tune_lock) != 0)
+		return;
+	while (pending_poll(d->pending, !d->stopping, &r)) {
+		if (daemon_install_export(d, &r.ec, r.backend) < 0)
+			log_warnx("export \"%s\": cannot be added", r.ec.name);
+		r.backend = NULL;       /* the export's, or closed */
+		pending_ready_clear(&r);
+	}
+	pthread_mutex_unlock(&d->tune_lock);
+}
+
+/* Every tick: periodic writeback when dirty_writeback_centisecs (which
+ * may be tuned at run time) have passed since the last pass. */
+static void
+daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct daemon *d = w->data;
+	unsigned cs = __atomic_load_n(&d->wb.writeback_cs, __ATOMIC_RELAXED);
+	uint64_t now = now_ns();
+
+	daemon_retire_exports(d);
+	daemon_install_ready(d);
+	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
+		return;
+	d->last_periodic_ns = now;
+	for (size_t i = 0; i < d->n_devs; i++)
+		wb_kick_periodic(d->devs[i]);
+}
+
+/* Shutdown writeback of one export, on its device's pool.  Allocated
+ * with the export table, at start-up. */
+struct drain_job {
+	struct job job;
+	struct export *e;
+	int r;
+	pthread_mutex_t *lock;
+	pthread_cond_t *cond;
+	unsigned *left;                 /* jobs not finished, under lock */
+};
+
+/* A device that keeps failing is tried again with back-off for a while. */
+static void
+drain_job_run(struct job *job)
+{
+	struct drain_job *dj = (struct drain_job *)job;
+
+	dj->r = -1;
+	for (unsigned attempt = 0; attempt < DAEMON_DRAIN_ATTEMPTS &&
+	    dj->r < 0; attempt++) {
+		if (attempt)
+			sleep(1u << (attempt - 1));
+		dj->r = export_flush(dj->e, UINT64_MAX, WB_REASON_SHUTDOWN);
+	}
+}
+
+static void
+drain_job_done(struct job *job)
+{
+	struct drain_job *dj = (struct drain_job *)job;
+
+	pthread_mutex_lock(dj->lock);
+	if (--*dj->left == 0)
+		pthread_cond_signal(dj->cond);
+	pthread_mutex_unlock(dj->lock);
+}
+
+/*
+ * Write back everything (shutdown): every export on its own device's
+ * workers, all devices at once, so a device that fails or is slow holds up
+ * no other.  Returns the number of exports left dirty or unflushed.
+ */
+static int
+daemon_drain_all(struct daemon *d)
+{
+	int left = 0;
+	struct cache_stats st;
+	char b[32];
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	unsigned running = 0;
+	size_t n = daemon_n_exports(d); /* tune_lock held: no reload adds */
+	struct drain_job *jobs = d->drain_jobs;
+
+	cache_get_stats(d->cache, &st);
+	if (st.dirty_pages + st.writeback_pages)
+		log_info("shutdown: writing back %s of dirty data",
+		    size_human((st.dirty_pages + st.writeback_pages) *
+		    d->wb.page_size, b, sizeof b));
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < n; i++) {
+		struct export *e = d->exports.v[i];
+		if (e->tflags & NBD_FLAG_READ_ONLY)
+			continue;
+		jobs[i] = (struct drain_job){
+			.job = { .run = drain_job_run, .done = drain_job_done },
+			.e = e, .lock = &lock, .cond = &cond, .left = &running,
+		};
+		running++;
+		pool_submit(e->dev->pool, &jobs[i].job);
+	}
+	while (running > 0)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	for (size_t i = 0; i < n; i++) {
+		struct export *e = d->exports.v[i];
+		if (e->tflags & NBD_FLAG_READ_ONLY)
+			continue;
+		if (jobs[i].r < 0) {
+			uint64_t cached, dirty;
+			cache_file_stats(e->cf, &cached, &dirty);
+			if (dirty)
+				log_warnx("SHUTDOWN WITH DATA NOT WRITTEN BACK: "
+				    "export \"%s\" (%s, device %s) still holds "
+				    "%s of dirty data that could not be written: "
+				    "it is LOST when wbd exits", e->name,
+				    e->backend->description, e->dev->name,
+				    size_human(dirty * d->wb.page_size, b,
+				    sizeof b));
+			else
+				log_warnx("SHUTDOWN WITHOUT A FINAL FLUSH: export "
+				    "\"%s\" (%s, device %s): everything was "
+				    "written, but the device's flush failed, so "
+				    "it may not be durable", e->name,
+				    e->backend->description, e->dev->name);
+			left++;
+		}
+	}
+	return left;
+}
+
+/* --- lifecycle --------------------------------------------------------- */
+
+/* An accepted socket from the listeners (main thread). */
+static void
+daemon_accept(void *arg, int fd, const char *peer)
+{
+	daemon_dispatch_conn(arg, fd, peer);
 }
 
 int
-daemon_reload(struct daemon *d, char *msg, size_t msglen)
+daemon_init(struct daemon *d, struct wbd_config *cfg)
 {
-	struct wbd_config nc;
-	char err[1024];
-
-	msg[0] = '\0';
-	if (config_load(d->cfg.path, &nc, err, sizeof err) < 0) {
-		snprintf(msg, msglen, "configuration rejected, the running one "
-		    "stays: %s", err);
-		log_warnx("reload: %s", msg);
+	memset(d, 0, sizeof *d);
+	d->cfg = *cfg;
+	memset(cfg, 0, sizeof *cfg);
+	d->max_conns = DAEMON_MAX_CONNS_DEFAULT;
+	d->ctl_fd = -1;
+	d->started_ns = now_ns();
+	pthread_mutex_init(&d->tune_lock, NULL);
+	d->loop = ev_default_loop(EVFLAG_AUTO);
+	d->listeners = (struct listeners){ .loop = d->loop,
+	    .accept = daemon_accept, .arg = d };
+	d->pending = pending_new();
+	d->opened = calloc(d->cfg.n_exports ? d->cfg.n_exports : 1,
+	    sizeof *d->opened);
+	d->devs = calloc(DAEMON_MAX_DEVS, sizeof *d->devs);
+	d->drain_jobs = calloc(EXPORT_TABLE_MAX, sizeof *d->drain_jobs);
+	if (!d->loop || !d->pending || !d->opened || !d->devs ||
+	    !d->drain_jobs || export_table_init(&d->exports) < 0) {
+		log_warnx("start-up: out of memory");
 		return -1;
 	}
-	pthread_mutex_lock(&d->tune_lock);
-
-	/* What cannot change while running. */
-	if (!strv_equal(d->cfg.listen_tcp, d->cfg.n_listen_tcp, nc.listen_tcp,
-	    nc.n_listen_tcp) || !strv_equal(d->cfg.listen_unix,
-	    d->cfg.n_listen_unix, nc.listen_unix, nc.n_listen_unix))
-		reload_note(msg, msglen, "listeners changed: needs a restart");
-	if (d->cfg.io_threads != nc.io_threads)
-		reload_note(msg, msglen, "io_threads changed: needs a restart");
-	if (d->cfg.cache.size_bytes != nc.cache.size_bytes ||
-	    d->cfg.cache.page_size != nc.cache.page_size)
-		reload_note(msg, msglen, "cache size or page size changed: "
-		    "needs a restart");
-	if (d->cfg.writeback.max_io_bytes != nc.writeback.max_io_bytes)
-		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
-	if (!str_equal(d->cfg.control.socket, nc.control.socket) ||
-	    d->cfg.control.mode != nc.control.mode ||
-	    !str_equal(d->cfg.control.group, nc.control.group) ||
-	    !str_equal(d->cfg.control.admin_group, nc.control.admin_group))
-		reload_note(msg, msglen, "control settings changed: needs a "
-		    "restart");
-	/* Remote settings: for new connections and requests from now on. */
-	if (memcmp(&d->cfg.remote, &nc.remote, sizeof nc.remote) != 0) {
-		d->cfg.remote = nc.remote;
-		for (size_t j = 0; j < daemon_n_exports(d); j++) {
-			struct backend *b = d->exports.v[j]->backend;
-			backend_reconfigure(b, &d->cfg.remote);
-		}
-		reload_note(msg, msglen, "remote settings applied");
-	}
-	pending_prune(d->pending, nc.exports, nc.n_exports, &nc.remote);
-	for (size_t i = 0; i < nc.n_exports; i++) {
-		const struct export_conf *ec = &nc.exports[i];
-		struct export *e = NULL;
-		/* A removed export of the same name counts as gone: a
-		 * reload that brings it back adds it anew. */
-		for (size_t j = 0; j < daemon_n_exports(d); j++)
-			if (strcmp(d->exports.v[j]->name, ec->name) == 0 &&
-			    !__atomic_load_n(&d->exports.v[j]->removed,
-			    __ATOMIC_ACQUIRE))
-				e = d->exports.v[j];
-		bool leaving = false;
-		for (size_t j = 0; j < daemon_n_exports(d); j++)
-			leaving |= strcmp(d->exports.v[j]->name, ec->name) == 0 &&
-			    __atomic_load_n(&d->exports.v[j]->removed,
-			    __ATOMIC_ACQUIRE) != EXPORT_LIVE &&
-			    !export_retired(d->exports.v[j]);
-		if (!e && leaving) {
-			/* Two caches over one backing would disagree. */
-			reload_note(msg, msglen, "export \"%s\" is still being "
-			    "removed; reload again once it is gone", ec->name);
-			continue;
-		}
-		if (!e && pending_has(d->pending, ec->name)) {
-			reload_note(msg, msglen, "export \"%s\" is still "
-			    "waiting for its remote", ec->name);
-			continue;
-		}
-		if (!e) {
-			bool waiting;
-			if (daemon_reload_add_export(d, ec, &waiting) == 0)
-				reload_note(msg, msglen, waiting ? "export \"%s\" "
-				    "waits for its remote" : "export \"%s\" added",
-				    ec->name);
-			else
-				reload_note(msg, msglen, "export \"%s\" could not "
-				    "be added (see the log)", ec->name);
-			continue;
-		}
-		if (strcmp(e->backing, ec->backing) != 0 ||
-		    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
-		    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
-		    ec->direct != e->direct ||
-		    !str_equal(e->description, ec->description))
-			reload_note(msg, msglen, "export \"%s\": backing, size, "
-			    "readonly, direct or description changed: needs a "
-			    "restart", e->name);
-		if (e->cache_mode != ec->cache_mode) {
-			__atomic_store_n(&e->cache_mode, ec->cache_mode,
-			    __ATOMIC_RELAXED);
-			reload_note(msg, msglen, "export \"%s\": cache_mode %s",
-			    e->name, cache_mode_name(ec->cache_mode));
-		}
-	}
-	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports.v[j];
-		bool found = false;
-		for (size_t i = 0; i < nc.n_exports; i++)
-			found |= strcmp(e->name, nc.exports[i].name) == 0;
-		int expect = EXPORT_LIVE;
-		if (__atomic_load_n(&e->removed, __ATOMIC_ACQUIRE))
-			continue;       /* removed earlier */
-		if (!found && __atomic_compare_exchange_n(&e->removed, &expect,
-		    EXPORT_REMOVING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-			reload_note(msg, msglen, "export \"%s\" removed: no new "
-			    "connections; written back once idle", e->name);
-	}
-
-	/* Writeback settings apply at once. */
-	struct writeback_conf old = d->cfg.writeback;
-	d->cfg.writeback = nc.writeback;
-	d->cfg.writeback.max_io_bytes = old.max_io_bytes;
-	nc.writeback.devices = old.devices;     /* freed with nc */
-	nc.writeback.n_devices = old.n_devices;
-	wb_ctl_update(&d->wb, &d->cfg.writeback);
-	struct pool_params pp = {
-		.min_workers = d->cfg.writeback.min_workers,
-		.max_workers = d->cfg.writeback.max_workers,
-		.grow_delay_ms = d->cfg.writeback.worker_spawn_ms,
-		.idle_timeout_ms = d->cfg.writeback.worker_idle_ms,
-	};
-	for (size_t i = 0; i < daemon_n_devs(d); i++) {
-		struct wb_dev *dev = d->devs[i];
-		unsigned lo, hi;
-		pool_set_params(dev->pool, &pp);
-		config_device_ratios(&d->cfg, dev->name, &lo, &hi);
-		__atomic_store_n(&dev->min_ratio, lo, __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->max_ratio, hi, __ATOMIC_RELAXED);
-		wb_kick_background(dev);
-	}
-	pthread_mutex_unlock(&d->tune_lock);
-	config_free(&nc);
-	reload_note(msg, msglen, "writeback settings applied");
-	log_info("reload: %s", msg);
 	return 0;
 }
+
+int
+daemon_open(struct daemon *d)
+{
+	if (daemon_open_backends(d, d->opened) < 0 ||
+	    listeners_open(&d->listeners, d->cfg.listen_tcp,
+	    d->cfg.n_listen_tcp, d->cfg.listen_unix, d->cfg.n_listen_unix) < 0)
+		return -1;
+	return 0;
+}
+
+int
+daemon_start(struct daemon *d)
+{
+	ev_loop_fork(d->loop);          /* harmless if it did not fork */
+	if (daemon_create_exports(d, d->opened) < 0 ||
+	    daemon_check_devices(d) < 0 || daemon_start_io_threads(d) < 0)
+		return -1;
+	d->last_periodic_ns = now_ns();
+	ev_timer_init(&d->periodic, daemon_periodic_cb, DAEMON_TICK_S,
+	    DAEMON_TICK_S);
+	d->periodic.data = d;
+	ev_timer_start(d->loop, &d->periodic);
+	listeners_start(&d->listeners);
+	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
+	    "writeback device(s)%s", WBD_VERSION, daemon_n_exports(d), d->n_io,
+	    d->n_devs, pending_count(d->pending) ? "; some exports wait for "
+	    "their remote" : "");
+	return 0;
+}
+
+void
+daemon_run(struct daemon *d)
+{
+	ev_run(d->loop, 0);
+}
+
+void
+daemon_stop(struct daemon *d, const char *why)
+{
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
+	log_info("%s: finishing requests in flight, then flushing and exiting",
+	    why);
+	ev_break(d->loop, EVBREAK_ALL);
+}
+
+int
+daemon_shutdown(struct daemon *d)
+{
+	d->stopping = true;
+	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
+	listeners_close(&d->listeners);
+	for (unsigned i = 0; i < d->n_io; i++)
+		ioloop_drain(d->io[i]);
+	for (unsigned i = 0; i < d->n_io; i++)
+		ioloop_join(d->io[i]);
+	ev_timer_stop(d->loop, &d->periodic);
+	if (!d->cache)
+		return 0;               /* never started: nothing cached */
+	/* A reload still running on the control thread ends first, and none
+	 * adds an export during the drain. */
+	pthread_mutex_lock(&d->tune_lock);
+	pending_stop(d->pending);
+	int failed = daemon_drain_all(d);
+	pthread_mutex_unlock(&d->tune_lock);
+	if (failed)
+		log_warnx("shutdown: %d export(s) could not be written back "
+		    "and flushed", failed);
+	else
+		log_info("shutdown complete: all dirty data written back and "
+		    "flushed");
+	return failed;
+}
+
+void
+daemon_free(struct daemon *d)
+{
+	listeners_close(&d->listeners);
+	for (unsigned i = 0; i < d->n_io; i++)
+		ioloop_free(d->io[i]);
+	free(d->io);
+	for (size_t i = 0; d->devs && i < d->n_devs; i++)
+		wb_dev_free(d->devs[i]);
+	free(d->devs);
+	if (d->exports.v)
+		export_table_free(&d->exports);
+	for (size_t i = 0; d->opened && i < d->cfg.n_exports; i++)
+		backend_close(d->opened[i]);
+	free(d->opened);
+	free(d->drain_jobs);
+	if (d->pending) {
+		pending_stop(d->pending);
+		pending_free(d->pending);
+	}
+	cache_free(d->cache);
+	config_free(&d->cfg);
+	if (d->loop)
+		ev_loop_destroy(d->loop);
+	pthread_mutex_destroy(&d->tune_lock);
+}
+

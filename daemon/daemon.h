@@ -1,8 +1,13 @@
 /*
  * daemon.h - the daemon as a whole: configuration, listeners, I/O threads,
- * exports and writeback devices.  Built and torn down by the main thread;
- * after start-up the export and device tables are read-only, so I/O threads
- * read them without a lock.
+ * exports and writeback devices, and their lifecycle (daemon.c): opened
+ * before detaching, started, run, shut down (every dirty byte written
+ * back), freed.  main.c drives it; reload.c changes it at run time.
+ *
+ * Built and torn down by the main thread.  While running, the export and
+ * device tables only grow (a reload, under tune_lock) and are read without
+ * a lock (see export-table.h); the configuration is changed only under
+ * tune_lock, by a reload or wbctl tune.
  */
 #ifndef WBD_DAEMON_H
 #define WBD_DAEMON_H
@@ -15,17 +20,18 @@
 
 #include "config.h"
 #include "export-table.h"
+#include "listener.h"
 #include "writeback.h"
 
 struct backend;
+struct drain_job;
 struct export;
 struct ioloop;
-struct listener;
 struct pending_table;
 struct wb_dev;
 
 struct daemon {
-	struct wbd_config cfg;
+	struct wbd_config cfg;          /* tune_lock, once running */
 	struct ev_loop *loop;           /* the main thread's: accept, signals */
 
 	struct ioloop **io;
@@ -34,7 +40,9 @@ struct daemon {
 	unsigned n_conns;               /* open connections (atomic) */
 	unsigned max_conns;
 
-	struct listener *listeners;
+	struct listeners listeners;
+	/* Opened before detaching, made exports by daemon_start. */
+	struct backend **opened;
 
 	struct export_table exports;
 	struct wb_dev **devs;
@@ -42,10 +50,12 @@ struct daemon {
 
 	struct cache *cache;
 	struct wb_ctl wb;
-	ev_timer periodic;              /* dirty_writeback_centisecs */
+	ev_timer periodic;              /* the tick: dirty_writeback_centisecs */
 	uint64_t last_periodic_ns;
+	/* Shutdown writeback, one job per export, allocated at start-up so
+	 * that the final drain cannot fail for want of memory. */
+	struct drain_job *drain_jobs;
 
-	ev_signal sig_term, sig_int, sig_hup;
 	uint64_t started_ns;
 
 	/* The control socket (ctl.c) and its thread. */
@@ -60,25 +70,37 @@ struct daemon {
 	int exit_status;
 };
 
-/* The device of backend B, created (with its pool) on first use. */
-struct wb_dev *daemon_get_dev(struct daemon *d, const struct backend *b);
-/*
- * Create the export of EC on its opened backend B (which it then owns, or
- * closes on failure): its device (and pool) if new, its cache file, its
- * place in the table.  Main thread at start-up, or under tune_lock.
- * Returns 0 or -1, after logging why.
- */
-int daemon_install_export(struct daemon *d, const struct export_conf *ec,
-    struct backend *b);
-/* Write back removed exports whose last client has gone (main thread). */
-void daemon_retire_exports(struct daemon *d);
-
 #define DAEMON_MAX_CONNS_DEFAULT 1024
 /* The device table never moves: it is allocated at its full size at
  * start-up, entries are only appended (by the main thread at start-up, or
  * a reload under tune_lock) and published by a release store of the
  * count, so other threads read it without a lock (as the export table). */
 #define DAEMON_MAX_DEVS         256
+
+/* --- lifecycle (main thread) -------------------------------------------- */
+
+/* Set up D for CFG (which it takes over); 0, or -1 if out of memory. */
+int daemon_init(struct daemon *d, struct wbd_config *cfg);
+/* Everything that can fail on bad input, before detaching: the backing
+ * devices (an unreachable remote waits) and the listeners.  -1 after
+ * logging why. */
+int daemon_open(struct daemon *d);
+/* After detaching: the cache, the exports and their devices, the I/O
+ * threads, the tick; then accept connections.  -1 after logging why. */
+int daemon_start(struct daemon *d);
+/* Serve until daemon_stop. */
+void daemon_run(struct daemon *d);
+/* Ask the main loop to return (its thread: a signal handler). */
+void daemon_stop(struct daemon *d, const char *why);
+/*
+ * Stop accepting, finish the requests in flight, and write back and flush
+ * every export.  Returns the number of exports that could not be.
+ */
+int daemon_shutdown(struct daemon *d);
+/* Free everything, once no other thread runs. */
+void daemon_free(struct daemon *d);
+
+/* --- what reload and the control socket use ----------------------------- */
 
 static inline size_t
 daemon_n_exports(struct daemon *d)
@@ -92,20 +114,24 @@ daemon_n_devs(struct daemon *d)
 	return __atomic_load_n(&d->n_devs, __ATOMIC_ACQUIRE);
 }
 
+/* The device of backend B, created (with its pool) on first use. */
+struct wb_dev *daemon_get_dev(struct daemon *d, const struct backend *b);
+/*
+ * Create the export of EC on its opened backend B (which it then owns, or
+ * closes on failure): its device (and pool) if new, its cache file, its
+ * place in the table.  Main thread at start-up, or under tune_lock.
+ * Returns 0 or -1, after logging why.
+ */
+int daemon_install_export(struct daemon *d, const struct export_conf *ec,
+    struct backend *b);
+/* Hand an accepted socket to the next I/O thread (main thread). */
+void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);
+
 /* Two strings that may be NULL (optional settings) are the same. */
 static inline bool
 str_equal(const char *a, const char *b)
 {
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
-
-/* Hand an accepted socket to the next I/O thread (main thread). */
-void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);
-/*
- * Reread the configuration and apply what can change at run time (main or
- * control thread).  Returns 0, or -1 with the error in ERR; MSG says what
- * changed and what needs a restart.
- */
-int daemon_reload(struct daemon *d, char *msg, size_t msglen);
 
 #endif

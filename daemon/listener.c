@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "config.h"
 #include "listener.h"
 #include "log.h"
 
@@ -28,7 +28,7 @@
 
 struct listener {
 	struct listener *next;
-	struct daemon *d;
+	struct listeners *ls;
 	int fd;
 	ev_io w;
 	ev_timer pause;                 /* out of descriptors: retry later */
@@ -91,12 +91,12 @@ listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		} else {
 			snprintf(peer, sizeof peer, "unix#%lu", l->accepted);
 		}
-		daemon_dispatch_conn(l->d, fd, peer);
+		l->ls->accept(l->ls->arg, fd, peer);
 	}
 }
 
 static struct listener *
-listener_add(struct daemon *d, int fd, const char *desc, bool is_tcp)
+listener_add(struct listeners *ls, int fd, const char *desc, bool is_tcp)
 {
 	struct listener *l = calloc(1, sizeof *l);
 
@@ -104,7 +104,7 @@ listener_add(struct daemon *d, int fd, const char *desc, bool is_tcp)
 		close(fd);
 		return NULL;
 	}
-	l->d = d;
+	l->ls = ls;
 	l->fd = fd;
 	l->is_tcp = is_tcp;
 	snprintf(l->desc, sizeof l->desc, "%s", desc);
@@ -112,13 +112,13 @@ listener_add(struct daemon *d, int fd, const char *desc, bool is_tcp)
 	l->w.data = l;
 	ev_timer_init(&l->pause, listener_pause_cb, ACCEPT_PAUSE_S, 0);
 	l->pause.data = l;
-	l->next = d->listeners;
-	d->listeners = l;
+	l->next = ls->head;
+	ls->head = l;
 	return l;
 }
 
 static int
-listener_open_tcp(struct daemon *d, const char *spec)
+listener_open_tcp(struct listeners *ls, const char *spec)
 {
 	char *host = NULL, *port = NULL;
 	struct addrinfo hints = {
@@ -160,7 +160,7 @@ listener_open_tcp(struct daemon *d, const char *spec)
 		}
 		char desc[128];
 		snprintf(desc, sizeof desc, "tcp %s", spec);
-		if (listener_add(d, fd, desc, true))
+		if (listener_add(ls, fd, desc, true))
 			n++;
 	}
 	freeaddrinfo(res);
@@ -250,7 +250,7 @@ unix_listen(const char *path, const char *what, int mode)
 }
 
 static int
-listener_open_unix(struct daemon *d, const char *path)
+listener_open_unix(struct listeners *ls, const char *path)
 {
 	int fd = unix_listen(path, "listen unix", -1);
 
@@ -258,7 +258,7 @@ listener_open_unix(struct daemon *d, const char *path)
 		return -1;
 	char desc[128];
 	snprintf(desc, sizeof desc, "unix %s", path);
-	struct listener *l = listener_add(d, fd, desc, false);
+	struct listener *l = listener_add(ls, fd, desc, false);
 	if (!l || !(l->unix_path = strdup(path))) {
 		unlink(path);
 		return -1;
@@ -268,34 +268,35 @@ listener_open_unix(struct daemon *d, const char *path)
 }
 
 int
-listeners_open(struct daemon *d)
+listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
+    char *const *unix_paths, size_t n_unix)
 {
-	for (size_t i = 0; i < d->cfg.n_listen_tcp; i++)
-		if (listener_open_tcp(d, d->cfg.listen_tcp[i]) < 0)
+	for (size_t i = 0; i < n_tcp; i++)
+		if (listener_open_tcp(ls, tcp[i]) < 0)
 			return -1;
-	for (size_t i = 0; i < d->cfg.n_listen_unix; i++)
-		if (listener_open_unix(d, d->cfg.listen_unix[i]) < 0)
+	for (size_t i = 0; i < n_unix; i++)
+		if (listener_open_unix(ls, unix_paths[i]) < 0)
 			return -1;
 	return 0;
 }
 
 void
-listeners_start(struct daemon *d)
+listeners_start(struct listeners *ls)
 {
-	for (struct listener *l = d->listeners; l; l = l->next)
-		ev_io_start(d->loop, &l->w);
+	for (struct listener *l = ls->head; l; l = l->next)
+		ev_io_start(ls->loop, &l->w);
 }
 
 void
-listeners_close(struct daemon *d)
+listeners_close(struct listeners *ls)
 {
-	struct listener *l = d->listeners;
+	struct listener *l = ls->head;
 
-	d->listeners = NULL;
+	ls->head = NULL;
 	while (l) {
 		struct listener *next = l->next;
-		ev_io_stop(d->loop, &l->w);
-		ev_timer_stop(d->loop, &l->pause);
+		ev_io_stop(ls->loop, &l->w);
+		ev_timer_stop(ls->loop, &l->pause);
 		close(l->fd);
 		if (l->unix_path) {
 			if (unlink(l->unix_path) < 0 && errno != ENOENT)

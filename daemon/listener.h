@@ -5,13 +5,27 @@
 #ifndef WBD_LISTENER_H
 #define WBD_LISTENER_H
 
-struct daemon;
+#include <ev.h>
+#include <stddef.h>
 
-/* Bind every listener of the configuration; -1 after logging why. */
-int listeners_open(struct daemon *d);
-void listeners_start(struct daemon *d);
+struct listener;
+
+/* The listening sockets, on LOOP; each accepted socket (non-blocking) goes
+ * to ACCEPT, which owns it from then on. */
+struct listeners {
+	struct ev_loop *loop;
+	void (*accept)(void *arg, int fd, const char *peer);
+	void *arg;
+	struct listener *head;
+};
+
+/* Bind TCP ("host:port", "[v6]:port") and Unix listeners; -1 after
+ * logging why (those bound stay, for listeners_close). */
+int listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
+    char *const *unix_paths, size_t n_unix);
+void listeners_start(struct listeners *ls);
 /* Stop accepting, close the sockets and remove Unix socket files. */
-void listeners_close(struct daemon *d);
+void listeners_close(struct listeners *ls);
 
 /*
  * Bind and listen on a Unix socket at PATH, refusing a path a live server

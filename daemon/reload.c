@@ -1,0 +1,266 @@
+/*
+ * reload.c - rereading the configuration while running, in phases:
+ *
+ *   1. parse: the new file is loaded and checked in full; a bad one is
+ *      rejected and nothing changes;
+ *   2. restart-only: settings that cannot change while running are
+ *      compared and reported ("needs a restart"), not applied;
+ *   3. remotes: new connection and I/O timeouts reach the open backends;
+ *   4. exports: new ones are added (one whose remote does not answer
+ *      waits), removed ones stop taking clients and are written back once
+ *      idle, a changed cache mode applies at once;
+ *   5. writeback: thresholds, workers and device shares apply at once.
+ *
+ * Main thread (SIGHUP) or control thread (wbctl reload), under
+ * daemon.tune_lock from phase 2 on.  MSG collects what happened, for the
+ * log and the control client.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "backing.h"
+#include "daemon.h"
+#include "export.h"
+#include "log.h"
+#include "nbd-proto.h"
+#include "pending.h"
+#include "pool.h"
+#include "reload.h"
+#include "wbdev.h"
+#include "writeback.h"
+
+/* Append to MSG (a running summary for the log and the control client). */
+static void
+reload_note(char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+reload_note(char *msg, size_t msglen, const char *fmt, ...)
+{
+	size_t used = strlen(msg);
+	va_list ap;
+
+	if (used + 2 >= msglen)
+		return;
+	if (used)
+		strcat(msg, "; ");
+	used = strlen(msg);
+	va_start(ap, fmt);
+	vsnprintf(msg + used, msglen - used, fmt, ap);
+	va_end(ap);
+}
+
+static bool
+strv_equal(char **a, size_t na, char **b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+/* Phase 2: what cannot change while running is reported, not applied. */
+static void
+reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
+    size_t msglen)
+{
+	const struct wbd_config *oc = &d->cfg;
+
+	if (!strv_equal(oc->listen_tcp, oc->n_listen_tcp, nc->listen_tcp,
+	    nc->n_listen_tcp) || !strv_equal(oc->listen_unix,
+	    oc->n_listen_unix, nc->listen_unix, nc->n_listen_unix))
+		reload_note(msg, msglen, "listeners changed: needs a restart");
+	if (oc->io_threads != nc->io_threads)
+		reload_note(msg, msglen, "io_threads changed: needs a restart");
+	if (oc->cache.size_bytes != nc->cache.size_bytes ||
+	    oc->cache.page_size != nc->cache.page_size)
+		reload_note(msg, msglen, "cache size or page size changed: "
+		    "needs a restart");
+	if (oc->writeback.max_io_bytes != nc->writeback.max_io_bytes)
+		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
+	if (!str_equal(oc->control.socket, nc->control.socket) ||
+	    oc->control.mode != nc->control.mode ||
+	    !str_equal(oc->control.group, nc->control.group) ||
+	    !str_equal(oc->control.admin_group, nc->control.admin_group))
+		reload_note(msg, msglen, "control settings changed: needs a "
+		    "restart");
+}
+
+/* Phase 3: remote settings, for new connections and requests from now on. */
+static void
+reload_remotes(struct daemon *d, const struct wbd_config *nc, char *msg,
+    size_t msglen)
+{
+	if (memcmp(&d->cfg.remote, &nc->remote, sizeof nc->remote) == 0)
+		return;
+	d->cfg.remote = nc->remote;
+	for (size_t j = 0; j < daemon_n_exports(d); j++)
+		backend_reconfigure(d->exports.v[j]->backend, &d->cfg.remote);
+	reload_note(msg, msglen, "remote settings applied");
+}
+
+/* A new export from a reload; one whose remote does not answer waits. */
+static int
+reload_add_export(struct daemon *d, const struct export_conf *ec,
+    bool *waiting)
+{
+	struct backend *b = backing_open(ec, &d->cfg.remote);
+
+	*waiting = false;
+	if (!b && pending_wanted(ec, errno)) {
+		*waiting = pending_add(d->pending, ec, &d->cfg.remote) == 0;
+		return *waiting ? 0 : -1;
+	}
+	if (!b || daemon_install_export(d, ec, b) < 0) {
+		log_warnx("reload: export \"%s\": cannot be added", ec->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The live export called NAME, and whether one of that name is still
+ * being removed. */
+static struct export *
+reload_find_export(struct daemon *d, const char *name, bool *leaving)
+{
+	struct export *live = NULL;
+
+	*leaving = false;
+	for (size_t j = 0; j < daemon_n_exports(d); j++) {
+		struct export *e = d->exports.v[j];
+		int state = __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE);
+		if (strcmp(e->name, name) != 0)
+			continue;
+		/* A removed export of the same name counts as gone: a
+		 * reload that brings it back adds it anew. */
+		if (state == EXPORT_LIVE)
+			live = e;
+		else if (state != EXPORT_RETIRED)
+			*leaving = true;
+	}
+	return live;
+}
+
+/* Phase 4, for an export the new file has: add it, or apply what can
+ * change. */
+static void
+reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
+    size_t msglen)
+{
+	bool leaving, waiting;
+	struct export *e = reload_find_export(d, ec->name, &leaving);
+
+	if (!e && leaving) {
+		/* Two caches over one backing would disagree. */
+		reload_note(msg, msglen, "export \"%s\" is still being removed; "
+		    "reload again once it is gone", ec->name);
+		return;
+	}
+	if (!e && pending_has(d->pending, ec->name)) {
+		reload_note(msg, msglen, "export \"%s\" is still waiting for its "
+		    "remote", ec->name);
+		return;
+	}
+	if (!e) {
+		if (reload_add_export(d, ec, &waiting) == 0)
+			reload_note(msg, msglen, waiting ? "export \"%s\" waits "
+			    "for its remote" : "export \"%s\" added", ec->name);
+		else
+			reload_note(msg, msglen, "export \"%s\" could not be "
+			    "added (see the log)", ec->name);
+		return;
+	}
+	if (strcmp(e->backing, ec->backing) != 0 ||
+	    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
+	    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
+	    ec->direct != e->direct ||
+	    !str_equal(e->description, ec->description))
+		reload_note(msg, msglen, "export \"%s\": backing, size, "
+		    "readonly, direct or description changed: needs a restart",
+		    e->name);
+	if (e->cache_mode != ec->cache_mode) {
+		__atomic_store_n(&e->cache_mode, ec->cache_mode,
+		    __ATOMIC_RELAXED);
+		reload_note(msg, msglen, "export \"%s\": cache_mode %s", e->name,
+		    cache_mode_name(ec->cache_mode));
+	}
+}
+
+/* Phase 4: exports added, changed, removed. */
+static void
+reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
+    size_t msglen)
+{
+	pending_prune(d->pending, nc->exports, nc->n_exports, &nc->remote);
+	for (size_t i = 0; i < nc->n_exports; i++)
+		reload_export(d, &nc->exports[i], msg, msglen);
+	for (size_t j = 0; j < daemon_n_exports(d); j++) {
+		struct export *e = d->exports.v[j];
+		bool found = false;
+		for (size_t i = 0; i < nc->n_exports; i++)
+			found |= strcmp(e->name, nc->exports[i].name) == 0;
+		int expect = EXPORT_LIVE;
+		if (!found && __atomic_compare_exchange_n(&e->removed, &expect,
+		    EXPORT_REMOVING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			reload_note(msg, msglen, "export \"%s\" removed: no new "
+			    "connections; written back once idle", e->name);
+	}
+}
+
+/* Phase 5: writeback settings apply at once. */
+static void
+reload_writeback(struct daemon *d, struct wbd_config *nc, char *msg,
+    size_t msglen)
+{
+	struct writeback_conf old = d->cfg.writeback;
+	d->cfg.writeback = nc->writeback;
+	d->cfg.writeback.max_io_bytes = old.max_io_bytes;
+	nc->writeback.devices = old.devices;    /* freed with nc */
+	nc->writeback.n_devices = old.n_devices;
+	wb_ctl_update(&d->wb, &d->cfg.writeback);
+	struct pool_params pp = {
+		.min_workers = d->cfg.writeback.min_workers,
+		.max_workers = d->cfg.writeback.max_workers,
+		.grow_delay_ms = d->cfg.writeback.worker_spawn_ms,
+		.idle_timeout_ms = d->cfg.writeback.worker_idle_ms,
+	};
+	for (size_t i = 0; i < daemon_n_devs(d); i++) {
+		struct wb_dev *dev = d->devs[i];
+		unsigned lo, hi;
+		pool_set_params(dev->pool, &pp);
+		config_device_ratios(&d->cfg, dev->name, &lo, &hi);
+		__atomic_store_n(&dev->min_ratio, lo, __ATOMIC_RELAXED);
+		__atomic_store_n(&dev->max_ratio, hi, __ATOMIC_RELAXED);
+		wb_kick_background(dev);
+	}
+	reload_note(msg, msglen, "writeback settings applied");
+}
+
+int
+daemon_reload(struct daemon *d, char *msg, size_t msglen)
+{
+	struct wbd_config nc;
+	char err[1024];
+
+	msg[0] = '\0';
+	if (config_load(d->cfg.path, &nc, err, sizeof err) < 0) {
+		snprintf(msg, msglen, "configuration rejected, the running one "
+		    "stays: %s", err);
+		log_warnx("reload: %s", msg);
+		return -1;
+	}
+	pthread_mutex_lock(&d->tune_lock);
+	reload_restart_only(d, &nc, msg, msglen);
+	reload_remotes(d, &nc, msg, msglen);
+	reload_exports(d, &nc, msg, msglen);
+	reload_writeback(d, &nc, msg, msglen);
+	pthread_mutex_unlock(&d->tune_lock);
+	config_free(&nc);
+	log_info("reload: %s", msg);
+	return 0;
+}
