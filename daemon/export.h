@@ -2,8 +2,12 @@
  * export.h - an NBD export: a name, a backing device and the writeback
  * device (with its worker pool) that serves it.
  *
- * Exports are created at start-up by the main thread and are read-only
- * afterwards, so I/O threads use them without locks.
+ * Exports are created by the main thread at start-up, or by a reload
+ * under daemon.tune_lock, and never freed while the daemon runs.  What
+ * does not change after creation (name, backend, device, cache file, size,
+ * flags) is read without a lock; what does is atomic: cache_mode (reload,
+ * wbctl tune), removed (reload, the tick), connections, write_seq, and the
+ * writeback state in wt (see writeback.h).
  */
 #ifndef WBD_EXPORT_H
 #define WBD_EXPORT_H
@@ -39,7 +43,7 @@ struct export {
 	struct cache_file *cf;          /* this export's pages */
 	uint64_t size_bytes;
 	uint16_t tflags;
-	enum cache_mode cache_mode;
+	enum cache_mode cache_mode;     /* atomic: reload, wbctl tune */
 	struct hs_export hs;            /* what the handshake shows */
 
 	uint64_t write_seq;             /* atomic: last write's sequence */

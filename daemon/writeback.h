@@ -5,8 +5,10 @@
  * before now is on the device", and writer throttling towards dirty_limit.
  *
  * Work runs on the writeback device's pool (flush-MAJ:MIN threads).  The
- * thresholds are read by every thread without a lock; they are set at
- * start-up.
+ * thresholds in struct wb_ctl are read by every thread without a lock:
+ * set at start-up, changed by wbctl tune and reload (under
+ * daemon.tune_lock) with an atomic store per field, so a reader may see
+ * an old and a new threshold together for a moment, never a torn one.
  */
 #ifndef WBD_WRITEBACK_H
 #define WBD_WRITEBACK_H
