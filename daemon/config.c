@@ -23,13 +23,12 @@
 #include "backend.h"
 #include "cfgread.h"
 #include "config.h"
+#include "settings.h"
 #include "size.h"
 
 #define NAME_MAX_BYTES          4096    /* NBD's limit on names, descriptions */
 #define PAGE_SIZE_MIN           512u
 #define PAGE_SIZE_MAX           (1u << 20)
-#define MAX_IO_BYTES_MAX        (32u << 20)
-#define WORKERS_MAX             64u
 #define IO_THREADS_MAX          1024u
 #define UNIX_PATH_BYTES         sizeof(((struct sockaddr_un *)0)->sun_path)
 
@@ -285,115 +284,62 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
-/*
- * One threshold, given as KEY_ratio (percent of the cache) or KEY_bytes,
- * not both.  *WHERE is set to the setting that gave it, or NULL.
- */
+/* One row of the settings table from GROUP: 1 and *OUT, 0 if absent, -1. */
 static int
-cfg_threshold(struct cfg_load *ld, const config_setting_t *wb,
-    const char *ratio_key, const char *bytes_key, struct threshold *t,
-    config_setting_t **where)
+cfg_setting(struct cfg_load *ld, const config_setting_t *group,
+    const struct setting *row, uint32_t page_size, uint64_t *out)
 {
-	config_setting_t *rs, *bs;
-	unsigned ratio;
-	uint64_t bytes;
-	int r, b;
+	config_setting_t *s;
+	char got[96], a[32], b[32];
+	unsigned u;
+	uint64_t v;
+	int r;
 
-	*where = NULL;
-	if (wb == NULL)
-		return 0;
-	if ((r = cfg_uint(ld, wb, ratio_key, 0, 100, &ratio)) == -1 ||
-	    (b = cfg_size(ld, wb, bytes_key, &bytes, NULL)) == -1)
-		return -1;
-	rs = config_setting_get_member(wb, ratio_key);
-	bs = config_setting_get_member(wb, bytes_key);
-	if (r == 1 && b == 1) {
-		cfg_error(ld, bs, "expected either %s or %s, not both",
-		    ratio_key, bytes_key);
-		return -1;
+	if (row->type == SETTING_UINT || row->type == SETTING_RATIO) {
+		r = cfg_uint(ld, group, row->name, (unsigned)row->min,
+		    (unsigned)row->max, &u);
+		if (r == 1)
+			*out = u;
+		return r;
 	}
-	if (b == 1) {
-		if (bytes == 0) {
-			cfg_error(ld, bs, "expected a size above 0 (to give a "
-			    "ratio, set %s instead)", ratio_key);
-			return -1;
-		}
-		t->bytes = bytes;
-		t->ratio_pct = 0;
-		*where = bs;
-	} else if (r == 1) {
-		t->ratio_pct = ratio;
-		t->bytes = 0;
-		*where = rs;
+	if ((r = cfg_size(ld, group, row->name, &v, NULL)) != 1)
+		return r;
+	if (settings_valid(row, v, page_size)) {
+		*out = v;
+		return 1;
 	}
-	return 0;
-}
-
-static uint64_t
-cfg_threshold_bytes(const struct threshold *t, uint64_t cache_bytes)
-{
-	return t->bytes != 0 ? t->bytes : cache_bytes / 100 * t->ratio_pct;
-}
-
-static const char *
-cfg_threshold_desc(const struct threshold *t, bool both_ratios,
-    uint64_t cache_bytes, bool given, char *buf, size_t len)
-{
-	char a[32];
-	int n;
-
-	if (t->bytes != 0)
-		n = snprintf(buf, len, "%s", size_format(t->bytes, a, sizeof a));
-	else if (both_ratios)
-		n = snprintf(buf, len, "%u", t->ratio_pct);
+	s = config_setting_get_member(group, row->name);
+	if (row->type == SETTING_IO_BYTES)
+		cfg_error(ld, s, "expected a power of two from cache.page_size "
+		    "(%s) to %s, got %s", size_format(page_size, a, sizeof a),
+		    size_format(row->max, b, sizeof b),
+		    cfg_repr(s, got, sizeof got));
+	else if (row->pair != NULL)
+		cfg_error(ld, s, "expected a size above 0 (to give a ratio, set "
+		    "%s instead)", row->pair);
 	else
-		n = snprintf(buf, len, "%u%% of the cache, %s", t->ratio_pct,
-		    size_human(cfg_threshold_bytes(t, cache_bytes), a,
-		    sizeof a));
-	if (!given && n >= 0 && (size_t)n < len)
-		snprintf(buf + n, len - n, ", the default");
-	return buf;
-}
-
-/* Background writeback must start below the level that throttles writers. */
-static int
-cfg_check_thresholds(struct cfg_load *ld, const struct wbd_config *cfg,
-    config_setting_t *bg_where, config_setting_t *dirty_where)
-{
-	const struct threshold *bg = &cfg->writeback.dirty_background;
-	const struct threshold *dirty = &cfg->writeback.dirty;
-	uint64_t cache = cfg->cache.size_bytes;
-	bool ratios = bg->bytes == 0 && dirty->bytes == 0;
-	char d1[96], d2[96];
-
-	if (ratios ? bg->ratio_pct < dirty->ratio_pct :
-	    cfg_threshold_bytes(bg, cache) < cfg_threshold_bytes(dirty, cache))
-		return 0;
-	cfg_threshold_desc(bg, ratios, cache, bg_where != NULL, d1, sizeof d1);
-	cfg_threshold_desc(dirty, ratios, cache, dirty_where != NULL, d2,
-	    sizeof d2);
-	if (bg_where != NULL)
-		cfg_error(ld, bg_where, "expected less than writeback.%s (%s), "
-		    "got %s", dirty->bytes ? "dirty_bytes" : "dirty_ratio", d2,
-		    d1);
-	else
-		cfg_error(ld, dirty_where, "expected more than writeback.%s "
-		    "(%s), got %s", bg->bytes ? "dirty_background_bytes" :
-		    "dirty_background_ratio", d1, d2);
+		cfg_error(ld, s, "expected a size from %s to %s, got %s",
+		    size_format(row->min, a, sizeof a),
+		    size_format(row->max, b, sizeof b),
+		    cfg_repr(s, got, sizeof got));
 	return -1;
 }
 
-/* writeback.devices = ( { device = "MAJ:MIN"; min_ratio; max_ratio; } ) */
+/*
+ * writeback.devices = ( { device = "MAJ:MIN"; min_ratio; max_ratio; } ):
+ * the per-device rows of the settings table, each defaulting to the
+ * writeback group's.  The rules between them are settings_check's.
+ */
 static int
 cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
-    struct writeback_conf *wc)
+    struct writeback_conf *wc, uint32_t page_size)
 {
-	static const char *const keys[] = {
-		"device", "min_ratio", "max_ratio", NULL
-	};
+	const char *keys[16];
+	const struct setting *row;
 	config_setting_t *list;
-	unsigned sum_min = 0;
+	size_t n_keys = 0;
 	char got[96];
+	uint64_t v;
 
 	if (wb == NULL || (list = config_setting_get_member(wb, "devices")) == NULL)
 		return 0;
@@ -403,6 +349,11 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		    cfg_repr(list, got, sizeof got));
 		return -1;
 	}
+	keys[n_keys++] = "device";
+	for (row = settings_table; row < settings_table + settings_n; row++)
+		if (row->scope == SETTING_DEVICE && n_keys + 1 < 16)
+			keys[n_keys++] = row->name;
+	keys[n_keys] = NULL;
 	int n = config_setting_length(list);
 	if (n == 0)
 		return 0;
@@ -427,8 +378,6 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		if (cfg_check_keys(ld, g, keys) == -1)
 			return -1;
 		dc->line = (int)config_setting_source_line(g);
-		dc->min_ratio = wc->min_ratio;
-		dc->max_ratio = wc->max_ratio;
 		if (!config_setting_lookup_string(g, "device", &name) ||
 		    sscanf(name, "%u:%u%c", &maj, &min, &extra) != 2) {
 			config_setting_t *s = config_setting_get_member(g, "device");
@@ -440,13 +389,18 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		if (cfg_strdup(ld, name, &dc->device) == -1)
 			return -1;
 		wc->n_devices++;
-		if (cfg_uint(ld, g, "min_ratio", 0, 100, &dc->min_ratio) == -1 ||
-		    cfg_uint(ld, g, "max_ratio", 1, 100, &dc->max_ratio) == -1)
-			return -1;
-		if (dc->min_ratio > dc->max_ratio) {
-			cfg_error(ld, g, "min_ratio (%u) above max_ratio (%u)",
-			    dc->min_ratio, dc->max_ratio);
-			return -1;
+		for (row = settings_table; row < settings_table + settings_n;
+		    row++) {
+			if (row->scope != SETTING_DEVICE)
+				continue;
+			settings_set_dev(row, dc, settings_get(row, wc));
+			switch (cfg_setting(ld, g, row, page_size, &v)) {
+			case -1:
+				return -1;
+			case 1:
+				settings_set_dev(row, dc, v);
+				break;
+			}
 		}
 		for (size_t j = 0; j + 1 < wc->n_devices; j++)
 			if (strcmp(wc->devices[j].device, dc->device) == 0) {
@@ -455,12 +409,6 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 				    wc->devices[j].line);
 				return -1;
 			}
-		sum_min += dc->min_ratio;
-		if (sum_min > 100) {
-			cfg_error(ld, g, "the devices' min_ratio add up to more "
-			    "than 100 (%u)", sum_min);
-			return -1;
-		}
 	}
 	return 0;
 }
@@ -478,92 +426,58 @@ config_device_ratios(const struct wbd_config *cfg, const char *name,
 		}
 }
 
+/* The writeback group: the rows of the settings table, and devices. */
 static int
 cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
-	static const char *const keys[] = {
-		"dirty_background_ratio", "dirty_background_bytes",
-		"dirty_ratio", "dirty_bytes",
-		"dirty_expire_centisecs", "dirty_writeback_centisecs",
-		"min_workers", "max_workers", "max_io_bytes",
-		"worker_spawn_ms", "worker_idle_ms", "min_ratio", "max_ratio",
-		"devices", NULL
-	};
 	struct writeback_conf *wc = &cfg->writeback;
-	config_setting_t *wb, *bg_where, *dirty_where, *s;
-	uint64_t v;
-	char got[96], buf[32];
-	int r, rmax;
+	struct settings_env env = {
+		.total_pages = cfg->cache.size_bytes / cfg->cache.page_size,
+		.page_size = cfg->cache.page_size,
+		.prefix = "writeback.",
+		.kept = "the default",
+	};
+	const struct setting *row;
+	struct settings_err e;
+	config_setting_t *wb, *list;
+	const char *keys[64];
+	uint64_t given = 0, v;
+	size_t n_keys = 0;
 
-	if ((r = cfg_group(ld, root, "writeback", &wb)) == -1)
+	if (cfg_group(ld, root, "writeback", &wb) == -1)
 		return -1;
+	for (row = settings_table; row < settings_table + settings_n &&
+	    n_keys + 2 < 64; row++)
+		keys[n_keys++] = row->name;
+	keys[n_keys++] = "devices";
+	keys[n_keys] = NULL;
 	if (wb != NULL && cfg_check_keys(ld, wb, keys) == -1)
 		return -1;
-	if (cfg_threshold(ld, wb, "dirty_background_ratio",
-	    "dirty_background_bytes", &wc->dirty_background, &bg_where) == -1 ||
-	    cfg_threshold(ld, wb, "dirty_ratio", "dirty_bytes", &wc->dirty,
-	    &dirty_where) == -1)
-		return -1;
-	if (cfg_check_thresholds(ld, cfg, bg_where, dirty_where) == -1)
-		return -1;
-	if (cfg_uint(ld, wb, "dirty_expire_centisecs", 0, INT_MAX,
-	    &wc->dirty_expire_centisecs) == -1 ||
-	    cfg_uint(ld, wb, "dirty_writeback_centisecs", 0, INT_MAX,
-	    &wc->dirty_writeback_centisecs) == -1)
-		return -1;
-
-	if (cfg_uint(ld, wb, "worker_spawn_ms", 1, 600000,
-	    &wc->worker_spawn_ms) == -1 ||
-	    cfg_uint(ld, wb, "worker_idle_ms", 1, 3600000,
-	    &wc->worker_idle_ms) == -1)
-		return -1;
-	if (cfg_uint(ld, wb, "min_workers", 1, WORKERS_MAX,
-	    &wc->min_workers) == -1 ||
-	    (rmax = cfg_uint(ld, wb, "max_workers", 1, WORKERS_MAX,
-	    &wc->max_workers)) == -1)
-		return -1;
-	if (wc->max_workers < wc->min_workers) {
-		if (rmax == 1)
-			cfg_error(ld, config_setting_get_member(wb,
-			    "max_workers"), "expected at least "
-			    "writeback.min_workers (%u), got %u",
-			    wc->min_workers, wc->max_workers);
-		else
-			cfg_error(ld, config_setting_get_member(wb,
-			    "min_workers"), "expected at most "
-			    "writeback.max_workers (%u, the default), got %u",
-			    wc->max_workers, wc->min_workers);
-		return -1;
-	}
-
-	if (cfg_uint(ld, wb, "min_ratio", 0, 100, &wc->min_ratio) == -1 ||
-	    cfg_uint(ld, wb, "max_ratio", 1, 100, &wc->max_ratio) == -1)
-		return -1;
-	if (wc->min_ratio > wc->max_ratio) {
-		cfg_error(ld, config_setting_get_member(wb, "min_ratio"),
-		    "expected at most writeback.max_ratio (%u), got %u",
-		    wc->max_ratio, wc->min_ratio);
-		return -1;
-	}
-	if (cfg_devices(ld, wb, wc) == -1)
-		return -1;
-
-	if ((r = cfg_size(ld, wb, "max_io_bytes", &v, NULL)) == -1)
-		return -1;
-	if (r == 1) {
-		if (v < cfg->cache.page_size || v > MAX_IO_BYTES_MAX ||
-		    (v & (v - 1)) != 0) {
-			s = config_setting_get_member(wb, "max_io_bytes");
-			cfg_error(ld, s, "expected a power of two from "
-			    "cache.page_size (%s) to 32M, got %s",
-			    size_format(cfg->cache.page_size, buf, sizeof buf),
-			    cfg_repr(s, got, sizeof got));
+	for (row = settings_table; row < settings_table + settings_n; row++) {
+		switch (cfg_setting(ld, wb, row, cfg->cache.page_size, &v)) {
+		case -1:
 			return -1;
+		case 1:
+			settings_set(row, wc, v);
+			given |= settings_bit(row);
+			break;
 		}
-		wc->max_io_bytes = v;
 	}
-	return 0;
+	if (cfg_devices(ld, wb, wc, cfg->cache.page_size) == -1)
+		return -1;
+	if (settings_check(wc, wc->devices, wc->n_devices, &env, given,
+	    &e) == 0)
+		return 0;
+	if (e.dev >= 0) {
+		list = config_setting_get_member(wb, "devices");
+		cfg_error(ld, config_setting_get_elem(list, (unsigned)e.dev),
+		    "%s", e.msg);
+	} else {
+		cfg_error(ld, wb ? config_setting_get_member(wb,
+		    e.row->name) : NULL, "%s", e.msg);
+	}
+	return -1;
 }
 
 static int
