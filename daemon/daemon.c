@@ -20,6 +20,7 @@
 #include "nbd-proto.h"
 #include "pending.h"
 #include "pool.h"
+#include "settings.h"
 #include "size.h"
 #include "wbdev.h"
 #include "writeback.h"
@@ -369,28 +370,8 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 			    "connections; written back once idle", e->name);
 	}
 
-	/* Writeback settings apply at once. */
-	struct writeback_conf old = d->cfg.writeback;
-	d->cfg.writeback = nc.writeback;
-	d->cfg.writeback.max_io_bytes = old.max_io_bytes;
-	nc.writeback.devices = old.devices;     /* freed with nc */
-	nc.writeback.n_devices = old.n_devices;
-	wb_ctl_update(&d->wb, &d->cfg.writeback);
-	struct pool_params pp = {
-		.min_workers = d->cfg.writeback.min_workers,
-		.max_workers = d->cfg.writeback.max_workers,
-		.grow_delay_ms = d->cfg.writeback.worker_spawn_ms,
-		.idle_timeout_ms = d->cfg.writeback.worker_idle_ms,
-	};
-	for (size_t i = 0; i < daemon_n_devs(d); i++) {
-		struct wb_dev *dev = d->devs[i];
-		unsigned lo, hi;
-		pool_set_params(dev->pool, &pp);
-		config_device_ratios(&d->cfg, dev->name, &lo, &hi);
-		__atomic_store_n(&dev->min_ratio, lo, __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->max_ratio, hi, __ATOMIC_RELAXED);
-		wb_kick_background(dev);
-	}
+	/* Writeback settings apply at once; nc frees the old devices list. */
+	settings_apply(d, &nc.writeback, NULL);
 	pthread_mutex_unlock(&d->tune_lock);
 	config_free(&nc);
 	reload_note(msg, msglen, "writeback settings applied");

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,8 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "ctl.h"
+#include "daemon.h"
 #include "settings.h"
 #include "writeback.h"
 
@@ -251,6 +254,141 @@ test_rules_between_keys(void **state)
 	config_free(&cfg);
 }
 
+/* A daemon with a cache of CACHE_PAGES, no devices and no exports: what
+ * tune_set needs. */
+static void
+daemon_init(struct daemon *d)
+{
+	memset(d, 0, sizeof *d);
+	config_defaults(&d->cfg);
+	pthread_mutex_init(&d->tune_lock, NULL);
+	d->wb.page_size = PAGE;
+	d->wb.total_pages = CACHE_PAGES;
+	wb_ctl_update(&d->wb, &d->cfg.writeback);
+}
+
+static void
+daemon_fini(struct daemon *d)
+{
+	config_free(&d->cfg);
+	pthread_mutex_destroy(&d->tune_lock);
+}
+
+/*
+ * dirty_background_bytes around the default dirty limit (20 % of 256M,
+ * 13107 pages, 53686272 bytes): the file and wbctl tune accept the same
+ * values, and exactly those the writeback thresholds take as they are
+ * (no clamping of the background threshold below the limit).  Before the
+ * one formula, the file compared 256M / 100 * 20 = 53687080 bytes and
+ * tune 256M * 20 / 100 = 53687091, so both accepted values writeback then
+ * clamped.
+ */
+static void
+test_file_tune_and_writeback_agree_at_the_edge(void **state)
+{
+	static const uint64_t values[] = {
+		13106ull * PAGE - 1, 13106ull * PAGE, 13106ull * PAGE + 1,
+		13107ull * PAGE - 1, 13107ull * PAGE, 13107ull * PAGE + 1,
+		53687080, 53687091, 53687092,
+	};
+	char dir[] = "/tmp/test-settings.XXXXXX", path[128], text[256];
+	char err[1024], terr[512];
+	struct wbd_config cfg;
+	struct daemon d;
+	FILE *fp;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/edge.conf", dir);
+	for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+		uint64_t v = values[i];
+		json_t *set, *changed;
+		bool file_ok, tune_ok, wb_ok;
+
+		snprintf(text, sizeof text, "writeback = { "
+		    "dirty_background_bytes = %lluL; };\n"
+		    "exports = ( { name = \"d\"; backing = \"/tmp/d.img\"; } );\n",
+		    (unsigned long long)v);
+		assert_non_null(fp = fopen(path, "w"));
+		fputs(text, fp);
+		assert_int_equal(fclose(fp), 0);
+		file_ok = config_load(path, &cfg, err, sizeof err) == 0;
+		config_free(&cfg);
+
+		daemon_init(&d);
+		set = json_pack("{s:I}", "dirty_background_bytes",
+		    (json_int_t)v);
+		changed = json_array();
+		tune_ok = tune_set(&d, set, changed, terr, sizeof terr) == 0;
+		json_decref(set);
+		json_decref(changed);
+		daemon_fini(&d);
+
+		daemon_init(&d);
+		d.cfg.writeback.dirty_background = (struct threshold){
+			.bytes = v };
+		wb_ctl_update(&d.wb, &d.cfg.writeback);
+		wb_ok = settings_threshold_pages(&d.cfg.writeback.dirty_background,
+		    CACHE_PAGES, PAGE) == d.wb.bg_pages;
+		daemon_fini(&d);
+
+		if (file_ok != tune_ok || file_ok != wb_ok)
+			fail_msg("%llu bytes: file %s, tune %s, writeback %s "
+			    "(%s / %s)", (unsigned long long)v,
+			    file_ok ? "accepts" : "refuses",
+			    tune_ok ? "accepts" : "refuses",
+			    wb_ok ? "takes it" : "clamps it",
+			    file_ok ? "" : err, tune_ok ? "" : terr);
+		if (!tune_ok && strstr(terr, "dirty_background_bytes: "
+		    "expected less than dirty_ratio") == NULL)
+			fail_msg("tune said \"%s\"", terr);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
+/* tune applies what it accepts, and names the key it refuses. */
+static void
+test_tune_sets_and_refuses(void **state)
+{
+	struct daemon d;
+	char err[512];
+	json_t *set, *changed;
+
+	(void)state;
+	daemon_init(&d);
+	set = json_pack("{s:s, s:i}", "dirty_bytes", "64M", "max_workers", 4);
+	changed = json_array();
+	assert_int_equal(tune_set(&d, set, changed, err, sizeof err), 0);
+	assert_true(d.cfg.writeback.dirty.bytes == 64 << 20);
+	assert_int_equal(d.cfg.writeback.dirty.ratio_pct, 0);
+	assert_int_equal(d.cfg.writeback.max_workers, 4);
+	assert_true(d.wb.limit_pages == (64u << 20) / PAGE);
+	/* dirty_bytes, max_workers and the cleared dirty_ratio */
+	assert_int_equal(json_array_size(changed), 3);
+	json_decref(set);
+	json_decref(changed);
+
+	set = json_pack("{s:i}", "min_workers", 8);
+	changed = json_array();
+	assert_int_equal(tune_set(&d, set, changed, err, sizeof err), -1);
+	assert_non_null(strstr(err, "min_workers: expected at most "
+	    "max_workers (4, the current value), got 8"));
+	json_decref(set);
+	set = json_pack("{s:i}", "max_io_bytes", 65536);
+	assert_int_equal(tune_set(&d, set, changed, err, sizeof err), -1);
+	assert_non_null(strstr(err, "unknown key"));
+	json_decref(set);
+	set = json_pack("{s:i, s:s}", "dirty_ratio", 10, "dirty_bytes", "1M");
+	assert_int_equal(tune_set(&d, set, changed, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not both"));
+	json_decref(set);
+	json_decref(changed);
+	assert_int_equal(d.cfg.writeback.max_workers, 4);
+	assert_int_equal(d.cfg.writeback.min_workers, 1);
+	daemon_fini(&d);
+}
+
 int
 main(void)
 {
@@ -260,6 +398,8 @@ main(void)
 		cmocka_unit_test(test_threshold_pages_rounding),
 		cmocka_unit_test(test_threshold_forms),
 		cmocka_unit_test(test_rules_between_keys),
+		cmocka_unit_test(test_file_tune_and_writeback_agree_at_the_edge),
+		cmocka_unit_test(test_tune_sets_and_refuses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
