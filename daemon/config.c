@@ -334,7 +334,7 @@ static int
 cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
     struct writeback_conf *wc, uint32_t page_size)
 {
-	const char *keys[16];
+	const char *keys[SETTINGS_MAX + 2];
 	const struct setting *row;
 	config_setting_t *list;
 	size_t n_keys = 0;
@@ -351,7 +351,7 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 	}
 	keys[n_keys++] = "device";
 	for (row = settings_table; row < settings_table + settings_n; row++)
-		if (row->scope == SETTING_DEVICE && n_keys + 1 < 16)
+		if (row->scope == SETTING_DEVICE)
 			keys[n_keys++] = row->name;
 	keys[n_keys] = NULL;
 	int n = config_setting_length(list);
@@ -441,14 +441,13 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	const struct setting *row;
 	struct settings_err e;
 	config_setting_t *wb, *list;
-	const char *keys[64];
+	const char *keys[SETTINGS_MAX + 2];
 	uint64_t given = 0, v;
 	size_t n_keys = 0;
 
 	if (cfg_group(ld, root, "writeback", &wb) == -1)
 		return -1;
-	for (row = settings_table; row < settings_table + settings_n &&
-	    n_keys + 2 < 64; row++)
+	for (row = settings_table; row < settings_table + settings_n; row++)
 		keys[n_keys++] = row->name;
 	keys[n_keys++] = "devices";
 	keys[n_keys] = NULL;

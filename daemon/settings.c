@@ -78,6 +78,8 @@ const struct setting settings_table[] = {
 };
 
 const size_t settings_n = sizeof settings_table / sizeof settings_table[0];
+_Static_assert(sizeof settings_table / sizeof settings_table[0] <=
+    SETTINGS_MAX, "a \"given\" mask has a bit for each row");
 
 /* "LO <= HI" rules between two rows of one scope. */
 static const struct {

@@ -55,6 +55,9 @@ struct setting {
 	const char *doc;
 };
 
+/* At most this many rows: a "given" mask has a bit for each. */
+#define SETTINGS_MAX            64
+
 extern const struct setting settings_table[];
 extern const size_t settings_n;
 

@@ -50,7 +50,7 @@ test_every_row_is_well_formed(void **state)
 	const struct setting *s, *t, *pair;
 
 	(void)state;
-	assert_true(settings_n > 0 && settings_n <= 64);
+	assert_true(settings_n > 0 && settings_n <= SETTINGS_MAX);
 	for (s = settings_table; s < settings_table + settings_n; s++) {
 		for (t = settings_table; t < s; t++)
 			if (strcmp(s->name, t->name) == 0)
