@@ -29,6 +29,7 @@
 	.size = sizeof(((struct writeback_conf *)0)->m)
 #define DEV_FIELD(m)    .dev_offset = offsetof(struct device_conf, m)
 
+/* In the order of the file's "expected one of" list and wbctl tune's. */
 const struct setting settings_table[] = {
 	{ "dirty_background_ratio", SETTING_RATIO, SETTING_GLOBAL, "%",
 	  0, 100, FIELD(dirty_background.ratio_pct),
@@ -59,16 +60,16 @@ const struct setting settings_table[] = {
 	{ "max_workers", SETTING_UINT, SETTING_GLOBAL, "threads",
 	  1, WORKERS_MAX, FIELD(max_workers), .runtime = true,
 	  .doc = "flush-MAJ:MIN threads at most per device" },
+	{ "max_io_bytes", SETTING_IO_BYTES, SETTING_GLOBAL, "bytes",
+	  PAGE_SIZE_MIN, MAX_IO_BYTES_MAX, FIELD(max_io_bytes),
+	  .runtime = false,
+	  .doc = "the largest write to a backing store, merged pages" },
 	{ "worker_spawn_ms", SETTING_UINT, SETTING_GLOBAL, "ms",
 	  1, 600000, FIELD(worker_spawn_ms), .runtime = true,
 	  .doc = "work waiting this long on busy workers adds a worker" },
 	{ "worker_idle_ms", SETTING_UINT, SETTING_GLOBAL, "ms",
 	  1, 3600000, FIELD(worker_idle_ms), .runtime = true,
 	  .doc = "a worker idle this long exits (above min_workers)" },
-	{ "max_io_bytes", SETTING_IO_BYTES, SETTING_GLOBAL, "bytes",
-	  PAGE_SIZE_MIN, MAX_IO_BYTES_MAX, FIELD(max_io_bytes),
-	  .runtime = false,
-	  .doc = "the largest write to a backing store, merged pages" },
 	{ "min_ratio", SETTING_RATIO, SETTING_DEVICE, "%",
 	  0, 100, FIELD(min_ratio), DEV_FIELD(min_ratio), .runtime = true,
 	  .doc = "share of the dirty limit this device is guaranteed" },
