@@ -1,626 +1,40 @@
 /*
- * config.c - wbd.conf: reading it with libconfig, checking every key and
- * filling a struct wbd_config.
+ * config.c - wbd.conf: which keys it has, their defaults and limits, and
+ * filling a struct wbd_config from them.
  *
- * This module owns the names, types, defaults and limits of every
- * configuration key.  Errors read "FILE:LINE: KEY: what was expected, got
- * what"; an unknown key is an error, with a suggestion when it looks like a
- * typo.  It runs on the main thread, at start-up and on reload, and keeps no
- * state between calls: everything lives in a struct cfg_load on the stack
- * of config_load().
+ * The reading itself (errors with file and line, unknown keys, typed
+ * getters) is cfgread.c's; the writeback keys are rows of the settings
+ * table (settings.c).  It runs on the main thread at start-up, or on the
+ * thread that reloads, and keeps no state between calls: everything lives
+ * in a struct cfg_load on the stack of config_load().
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <libconfig.h>
-#include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "cfgread.h"
 #include "config.h"
+#include "settings.h"
 #include "size.h"
 
 #define NAME_MAX_BYTES          4096    /* NBD's limit on names, descriptions */
 #define PAGE_SIZE_MIN           512u
 #define PAGE_SIZE_MAX           (1u << 20)
-#define MAX_IO_BYTES_MAX        (32u << 20)
-#define WORKERS_MAX             64u
 #define IO_THREADS_MAX          1024u
 #define UNIX_PATH_BYTES         sizeof(((struct sockaddr_un *)0)->sun_path)
 
 #define DEFAULT_CACHE_BYTES     (256u << 20)
 #define DEFAULT_PAGE_SIZE       4096u
 #define DEFAULT_MAX_IO_BYTES    (1u << 20)
-
-/*
- * libconfig 1.5 stores an integer written without the L suffix in an int
- * and silently drops the high bits: "size = 5368709120;" reads as 1G.  The
- * loader finds such literals in the text (cfg_scan_file) and reports them
- * against the key that holds them (cfg_check_ints).
- */
-struct int_overflow {
-	char *file;             /* as libconfig names it in settings */
-	unsigned line;
-	unsigned nth;           /* which plain integer on that line, from 0 */
-	char text[32];
-};
-
-struct cfg_load {
-	config_t lc;
-	const char *path;
-	char *dir;              /* directory of path, for @include */
-	char *err;
-	size_t errlen;
-	struct int_overflow *ovf;
-	size_t n_ovf;
-};
-
-/* While walking the settings in file order: where the last int was. */
-struct int_walk {
-	const char *file;
-	unsigned line;
-	unsigned nth;
-};
-
-static void
-cfg_key_path(const config_setting_t *s, char *buf, size_t len)
-{
-	const config_setting_t *parent = config_setting_parent(s);
-	size_t n;
-
-	buf[0] = '\0';
-	if (parent != NULL && !config_setting_is_root(parent))
-		cfg_key_path(parent, buf, len);
-	n = strlen(buf);
-	if (config_setting_name(s) != NULL)
-		snprintf(buf + n, len - n, "%s%s", n ? "." : "",
-		    config_setting_name(s));
-	else
-		snprintf(buf + n, len - n, "[%d]", config_setting_index(s));
-}
-
-/*
- * Report an error about setting S: "FILE:LINE: KEY: message".  For the
- * root (something missing from the whole file) there is no line:
- * "FILE: message".  Sets errno to EINVAL.
- */
-static void __attribute__((format(printf, 3, 4)))
-cfg_error(struct cfg_load *ld, const config_setting_t *s, const char *fmt, ...)
-{
-	char key[256];
-	const char *file;
-	va_list ap;
-	int n;
-
-	if (ld->err != NULL && ld->errlen > 0) {
-		if (s == NULL || config_setting_is_root(s)) {
-			n = snprintf(ld->err, ld->errlen, "%s: ", ld->path);
-		} else {
-			file = config_setting_source_file(s);
-			if (file == NULL)
-				file = ld->path;
-			cfg_key_path(s, key, sizeof key);
-			n = snprintf(ld->err, ld->errlen, "%s:%u: %s: ", file,
-			    config_setting_source_line(s), key);
-		}
-		if (n >= 0 && (size_t)n < ld->errlen) {
-			va_start(ap, fmt);
-			vsnprintf(ld->err + n, ld->errlen - n, fmt, ap);
-			va_end(ap);
-		}
-	}
-	errno = EINVAL;
-}
-
-static void
-cfg_nomem(struct cfg_load *ld)
-{
-	if (ld->err != NULL && ld->errlen > 0)
-		snprintf(ld->err, ld->errlen, "%s: out of memory", ld->path);
-	errno = ENOMEM;
-}
-
-/* What the file said, for "got ..." in messages. */
-static const char *
-cfg_repr(const config_setting_t *s, char *buf, size_t len)
-{
-	const char *str;
-	int n;
-
-	switch (config_setting_type(s)) {
-	case CONFIG_TYPE_INT:
-		snprintf(buf, len, "%d", config_setting_get_int(s));
-		break;
-	case CONFIG_TYPE_INT64:
-		snprintf(buf, len, "%lld", config_setting_get_int64(s));
-		break;
-	case CONFIG_TYPE_FLOAT:
-		/* Keep "1e3" from reading as the integer 1000. */
-		n = snprintf(buf, len, "%g", config_setting_get_float(s));
-		if (n > 0 && (size_t)n + 2 < len && strpbrk(buf, ".en") == NULL)
-			strcat(buf, ".0");
-		break;
-	case CONFIG_TYPE_BOOL:
-		snprintf(buf, len, "%s",
-		    config_setting_get_bool(s) ? "true" : "false");
-		break;
-	case CONFIG_TYPE_STRING:
-		str = config_setting_get_string(s);
-		if (strlen(str) > 64)
-			snprintf(buf, len, "\"%.64s...\"", str);
-		else
-			snprintf(buf, len, "\"%s\"", str);
-		break;
-	case CONFIG_TYPE_GROUP:
-		snprintf(buf, len, "a group { ... }");
-		break;
-	case CONFIG_TYPE_ARRAY:
-		snprintf(buf, len, "an array [ ... ]");
-		break;
-	case CONFIG_TYPE_LIST:
-		snprintf(buf, len, "a list ( ... )");
-		break;
-	default:
-		snprintf(buf, len, "nothing");
-		break;
-	}
-	return buf;
-}
-
-/* Levenshtein distance, for "did you mean"; long names are never close. */
-static unsigned
-cfg_distance(const char *a, const char *b)
-{
-	unsigned row[64], i, j, diag, up, best;
-	size_t la = strlen(a), lb = strlen(b);
-
-	if (la >= 64 || lb >= 64)
-		return UINT_MAX;
-	for (j = 0; j <= lb; j++)
-		row[j] = j;
-	for (i = 1; i <= la; i++) {
-		diag = row[0];
-		row[0] = i;
-		for (j = 1; j <= lb; j++) {
-			up = row[j];
-			best = diag + (tolower((unsigned char)a[i - 1]) !=
-			    tolower((unsigned char)b[j - 1]));
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag = up;
-			row[j] = best;
-		}
-	}
-	return row[lb];
-}
-
-/* Every member of GROUP must be one of KNOWN (NULL-terminated). */
-static int
-cfg_check_keys(struct cfg_load *ld, const config_setting_t *group,
-    const char *const *known)
-{
-	const char *const *k;
-	const char *name, *near;
-	config_setting_t *s;
-	char list[512];
-	unsigned d, near_d;
-	size_t n;
-	int i;
-
-	for (i = 0; i < config_setting_length(group); i++) {
-		s = config_setting_get_elem(group, i);
-		name = config_setting_name(s);
-		near = NULL;
-		near_d = UINT_MAX;
-		for (k = known; *k != NULL; k++) {
-			if (strcmp(name, *k) == 0)
-				break;
-			d = cfg_distance(name, *k);
-			if (d < near_d) {
-				near = *k;
-				near_d = d;
-			}
-		}
-		if (*k != NULL)
-			continue;
-		if (near != NULL && (near_d <= 2 ||
-		    near_d <= strlen(name) / 3)) {
-			cfg_error(ld, s, "unknown key; did you mean %s?", near);
-			return -1;
-		}
-		list[0] = '\0';
-		for (k = known, n = 0; *k != NULL && n < sizeof list; k++)
-			n += snprintf(list + n, sizeof list - n, "%s%s",
-			    k == known ? "" : ", ", *k);
-		cfg_error(ld, s, "unknown key; expected one of: %s", list);
-		return -1;
-	}
-	return 0;
-}
-
-/* Returns 1 and sets *OUT if KEY is a group, 0 if absent, -1 on error. */
-static int
-cfg_group(struct cfg_load *ld, const config_setting_t *parent,
-    const char *key, config_setting_t **out)
-{
-	config_setting_t *s = config_setting_get_member(parent, key);
-	char got[96];
-
-	*out = NULL;
-	if (s == NULL)
-		return 0;
-	if (!config_setting_is_group(s)) {
-		cfg_error(ld, s, "expected a group such as %s = { ... };, "
-		    "got %s", key, cfg_repr(s, got, sizeof got));
-		return -1;
-	}
-	*out = s;
-	return 1;
-}
-
-/*
- * The scalar getters: each returns 1 and sets *OUT if KEY is present and
- * valid, 0 if KEY is absent (*OUT is left alone), -1 after an error.
- */
-static int
-cfg_uint(struct cfg_load *ld, const config_setting_t *group, const char *key,
-    unsigned min, unsigned max, unsigned *out)
-{
-	config_setting_t *s;
-	long long v;
-	char got[96];
-
-	if (group == NULL || (s = config_setting_get_member(group, key)) == NULL)
-		return 0;
-	if (config_setting_type(s) == CONFIG_TYPE_INT ||
-	    config_setting_type(s) == CONFIG_TYPE_INT64) {
-		v = config_setting_get_int64(s);
-		if (v >= min && v <= max) {
-			*out = (unsigned)v;
-			return 1;
-		}
-	}
-	cfg_error(ld, s, "expected an integer from %u to %u, got %s", min, max,
-	    cfg_repr(s, got, sizeof got));
-	return -1;
-}
-
-/* "N%", 1 to 100; returns 1 if S is a percentage at all, -1 if invalid. */
-static int
-cfg_parse_pct(const char *s, unsigned *pct)
-{
-	const char *end = s + strlen(s);
-	unsigned long v;
-	char *p;
-
-	while (end > s && isspace((unsigned char)end[-1]))
-		end--;
-	if (end == s || end[-1] != '%')
-		return 0;
-	while (isspace((unsigned char)*s))
-		s++;
-	if (!isdigit((unsigned char)*s))
-		return -1;
-	errno = 0;
-	v = strtoul(s, &p, 10);
-	while (isspace((unsigned char)*p))
-		p++;
-	if (errno != 0 || p != end - 1 || v < 1 || v > 100)
-		return -1;
-	*pct = (unsigned)v;
-	return 1;
-}
-
-/*
- * A size: an integer, or a string such as "512M" (see size_parse).  If PCT
- * is not NULL, "N%" is accepted too and sets *PCT (else *PCT is set to 0).
- */
-static int
-cfg_size(struct cfg_load *ld, const config_setting_t *group, const char *key,
-    uint64_t *out, unsigned *pct)
-{
-	config_setting_t *s;
-	const char *str;
-	long long v;
-	char got[96];
-	int r;
-
-	if (group == NULL || (s = config_setting_get_member(group, key)) == NULL)
-		return 0;
-	if (pct != NULL)
-		*pct = 0;
-	switch (config_setting_type(s)) {
-	case CONFIG_TYPE_INT:
-	case CONFIG_TYPE_INT64:
-		v = config_setting_get_int64(s);
-		if (v >= 0) {
-			*out = (uint64_t)v;
-			return 1;
-		}
-		break;
-	case CONFIG_TYPE_STRING:
-		str = config_setting_get_string(s);
-		if (pct != NULL && (r = cfg_parse_pct(str, pct)) != 0) {
-			if (r > 0)
-				return 1;
-			cfg_error(ld, s, "expected a share of RAM from 1%% to "
-			    "100%%, got %s", cfg_repr(s, got, sizeof got));
-			return -1;
-		}
-		if (size_parse(str, out) == 0)
-			return 1;
-		if (errno == ERANGE) {
-			cfg_error(ld, s, "expected a size below 16E, got %s",
-			    cfg_repr(s, got, sizeof got));
-			return -1;
-		}
-		break;
-	default:
-		break;
-	}
-	cfg_error(ld, s, "expected a size such as \"512M\" or \"10G\"%s, got %s",
-	    pct != NULL ? " or a share of RAM such as \"25%\"" : "",
-	    cfg_repr(s, got, sizeof got));
-	return -1;
-}
-
-static int
-cfg_bool(struct cfg_load *ld, const config_setting_t *group, const char *key,
-    bool *out)
-{
-	config_setting_t *s;
-	char got[96];
-
-	if (group == NULL || (s = config_setting_get_member(group, key)) == NULL)
-		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_BOOL) {
-		cfg_error(ld, s, "expected true or false, got %s",
-		    cfg_repr(s, got, sizeof got));
-		return -1;
-	}
-	*out = config_setting_get_bool(s);
-	return 1;
-}
-
-/* A string of 1 to MAX bytes; *OUT points into libconfig's tree. */
-static int
-cfg_string(struct cfg_load *ld, const config_setting_t *group, const char *key,
-    size_t max, const char **out)
-{
-	config_setting_t *s;
-	const char *str;
-	char got[96];
-	size_t len;
-
-	if (group == NULL || (s = config_setting_get_member(group, key)) == NULL)
-		return 0;
-	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-		cfg_error(ld, s, "expected a string, got %s",
-		    cfg_repr(s, got, sizeof got));
-		return -1;
-	}
-	str = config_setting_get_string(s);
-	len = strlen(str);
-	if (len == 0 || len > max) {
-		cfg_error(ld, s, "expected a string of 1 to %zu bytes, got %zu "
-		    "bytes", max, len);
-		return -1;
-	}
-	*out = str;
-	return 1;
-}
-
-static int
-cfg_strdup(struct cfg_load *ld, const char *s, char **out)
-{
-	if ((*out = strdup(s)) == NULL) {
-		cfg_nomem(ld);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Find plain integers that do not fit in an int, scanning FILE the way
- * libconfig's lexer does: comments, strings and names are skipped, floats
- * and L-suffixed integers are not counted.
- */
-static int
-cfg_scan_text(struct cfg_load *ld, const char *name, const char *buf)
-{
-	const char *p = buf, *start;
-	unsigned line = 1, nth = 0, nth_line = 1;
-	unsigned long long v;
-	struct int_overflow *o;
-	bool hex, neg;
-
-	while (*p != '\0') {
-		if (*p == '\n') {
-			line++;
-			p++;
-		} else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
-			while (*p != '\0' && *p != '\n')
-				p++;
-		} else if (p[0] == '/' && p[1] == '*') {
-			for (p += 2; *p != '\0' && !(p[0] == '*' && p[1] == '/');
-			    p++)
-				if (*p == '\n')
-					line++;
-			if (*p != '\0')
-				p += 2;
-		} else if (*p == '"') {
-			for (p++; *p != '\0' && *p != '"'; p++) {
-				if (*p == '\\' && p[1] != '\0')
-					p++;
-				if (*p == '\n')
-					line++;
-			}
-			if (*p != '\0')
-				p++;
-		} else if (isalpha((unsigned char)*p) || *p == '*') {
-			while (isalnum((unsigned char)*p) || *p == '-' ||
-			    *p == '_' || *p == '*')
-				p++;
-		} else if (isdigit((unsigned char)*p) ||
-		    (*p == '.' && isdigit((unsigned char)p[1]))) {
-			start = p;
-			neg = p > buf && p[-1] == '-';
-			hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X') &&
-			    isxdigit((unsigned char)p[2]);
-			if (hex) {
-				for (p += 2; isxdigit((unsigned char)*p); p++)
-					;
-			} else {
-				while (isdigit((unsigned char)*p))
-					p++;
-				if (*p == '.' || *p == 'e' || *p == 'E') {
-					/* A float: not an int setting. */
-					while (isdigit((unsigned char)*p) ||
-					    *p == '.' || *p == 'e' || *p == 'E' ||
-					    ((*p == '-' || *p == '+') &&
-					    (p[-1] == 'e' || p[-1] == 'E')))
-						p++;
-					continue;
-				}
-			}
-			if (*p == 'L') {
-				/* An int64 setting. */
-				while (*p == 'L')
-					p++;
-				continue;
-			}
-			if (line != nth_line) {
-				nth = 0;
-				nth_line = line;
-			}
-			errno = 0;
-			v = strtoull(start, NULL, hex ? 16 : 10);
-			if (errno == ERANGE || v > (unsigned long long)INT_MAX +
-			    (neg && !hex)) {
-				o = realloc(ld->ovf, (ld->n_ovf + 1) * sizeof *o);
-				if (o == NULL) {
-					cfg_nomem(ld);
-					return -1;
-				}
-				ld->ovf = o;
-				o += ld->n_ovf;
-				if ((o->file = strdup(name)) == NULL) {
-					cfg_nomem(ld);
-					return -1;
-				}
-				ld->n_ovf++;
-				o->line = line;
-				o->nth = nth;
-				snprintf(o->text, sizeof o->text, "%s%.*s",
-				    neg ? "-" : "", (int)(p - start), start);
-			}
-			nth++;
-		} else {
-			p++;
-		}
-	}
-	return 0;
-}
-
-static int
-cfg_scan_file(struct cfg_load *ld, const char *name, const char *path)
-{
-	FILE *f;
-	char *buf = NULL;
-	size_t len = 0;
-	int rc;
-
-	/* If it cannot be read now, libconfig's own checks stand alone. */
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	rc = getdelim(&buf, &len, '\0', f) == -1 ? 0 :
-	    cfg_scan_text(ld, name, buf);
-	free(buf);
-	fclose(f);
-	return rc;
-}
-
-static int
-cfg_scan_ints(struct cfg_load *ld)
-{
-	unsigned i;
-	char *path;
-	int rc;
-
-	for (i = 0; i < ld->lc.num_filenames; i++) {
-		const char *name = ld->lc.filenames[i];
-
-		/* The first is PATH itself, includes are named as written. */
-		if (i == 0) {
-			rc = cfg_scan_file(ld, name, ld->path);
-		} else {
-			if (asprintf(&path, "%s/%s", ld->dir, name) == -1) {
-				cfg_nomem(ld);
-				return -1;
-			}
-			rc = cfg_scan_file(ld, name, path);
-			free(path);
-		}
-		if (rc == -1)
-			return -1;
-	}
-	return 0;
-}
-
-static int
-cfg_check_ints(struct cfg_load *ld, const config_setting_t *s,
-    struct int_walk *w)
-{
-	const char *file;
-	unsigned line;
-	size_t i;
-	int j;
-
-	if (config_setting_is_aggregate(s)) {
-		for (j = 0; j < config_setting_length(s); j++)
-			if (cfg_check_ints(ld, config_setting_get_elem(s, j),
-			    w) == -1)
-				return -1;
-		return 0;
-	}
-	if (config_setting_type(s) != CONFIG_TYPE_INT)
-		return 0;
-	file = config_setting_source_file(s);
-	line = config_setting_source_line(s);
-	if (file == NULL)
-		return 0;
-	if (w->file != NULL && strcmp(w->file, file) == 0 && w->line == line) {
-		w->nth++;
-	} else {
-		w->file = file;
-		w->line = line;
-		w->nth = 0;
-	}
-	for (i = 0; i < ld->n_ovf; i++) {
-		struct int_overflow *o = &ld->ovf[i];
-
-		if (o->line == line && o->nth == w->nth &&
-		    strcmp(o->file, file) == 0) {
-			cfg_error(ld, s, "expected an integer that fits in 32 "
-			    "bits, got %s; write sizes as strings such as "
-			    "\"10G\", or add the L suffix (%sL)", o->text,
-			    o->text);
-			return -1;
-		}
-	}
-	return 0;
-}
 
 /* "host:port" or "[v6addr]:port"; a v6 address may carry a "%scope". */
 int
@@ -870,115 +284,62 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
-/*
- * One threshold, given as KEY_ratio (percent of the cache) or KEY_bytes,
- * not both.  *WHERE is set to the setting that gave it, or NULL.
- */
+/* One row of the settings table from GROUP: 1 and *OUT, 0 if absent, -1. */
 static int
-cfg_threshold(struct cfg_load *ld, const config_setting_t *wb,
-    const char *ratio_key, const char *bytes_key, struct threshold *t,
-    config_setting_t **where)
+cfg_setting(struct cfg_load *ld, const config_setting_t *group,
+    const struct setting *row, uint32_t page_size, uint64_t *out)
 {
-	config_setting_t *rs, *bs;
-	unsigned ratio;
-	uint64_t bytes;
-	int r, b;
+	config_setting_t *s;
+	char got[96], a[32], b[32];
+	unsigned u;
+	uint64_t v;
+	int r;
 
-	*where = NULL;
-	if (wb == NULL)
-		return 0;
-	if ((r = cfg_uint(ld, wb, ratio_key, 0, 100, &ratio)) == -1 ||
-	    (b = cfg_size(ld, wb, bytes_key, &bytes, NULL)) == -1)
-		return -1;
-	rs = config_setting_get_member(wb, ratio_key);
-	bs = config_setting_get_member(wb, bytes_key);
-	if (r == 1 && b == 1) {
-		cfg_error(ld, bs, "expected either %s or %s, not both",
-		    ratio_key, bytes_key);
-		return -1;
+	if (row->type == SETTING_UINT || row->type == SETTING_RATIO) {
+		r = cfg_uint(ld, group, row->name, (unsigned)row->min,
+		    (unsigned)row->max, &u);
+		if (r == 1)
+			*out = u;
+		return r;
 	}
-	if (b == 1) {
-		if (bytes == 0) {
-			cfg_error(ld, bs, "expected a size above 0 (to give a "
-			    "ratio, set %s instead)", ratio_key);
-			return -1;
-		}
-		t->bytes = bytes;
-		t->ratio_pct = 0;
-		*where = bs;
-	} else if (r == 1) {
-		t->ratio_pct = ratio;
-		t->bytes = 0;
-		*where = rs;
+	if ((r = cfg_size(ld, group, row->name, &v, NULL)) != 1)
+		return r;
+	if (settings_valid(row, v, page_size)) {
+		*out = v;
+		return 1;
 	}
-	return 0;
-}
-
-static uint64_t
-cfg_threshold_bytes(const struct threshold *t, uint64_t cache_bytes)
-{
-	return t->bytes != 0 ? t->bytes : cache_bytes / 100 * t->ratio_pct;
-}
-
-static const char *
-cfg_threshold_desc(const struct threshold *t, bool both_ratios,
-    uint64_t cache_bytes, bool given, char *buf, size_t len)
-{
-	char a[32];
-	int n;
-
-	if (t->bytes != 0)
-		n = snprintf(buf, len, "%s", size_format(t->bytes, a, sizeof a));
-	else if (both_ratios)
-		n = snprintf(buf, len, "%u", t->ratio_pct);
+	s = config_setting_get_member(group, row->name);
+	if (row->type == SETTING_IO_BYTES)
+		cfg_error(ld, s, "expected a power of two from cache.page_size "
+		    "(%s) to %s, got %s", size_format(page_size, a, sizeof a),
+		    size_format(row->max, b, sizeof b),
+		    cfg_repr(s, got, sizeof got));
+	else if (row->pair != NULL)
+		cfg_error(ld, s, "expected a size above 0 (to give a ratio, set "
+		    "%s instead)", row->pair);
 	else
-		n = snprintf(buf, len, "%u%% of the cache, %s", t->ratio_pct,
-		    size_human(cfg_threshold_bytes(t, cache_bytes), a,
-		    sizeof a));
-	if (!given && n >= 0 && (size_t)n < len)
-		snprintf(buf + n, len - n, ", the default");
-	return buf;
-}
-
-/* Background writeback must start below the level that throttles writers. */
-static int
-cfg_check_thresholds(struct cfg_load *ld, const struct wbd_config *cfg,
-    config_setting_t *bg_where, config_setting_t *dirty_where)
-{
-	const struct threshold *bg = &cfg->writeback.dirty_background;
-	const struct threshold *dirty = &cfg->writeback.dirty;
-	uint64_t cache = cfg->cache.size_bytes;
-	bool ratios = bg->bytes == 0 && dirty->bytes == 0;
-	char d1[96], d2[96];
-
-	if (ratios ? bg->ratio_pct < dirty->ratio_pct :
-	    cfg_threshold_bytes(bg, cache) < cfg_threshold_bytes(dirty, cache))
-		return 0;
-	cfg_threshold_desc(bg, ratios, cache, bg_where != NULL, d1, sizeof d1);
-	cfg_threshold_desc(dirty, ratios, cache, dirty_where != NULL, d2,
-	    sizeof d2);
-	if (bg_where != NULL)
-		cfg_error(ld, bg_where, "expected less than writeback.%s (%s), "
-		    "got %s", dirty->bytes ? "dirty_bytes" : "dirty_ratio", d2,
-		    d1);
-	else
-		cfg_error(ld, dirty_where, "expected more than writeback.%s "
-		    "(%s), got %s", bg->bytes ? "dirty_background_bytes" :
-		    "dirty_background_ratio", d1, d2);
+		cfg_error(ld, s, "expected a size from %s to %s, got %s",
+		    size_format(row->min, a, sizeof a),
+		    size_format(row->max, b, sizeof b),
+		    cfg_repr(s, got, sizeof got));
 	return -1;
 }
 
-/* writeback.devices = ( { device = "MAJ:MIN"; min_ratio; max_ratio; } ) */
+/*
+ * writeback.devices = ( { device = "MAJ:MIN"; min_ratio; max_ratio; } ):
+ * the per-device rows of the settings table, each defaulting to the
+ * writeback group's.  The rules between them are settings_check's.
+ */
 static int
 cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
-    struct writeback_conf *wc)
+    struct writeback_conf *wc, uint32_t page_size)
 {
-	static const char *const keys[] = {
-		"device", "min_ratio", "max_ratio", NULL
-	};
+	const char *keys[SETTINGS_MAX + 2];
+	const struct setting *row;
 	config_setting_t *list;
-	unsigned sum_min = 0;
+	size_t n_keys = 0;
 	char got[96];
+	uint64_t v;
 
 	if (wb == NULL || (list = config_setting_get_member(wb, "devices")) == NULL)
 		return 0;
@@ -988,6 +349,11 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		    cfg_repr(list, got, sizeof got));
 		return -1;
 	}
+	keys[n_keys++] = "device";
+	for (row = settings_table; row < settings_table + settings_n; row++)
+		if (row->scope == SETTING_DEVICE)
+			keys[n_keys++] = row->name;
+	keys[n_keys] = NULL;
 	int n = config_setting_length(list);
 	if (n == 0)
 		return 0;
@@ -1012,8 +378,6 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		if (cfg_check_keys(ld, g, keys) == -1)
 			return -1;
 		dc->line = (int)config_setting_source_line(g);
-		dc->min_ratio = wc->min_ratio;
-		dc->max_ratio = wc->max_ratio;
 		if (!config_setting_lookup_string(g, "device", &name) ||
 		    sscanf(name, "%u:%u%c", &maj, &min, &extra) != 2) {
 			config_setting_t *s = config_setting_get_member(g, "device");
@@ -1025,13 +389,18 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		if (cfg_strdup(ld, name, &dc->device) == -1)
 			return -1;
 		wc->n_devices++;
-		if (cfg_uint(ld, g, "min_ratio", 0, 100, &dc->min_ratio) == -1 ||
-		    cfg_uint(ld, g, "max_ratio", 1, 100, &dc->max_ratio) == -1)
-			return -1;
-		if (dc->min_ratio > dc->max_ratio) {
-			cfg_error(ld, g, "min_ratio (%u) above max_ratio (%u)",
-			    dc->min_ratio, dc->max_ratio);
-			return -1;
+		for (row = settings_table; row < settings_table + settings_n;
+		    row++) {
+			if (row->scope != SETTING_DEVICE)
+				continue;
+			settings_set_dev(row, dc, settings_get(row, wc));
+			switch (cfg_setting(ld, g, row, page_size, &v)) {
+			case -1:
+				return -1;
+			case 1:
+				settings_set_dev(row, dc, v);
+				break;
+			}
 		}
 		for (size_t j = 0; j + 1 < wc->n_devices; j++)
 			if (strcmp(wc->devices[j].device, dc->device) == 0) {
@@ -1040,12 +409,6 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 				    wc->devices[j].line);
 				return -1;
 			}
-		sum_min += dc->min_ratio;
-		if (sum_min > 100) {
-			cfg_error(ld, g, "the devices' min_ratio add up to more "
-			    "than 100 (%u)", sum_min);
-			return -1;
-		}
 	}
 	return 0;
 }
@@ -1063,92 +426,57 @@ config_device_ratios(const struct wbd_config *cfg, const char *name,
 		}
 }
 
+/* The writeback group: the rows of the settings table, and devices. */
 static int
 cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
-	static const char *const keys[] = {
-		"dirty_background_ratio", "dirty_background_bytes",
-		"dirty_ratio", "dirty_bytes",
-		"dirty_expire_centisecs", "dirty_writeback_centisecs",
-		"min_workers", "max_workers", "max_io_bytes",
-		"worker_spawn_ms", "worker_idle_ms", "min_ratio", "max_ratio",
-		"devices", NULL
-	};
 	struct writeback_conf *wc = &cfg->writeback;
-	config_setting_t *wb, *bg_where, *dirty_where, *s;
-	uint64_t v;
-	char got[96], buf[32];
-	int r, rmax;
+	struct settings_env env = {
+		.total_pages = cfg->cache.size_bytes / cfg->cache.page_size,
+		.page_size = cfg->cache.page_size,
+		.prefix = "writeback.",
+		.kept = "the default",
+	};
+	const struct setting *row;
+	struct settings_err e;
+	config_setting_t *wb, *list;
+	const char *keys[SETTINGS_MAX + 2];
+	uint64_t given = 0, v;
+	size_t n_keys = 0;
 
-	if ((r = cfg_group(ld, root, "writeback", &wb)) == -1)
+	if (cfg_group(ld, root, "writeback", &wb) == -1)
 		return -1;
+	for (row = settings_table; row < settings_table + settings_n; row++)
+		keys[n_keys++] = row->name;
+	keys[n_keys++] = "devices";
+	keys[n_keys] = NULL;
 	if (wb != NULL && cfg_check_keys(ld, wb, keys) == -1)
 		return -1;
-	if (cfg_threshold(ld, wb, "dirty_background_ratio",
-	    "dirty_background_bytes", &wc->dirty_background, &bg_where) == -1 ||
-	    cfg_threshold(ld, wb, "dirty_ratio", "dirty_bytes", &wc->dirty,
-	    &dirty_where) == -1)
-		return -1;
-	if (cfg_check_thresholds(ld, cfg, bg_where, dirty_where) == -1)
-		return -1;
-	if (cfg_uint(ld, wb, "dirty_expire_centisecs", 0, INT_MAX,
-	    &wc->dirty_expire_centisecs) == -1 ||
-	    cfg_uint(ld, wb, "dirty_writeback_centisecs", 0, INT_MAX,
-	    &wc->dirty_writeback_centisecs) == -1)
-		return -1;
-
-	if (cfg_uint(ld, wb, "worker_spawn_ms", 1, 600000,
-	    &wc->worker_spawn_ms) == -1 ||
-	    cfg_uint(ld, wb, "worker_idle_ms", 1, 3600000,
-	    &wc->worker_idle_ms) == -1)
-		return -1;
-	if (cfg_uint(ld, wb, "min_workers", 1, WORKERS_MAX,
-	    &wc->min_workers) == -1 ||
-	    (rmax = cfg_uint(ld, wb, "max_workers", 1, WORKERS_MAX,
-	    &wc->max_workers)) == -1)
-		return -1;
-	if (wc->max_workers < wc->min_workers) {
-		if (rmax == 1)
-			cfg_error(ld, config_setting_get_member(wb,
-			    "max_workers"), "expected at least "
-			    "writeback.min_workers (%u), got %u",
-			    wc->min_workers, wc->max_workers);
-		else
-			cfg_error(ld, config_setting_get_member(wb,
-			    "min_workers"), "expected at most "
-			    "writeback.max_workers (%u, the default), got %u",
-			    wc->max_workers, wc->min_workers);
-		return -1;
-	}
-
-	if (cfg_uint(ld, wb, "min_ratio", 0, 100, &wc->min_ratio) == -1 ||
-	    cfg_uint(ld, wb, "max_ratio", 1, 100, &wc->max_ratio) == -1)
-		return -1;
-	if (wc->min_ratio > wc->max_ratio) {
-		cfg_error(ld, config_setting_get_member(wb, "min_ratio"),
-		    "expected at most writeback.max_ratio (%u), got %u",
-		    wc->max_ratio, wc->min_ratio);
-		return -1;
-	}
-	if (cfg_devices(ld, wb, wc) == -1)
-		return -1;
-
-	if ((r = cfg_size(ld, wb, "max_io_bytes", &v, NULL)) == -1)
-		return -1;
-	if (r == 1) {
-		if (v < cfg->cache.page_size || v > MAX_IO_BYTES_MAX ||
-		    (v & (v - 1)) != 0) {
-			s = config_setting_get_member(wb, "max_io_bytes");
-			cfg_error(ld, s, "expected a power of two from "
-			    "cache.page_size (%s) to 32M, got %s",
-			    size_format(cfg->cache.page_size, buf, sizeof buf),
-			    cfg_repr(s, got, sizeof got));
+	for (row = settings_table; row < settings_table + settings_n; row++) {
+		switch (cfg_setting(ld, wb, row, cfg->cache.page_size, &v)) {
+		case -1:
 			return -1;
+		case 1:
+			settings_set(row, wc, v);
+			given |= settings_bit(row);
+			break;
 		}
-		wc->max_io_bytes = v;
 	}
-	return 0;
+	if (cfg_devices(ld, wb, wc, cfg->cache.page_size) == -1)
+		return -1;
+	if (settings_check(wc, wc->devices, wc->n_devices, &env, given,
+	    &e) == 0)
+		return 0;
+	if (e.dev >= 0) {
+		list = config_setting_get_member(wb, "devices");
+		cfg_error(ld, config_setting_get_elem(list, (unsigned)e.dev),
+		    "%s", e.msg);
+	} else {
+		cfg_error(ld, wb ? config_setting_get_member(wb,
+		    e.row->name) : NULL, "%s", e.msg);
+	}
+	return -1;
 }
 
 static int
@@ -1355,17 +683,14 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 }
 
 static int
-cfg_read(struct cfg_load *ld, struct wbd_config *cfg)
+cfg_read(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
 {
 	static const char *const keys[] = {
 		"listen", "io_threads", "cache", "writeback", "control",
 		"remote", "exports", NULL
 	};
-	config_setting_t *root = config_root_setting(&ld->lc);
-	struct int_walk w = { NULL, 0, 0 };
 
-	if (cfg_scan_ints(ld) == -1 || cfg_check_ints(ld, root, &w) == -1)
-		return -1;
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
 	    cfg_uint(ld, root, "io_threads", 0, IO_THREADS_MAX,
@@ -1379,101 +704,26 @@ cfg_read(struct cfg_load *ld, struct wbd_config *cfg)
 	return 0;
 }
 
-/*
- * libconfig says only "file I/O error"; open the file first to say why,
- * and to refuse a directory.
- */
-static int
-cfg_open_check(struct cfg_load *ld)
-{
-	struct stat st;
-	int fd, saved;
-
-	if ((fd = open(ld->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1)
-		goto fail;
-	if (fstat(fd, &st) == -1) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		goto fail;
-	}
-	close(fd);
-	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
-		goto fail;
-	}
-	return 0;
-
-fail:
-	saved = errno;
-	if (ld->err != NULL && ld->errlen > 0)
-		snprintf(ld->err, ld->errlen, "%s: cannot open: %s", ld->path,
-		    strerror(saved));
-	errno = saved;
-	return -1;
-}
-
 int
 config_load(const char *path, struct wbd_config *cfg, char *err,
     size_t errlen)
 {
-	struct cfg_load ld = { .path = path, .err = err, .errlen = errlen };
-	const char *file;
-	char *copy;
-	size_t i;
+	struct cfg_load ld;
+	config_setting_t *root;
 	int rc = -1, saved;
 
-	if (err != NULL && errlen > 0)
-		err[0] = '\0';
+	cfg_begin(&ld, path, err, errlen);
 	config_defaults(cfg);
-	if (cfg->n_listen_tcp == 0 || (cfg->path = strdup(path)) == NULL) {
+	if (cfg->n_listen_tcp == 0 || (cfg->path = strdup(path)) == NULL)
 		cfg_nomem(&ld);
-		goto out;
-	}
-	if (cfg_open_check(&ld) == -1)
-		goto out;
-	if ((copy = strdup(path)) == NULL ||
-	    (ld.dir = strdup(dirname(copy))) == NULL) {
-		free(copy);
-		cfg_nomem(&ld);
-		goto out;
-	}
-	free(copy);
-
-	config_init(&ld.lc);
-	config_set_include_dir(&ld.lc, ld.dir);
-	errno = 0;
-	if (config_read_file(&ld.lc, path) == CONFIG_FALSE) {
+	else if ((root = cfg_read_file(&ld)) != NULL)
+		rc = cfg_read(&ld, root, cfg);
+	cfg_end(&ld);
+	if (rc == -1) {
 		saved = errno;
-		file = config_error_file(&ld.lc);
-		if (config_error_type(&ld.lc) != CONFIG_ERR_FILE_IO)
-			saved = EINVAL;
-		if (err == NULL || errlen == 0)
-			;
-		else if (config_error_type(&ld.lc) == CONFIG_ERR_FILE_IO)
-			snprintf(err, errlen, "%s: cannot read: %s", path,
-			    saved ? strerror(saved) : config_error_text(&ld.lc));
-		else
-			snprintf(err, errlen, "%s:%d: %s", file ? file : path,
-			    config_error_line(&ld.lc),
-			    config_error_text(&ld.lc));
-		errno = saved ? saved : EIO;
-	} else {
-		rc = cfg_read(&ld, cfg);
-	}
-	saved = errno;
-	config_destroy(&ld.lc);
-	errno = saved;
-
-out:
-	saved = errno;
-	for (i = 0; i < ld.n_ovf; i++)
-		free(ld.ovf[i].file);
-	free(ld.ovf);
-	free(ld.dir);
-	if (rc == -1)
 		config_free(cfg);
-	errno = saved;
+		errno = saved;
+	}
 	return rc;
 }
 

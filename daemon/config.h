@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "settings.h"
+
 #define WBD_DEFAULT_CONFIG   "/etc/wbd/wbd.conf"
 #define WBD_DEFAULT_TCP      "127.0.0.1:10809"
 
@@ -36,40 +38,10 @@ struct export_conf {
 	int line;                       /* where it was defined, for messages */
 };
 
-/* A threshold given either as a ratio (percent) or in bytes; bytes win. */
-struct threshold {
-	unsigned ratio_pct;
-	uint64_t bytes;                 /* 0: use ratio_pct */
-};
-
 struct cache_conf {
 	uint64_t size_bytes;            /* resolved: a percentage is of RAM */
 	unsigned size_pct;              /* nonzero if given as "N%" */
 	uint32_t page_size;             /* power of two, 512 .. 1M */
-};
-
-/* Per writeback device settings, as the kernel's bdi min_ratio/max_ratio. */
-struct device_conf {
-	char *device;                   /* "MAJ:MIN" */
-	unsigned min_ratio;             /* % of the dirty limit guaranteed */
-	unsigned max_ratio;             /* % of the dirty limit at most */
-	int line;
-};
-
-struct writeback_conf {
-	struct threshold dirty_background;   /* default 10 % */
-	struct threshold dirty;              /* default 20 % */
-	unsigned dirty_expire_centisecs;     /* default 3000 */
-	unsigned dirty_writeback_centisecs;  /* default 500; 0 disables */
-	unsigned min_workers;                /* default 1 */
-	unsigned max_workers;                /* default 8 */
-	uint64_t max_io_bytes;               /* coalescing cap, default 1M */
-	unsigned worker_spawn_ms;            /* work waited this long: grow */
-	unsigned worker_idle_ms;             /* idle this long: reap */
-	unsigned min_ratio;                  /* per-device default, 0 */
-	unsigned max_ratio;                  /* per-device default, 100 */
-	struct device_conf *devices;         /* per-device overrides */
-	size_t n_devices;
 };
 
 #define WBD_DEFAULT_CONTROL  "/run/wbd/control.sock"

@@ -16,32 +16,34 @@
 #include "nbd-proto.h"
 #include "pending.h"
 #include "pool.h"
+#include "settings.h"
 #include "wbdev.h"
 #include "writeback.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
-static json_t *
-ratio_or_null(const struct threshold *t)
-{
-	return t->bytes ? json_null() : json_integer(t->ratio_pct);
-}
-
+/* The thresholds: what each is in effect, in bytes, and the settings
+ * table's rows as set. */
 static json_t *
 ctl_thresholds_json(struct daemon *d)
 {
+	static const char *const rows[] = {
+		"dirty_background_ratio", "dirty_ratio",
+		"dirty_expire_centisecs", "dirty_writeback_centisecs",
+	};
 	const struct writeback_conf *wc = &d->cfg.writeback;
 	uint64_t ps = d->wb.page_size;
-
-	return json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I}",
+	json_t *o = json_pack("{s:I, s:I}",
 	    "dirty_background_bytes", (json_int_t)(LOAD(&d->wb.bg_pages) * ps),
-	    "dirty_bytes", (json_int_t)(LOAD(&d->wb.limit_pages) * ps),
-	    "dirty_background_ratio", ratio_or_null(&wc->dirty_background),
-	    "dirty_ratio", ratio_or_null(&wc->dirty),
-	    "dirty_expire_centisecs", (json_int_t)wc->dirty_expire_centisecs,
-	    "dirty_writeback_centisecs",
-	    (json_int_t)wc->dirty_writeback_centisecs,
-	    "max_io_bytes", (json_int_t)(LOAD(&d->wb.max_run_pages) * ps));
+	    "dirty_bytes", (json_int_t)(LOAD(&d->wb.limit_pages) * ps));
+
+	for (size_t i = 0; o && i < sizeof rows / sizeof rows[0]; i++)
+		json_object_set_new(o, rows[i],
+		    settings_json(settings_find(rows[i]), wc));
+	if (o)
+		json_object_set_new(o, "max_io_bytes", json_integer(
+		    (json_int_t)(LOAD(&d->wb.max_run_pages) * ps)));
+	return o;
 }
 
 static json_t *

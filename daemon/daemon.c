@@ -29,6 +29,7 @@
 #include "nbd-proto.h"
 #include "pending.h"
 #include "pool.h"
+#include "settings.h"
 #include "size.h"
 #include "wbdev.h"
 #include "writeback.h"
@@ -38,15 +39,6 @@
 /* Shutdown retries a failing device this many times (1, 2, 4, 8 s apart). */
 #define DAEMON_DRAIN_ATTEMPTS   5
 
-static void
-pool_params_from_config(const struct wbd_config *cfg, struct pool_params *pp)
-{
-	pp->min_workers = cfg->writeback.min_workers;
-	pp->max_workers = cfg->writeback.max_workers;
-	pp->grow_delay_ms = cfg->writeback.worker_spawn_ms;
-	pp->idle_timeout_ms = cfg->writeback.worker_idle_ms;
-}
-
 struct wb_dev *
 daemon_get_dev(struct daemon *d, const struct backend *b)
 {
@@ -55,7 +47,7 @@ daemon_get_dev(struct daemon *d, const struct backend *b)
 	for (size_t i = 0; i < d->n_devs; i++)
 		if (d->devs[i]->id == b->dev)
 			return d->devs[i];
-	pool_params_from_config(&d->cfg, &pp);
+	settings_pool_params(&d->cfg.writeback, &pp);
 	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp);
 	if (!dev)
 		return NULL;

@@ -27,7 +27,7 @@
 #include "log.h"
 #include "nbd-proto.h"
 #include "pending.h"
-#include "pool.h"
+#include "settings-apply.h"
 #include "reload.h"
 #include "wbdev.h"
 #include "writeback.h"
@@ -212,32 +212,13 @@ reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
 	}
 }
 
-/* Phase 5: writeback settings apply at once. */
+/* Phase 5: writeback settings apply at once; NC frees the old devices
+ * list. */
 static void
 reload_writeback(struct daemon *d, struct wbd_config *nc, char *msg,
     size_t msglen)
 {
-	struct writeback_conf old = d->cfg.writeback;
-	d->cfg.writeback = nc->writeback;
-	d->cfg.writeback.max_io_bytes = old.max_io_bytes;
-	nc->writeback.devices = old.devices;    /* freed with nc */
-	nc->writeback.n_devices = old.n_devices;
-	wb_ctl_update(&d->wb, &d->cfg.writeback);
-	struct pool_params pp = {
-		.min_workers = d->cfg.writeback.min_workers,
-		.max_workers = d->cfg.writeback.max_workers,
-		.grow_delay_ms = d->cfg.writeback.worker_spawn_ms,
-		.idle_timeout_ms = d->cfg.writeback.worker_idle_ms,
-	};
-	for (size_t i = 0; i < daemon_n_devs(d); i++) {
-		struct wb_dev *dev = d->devs[i];
-		unsigned lo, hi;
-		pool_set_params(dev->pool, &pp);
-		config_device_ratios(&d->cfg, dev->name, &lo, &hi);
-		__atomic_store_n(&dev->min_ratio, lo, __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->max_ratio, hi, __ATOMIC_RELAXED);
-		wb_kick_background(dev);
-	}
+	settings_apply(d, &nc->writeback, NULL);
 	reload_note(msg, msglen, "writeback settings applied");
 }
 

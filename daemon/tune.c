@@ -1,58 +1,23 @@
 /*
- * tune.c - the tunables wbctl can read and set at run time: the table of
- * keys, their units and rules (the configuration file's), and applying a
- * validated set.  Runs on the control thread under d->tune_lock; the new
- * values reach other threads through atomic stores (wb_ctl_update,
- * pool_set_params, the device ratios, the export's cache mode).
+ * tune.c - wbctl tune: listing and setting at run time the rows of the
+ * settings table that change at run time (settings.c), each device's
+ * ratios and each export's cache mode.  A set is staged, checked with the
+ * configuration file's rules (settings_check) and made live in one go
+ * (settings_apply).  Runs on the control thread under d->tune_lock; the
+ * new values reach other threads through atomic stores.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "export.h"
+#include "settings.h"
+#include "settings-apply.h"
 #include "size.h"
 #include "wbdev.h"
-#include "writeback.h"
-
-enum tune_kind { T_RATIO, T_BYTES, T_UINT };
-
-struct tunable {
-	const char *key;
-	enum tune_kind kind;
-	const char *unit;
-	unsigned min, max;
-	const char *description;
-};
-
-static const struct tunable tunables[] = {
-	{ "dirty_background_ratio", T_RATIO, "%", 0, 100,
-	  "background writeback starts above this share of the cache" },
-	{ "dirty_background_bytes", T_BYTES, "bytes", 0, 0,
-	  "background writeback starts above this much dirty data" },
-	{ "dirty_ratio", T_RATIO, "%", 0, 100,
-	  "writers are held at this share of the cache" },
-	{ "dirty_bytes", T_BYTES, "bytes", 0, 0,
-	  "writers are held at this much dirty data" },
-	{ "dirty_expire_centisecs", T_UINT, "centisecs", 0, INT_MAX,
-	  "periodic writeback writes pages dirty for longer than this" },
-	{ "dirty_writeback_centisecs", T_UINT, "centisecs", 0, INT_MAX,
-	  "how often periodic writeback runs (0: never)" },
-	{ "min_workers", T_UINT, "threads", 1, 64,
-	  "flush-MAJ:MIN threads kept per device" },
-	{ "max_workers", T_UINT, "threads", 1, 64,
-	  "flush-MAJ:MIN threads at most per device" },
-	{ "worker_spawn_ms", T_UINT, "ms", 1, 600000,
-	  "work waiting this long on busy workers adds a worker" },
-	{ "worker_idle_ms", T_UINT, "ms", 1, 3600000,
-	  "a worker idle this long exits (above min_workers)" },
-};
-
-#define N_TUNABLES (sizeof tunables / sizeof tunables[0])
 
 static json_t *
 tune_entry(const char *key, json_t *value, const char *unit,
@@ -62,58 +27,37 @@ tune_entry(const char *key, json_t *value, const char *unit,
 	    "unit", unit, "scope", scope, "description", desc);
 }
 
-static json_t *
-tune_value(const struct writeback_conf *wc, const struct tunable *t)
-{
-	const char *k = t->key;
-
-	/* Of a threshold's two forms, the one not in use is null. */
-	if (!strcmp(k, "dirty_background_ratio"))
-		return wc->dirty_background.bytes ? json_null() :
-		    json_integer(wc->dirty_background.ratio_pct);
-	if (!strcmp(k, "dirty_background_bytes"))
-		return wc->dirty_background.bytes ? json_integer(
-		    (json_int_t)wc->dirty_background.bytes) : json_null();
-	if (!strcmp(k, "dirty_ratio"))
-		return wc->dirty.bytes ? json_null() :
-		    json_integer(wc->dirty.ratio_pct);
-	if (!strcmp(k, "dirty_bytes"))
-		return wc->dirty.bytes ? json_integer(
-		    (json_int_t)wc->dirty.bytes) : json_null();
-	if (!strcmp(k, "dirty_expire_centisecs"))
-		return json_integer(wc->dirty_expire_centisecs);
-	if (!strcmp(k, "dirty_writeback_centisecs"))
-		return json_integer(wc->dirty_writeback_centisecs);
-	if (!strcmp(k, "min_workers"))
-		return json_integer(wc->min_workers);
-	if (!strcmp(k, "max_workers"))
-		return json_integer(wc->max_workers);
-	if (!strcmp(k, "worker_spawn_ms"))
-		return json_integer(wc->worker_spawn_ms);
-	return json_integer(wc->worker_idle_ms);
-}
-
 json_t *
 tune_list_json(struct daemon *d)
 {
+	const struct setting *s;
 	json_t *a = json_array();
 
 	pthread_mutex_lock(&d->tune_lock);
-	for (size_t i = 0; i < N_TUNABLES; i++)
-		json_array_append_new(a, tune_entry(tunables[i].key,
-		    tune_value(&d->cfg.writeback, &tunables[i]), tunables[i].unit,
-		    "global", tunables[i].description));
+	for (s = settings_table; s < settings_table + settings_n; s++)
+		if (s->runtime && s->scope == SETTING_GLOBAL)
+			json_array_append_new(a, tune_entry(s->name,
+			    settings_json(s, &d->cfg.writeback), s->unit,
+			    "global", s->doc));
 	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		struct wb_dev *dev = d->devs[i];
+		struct device_conf dc = {
+			.min_ratio = __atomic_load_n(&dev->min_ratio,
+			    __ATOMIC_RELAXED),
+			.max_ratio = __atomic_load_n(&dev->max_ratio,
+			    __ATOMIC_RELAXED),
+		};
 		char key[64];
-		snprintf(key, sizeof key, "device.%s.min_ratio", dev->name);
-		json_array_append_new(a, tune_entry(key, json_integer(
-		    dev->min_ratio), "%", "device",
-		    "share of the dirty limit this device is guaranteed"));
-		snprintf(key, sizeof key, "device.%s.max_ratio", dev->name);
-		json_array_append_new(a, tune_entry(key, json_integer(
-		    dev->max_ratio), "%", "device",
-		    "share of the dirty limit this device may hold"));
+
+		for (s = settings_table; s < settings_table + settings_n; s++) {
+			if (!s->runtime || s->scope != SETTING_DEVICE)
+				continue;
+			snprintf(key, sizeof key, "device.%s.%s", dev->name,
+			    s->name);
+			json_array_append_new(a, tune_entry(key, json_integer(
+			    (json_int_t)settings_get_dev(s, &dc)), s->unit,
+			    "device", s->doc));
+		}
 	}
 	for (size_t i = 0; i < daemon_n_exports(d); i++) {
 		struct export *e = d->exports.v[i];
@@ -157,61 +101,63 @@ tune_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 /* Staged changes, applied only when every key is valid. */
 struct tune_stage {
 	struct writeback_conf wc;
-	unsigned *dev_min, *dev_max;            /* per d->devs */
+	struct device_conf *devs;               /* per d->devs: the ratios */
 	enum cache_mode *modes;                 /* per d->exports */
+	uint64_t given;                         /* settings_bit of each row */
 };
 
+/* VAL for row S, or -1 after writing why into ERR. */
+static int
+tune_parse(const struct setting *s, const char *key, const char *val,
+    uint32_t page_size, uint64_t *out, char *err, size_t errlen)
+{
+	char a[32], b[32];
+	unsigned u;
+
+	if (s->type == SETTING_UINT || s->type == SETTING_RATIO) {
+		if (tune_parse_uint(val, (unsigned)s->min, (unsigned)s->max,
+		    &u) == 0) {
+			*out = u;
+			return 0;
+		}
+		snprintf(err, errlen, "%s: expected an integer from %u to %u "
+		    "(%s), got \"%s\"", key, (unsigned)s->min,
+		    (unsigned)s->max, s->unit, val);
+		return -1;
+	}
+	if (size_parse(val, out) == 0 && settings_valid(s, *out, page_size))
+		return 0;
+	if (s->type == SETTING_IO_BYTES)
+		snprintf(err, errlen, "%s: expected a power of two from %s to "
+		    "%s, got \"%s\"", key, size_format(page_size, a, sizeof a),
+		    size_format(s->max, b, sizeof b), val);
+	else
+		snprintf(err, errlen, "%s: expected a size such as \"64M\" "
+		    "above 0, got \"%s\"", key, val);
+	return -1;
+}
+
+/* One "[device.MAJ:MIN.|export.NAME.]KEY": VALUE into the stage. */
 static int
 tune_one(struct daemon *d, struct tune_stage *st, const char *key,
     json_t *jv, char *err, size_t errlen)
 {
+	const struct setting *s;
 	char val[128];
+	uint64_t v;
 
 	if (tune_text(jv, val, sizeof val) < 0) {
 		snprintf(err, errlen, "%s: expected a string or a non-negative "
 		    "integer", key);
 		return -1;
 	}
-	for (size_t i = 0; i < N_TUNABLES; i++) {
-		const struct tunable *t = &tunables[i];
-		unsigned u;
-		uint64_t b;
-		if (strcmp(key, t->key) != 0)
-			continue;
-		if (t->kind == T_BYTES) {
-			if (size_parse(val, &b) < 0 || b == 0) {
-				snprintf(err, errlen, "%s: expected a size such "
-				    "as \"64M\" above 0, got \"%s\"", key, val);
-				return -1;
-			}
-		} else if (tune_parse_uint(val, t->min, t->max, &u) < 0) {
-			snprintf(err, errlen, "%s: expected an integer from %u "
-			    "to %u (%s), got \"%s\"", key, t->min, t->max,
-			    t->unit, val);
+	if ((s = settings_find(key)) != NULL && s->runtime &&
+	    s->scope == SETTING_GLOBAL) {
+		if (tune_parse(s, key, val, d->wb.page_size, &v, err,
+		    errlen) == -1)
 			return -1;
-		}
-		struct writeback_conf *wc = &st->wc;
-		/* Setting a ratio clears the bytes form, and vice versa. */
-		if (!strcmp(key, "dirty_background_ratio"))
-			wc->dirty_background = (struct threshold){ u, 0 };
-		else if (!strcmp(key, "dirty_background_bytes"))
-			wc->dirty_background = (struct threshold){ 0, b };
-		else if (!strcmp(key, "dirty_ratio"))
-			wc->dirty = (struct threshold){ u, 0 };
-		else if (!strcmp(key, "dirty_bytes"))
-			wc->dirty = (struct threshold){ 0, b };
-		else if (!strcmp(key, "dirty_expire_centisecs"))
-			wc->dirty_expire_centisecs = u;
-		else if (!strcmp(key, "dirty_writeback_centisecs"))
-			wc->dirty_writeback_centisecs = u;
-		else if (!strcmp(key, "min_workers"))
-			wc->min_workers = u;
-		else if (!strcmp(key, "max_workers"))
-			wc->max_workers = u;
-		else if (!strcmp(key, "worker_spawn_ms"))
-			wc->worker_spawn_ms = u;
-		else
-			wc->worker_idle_ms = u;
+		settings_set(s, &st->wc, v);
+		st->given |= settings_bit(s);
 		return 0;
 	}
 	if (!strncmp(key, "device.", 7)) {
@@ -220,17 +166,14 @@ tune_one(struct daemon *d, struct tune_stage *st, const char *key,
 			if (strlen(d->devs[i]->name) != (size_t)(dot - name) ||
 			    strncmp(d->devs[i]->name, name, dot - name))
 				continue;
-			unsigned u;
-			bool is_min = !strcmp(dot, ".min_ratio");
-			if (!is_min && strcmp(dot, ".max_ratio"))
+			s = settings_find(dot + 1);
+			if (s == NULL || !s->runtime ||
+			    s->scope != SETTING_DEVICE)
 				break;
-			if (tune_parse_uint(val, is_min ? 0 : 1, 100, &u) < 0) {
-				snprintf(err, errlen, "%s: expected an integer "
-				    "from %u to 100 (%%), got \"%s\"", key,
-				    is_min ? 0 : 1, val);
+			if (tune_parse(s, key, val, d->wb.page_size, &v, err,
+			    errlen) == -1)
 				return -1;
-			}
-			*(is_min ? &st->dev_min[i] : &st->dev_max[i]) = u;
+			settings_set_dev(s, &st->devs[i], v);
 			return 0;
 		}
 	}
@@ -255,47 +198,19 @@ tune_one(struct daemon *d, struct tune_stage *st, const char *key,
 	return -1;
 }
 
-static void
-tune_apply(struct daemon *d, struct tune_stage *st)
-{
-	struct pool_params pp = {
-		.min_workers = st->wc.min_workers,
-		.max_workers = st->wc.max_workers,
-		.grow_delay_ms = st->wc.worker_spawn_ms,
-		.idle_timeout_ms = st->wc.worker_idle_ms,
-	};
-	struct cache_stats cs;
-
-	/* Only the scalar fields: the devices list stays as it is. */
-	struct device_conf *devs = d->cfg.writeback.devices;
-	size_t n = d->cfg.writeback.n_devices;
-	d->cfg.writeback = st->wc;
-	d->cfg.writeback.devices = devs;
-	d->cfg.writeback.n_devices = n;
-	wb_ctl_update(&d->wb, &d->cfg.writeback);
-	for (size_t i = 0; i < daemon_n_devs(d); i++) {
-		struct wb_dev *dev = d->devs[i];
-		pool_set_params(dev->pool, &pp);
-		__atomic_store_n(&dev->min_ratio, st->dev_min[i], __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->max_ratio, st->dev_max[i], __ATOMIC_RELAXED);
-	}
-	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		__atomic_store_n(&d->exports.v[i]->cache_mode, st->modes[i],
-		    __ATOMIC_RELAXED);
-	/* A lower background threshold starts writeback now. */
-	cache_get_stats(d->cache, &cs);
-	for (size_t i = 0; i < daemon_n_devs(d); i++)
-		if (cs.dirty_pages > d->wb.bg_pages ||
-		    wb_dev_dirty_pages(d->devs[i]) >
-		    d->wb.bg_pages * d->devs[i]->max_ratio / 100)
-			wb_kick_background(d->devs[i]);
-}
-
 int
 tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
     size_t errlen)
 {
-	struct tune_stage st;
+	struct settings_env env = {
+		.total_pages = d->wb.total_pages,
+		.page_size = d->wb.page_size,
+		.prefix = "",
+		.kept = "the current value",
+	};
+	struct tune_stage st = { .given = 0 };
+	struct settings_err e;
+	const struct setting *s;
 	const char *key;
 	json_t *v;
 	int r = -1;
@@ -306,16 +221,16 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	}
 	pthread_mutex_lock(&d->tune_lock);
 	st.wc = d->cfg.writeback;
-	st.dev_min = calloc(d->n_devs + 1, sizeof *st.dev_min);
-	st.dev_max = calloc(d->n_devs + 1, sizeof *st.dev_max);
+	st.devs = calloc(d->n_devs + 1, sizeof *st.devs);
 	st.modes = calloc(d->exports.n + 1, sizeof *st.modes);
-	if (!st.dev_min || !st.dev_max || !st.modes) {
+	if (!st.devs || !st.modes) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < daemon_n_devs(d); i++) {
-		st.dev_min[i] = d->devs[i]->min_ratio;
-		st.dev_max[i] = d->devs[i]->max_ratio;
+		st.devs[i].device = d->devs[i]->name;
+		st.devs[i].min_ratio = d->devs[i]->min_ratio;
+		st.devs[i].max_ratio = d->devs[i]->max_ratio;
 	}
 	for (size_t i = 0; i < daemon_n_exports(d); i++)
 		st.modes[i] = d->exports.v[i]->cache_mode;
@@ -323,60 +238,31 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	json_object_foreach(set, key, v)
 		if (tune_one(d, &st, key, v, err, errlen) < 0)
 			goto out;
+	if (settings_check(&st.wc, st.devs, daemon_n_devs(d), &env, st.given,
+	    &e) == -1) {
+		if (e.dev >= 0)
+			snprintf(err, errlen, "device %s: %s",
+			    st.devs[e.dev].device, e.msg);
+		else
+			snprintf(err, errlen, "%s: %s", e.row->name, e.msg);
+		goto out;
+	}
 
-	/* The rules across keys, as in the configuration file. */
-	if (st.wc.min_workers > st.wc.max_workers) {
-		snprintf(err, errlen, "min_workers (%u) above max_workers (%u)",
-		    st.wc.min_workers, st.wc.max_workers);
-		goto out;
-	}
-	uint64_t cache_bytes = d->wb.total_pages * d->wb.page_size;
-	uint64_t bg = st.wc.dirty_background.bytes ?
-	    st.wc.dirty_background.bytes :
-	    cache_bytes * st.wc.dirty_background.ratio_pct / 100;
-	uint64_t lim = st.wc.dirty.bytes ? st.wc.dirty.bytes :
-	    cache_bytes * st.wc.dirty.ratio_pct / 100;
-	if (bg >= lim) {
-		snprintf(err, errlen, "the background threshold (%llu bytes) "
-		    "must stay below the dirty limit (%llu bytes)",
-		    (unsigned long long)bg, (unsigned long long)lim);
-		goto out;
-	}
-	unsigned sum_min = 0;
-	for (size_t i = 0; i < daemon_n_devs(d); i++) {
-		if (st.dev_min[i] > st.dev_max[i]) {
-			snprintf(err, errlen, "device %s: min_ratio (%u) above "
-			    "max_ratio (%u)", d->devs[i]->name, st.dev_min[i],
-			    st.dev_max[i]);
-			goto out;
-		}
-		sum_min += st.dev_min[i];
-	}
-	if (sum_min > 100) {
-		snprintf(err, errlen, "the devices' min_ratio add up to %u, "
-		    "more than 100", sum_min);
-		goto out;
-	}
-	tune_apply(d, &st);
+	settings_apply(d, &st.wc, st.devs);
+	for (size_t i = 0; i < daemon_n_exports(d); i++)
+		__atomic_store_n(&d->exports.v[i]->cache_mode, st.modes[i],
+		    __ATOMIC_RELAXED);
 	json_object_foreach(set, key, v) {
-		static const char *const pairs[][2] = {
-			{ "dirty_background_ratio", "dirty_background_bytes" },
-			{ "dirty_ratio", "dirty_bytes" },
-		};
 		json_array_append_new(changed, json_string(key));
 		/* Setting one form of a threshold clears the other. */
-		for (size_t i = 0; i < 2; i++)
-			for (size_t j = 0; j < 2; j++)
-				if (!strcmp(key, pairs[i][j]) &&
-				    !json_object_get(set, pairs[i][!j]))
-					json_array_append_new(changed,
-					    json_string(pairs[i][!j]));
+		if ((s = settings_find(key)) != NULL && s->pair != NULL &&
+		    !json_object_get(set, s->pair))
+			json_array_append_new(changed, json_string(s->pair));
 	}
 	r = 0;
 out:
 	pthread_mutex_unlock(&d->tune_lock);
-	free(st.dev_min);
-	free(st.dev_max);
+	free(st.devs);
 	free(st.modes);
 	return r;
 }

@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "cache.h"
 #include "log.h"
+#include "settings.h"
 #include "size.h"
 #include "wbdev.h"
 #include "writeback.h"
@@ -44,21 +45,12 @@ wb_reason_name(enum wb_reason r)
 	return "unknown";
 }
 
-static uint64_t
-threshold_pages(const struct threshold *t, uint64_t total_pages,
-    uint32_t page_size)
-{
-	if (t->bytes)
-		return (t->bytes + page_size - 1) / page_size;
-	return total_pages * t->ratio_pct / 100;
-}
-
 void
 wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc)
 {
-	uint64_t bg = threshold_pages(&wc->dirty_background, wb->total_pages,
-	    wb->page_size);
-	uint64_t limit = threshold_pages(&wc->dirty, wb->total_pages,
+	uint64_t bg = settings_threshold_pages(&wc->dirty_background,
+	    wb->total_pages, wb->page_size);
+	uint64_t limit = settings_threshold_pages(&wc->dirty, wb->total_pages,
 	    wb->page_size);
 	uint64_t run = wc->max_io_bytes / wb->page_size;
 

@@ -1,0 +1,156 @@
+/*
+ * settings.h - wbd's writeback settings as one table.
+ *
+ * A row is one key of the configuration file's writeback group: its name,
+ * type, unit, range, where it lives (struct writeback_conf, and struct
+ * device_conf for a per-device key), whether it changes at run time (wbctl
+ * tune and reload) and its doc line.  The config loader, wbctl tune, wbctl
+ * status and the docs test read this table, so a new writeback tunable is
+ * one row plus its use.  The rules between keys (settings_check), the one
+ * formula from a threshold to pages (settings_threshold_pages) are here
+ * too; making a set live is settings-apply.c's.
+ *
+ * The table and the rules are constant and lock-free.
+ */
+#ifndef WBD_SETTINGS_H
+#define WBD_SETTINGS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct pool_params;
+
+/* A threshold given either as a ratio (percent) or in bytes; bytes win. */
+struct threshold {
+	unsigned ratio_pct;
+	uint64_t bytes;                 /* 0: use ratio_pct */
+};
+
+/* Per writeback device settings, as the kernel's bdi min_ratio/max_ratio. */
+struct device_conf {
+	char *device;                   /* "MAJ:MIN" */
+	unsigned min_ratio;             /* % of the dirty limit guaranteed */
+	unsigned max_ratio;             /* % of the dirty limit at most */
+	int line;
+};
+
+struct writeback_conf {
+	struct threshold dirty_background;   /* default 10 % */
+	struct threshold dirty;              /* default 20 % */
+	unsigned dirty_expire_centisecs;     /* default 3000 */
+	unsigned dirty_writeback_centisecs;  /* default 500; 0 disables */
+	unsigned min_workers;                /* default 1 */
+	unsigned max_workers;                /* default 8 */
+	uint64_t max_io_bytes;               /* coalescing cap, default 1M */
+	unsigned worker_spawn_ms;            /* work waited this long: grow */
+	unsigned worker_idle_ms;             /* idle this long: reap */
+	unsigned min_ratio;                  /* per-device default, 0 */
+	unsigned max_ratio;                  /* per-device default, 100 */
+	struct device_conf *devices;         /* per-device overrides */
+	size_t n_devices;
+};
+
+enum setting_type {
+	SETTING_UINT,           /* unsigned, min..max */
+	SETTING_RATIO,          /* unsigned percent, min..max */
+	SETTING_BYTES,          /* uint64_t, a size above 0 such as "64M" */
+	SETTING_IO_BYTES,       /* uint64_t, a power of two from
+	                           cache.page_size to max */
+};
+
+enum setting_scope {
+	SETTING_GLOBAL,         /* writeback.KEY; wbctl tune KEY */
+	SETTING_DEVICE,         /* writeback.KEY is every device's default,
+	                           writeback.devices[].KEY one device's;
+	                           wbctl tune device.MAJ:MIN.KEY */
+};
+
+struct setting {
+	const char *name;
+	enum setting_type type;
+	enum setting_scope scope;
+	const char *unit;               /* as wbctl tune prints it */
+	uint64_t min, max;
+	size_t offset, size;            /* the field in struct writeback_conf */
+	size_t dev_offset;              /* in struct device_conf, if per device */
+	const char *pair;               /* a threshold's other form: setting
+	                                   one clears the other; or NULL */
+	bool runtime;                   /* wbctl tune and reload change it */
+	const char *doc;
+};
+
+/* At most this many rows: a "given" mask has a bit for each. */
+#define SETTINGS_MAX            64
+
+extern const struct setting settings_table[];
+extern const size_t settings_n;
+
+/* The row named NAME, or NULL. */
+const struct setting *settings_find(const char *name);
+/* A row's bit in a "given" mask (see settings_check). */
+uint64_t settings_bit(const struct setting *s);
+
+/* A row's value in WC or DC; setting it clears its pair's. */
+uint64_t settings_get(const struct setting *s, const struct writeback_conf *wc);
+void settings_set(const struct setting *s, struct writeback_conf *wc,
+    uint64_t v);
+uint64_t settings_get_dev(const struct setting *s, const struct device_conf *dc);
+void settings_set_dev(const struct setting *s, struct device_conf *dc,
+    uint64_t v);
+/* Of a threshold's two forms, only one is in use (the bytes form if not 0);
+ * every other row always is. */
+bool settings_in_use(const struct setting *s, const struct writeback_conf *wc);
+/* The value as JSON: an integer, or null for a form not in use. */
+json_t *settings_json(const struct setting *s, const struct writeback_conf *wc);
+
+/* V is in S's range, for a cache of PAGE_SIZE pages (the key alone). */
+bool settings_valid(const struct setting *s, uint64_t v, uint32_t page_size);
+
+/*
+ * A threshold in cache pages, for a cache of TOTAL_PAGES pages of
+ * PAGE_SIZE: a ratio rounds down (the kernel's rule), bytes round up to
+ * whole pages.  The config loader, wbctl tune and the writeback thresholds
+ * all use this, so they agree at the edge.
+ */
+uint64_t settings_threshold_pages(const struct threshold *t,
+    uint64_t total_pages, uint32_t page_size);
+
+/* What settings_check knows of its caller. */
+struct settings_env {
+	uint64_t total_pages;           /* the cache */
+	uint32_t page_size;
+	const char *prefix;             /* before a key named in a message:
+	                                   "writeback." in the file */
+	const char *kept;               /* a key not given holds: "the default",
+	                                   "the current value" */
+};
+
+/* The first rule broken, and whom to blame. */
+struct settings_err {
+	const struct setting *row;      /* the key given wrong, or NULL */
+	ssize_t dev;                    /* or this device of DEVS, or -1 */
+	char msg[256];                  /* "expected less than ..." */
+};
+
+/*
+ * The rules between keys, for the file and for wbctl tune alike: a
+ * threshold given in only one form; the background threshold below the
+ * dirty limit (as percentages when both are ratios, else in pages, as
+ * writeback sees them); min_workers <= max_workers; min_ratio <= max_ratio,
+ * globally and on each of the N_DEVS devices DEVS, whose min_ratio add up
+ * to 100 at most.  GIVEN has the settings_bit of each key just given: a
+ * message blames a given key rather than one left as it was.  Returns 0,
+ * or -1 with *E filled in.
+ */
+int settings_check(const struct writeback_conf *wc,
+    const struct device_conf *devs, size_t n_devs,
+    const struct settings_env *env, uint64_t given, struct settings_err *e);
+
+/* The pool parameters (workers, growth, reaping) WC sets. */
+void settings_pool_params(const struct writeback_conf *wc,
+    struct pool_params *pp);
+
+#endif
