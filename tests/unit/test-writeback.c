@@ -1,15 +1,27 @@
 /*
- * test-writeback.c - threshold arithmetic: ratios and bytes resolved
- * against the cache, and the writer-throttling curve.
+ * test-writeback.c - threshold arithmetic (ratios and bytes resolved
+ * against the cache, the writer-throttling curve), and the writeback code
+ * itself driven over a real cache and a real device pool onto the fake
+ * backend: what a FLUSH covers and when it flushes the device, FUA, the
+ * window of writes in flight, errors, the back-off and the error sequence.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cache.h"
+#include "clock.h"
 #include "config.h"
+#include "fake-backend.h"
+#include "wbdev.h"
 #include "writeback.h"
 
 static struct cache *
@@ -130,6 +142,676 @@ test_reason_names(void **state)
 	assert_string_equal(wb_reason_name(WB_REASON_SHUTDOWN), "shutdown");
 }
 
+/* --- writeback over a fake backend ---------------------------------------- */
+
+#define PS              4096u
+#define DEV_BYTES       (1u << 20)              /* 256 pages */
+#define CACHE_BYTES     (4u << 20)              /* 1024 pages */
+#define WAIT_MS         10000u                  /* generous: never a pace */
+
+struct wfx {
+	struct wbd_config cfg;
+	struct cache *cache;
+	struct wb_ctl wb;
+	struct wb_dev *dev;
+	struct fake *fake;
+	struct wb_target t;
+};
+
+/* A cache and a device as the daemon builds them (zero-copy runs, one
+ * flush worker, the default ratios) over a fake with P's abilities. */
+static int
+wfx_setup(void **state, const struct fake_params *p)
+{
+	struct wfx *x = calloc(1, sizeof *x);
+	struct cache_params cp = { .size_bytes = CACHE_BYTES, .page_size = PS,
+	    .chunk_bytes = 1 << 20 };
+	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
+	    .grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
+
+	assert_non_null(x);
+	config_defaults(&x->cfg);
+	x->cache = cache_new(&cp);
+	assert_non_null(x->cache);
+	cache_set_zero_copy(x->cache, true);
+	wb_ctl_init(&x->wb, x->cache, &x->cfg);
+	x->dev = wb_dev_new(makedev(250, 1), "250:1", &pp);
+	assert_non_null(x->dev);
+	x->dev->min_ratio = 0;
+	x->dev->max_ratio = 100;
+	x->fake = fake_new(p);
+	x->t = (struct wb_target){ .name = "test", .backend = fake_backend(x->fake),
+	    .dev = x->dev, .wb = &x->wb, .size_bytes = p->size_bytes,
+	    .read_only = p->caps & BACKEND_READ_ONLY };
+	x->t.cf = cache_file_new(x->cache, p->size_bytes);
+	assert_non_null(x->t.cf);
+	wb_target_init(&x->t);
+	assert_int_equal(wb_dev_add_target(x->dev, &x->t), 0);
+	*state = x;
+	return 0;
+}
+
+static int
+setup_one_step(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES };
+	return wfx_setup(state, &p);
+}
+
+static int
+setup_two_step(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES, .two_step = true };
+	return wfx_setup(state, &p);
+}
+
+static int
+setup_gather(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES, .pwritev = true };
+	return wfx_setup(state, &p);
+}
+
+static int
+setup_gather_stable_pages(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES, .pwritev = true,
+	    .caps = BACKEND_STABLE_PAGES };
+	return wfx_setup(state, &p);
+}
+
+static int
+setup_read_only(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES,
+	    .caps = BACKEND_READ_ONLY };
+	return wfx_setup(state, &p);
+}
+
+static int
+wfx_teardown(void **state)
+{
+	struct wfx *x = *state;
+
+	fake_release(x->fake);          /* nothing left held */
+	wb_dev_free(x->dev);            /* runs what is queued, stops */
+	wb_target_destroy(&x->t);
+	cache_file_free(x->t.cf);
+	cache_free(x->cache);
+	fake_free(x->fake);
+	config_free(&x->cfg);
+	free(x);
+	return 0;
+}
+
+/* Thresholds in pages (background 0: write everything back) and the
+ * expiry, as wbctl tune would set them. */
+static void
+set_thresholds(struct wfx *x, uint64_t bg_pages, uint64_t limit_pages,
+    unsigned expire_cs)
+{
+	struct writeback_conf wc = x->cfg.writeback;
+
+	wc.dirty_background = (struct threshold){ .ratio_pct = 0,
+	    .bytes = bg_pages * PS };
+	wc.dirty = (struct threshold){ .ratio_pct = 0, .bytes = limit_pages * PS };
+	wc.dirty_expire_centisecs = expire_cs;
+	wb_ctl_update(&x->wb, &wc);
+	assert_int_equal(x->wb.bg_pages, bg_pages);
+	assert_int_equal(x->wb.limit_pages, limit_pages);
+}
+
+/* Write page INDEX in the cache, filled with BYTE, with sequence SEQ. */
+static void
+dirty_page(struct wfx *x, uint64_t index, uint8_t byte, uint64_t seq)
+{
+	uint8_t buf[PS];
+	uint64_t fill;
+
+	memset(buf, byte, sizeof buf);
+	assert_int_equal(cache_write(x->t.cf, buf, index * PS, PS, seq, &fill),
+	    CACHE_WRITE_OK);
+}
+
+/* N pages, one run each (every other page): page 2i holds byte i+1 and
+ * has sequence i+1. */
+static void
+dirty_separate_pages(struct wfx *x, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		dirty_page(x, 2 * i, (uint8_t)(i + 1), i + 1);
+}
+
+static bool
+device_page_is(struct wfx *x, uint64_t index, uint8_t byte)
+{
+	uint8_t buf[PS];
+
+	fake_get_data(x->fake, index * PS, buf, sizeof buf);
+	for (unsigned i = 0; i < PS; i++)
+		if (buf[i] != byte)
+			return false;
+	return true;
+}
+
+static uint64_t
+dirty_pages(struct wfx *x)
+{
+	uint64_t cached, dirty;
+
+	cache_file_stats(x->t.cf, &cached, &dirty);
+	return dirty;
+}
+
+static uint64_t
+load64(uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Every write in the log completed before the last operation, a flush,
+ * was issued. */
+static void
+assert_flush_after_every_write(struct fake *f)
+{
+	size_t n = fake_n_ops(f);
+	struct fake_op last, op;
+
+	assert_true(n > 0);
+	fake_op(f, n - 1, &last);
+	assert_int_equal(last.type, FAKE_FLUSH);
+	for (size_t i = 0; i + 1 < n; i++) {
+		fake_op(f, i, &op);
+		if (op.type == FAKE_PWRITE)
+			assert_true(op.done_tick != 0 &&
+			    op.done_tick < last.issued_tick);
+	}
+}
+
+/* Wait for a queued flag of DEV's (bg_queued, periodic_queued) to drop:
+ * the work it stands for has run. */
+static void
+wait_work_done(int *queued)
+{
+	uint64_t until = now_ns() + WAIT_MS * 1000000ull;
+
+	while (__atomic_load_n(queued, __ATOMIC_ACQUIRE)) {
+		if (now_ns() > until)
+			fail_msg("writeback work did not finish");
+		usleep(1000);
+	}
+}
+
+/* wb_flush on a thread of its own (it blocks while writes are held). */
+struct flusher {
+	pthread_t thread;
+	struct wb_target *t;
+	uint64_t max_seq;
+	int r;
+};
+
+static void *
+flusher_run(void *arg)
+{
+	struct flusher *fl = arg;
+
+	fl->r = wb_flush(fl->t, fl->max_seq, WB_REASON_FLUSH);
+	return NULL;
+}
+
+static void
+flusher_start(struct flusher *fl, struct wb_target *t, uint64_t max_seq)
+{
+	*fl = (struct flusher){ .t = t, .max_seq = max_seq, .r = 1 };
+	assert_int_equal(pthread_create(&fl->thread, NULL, flusher_run, fl), 0);
+}
+
+static int
+flusher_join(struct flusher *fl)
+{
+	pthread_join(fl->thread, NULL);
+	return fl->r;
+}
+
+/* --- FLUSH ---------------------------------------------------------------- */
+
+static void
+test_flush_writes_back_every_page_dirtied_up_to_its_sequence(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_separate_pages(x, 8);
+	assert_int_equal(wb_flush(&x->t, 5, WB_REASON_FLUSH), 0);
+
+	/* Sequences 1..5 are on the device and clean... */
+	for (unsigned i = 0; i < 5; i++)
+		assert_true(device_page_is(x, 2 * i, (uint8_t)(i + 1)));
+	assert_int_equal(dirty_pages(x), 3);
+	assert_int_equal(cache_min_dirty_seq(x->t.cf), 6);
+	/* ...later ones are not: a FLUSH is not a sync. */
+	for (unsigned i = 5; i < 8; i++)
+		assert_true(device_page_is(x, 2 * i, 0));
+	/* One device flush, after the writes. */
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 5);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, BACKEND_WRITE_FUA), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_flush_after_every_write(x->fake);
+	assert_int_equal(load64(&x->t.written), 5);
+	assert_int_equal(load64(&x->t.flushed_upto), 5);
+}
+
+static void
+test_flush_with_nothing_new_written_skips_the_device_flush(void **state)
+{
+	struct wfx *x = *state;
+
+	/* Nothing ever written: nothing to flush. */
+	assert_int_equal(wb_flush(&x->t, UINT64_MAX, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_n_ops(x->fake), 0);
+
+	dirty_separate_pages(x, 4);
+	assert_int_equal(wb_flush(&x->t, 2, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	/* Covered already: no write, no flush. */
+	fake_clear_log(x->fake);
+	assert_int_equal(wb_flush(&x->t, 2, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_n_ops(x->fake), 0);
+	assert_true(load64(&x->t.flushed_upto) == load64(&x->t.written));
+	/* New writes back: flushed again. */
+	assert_int_equal(wb_flush(&x->t, 4, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 2);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_flush_after_every_write(x->fake);
+}
+
+static void
+test_flush_after_background_writeback_flushes_the_device(void **state)
+{
+	struct wfx *x = *state;
+
+	/* Background writeback leaves the device unflushed... */
+	set_thresholds(x, 0, 64, 3000);
+	dirty_separate_pages(x, 3);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 3);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	/* ...so a FLUSH with no page of its own left still flushes it. */
+	assert_int_equal(wb_flush(&x->t, 3, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 3);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+}
+
+static void
+test_flush_waits_for_writeback_of_its_pages_already_in_flight(void **state)
+{
+	struct wfx *x = *state;
+	struct flusher fl;
+	struct timespec soon;
+
+	/* Background writeback holds page 0 in flight. */
+	set_thresholds(x, 0, 64, 3000);
+	dirty_page(x, 0, 0xaa, 1);
+	fake_hold(x->fake);
+	wb_kick_background(x->dev);
+	assert_true(fake_wait_in_flight(x->fake, 1, WAIT_MS));
+	/* A FLUSH of it cannot end while that write is in flight. */
+	flusher_start(&fl, &x->t, 1);
+	clock_gettime(CLOCK_REALTIME, &soon);
+	soon.tv_nsec += 50 * 1000000;
+	if (soon.tv_nsec >= 1000000000) {
+		soon.tv_sec++;
+		soon.tv_nsec -= 1000000000;
+	}
+	assert_int_equal(pthread_timedjoin_np(fl.thread, NULL, &soon),
+	    ETIMEDOUT);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	fake_release(x->fake);
+	assert_int_equal(flusher_join(&fl), 0);
+	wait_work_done(&x->dev->bg_queued);
+	assert_true(device_page_is(x, 0, 0xaa));
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 1);
+	assert_flush_after_every_write(x->fake);
+}
+
+static void
+test_flush_of_a_read_only_target_touches_nothing(void **state)
+{
+	struct wfx *x = *state;
+
+	assert_int_equal(wb_flush(&x->t, UINT64_MAX, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_n_ops(x->fake), 0);
+}
+
+/* --- FUA ------------------------------------------------------------------ */
+
+static void
+test_fua_writes_only_its_range_with_fua(void **state)
+{
+	struct wfx *x = *state;
+	struct fake_op op;
+
+	dirty_page(x, 0, 0x11, 1);
+	dirty_page(x, 2, 0x22, 2);
+	dirty_page(x, 4, 0x33, 3);
+	assert_int_equal(wb_write_range_fua(&x->t, 2 * PS, PS, 2), 0);
+
+	assert_int_equal(fake_n_ops(x->fake), 1);
+	fake_op(x->fake, 0, &op);
+	assert_int_equal(op.type, FAKE_PWRITE);
+	assert_int_equal(op.off, 2 * PS);
+	assert_int_equal(op.count, PS);
+	assert_int_equal(op.flags, BACKEND_WRITE_FUA);
+	assert_true(device_page_is(x, 2, 0x22));
+	/* The other pages stay dirty, and nothing was flushed. */
+	assert_int_equal(dirty_pages(x), 2);
+	assert_true(device_page_is(x, 0, 0));
+	assert_true(device_page_is(x, 4, 0));
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	/* A FUA write needs no later flush. */
+	assert_int_equal(load64(&x->t.written), 0);
+}
+
+static void
+test_fua_does_not_flush_what_others_wrote(void **state)
+{
+	struct wfx *x = *state;
+
+	/* Page 0 written back without FUA, not flushed. */
+	set_thresholds(x, 0, 64, 0);
+	dirty_page(x, 0, 0x11, 1);
+	wb_kick_periodic(x->dev);
+	wait_work_done(&x->dev->periodic_queued);
+	assert_true(device_page_is(x, 0, 0x11));
+	assert_int_equal(load64(&x->t.written), 1);
+	/* A FUA write of page 2 makes page 2 durable, not page 0. */
+	fake_clear_log(x->fake);
+	dirty_page(x, 2, 0x22, 2);
+	assert_int_equal(wb_write_range_fua(&x->t, 2 * PS, PS, 2), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, BACKEND_WRITE_FUA), 1);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+}
+
+static void
+test_fua_flushes_when_its_page_was_written_back_without_fua(void **state)
+{
+	struct wfx *x = *state;
+
+	/* The FUA write's page went out through periodic writeback first. */
+	set_thresholds(x, 0, 64, 0);
+	dirty_page(x, 2, 0x22, 1);
+	dirty_page(x, 3, 0x33, 1);
+	wb_kick_periodic(x->dev);
+	wait_work_done(&x->dev->periodic_queued);
+	assert_int_equal(dirty_pages(x), 0);
+	fake_clear_log(x->fake);
+	/* Nothing left to write with FUA, so the device is flushed. */
+	assert_int_equal(wb_write_range_fua(&x->t, 2 * PS, 2 * PS, 1), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+}
+
+/* --- the window ----------------------------------------------------------- */
+
+static void
+test_flush_keeps_several_writes_in_flight_on_a_two_step_device(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_separate_pages(x, 40);
+	assert_int_equal(wb_flush(&x->t, 40, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 40);
+	assert_in_range(fake_max_in_flight(x->fake), 2, 16);
+	assert_int_equal(fake_in_flight(x->fake), 0);
+	for (unsigned i = 0; i < 40; i++)
+		assert_true(device_page_is(x, 2 * i, (uint8_t)(i + 1)));
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_flush_after_every_write(x->fake);
+}
+
+static void
+test_background_keeps_several_writes_in_flight_on_a_two_step_device(
+    void **state)
+{
+	struct wfx *x = *state;
+
+	set_thresholds(x, 4, 64, 3000);
+	dirty_separate_pages(x, 40);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	assert_true(dirty_pages(x) <= 4);
+	assert_true(fake_count(x->fake, FAKE_PWRITE, 0) >= 36);
+	assert_in_range(fake_max_in_flight(x->fake), 2, 16);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+}
+
+static void
+test_window_is_full_at_16_and_survives_out_of_order_completion(void **state)
+{
+	struct wfx *x = *state;
+	struct flusher fl;
+
+	dirty_separate_pages(x, 40);
+	fake_hold(x->fake);
+	flusher_start(&fl, &x->t, 40);
+	/* Sixteen begun, none ended: the window is full, and no more. */
+	assert_true(fake_wait_in_flight(x->fake, 16, WAIT_MS));
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 16);
+	assert_int_equal(fake_in_flight(x->fake), 16);
+	/* The device finishes them newest first. */
+	fake_release_newest_first(x->fake);
+	assert_int_equal(flusher_join(&fl), 0);
+	assert_int_equal(fake_max_in_flight(x->fake), 16);
+	for (unsigned i = 0; i < 40; i++)
+		assert_true(device_page_is(x, 2 * i, (uint8_t)(i + 1)));
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_flush_after_every_write(x->fake);
+}
+
+static void
+test_one_step_device_has_one_write_in_flight(void **state)
+{
+	struct wfx *x = *state;
+	struct flusher fl;
+
+	dirty_separate_pages(x, 40);
+	fake_hold(x->fake);
+	flusher_start(&fl, &x->t, 40);
+	assert_true(fake_wait_in_flight(x->fake, 1, WAIT_MS));
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 1);
+	fake_release(x->fake);
+	assert_int_equal(flusher_join(&fl), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 40);
+	assert_int_equal(fake_max_in_flight(x->fake), 1);
+	assert_int_equal(dirty_pages(x), 0);
+}
+
+static void
+test_zero_copy_runs_are_gathered_unless_pages_must_be_stable(void **state)
+{
+	struct wfx *x = *state;
+	bool stable = fake_backend(x->fake)->caps & BACKEND_STABLE_PAGES;
+	struct fake_op op;
+
+	/* Three adjacent pages: one run. */
+	dirty_page(x, 4, 0x44, 1);
+	dirty_page(x, 5, 0x55, 1);
+	dirty_page(x, 6, 0x66, 1);
+	assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 1);
+	fake_op(x->fake, 0, &op);
+	assert_int_equal(op.off, 4 * PS);
+	assert_int_equal(op.count, 3 * PS);
+	/* Pages the device may read while they change: the pages
+	 * themselves; else a copy the cache cannot change. */
+	assert_int_equal(op.vectored, !stable);
+	assert_true(device_page_is(x, 4, 0x44));
+	assert_true(device_page_is(x, 5, 0x55));
+	assert_true(device_page_is(x, 6, 0x66));
+}
+
+/* --- errors and back-off -------------------------------------------------- */
+
+static void
+test_failed_write_keeps_pages_dirty_and_arms_the_backoff(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_separate_pages(x, 3);
+	fake_fail_writes(x->fake, 1, EIO);
+	uint64_t before = now_ns();
+	assert_int_equal(wb_flush(&x->t, 3, WB_REASON_FLUSH), -EIO);
+	uint64_t after = now_ns();
+
+	assert_int_equal(dirty_pages(x), 3);
+	assert_int_equal(cache_min_dirty_seq(x->t.cf), 1);
+	assert_true(device_page_is(x, 0, 0));
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	assert_int_equal(load64(&x->t.err_seq), 1);
+	assert_int_equal(x->dev->errors, 1);
+	assert_int_equal(x->dev->last_err, EIO);
+	assert_int_equal(x->dev->backoff_ms, 100);
+	assert_true(x->dev->backoff_until_ns >= before + 100000000ull);
+	assert_true(x->dev->backoff_until_ns <= after + 100000000ull);
+}
+
+static void
+test_backoff_doubles_up_to_30s_and_background_waits_it_out(void **state)
+{
+	struct wfx *x = *state;
+
+	set_thresholds(x, 0, 64, 3000);
+	dirty_page(x, 0, 0xaa, 1);
+	fake_fail_writes_at(x->fake, 0, EIO);
+	for (unsigned i = 0; i < 10; i++) {
+		uint32_t want = 100u << i;
+		assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), -EIO);
+		assert_int_equal(x->dev->backoff_ms, want < 30000 ? want : 30000);
+	}
+	assert_int_equal(x->dev->errors, 10);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 10);
+
+	/* Background and periodic work leave the device alone meanwhile
+	 * (the work ends well inside the 30 s). */
+	set_thresholds(x, 0, 64, 0);
+	fake_heal(x->fake);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	wb_kick_periodic(x->dev);
+	wait_work_done(&x->dev->periodic_queued);
+	assert_true(now_ns() < x->dev->backoff_until_ns);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 10);
+	assert_int_equal(dirty_pages(x), 1);
+
+	/* Once it has passed (the test moves the deadline rather than wait
+	 * 30 s), background writeback succeeds, which ends the back-off. */
+	__atomic_store_n(&x->dev->backoff_until_ns, now_ns(), __ATOMIC_RELAXED);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	assert_int_equal(dirty_pages(x), 0);
+	assert_true(device_page_is(x, 0, 0xaa));
+	assert_int_equal(x->dev->backoff_ms, 0);
+	assert_int_equal(x->dev->errors, 10);
+}
+
+static void
+test_flush_ignores_the_backoff_and_its_success_clears_it(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_separate_pages(x, 2);
+	fake_fail_writes(x->fake, 1, EIO);
+	assert_int_equal(wb_flush(&x->t, 2, WB_REASON_FLUSH), -EIO);
+	assert_int_equal(x->dev->backoff_ms, 100);
+	/* Backing off, yet a FLUSH tries at once, and lands the data. */
+	assert_int_equal(wb_flush(&x->t, 2, WB_REASON_FLUSH), 0);
+	assert_true(device_page_is(x, 0, 1));
+	assert_true(device_page_is(x, 2, 2));
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(x->dev->backoff_ms, 0);
+	/* The failure stays counted. */
+	assert_int_equal(load64(&x->t.err_seq), 1);
+	assert_int_equal(x->dev->errors, 1);
+}
+
+static void
+test_failed_device_flush_is_an_error_and_is_retried(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_separate_pages(x, 2);
+	fake_fail_flushes(x->fake, 1, EIO);
+	assert_true(wb_flush(&x->t, 2, WB_REASON_FLUSH) < 0);
+	assert_int_equal(dirty_pages(x), 0);    /* written, not durable */
+	assert_int_equal(load64(&x->t.err_seq), 1);
+	assert_int_equal(wb_target_last_err(&x->t), EIO);
+	/* Nothing new written, but the last flush failed: flush again. */
+	fake_clear_log(x->fake);
+	assert_int_equal(wb_flush(&x->t, 2, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+}
+
+static void
+test_err_seq_counts_every_failure_and_keeps_the_last_errno(void **state)
+{
+	struct wfx *x = *state;
+
+	assert_int_equal(wb_target_last_err(&x->t), 0);
+	dirty_separate_pages(x, 1);
+	fake_fail_writes(x->fake, 1, EIO);
+	assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), -EIO);
+	assert_int_equal(load64(&x->t.err_seq), 1);
+	assert_int_equal(wb_target_last_err(&x->t), EIO);
+	fake_fail_writes(x->fake, 1, ENOSPC);
+	assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), -EIO);
+	assert_int_equal(load64(&x->t.err_seq), 2);
+	assert_int_equal(wb_target_last_err(&x->t), ENOSPC);
+	assert_int_equal(x->dev->errors, 2);
+	/* Success leaves both where they are. */
+	assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), 0);
+	assert_int_equal(load64(&x->t.err_seq), 2);
+	assert_int_equal(wb_target_last_err(&x->t), ENOSPC);
+}
+
+static void
+test_failed_fua_write_keeps_its_pages_dirty(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_page(x, 2, 0x22, 1);
+	fake_fail_writes(x->fake, 1, EIO);
+	assert_int_equal(wb_write_range_fua(&x->t, 2 * PS, PS, 1), -EIO);
+	assert_int_equal(dirty_pages(x), 1);
+	assert_int_equal(load64(&x->t.err_seq), 1);
+	assert_int_equal(wb_write_range_fua(&x->t, 2 * PS, PS, 1), 0);
+	assert_true(device_page_is(x, 2, 0x22));
+	assert_int_equal(dirty_pages(x), 0);
+}
+
+static void
+test_periodic_writes_expired_pages_only(void **state)
+{
+	struct wfx *x = *state;
+
+	/* Young pages (expiry one hour) stay. */
+	set_thresholds(x, 0, 64, 360000);
+	dirty_separate_pages(x, 3);
+	wb_kick_periodic(x->dev);
+	wait_work_done(&x->dev->periodic_queued);
+	assert_int_equal(fake_n_ops(x->fake), 0);
+	/* Expired ones go, without a device flush. */
+	set_thresholds(x, 0, 64, 0);
+	wb_kick_periodic(x->dev);
+	wait_work_done(&x->dev->periodic_queued);
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 3);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+}
+
 int
 main(void)
 {
@@ -140,6 +822,45 @@ main(void)
 		cmocka_unit_test(test_throttle_curve),
 		cmocka_unit_test(test_device_share),
 		cmocka_unit_test(test_reason_names),
+#define T(f, setup) cmocka_unit_test_setup_teardown(f, setup, wfx_teardown)
+		T(test_flush_writes_back_every_page_dirtied_up_to_its_sequence,
+		    setup_one_step),
+		T(test_flush_with_nothing_new_written_skips_the_device_flush,
+		    setup_one_step),
+		T(test_flush_after_background_writeback_flushes_the_device,
+		    setup_one_step),
+		T(test_flush_waits_for_writeback_of_its_pages_already_in_flight,
+		    setup_two_step),
+		T(test_flush_of_a_read_only_target_touches_nothing,
+		    setup_read_only),
+		T(test_fua_writes_only_its_range_with_fua, setup_one_step),
+		T(test_fua_does_not_flush_what_others_wrote, setup_one_step),
+		T(test_fua_flushes_when_its_page_was_written_back_without_fua,
+		    setup_one_step),
+		T(test_flush_keeps_several_writes_in_flight_on_a_two_step_device,
+		    setup_two_step),
+		T(test_background_keeps_several_writes_in_flight_on_a_two_step_device,
+		    setup_two_step),
+		T(test_window_is_full_at_16_and_survives_out_of_order_completion,
+		    setup_two_step),
+		T(test_one_step_device_has_one_write_in_flight, setup_one_step),
+		T(test_zero_copy_runs_are_gathered_unless_pages_must_be_stable,
+		    setup_gather),
+		T(test_zero_copy_runs_are_gathered_unless_pages_must_be_stable,
+		    setup_gather_stable_pages),
+		T(test_failed_write_keeps_pages_dirty_and_arms_the_backoff,
+		    setup_one_step),
+		T(test_backoff_doubles_up_to_30s_and_background_waits_it_out,
+		    setup_one_step),
+		T(test_flush_ignores_the_backoff_and_its_success_clears_it,
+		    setup_one_step),
+		T(test_failed_device_flush_is_an_error_and_is_retried,
+		    setup_one_step),
+		T(test_err_seq_counts_every_failure_and_keeps_the_last_errno,
+		    setup_one_step),
+		T(test_failed_fua_write_keeps_its_pages_dirty, setup_two_step),
+		T(test_periodic_writes_expired_pages_only, setup_one_step),
+#undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
