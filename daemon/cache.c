@@ -14,6 +14,7 @@
 
 #include "cache.h"
 #include "clock.h"
+#include "lock.h"
 
 #define CACHE_SHARDS    64
 
@@ -140,6 +141,7 @@ bucket_of(struct shard *sh, uint64_t index)
 static struct cpage *
 lookup_locked(struct shard *sh, uint64_t index)
 {
+	lock_assert_held(&sh->lock);
 	for (struct cpage *p = *bucket_of(sh, index); p; p = p->hnext)
 		if (p->index == index)
 			return p;
@@ -150,6 +152,8 @@ static void
 unhash_locked(struct shard *sh, struct cpage *p)
 {
 	struct cpage **pp = bucket_of(sh, p->index);
+
+	lock_assert_held(&sh->lock);
 	while (*pp != p)
 		pp = &(*pp)->hnext;
 	*pp = p->hnext;
@@ -181,6 +185,7 @@ ring_pop(struct ring *r)
 static void
 dirty_unlink_locked(struct shard *sh, struct cpage *p)
 {
+	lock_assert_held(&sh->lock);
 	if (p->dprev)
 		p->dprev->dnext = p->dnext;
 	else
@@ -198,6 +203,7 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 {
 	struct cpage *after = sh->dtail;
 
+	lock_assert_held(&sh->lock);
 	while (after && after->seq > p->seq)
 		after = after->dprev;
 	p->dprev = after;
@@ -216,6 +222,7 @@ static void
 mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
     uint64_t seq)
 {
+	lock_assert_held(&sh->lock);
 	if (p->flags & PF_DIRTY)
 		return;         /* keeps its older sequence */
 	p->flags |= PF_DIRTY;
@@ -237,6 +244,7 @@ evict_locked(struct cache *c)
 {
 	uint64_t budget = 2 * c->npages + 16;
 
+	lock_assert_held(&c->qlock);
 	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) >= c->npages)
 		return NULL;
 	while (budget--) {
@@ -328,6 +336,7 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	struct cache *c = f->c;
 	struct cpage **b = bucket_of(sh, index);
 
+	lock_assert_held(&sh->lock);
 	p->file = f;
 	p->index = index;
 	p->flags = PF_LIVE | flags;
@@ -358,6 +367,7 @@ page_drop_locked(struct cache_file *f, struct shard *sh, struct cpage *p)
 {
 	struct cache *c = f->c;
 
+	lock_assert_held(&sh->lock);
 	unhash_locked(sh, p);
 	ATOMIC_SUB(&f->cached_pages, 1);
 	ATOMIC_SUB(&c->used, 1);
@@ -414,7 +424,7 @@ cache_new(const struct cache_params *params)
 	for (uint64_t i = 0; i < c->npages; i++)
 		c->free[i] = (uint32_t)(c->npages - 1 - i);
 	c->nfree = c->npages;
-	pthread_mutex_init(&c->qlock, NULL);
+	lock_init(&c->qlock);
 	return c;
 }
 
@@ -482,10 +492,10 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 	uint64_t per_shard = (f->npages < c->npages ? f->npages : c->npages) /
 	    CACHE_SHARDS;
 	uint64_t nb = pow2_at_least(per_shard < 16 ? 16 : per_shard);
-	pthread_mutex_init(&f->run_lock, NULL);
+	lock_init(&f->run_lock);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
-		pthread_mutex_init(&sh->lock, NULL);
+		lock_init(&sh->lock);
 		sh->buckets = calloc(nb, sizeof *sh->buckets);
 		sh->bucket_mask = nb - 1;
 		if (!sh->buckets) {
@@ -847,6 +857,8 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	uint64_t chunk_end = chunk_first + chunk_pages;
 	uint64_t lo = p->index, hi = p->index + 1;
 
+	lock_assert_held(&f->run_lock);
+	lock_assert_held(&sh->lock);
 	if (max_pages < 1)
 		max_pages = 1;
 	if (chunk_end > f->npages)

@@ -18,6 +18,7 @@
 
 #include "backend.h"
 #include "daemon.h"
+#include "lock.h"
 #include "log.h"
 #include "pending.h"
 #include "pool.h"
@@ -67,7 +68,7 @@ pt_get(struct daemon *d)
 		pt = calloc(1, sizeof *pt);
 		if (!pt)
 			return NULL;
-		pthread_mutex_init(&pt->lock, NULL);
+		lock_init(&pt->lock);
 		__atomic_store_n(&d->pending, pt, __ATOMIC_RELEASE);
 	}
 	return pt;
@@ -175,6 +176,7 @@ pt_remove_locked(struct pending_table *pt, size_t i)
 {
 	struct pending_export *pe = pt->v[i];
 
+	lock_assert_held(&pt->lock);
 	memmove(&pt->v[i], &pt->v[i + 1], (pt->n - i - 1) * sizeof pt->v[0]);
 	pt->n--;
 	return pe;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "ioloop.h"
+#include "lock.h"
 #include "log.h"
 #include "pool.h"
 
@@ -47,6 +48,7 @@ pool_spawn_locked(struct pool *p)
 	pthread_attr_t attr;
 	int r;
 
+	lock_assert_held(&p->lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	r = pthread_create(&t, &attr, pool_worker, p);
@@ -66,6 +68,7 @@ pool_spawn_locked(struct pool *p)
 static bool
 pool_should_grow_locked(struct pool *p, uint64_t now)
 {
+	lock_assert_held(&p->lock);
 	if (p->threads >= p->params.max_workers || p->idle > 0 || !p->head)
 		return false;
 	if (p->threads == 0 || p->waited_on > 0)
@@ -150,7 +153,7 @@ pool_new(const char *name, const struct pool_params *params)
 	if (!p)
 		return NULL;
 	strncpy(p->name, name, sizeof p->name - 1);
-	pthread_mutex_init(&p->lock, NULL);
+	lock_init(&p->lock);
 	pthread_cond_init(&p->cond, NULL);
 	pthread_cond_init(&p->exited, NULL);
 	p->tail = &p->head;
