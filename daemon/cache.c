@@ -4,8 +4,18 @@
  *
  *   file->run_lock  ->  shard->lock  ->  cache->qlock
  *
- * and a cache->qlock holder takes shard locks only with trylock.
+ * and a cache->qlock holder (the eviction scan) takes shard locks only with
+ * trylock.
+ *
+ * The page states, asserted where they matter (debug and sanitizer builds):
+ * a listed page (on its shard's dirty list) is exactly one that is dirty
+ * and not under writeback; only a filled page is dirtied; a placeholder
+ * (live, not filled) is never dirty nor under writeback; a page under
+ * writeback stays in the index (pinned) until its run ends; a page dropped
+ * from the index is clean; no counter goes below zero; every fill begun is
+ * ended before its file is freed, and so is every run.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -57,6 +67,7 @@ struct cache_file {
 	uint64_t dirty_pages;           /* atomic */
 	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
 	uint64_t writeback_pages;       /* atomic */
+	uint64_t fills;                 /* atomic: fills begun, not ended */
 	struct shard shards[CACHE_SHARDS];
 };
 
@@ -176,9 +187,26 @@ ring_pop(struct ring *r)
 	return v;
 }
 
+/* A counter never goes below zero. */
+static inline void
+counter_sub(uint64_t *p, uint64_t v)
+{
+	uint64_t was = __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+
+	assert(was >= v);
+	(void)was;
+}
+
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
-#define ATOMIC_SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_SUB(p, v) counter_sub((p), (v))
 #define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+/* On its shard's dirty list? */
+static inline bool
+page_listed(const struct shard *sh, const struct cpage *p)
+{
+	return p->dprev != NULL || sh->dhead == p;
+}
 
 /* --- dirty lists (shard lock held) ------------------------------------- */
 
@@ -186,6 +214,8 @@ static void
 dirty_unlink_locked(struct shard *sh, struct cpage *p)
 {
 	lock_assert_held(&sh->lock);
+	assert(page_listed(sh, p));
+	assert(p->dnext ? p->dnext->dprev == p : sh->dtail == p);
 	if (p->dprev)
 		p->dprev->dnext = p->dnext;
 	else
@@ -204,6 +234,9 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 	struct cpage *after = sh->dtail;
 
 	lock_assert_held(&sh->lock);
+	assert((p->flags & (PF_LIVE | PF_FILLED | PF_DIRTY | PF_WB)) ==
+	    (PF_LIVE | PF_FILLED | PF_DIRTY));
+	assert(!page_listed(sh, p) && p->dnext == NULL);
 	while (after && after->seq > p->seq)
 		after = after->dprev;
 	p->dprev = after;
@@ -223,6 +256,7 @@ mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
     uint64_t seq)
 {
 	lock_assert_held(&sh->lock);
+	assert((p->flags & (PF_LIVE | PF_FILLED)) == (PF_LIVE | PF_FILLED));
 	if (p->flags & PF_DIRTY)
 		return;         /* keeps its older sequence */
 	p->flags |= PF_DIRTY;
@@ -257,6 +291,7 @@ evict_locked(struct cache *c)
 		struct cpage *p = &c->pages[i];
 
 		if (!p->file) {                 /* discarded earlier */
+			assert(p->flags == 0);
 			p->queue = Q_NONE;
 			return p;
 		}
@@ -368,6 +403,7 @@ page_drop_locked(struct cache_file *f, struct shard *sh, struct cpage *p)
 	struct cache *c = f->c;
 
 	lock_assert_held(&sh->lock);
+	assert(!(p->flags & (PF_DIRTY | PF_WB)) && !page_listed(sh, p));
 	unhash_locked(sh, p);
 	ATOMIC_SUB(&f->cached_pages, 1);
 	ATOMIC_SUB(&c->used, 1);
@@ -506,13 +542,15 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 	return f;
 }
 
-/* Drop every page of F (which must have no writeback in flight). */
+/* Drop every page of F (which must have no run and no fill in flight). */
 void
 cache_file_free(struct cache_file *f)
 {
 	if (!f)
 		return;
 	struct cache *c = f->c;
+	assert(f->runs == NULL && ATOMIC_GET(&f->writeback_pages) == 0);
+	assert(ATOMIC_GET(&f->fills) == 0);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
 		pthread_mutex_lock(&sh->lock);
@@ -699,8 +737,9 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 	return CACHE_WRITE_OK;
 }
 
-bool
-cache_fill_begin(struct cache_file *f, uint64_t index)
+/* cache_fill_begin() without counting the fill begun. */
+static bool
+fill_begin(struct cache_file *f, uint64_t index)
 {
 	struct cache *c = f->c;
 	struct shard *sh = shard_of(f, index);
@@ -726,6 +765,15 @@ cache_fill_begin(struct cache_file *f, uint64_t index)
 	return true;
 }
 
+bool
+cache_fill_begin(struct cache_file *f, uint64_t index)
+{
+	if (!fill_begin(f, index))
+		return false;
+	ATOMIC_ADD(&f->fills, 1);       /* ended by cache_fill_end() */
+	return true;
+}
+
 uint64_t
 cache_fill_gen(struct cache_file *f)
 {
@@ -744,6 +792,8 @@ cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
 		data = NULL;
 	struct cpage *p = lookup_locked(sh, index);
 	if (p && !(p->flags & PF_FILLED)) {
+		/* A placeholder: never dirtied nor written back. */
+		assert(!(p->flags & (PF_DIRTY | PF_WB)));
 		if (data) {
 			memcpy(page_data(c, p), data, c->page_size);
 			p->flags |= PF_FILLED;
@@ -752,6 +802,7 @@ cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);
+	ATOMIC_SUB(&f->fills, 1);       /* begun by cache_fill_begin() */
 }
 
 int
@@ -793,8 +844,11 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 		}
 		pthread_mutex_unlock(&sh->lock);
 		if (need[i]) {
+			/* The caller ends it, even if someone else filled the
+			 * page meanwhile (fill_begin() false). */
 			nneed++;
-			cache_fill_begin(f, index);
+			fill_begin(f, index);
+			ATOMIC_ADD(&f->fills, 1);
 		}
 		out += n;
 		off += n;
@@ -859,6 +913,7 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 
 	lock_assert_held(&f->run_lock);
 	lock_assert_held(&sh->lock);
+	assert(page_takeable(p) && p->file == f && shard_of(f, p->index) == sh);
 	if (max_pages < 1)
 		max_pages = 1;
 	if (chunk_end > f->npages)
@@ -892,6 +947,7 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	run->min_seq = UINT64_MAX;
 	for (uint64_t i = lo; i < hi; i++) {
 		struct cpage *q = lookup_locked(sh, i);
+		assert(page_takeable(q));
 		if (run->iov) {
 			run->iov[i - lo].iov_base = page_data(c, q);
 			run->iov[i - lo].iov_len = c->page_size;
@@ -918,7 +974,8 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	return run;
 }
 
-/* Oldest qualifying dirty page across the shards; run_lock held. */
+/* The run around the oldest qualifying dirty page across the shards.
+ * Takes run_lock, then each shard lock in turn. */
 static struct cache_run *
 take_oldest(struct cache_file *f, uint64_t max_seq, uint64_t not_after_ns,
     uint32_t max_pages)
@@ -1009,10 +1066,21 @@ cache_end_run(struct cache_run *run, bool ok)
 	struct shard *sh = shard_of(f, run->first_index);
 
 	pthread_mutex_lock(&f->run_lock);
+	assert(run->npages > 0 && (run->prev ? run->prev->next == run :
+	    f->runs == run));
+	/* A run never crosses a chunk, so all its pages are in SH. */
+	assert(run->first_index >> c->chunk_shift ==
+	    (run->first_index + run->npages - 1) >> c->chunk_shift);
 	pthread_mutex_lock(&sh->lock);
 	for (uint64_t i = run->first_index;
 	    i < run->first_index + run->npages; i++) {
 		struct cpage *p = lookup_locked(sh, i);
+		/* Under writeback, so pinned: still in the index, filled,
+		 * and off the dirty list. */
+		assert(p && p->file == f);
+		assert((p->flags & (PF_LIVE | PF_FILLED | PF_WB)) ==
+		    (PF_LIVE | PF_FILLED | PF_WB));
+		assert(!page_listed(sh, p));
 		p->flags &= ~PF_WB;
 		if (p->flags & PF_DIRTY) {
 			/* Written again during the run: listed now.  If the
