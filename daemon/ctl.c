@@ -7,6 +7,10 @@
  * traffic.  FLUSH work runs on the devices' pools and completes back here
  * through the control thread's mailbox.
  *
+ * A client is closed (ctl_client_close) wherever its socket fails, which
+ * may be deep inside a callback that still uses it; it is freed only by
+ * ctl_client_reap(), which every callback calls last.
+ *
  * Authorisation: SO_PEERCRED is read once per connection; reading needs
  * nothing more than being able to connect (the socket's mode and group),
  * changing anything needs uid 0 or membership of control.admin_group.
@@ -90,6 +94,7 @@ struct ctl_client {
 };
 
 static void ctl_client_close(struct ctl_client *cl);
+static void ctl_client_reap(struct ctl_client *cl);
 static void ctl_process(struct ctl_client *cl);
 
 /* --- output ------------------------------------------------------------ */
@@ -199,9 +204,11 @@ ctl_flush_progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* Data dirtied after the flush began is not waited for: cap it. */
 	if (left > fl->total_bytes)
 		left = fl->total_bytes;
-	ctl_send(fl->cl, json_pack("{s:{s:I, s:I}}", "progress",
+	struct ctl_client *cl = fl->cl;
+	ctl_send(cl, json_pack("{s:{s:I, s:I}}", "progress",
 	    "remaining_bytes", (json_int_t)left,
 	    "total_bytes", (json_int_t)fl->total_bytes));
+	ctl_client_reap(cl);
 }
 
 static void
@@ -248,10 +255,12 @@ ctl_flush_job_done(struct job *job)
 		}
 	}
 	ctl_flush_free(fl, loop);
-	if (cl && !cl->closing) {
+	if (cl && cl->fd >= 0 && !cl->closing) {
 		ev_io_start(loop, &cl->rw);
 		ctl_process(cl);       /* requests sent meanwhile */
 	}
+	if (cl)
+		ctl_client_reap(cl);
 }
 
 static void
@@ -518,26 +527,29 @@ ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0) {
+	if (n <= 0)
 		ctl_client_close(cl);
-		return;
+	else if (!cl->discarding) {
+		buf_put(&cl->in, tmp, (size_t)n);
+		if (cl->in.oom)
+			ctl_client_close(cl);
+		else
+			ctl_process(cl);
 	}
-	if (cl->discarding)
-		return;
-	buf_put(&cl->in, tmp, (size_t)n);
-	if (cl->in.oom) {
-		ctl_client_close(cl);
-		return;
-	}
-	ctl_process(cl);
+	ctl_client_reap(cl);
 }
 
 static void
 ctl_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	ctl_flush_out(w->data);
+	struct ctl_client *cl = w->data;
+
+	ctl_flush_out(cl);
+	ctl_client_reap(cl);
 }
 
+/* Close CL's socket and stop its watchers; safe to call twice.  CL stays
+ * allocated until ctl_client_reap(). */
 static void
 ctl_client_close(struct ctl_client *cl)
 {
@@ -553,7 +565,18 @@ ctl_client_close(struct ctl_client *cl)
 		/* The flush goes on; nobody is told. */
 		cl->flush->cl = NULL;
 		ev_timer_stop(cs->io->loop, &cl->flush->progress_t);
+		cl->flush = NULL;
 	}
+}
+
+/* Free CL if it has been closed: the last thing a callback does with it. */
+static void
+ctl_client_reap(struct ctl_client *cl)
+{
+	struct ctl_state *cs = cl->cs;
+
+	if (cl->fd >= 0)
+		return;
 	if (cl->prev)
 		cl->prev->next = cl->next;
 	else
@@ -755,8 +778,10 @@ ctl_stop_msg(struct job *job)
 	free(job);
 	ev_io_stop(cs->io->loop, &cs->accept_w);
 	ev_timer_stop(cs->io->loop, &cs->sample);
-	while (cs->clients)
+	while (cs->clients) {
 		ctl_client_close(cs->clients);
+		ctl_client_reap(cs->clients);
+	}
 	ev_break(cs->io->loop, EVBREAK_ALL);
 }
 
