@@ -20,7 +20,7 @@ cmd_exports(struct wbctl *w, int argc, char **argv)
 
 	if ((r = wbctl_parse_no_opts(w, &cmd_exports_entry, argc, argv)) != -1)
 		return r;
-	r = ctl_simple(w->socket_path, "exports", &ans);
+	r = cc_simple(w->socket_path, "exports", &ans);
 	if (w->json && ans) {
 		wbctl_print_json(ans);
 	} else if (r == 0) {

@@ -108,15 +108,15 @@ cmd_flush(struct wbctl *w, int argc, char **argv)
 	json_t *req = json_pack("{s:s,s:o,s:b,s:b}", "cmd", "flush",
 	    "exports", names, "wait", wait, "progress", progress);
 
-	struct ctl_conn c;
-	if ((r = ctl_open(&c, w->socket_path))) {
+	struct cc_conn c;
+	if ((r = cc_open(&c, w->socket_path))) {
 		json_decref(req);
 		return r;
 	}
-	r = ctl_call(&c, req, wait ? -1 : CTL_TIMEOUT_MS,
+	r = cc_call(&c, req, wait ? -1 : CC_TIMEOUT_MS,
 	    progress ? flush_on_progress : NULL, &fp, &ans);
 	json_decref(req);
-	ctl_close(&c);
+	cc_close(&c);
 	if (fp.drawn) {
 		/* Leave the bar at its end, then the result below. */
 		fputc('\n', stderr);

@@ -15,7 +15,7 @@ cmd_reload(struct wbctl *w, int argc, char **argv)
 
 	if ((r = wbctl_parse_no_opts(w, &cmd_reload_entry, argc, argv)) != -1)
 		return r;
-	r = ctl_simple(w->socket_path, "reload", &ans);
+	r = cc_simple(w->socket_path, "reload", &ans);
 	if (w->json && ans) {
 		wbctl_print_json(ans);
 	} else if (r == 0) {

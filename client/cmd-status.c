@@ -284,10 +284,10 @@ status_print(FILE *f, const json_t *ans)
 }
 
 static int
-status_once(struct wbctl *w, struct ctl_conn *c, FILE *f)
+status_once(struct wbctl *w, struct cc_conn *c, FILE *f)
 {
 	json_t *req = json_pack("{s:s}", "cmd", "status"), *ans;
-	int r = ctl_call(c, req, CTL_TIMEOUT_MS, NULL, NULL, &ans);
+	int r = cc_call(c, req, CC_TIMEOUT_MS, NULL, NULL, &ans);
 
 	json_decref(req);
 	if (w->json && ans) {
@@ -315,7 +315,7 @@ status_sleep(double secs)
 }
 
 static int
-status_watch(struct wbctl *w, struct ctl_conn *c, double secs)
+status_watch(struct wbctl *w, struct cc_conn *c, double secs)
 {
 	struct sigaction sa = { .sa_handler = status_on_sigint };
 	bool tty = isatty(STDOUT_FILENO);
@@ -397,11 +397,11 @@ cmd_status(struct wbctl *w, int argc, char **argv)
 		return wbctl_usage_err(me, "unexpected argument \"%s\"",
 		    argv[optind]);
 
-	struct ctl_conn c;
-	if ((r = ctl_open(&c, w->socket_path)))
+	struct cc_conn c;
+	if ((r = cc_open(&c, w->socket_path)))
 		return r;
 	r = watch > 0 ? status_watch(w, &c, watch) : status_once(w, &c, stdout);
-	ctl_close(&c);
+	cc_close(&c);
 	return r;
 }
 

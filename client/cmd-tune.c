@@ -68,11 +68,11 @@ tune_value(const char *s)
 
 /* List the tunables (all, or those in KEYS) on an open connection. */
 static int
-tune_list(struct wbctl *w, struct ctl_conn *c, char **keys, size_t nkeys)
+tune_list(struct wbctl *w, struct cc_conn *c, char **keys, size_t nkeys)
 {
 	json_t *req = json_pack("{s:s}", "cmd", "tune"), *ans, *t;
 	size_t i;
-	int r = ctl_call(c, req, CTL_TIMEOUT_MS, NULL, NULL, &ans);
+	int r = cc_call(c, req, CC_TIMEOUT_MS, NULL, NULL, &ans);
 
 	json_decref(req);
 	if (r || w->json) {
@@ -102,7 +102,7 @@ tune_list(struct wbctl *w, struct ctl_conn *c, char **keys, size_t nkeys)
 }
 
 static int
-tune_set(struct wbctl *w, struct ctl_conn *c, char **args, size_t n)
+tune_change(struct wbctl *w, struct cc_conn *c, char **args, size_t n)
 {
 	json_t *set = json_object(), *ans, *k;
 	size_t i;
@@ -115,7 +115,7 @@ tune_set(struct wbctl *w, struct ctl_conn *c, char **args, size_t n)
 		*eq = '=';
 	}
 	json_t *req = json_pack("{s:s,s:o}", "cmd", "tune", "set", set);
-	r = ctl_call(c, req, CTL_TIMEOUT_MS, NULL, NULL, &ans);
+	r = cc_call(c, req, CC_TIMEOUT_MS, NULL, NULL, &ans);
 	json_decref(req);
 	if (r || w->json) {
 		if (w->json && ans)
@@ -174,14 +174,14 @@ cmd_tune(struct wbctl *w, int argc, char **argv)
 		return wbctl_usage_err(me, "either show KEYs or set "
 		    "KEY=VALUEs, not both");
 
-	struct ctl_conn c;
-	if ((r = ctl_open(&c, w->socket_path)))
+	struct cc_conn c;
+	if ((r = cc_open(&c, w->socket_path)))
 		return r;
 	if (nset)
-		r = tune_set(w, &c, argv, nset);
+		r = tune_change(w, &c, argv, nset);
 	else
 		r = tune_list(w, &c, argv, (size_t)argc);
-	ctl_close(&c);
+	cc_close(&c);
 	return r;
 }
 

@@ -15,7 +15,7 @@ cmd_version(struct wbctl *w, int argc, char **argv)
 
 	if ((r = wbctl_parse_no_opts(w, &cmd_version_entry, argc, argv)) != -1)
 		return r;
-	r = ctl_simple(w->socket_path, "version", &ans);
+	r = cc_simple(w->socket_path, "version", &ans);
 	if (w->json && ans) {
 		if (r == 0)
 			json_object_set_new(ans, "client_version",

@@ -16,10 +16,10 @@
 #include "wbctl.h"
 
 /* An answer line longer than this is taken for a broken daemon. */
-#define CTL_MAX_LINE            (64u << 20)
+#define CC_MAX_LINE             (64u << 20)
 
 int
-ctl_open(struct ctl_conn *c, const char *path)
+cc_open(struct cc_conn *c, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
@@ -54,7 +54,7 @@ ctl_open(struct ctl_conn *c, const char *path)
 }
 
 void
-ctl_close(struct ctl_conn *c)
+cc_close(struct cc_conn *c)
 {
 	if (c->fd != -1)
 		close(c->fd);
@@ -65,7 +65,7 @@ ctl_close(struct ctl_conn *c)
 }
 
 int
-ctl_send(struct ctl_conn *c, json_t *req)
+cc_send(struct cc_conn *c, json_t *req)
 {
 	json_object_set_new(req, "v", json_integer(CTL_PROTOCOL_VERSION));
 	char *s = json_dumps(req, JSON_COMPACT);
@@ -104,7 +104,7 @@ now_ms(void)
 
 /* Wait for more bytes.  Returns 0, or an exit code. */
 static int
-ctl_fill(struct ctl_conn *c, long long deadline, int timeout_ms)
+cc_fill(struct cc_conn *c, long long deadline, int timeout_ms)
 {
 	if (c->cap - c->len < 4096) {
 		size_t cap = c->cap ? c->cap * 2 : 16384;
@@ -153,7 +153,7 @@ ctl_fill(struct ctl_conn *c, long long deadline, int timeout_ms)
 }
 
 int
-ctl_read(struct ctl_conn *c, int timeout_ms, json_t **out)
+cc_read(struct cc_conn *c, int timeout_ms, json_t **out)
 {
 	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	char *nl;
@@ -163,12 +163,12 @@ ctl_read(struct ctl_conn *c, int timeout_ms, json_t **out)
 	while (!(nl = c->len ? memchr(c->buf + scanned, '\n',
 	    c->len - scanned) : NULL)) {
 		scanned = c->len;
-		if (c->len > CTL_MAX_LINE) {
+		if (c->len > CC_MAX_LINE) {
 			wbctl_err("protocol error: an answer line longer "
-			    "than %u MiB", CTL_MAX_LINE >> 20);
+			    "than %u MiB", CC_MAX_LINE >> 20);
 			return WBCTL_EXIT_PROTOCOL;
 		}
-		int r = ctl_fill(c, deadline, timeout_ms);
+		int r = cc_fill(c, deadline, timeout_ms);
 		if (r == -1)
 			return -1;      /* interrupted by a signal */
 		if (r)
@@ -195,7 +195,7 @@ ctl_read(struct ctl_conn *c, int timeout_ms, json_t **out)
 }
 
 int
-ctl_exit_code(const char *code)
+cc_exit_code(const char *code)
 {
 	static const struct {
 		const char *code;
@@ -214,19 +214,19 @@ ctl_exit_code(const char *code)
 }
 
 int
-ctl_call(struct ctl_conn *c, json_t *req, int timeout_ms,
-    ctl_progress_fn *progress, void *arg, json_t **answer)
+cc_call(struct cc_conn *c, json_t *req, int timeout_ms,
+    cc_progress_fn *progress, void *arg, json_t **answer)
 {
 	const char *cmd = jget_str(req, "cmd");
 	int r;
 
 	*answer = NULL;
-	if ((r = ctl_send(c, req)))
+	if ((r = cc_send(c, req)))
 		return r;
 	for (;;) {
 		json_t *line;
 		do
-			r = ctl_read(c, timeout_ms, &line);
+			r = cc_read(c, timeout_ms, &line);
 		while (r == -1);
 		if (r)
 			return r;
@@ -247,7 +247,7 @@ ctl_call(struct ctl_conn *c, json_t *req, int timeout_ms,
 			else
 				wbctl_err("%s: failed (%s)", cmd ? cmd :
 				    "request", code ? code : "no error code");
-			return ctl_exit_code(code);
+			return cc_exit_code(code);
 		}
 		if (!json_object_get(line, "progress")) {
 			json_decref(line);
@@ -262,17 +262,17 @@ ctl_call(struct ctl_conn *c, json_t *req, int timeout_ms,
 }
 
 int
-ctl_simple(const char *path, const char *cmd, json_t **answer)
+cc_simple(const char *path, const char *cmd, json_t **answer)
 {
-	struct ctl_conn c;
+	struct cc_conn c;
 	int r;
 
 	*answer = NULL;
-	if ((r = ctl_open(&c, path)))
+	if ((r = cc_open(&c, path)))
 		return r;
 	json_t *req = json_pack("{s:s}", "cmd", cmd);
-	r = ctl_call(&c, req, CTL_TIMEOUT_MS, NULL, NULL, answer);
+	r = cc_call(&c, req, CC_TIMEOUT_MS, NULL, NULL, answer);
 	json_decref(req);
-	ctl_close(&c);
+	cc_close(&c);
 	return r;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ctl-client.h"
+#include "ctl-proto.h"
 #include "size.h"
 #include "wbctl.h"
 
@@ -35,7 +36,7 @@ usage(FILE *f)
 "\n"
 "Options:\n"
 "  -s, --socket=PATH   the control socket (default: $" WBCTL_SOCKET_ENV ",\n"
-"                      else " WBCTL_DEFAULT_SOCKET ")\n"
+"                      else " WBD_DEFAULT_CONTROL ")\n"
 "      --json          print the daemon's answer as JSON (for programs)\n"
 "  -h, --help          print this help and exit\n"
 "  -V, --version       print wbctl's version and exit\n"
@@ -219,7 +220,7 @@ main(int argc, char **argv)
 	int opt;
 
 	if (!w.socket_path || !*w.socket_path)
-		w.socket_path = WBCTL_DEFAULT_SOCKET;
+		w.socket_path = WBD_DEFAULT_CONTROL;
 	while ((opt = getopt_long(argc, argv, "+:s:hV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 's':

@@ -16,7 +16,6 @@
 
 #include <jansson.h>
 
-#define WBCTL_DEFAULT_SOCKET    "/run/wbd/control.sock"
 #define WBCTL_SOCKET_ENV        "WBD_CONTROL_SOCKET"
 
 /* Exit codes: documented in --help and wbctl(8). */

@@ -4,8 +4,18 @@
  *
  *   file->run_lock  ->  shard->lock  ->  cache->qlock
  *
- * and a cache->qlock holder takes shard locks only with trylock.
+ * and a cache->qlock holder (the eviction scan) takes shard locks only with
+ * trylock.
+ *
+ * The page states, asserted where they matter (debug and sanitizer builds):
+ * a listed page (on its shard's dirty list) is exactly one that is dirty
+ * and not under writeback; only a filled page is dirtied; a placeholder
+ * (live, not filled) is never dirty nor under writeback; a page under
+ * writeback stays in the index (pinned) until its run ends; a page dropped
+ * from the index is clean; no counter goes below zero; every fill begun is
+ * ended before its file is freed, and so is every run.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,6 +24,7 @@
 
 #include "cache.h"
 #include "clock.h"
+#include "lock.h"
 
 #define CACHE_SHARDS    64
 
@@ -56,6 +67,7 @@ struct cache_file {
 	uint64_t dirty_pages;           /* atomic */
 	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
 	uint64_t writeback_pages;       /* atomic */
+	uint64_t fills;                 /* atomic: fills begun, not ended */
 	struct shard shards[CACHE_SHARDS];
 };
 
@@ -140,6 +152,7 @@ bucket_of(struct shard *sh, uint64_t index)
 static struct cpage *
 lookup_locked(struct shard *sh, uint64_t index)
 {
+	lock_assert_held(&sh->lock);
 	for (struct cpage *p = *bucket_of(sh, index); p; p = p->hnext)
 		if (p->index == index)
 			return p;
@@ -150,6 +163,8 @@ static void
 unhash_locked(struct shard *sh, struct cpage *p)
 {
 	struct cpage **pp = bucket_of(sh, p->index);
+
+	lock_assert_held(&sh->lock);
 	while (*pp != p)
 		pp = &(*pp)->hnext;
 	*pp = p->hnext;
@@ -172,15 +187,35 @@ ring_pop(struct ring *r)
 	return v;
 }
 
+/* A counter never goes below zero. */
+static inline void
+counter_sub(uint64_t *p, uint64_t v)
+{
+	uint64_t was = __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+
+	assert(was >= v);
+	(void)was;
+}
+
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
-#define ATOMIC_SUB(p, v) __atomic_sub_fetch((p), (v), __ATOMIC_RELAXED)
+#define ATOMIC_SUB(p, v) counter_sub((p), (v))
 #define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+/* On its shard's dirty list? */
+static inline bool
+page_listed(const struct shard *sh, const struct cpage *p)
+{
+	return p->dprev != NULL || sh->dhead == p;
+}
 
 /* --- dirty lists (shard lock held) ------------------------------------- */
 
 static void
 dirty_unlink_locked(struct shard *sh, struct cpage *p)
 {
+	lock_assert_held(&sh->lock);
+	assert(page_listed(sh, p));
+	assert(p->dnext ? p->dnext->dprev == p : sh->dtail == p);
 	if (p->dprev)
 		p->dprev->dnext = p->dnext;
 	else
@@ -198,6 +233,10 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 {
 	struct cpage *after = sh->dtail;
 
+	lock_assert_held(&sh->lock);
+	assert((p->flags & (PF_LIVE | PF_FILLED | PF_DIRTY | PF_WB)) ==
+	    (PF_LIVE | PF_FILLED | PF_DIRTY));
+	assert(!page_listed(sh, p) && p->dnext == NULL);
 	while (after && after->seq > p->seq)
 		after = after->dprev;
 	p->dprev = after;
@@ -216,6 +255,8 @@ static void
 mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
     uint64_t seq)
 {
+	lock_assert_held(&sh->lock);
+	assert((p->flags & (PF_LIVE | PF_FILLED)) == (PF_LIVE | PF_FILLED));
 	if (p->flags & PF_DIRTY)
 		return;         /* keeps its older sequence */
 	p->flags |= PF_DIRTY;
@@ -237,6 +278,7 @@ evict_locked(struct cache *c)
 {
 	uint64_t budget = 2 * c->npages + 16;
 
+	lock_assert_held(&c->qlock);
 	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) >= c->npages)
 		return NULL;
 	while (budget--) {
@@ -249,6 +291,7 @@ evict_locked(struct cache *c)
 		struct cpage *p = &c->pages[i];
 
 		if (!p->file) {                 /* discarded earlier */
+			assert(p->flags == 0);
 			p->queue = Q_NONE;
 			return p;
 		}
@@ -328,6 +371,7 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	struct cache *c = f->c;
 	struct cpage **b = bucket_of(sh, index);
 
+	lock_assert_held(&sh->lock);
 	p->file = f;
 	p->index = index;
 	p->flags = PF_LIVE | flags;
@@ -358,6 +402,8 @@ page_drop_locked(struct cache_file *f, struct shard *sh, struct cpage *p)
 {
 	struct cache *c = f->c;
 
+	lock_assert_held(&sh->lock);
+	assert(!(p->flags & (PF_DIRTY | PF_WB)) && !page_listed(sh, p));
 	unhash_locked(sh, p);
 	ATOMIC_SUB(&f->cached_pages, 1);
 	ATOMIC_SUB(&c->used, 1);
@@ -414,7 +460,7 @@ cache_new(const struct cache_params *params)
 	for (uint64_t i = 0; i < c->npages; i++)
 		c->free[i] = (uint32_t)(c->npages - 1 - i);
 	c->nfree = c->npages;
-	pthread_mutex_init(&c->qlock, NULL);
+	lock_init(&c->qlock);
 	return c;
 }
 
@@ -482,10 +528,10 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 	uint64_t per_shard = (f->npages < c->npages ? f->npages : c->npages) /
 	    CACHE_SHARDS;
 	uint64_t nb = pow2_at_least(per_shard < 16 ? 16 : per_shard);
-	pthread_mutex_init(&f->run_lock, NULL);
+	lock_init(&f->run_lock);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
-		pthread_mutex_init(&sh->lock, NULL);
+		lock_init(&sh->lock);
 		sh->buckets = calloc(nb, sizeof *sh->buckets);
 		sh->bucket_mask = nb - 1;
 		if (!sh->buckets) {
@@ -496,13 +542,15 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 	return f;
 }
 
-/* Drop every page of F (which must have no writeback in flight). */
+/* Drop every page of F (which must have no run and no fill in flight). */
 void
 cache_file_free(struct cache_file *f)
 {
 	if (!f)
 		return;
 	struct cache *c = f->c;
+	assert(f->runs == NULL && ATOMIC_GET(&f->writeback_pages) == 0);
+	assert(ATOMIC_GET(&f->fills) == 0);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
 		pthread_mutex_lock(&sh->lock);
@@ -689,8 +737,9 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 	return CACHE_WRITE_OK;
 }
 
-bool
-cache_fill_begin(struct cache_file *f, uint64_t index)
+/* cache_fill_begin() without counting the fill begun. */
+static bool
+fill_begin(struct cache_file *f, uint64_t index)
 {
 	struct cache *c = f->c;
 	struct shard *sh = shard_of(f, index);
@@ -716,6 +765,15 @@ cache_fill_begin(struct cache_file *f, uint64_t index)
 	return true;
 }
 
+bool
+cache_fill_begin(struct cache_file *f, uint64_t index)
+{
+	if (!fill_begin(f, index))
+		return false;
+	ATOMIC_ADD(&f->fills, 1);       /* ended by cache_fill_end() */
+	return true;
+}
+
 uint64_t
 cache_fill_gen(struct cache_file *f)
 {
@@ -734,6 +792,8 @@ cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
 		data = NULL;
 	struct cpage *p = lookup_locked(sh, index);
 	if (p && !(p->flags & PF_FILLED)) {
+		/* A placeholder: never dirtied nor written back. */
+		assert(!(p->flags & (PF_DIRTY | PF_WB)));
 		if (data) {
 			memcpy(page_data(c, p), data, c->page_size);
 			p->flags |= PF_FILLED;
@@ -742,6 +802,7 @@ cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);
+	ATOMIC_SUB(&f->fills, 1);       /* begun by cache_fill_begin() */
 }
 
 int
@@ -783,8 +844,11 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 		}
 		pthread_mutex_unlock(&sh->lock);
 		if (need[i]) {
+			/* The caller ends it, even if someone else filled the
+			 * page meanwhile (fill_begin() false). */
 			nneed++;
-			cache_fill_begin(f, index);
+			fill_begin(f, index);
+			ATOMIC_ADD(&f->fills, 1);
 		}
 		out += n;
 		off += n;
@@ -847,6 +911,9 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	uint64_t chunk_end = chunk_first + chunk_pages;
 	uint64_t lo = p->index, hi = p->index + 1;
 
+	lock_assert_held(&f->run_lock);
+	lock_assert_held(&sh->lock);
+	assert(page_takeable(p) && p->file == f && shard_of(f, p->index) == sh);
 	if (max_pages < 1)
 		max_pages = 1;
 	if (chunk_end > f->npages)
@@ -880,6 +947,7 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	run->min_seq = UINT64_MAX;
 	for (uint64_t i = lo; i < hi; i++) {
 		struct cpage *q = lookup_locked(sh, i);
+		assert(page_takeable(q));
 		if (run->iov) {
 			run->iov[i - lo].iov_base = page_data(c, q);
 			run->iov[i - lo].iov_len = c->page_size;
@@ -906,7 +974,8 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	return run;
 }
 
-/* Oldest qualifying dirty page across the shards; run_lock held. */
+/* The run around the oldest qualifying dirty page across the shards.
+ * Takes run_lock, then each shard lock in turn. */
 static struct cache_run *
 take_oldest(struct cache_file *f, uint64_t max_seq, uint64_t not_after_ns,
     uint32_t max_pages)
@@ -997,10 +1066,21 @@ cache_end_run(struct cache_run *run, bool ok)
 	struct shard *sh = shard_of(f, run->first_index);
 
 	pthread_mutex_lock(&f->run_lock);
+	assert(run->npages > 0 && (run->prev ? run->prev->next == run :
+	    f->runs == run));
+	/* A run never crosses a chunk, so all its pages are in SH. */
+	assert(run->first_index >> c->chunk_shift ==
+	    (run->first_index + run->npages - 1) >> c->chunk_shift);
 	pthread_mutex_lock(&sh->lock);
 	for (uint64_t i = run->first_index;
 	    i < run->first_index + run->npages; i++) {
 		struct cpage *p = lookup_locked(sh, i);
+		/* Under writeback, so pinned: still in the index, filled,
+		 * and off the dirty list. */
+		assert(p && p->file == f);
+		assert((p->flags & (PF_LIVE | PF_FILLED | PF_WB)) ==
+		    (PF_LIVE | PF_FILLED | PF_WB));
+		assert(!page_listed(sh, p));
 		p->flags &= ~PF_WB;
 		if (p->flags & PF_DIRTY) {
 			/* Written again during the run: listed now.  If the

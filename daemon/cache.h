@@ -6,11 +6,16 @@
  * Thread safety: every function may be called from any thread.  Each
  * export's index is split into shards by chunk (chunk = the coalescing cap,
  * so one writeback run never crosses shards); a shard's mutex protects its
- * hash table, its dirty list and the state of its pages.  The eviction
- * queues and the free list are protected by cache->qlock, taken only when a
- * page is allocated — never on a hit.  Lock order: qlock, then a shard lock
- * taken with trylock only (the eviction scan skips busy shards), so a shard
- * lock holder may take qlock.
+ * hash table, its dirty list and the state of its pages.  A file's
+ * run_lock protects its list of runs in flight and makes taking a run one
+ * step.  The eviction queues and the free list are protected by
+ * cache->qlock, taken when a page is allocated, published or dropped (and
+ * for statistics) — never on a hit.  Lock order:
+ *
+ *   file->run_lock  ->  shard lock  ->  cache->qlock
+ *
+ * The eviction scan holds qlock and takes shard locks with trylock only
+ * (skipping busy shards), so it never waits against that order.
  *
  * Every export's requests go through it (export.c); writeback takes runs
  * from it (writeback.c).  See docs/design-writeback.md.
@@ -102,7 +107,8 @@ enum cache_write_result cache_write(struct cache_file *f, const void *buf,
  * cache_fill_begin() returns true if the page must be read (a placeholder
  * is there), false if it is already resident and filled.  When no page can
  * be had it returns true without a placeholder; cache_fill_end() then
- * installs nothing.
+ * installs nothing.  Every true return is ended by exactly one
+ * cache_fill_end() before the file is freed.
  */
 bool cache_fill_begin(struct cache_file *f, uint64_t index);
 /*
@@ -124,7 +130,7 @@ int cache_fill(struct cache_file *f, uint64_t index, const void *data);
  * into BUF now (so the reply reflects every write acknowledged before the
  * read), begin a fill of every other page, and set NEED[i] for the pages
  * (counted from off's page) that must come from the backend.  Returns the
- * number of such pages.
+ * number of such pages; each of them is ended by one cache_fill_end().
  */
 uint32_t cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
     uint32_t len, uint8_t *need);

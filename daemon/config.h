@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctl-proto.h"
 #include "settings.h"
 
 #define WBD_DEFAULT_CONFIG   "/etc/wbd/wbd.conf"
@@ -43,8 +44,6 @@ struct cache_conf {
 	unsigned size_pct;              /* nonzero if given as "N%" */
 	uint32_t page_size;             /* power of two, 512 .. 1M */
 };
-
-#define WBD_DEFAULT_CONTROL  "/run/wbd/control.sock"
 
 struct control_conf {
 	char *socket;                   /* NULL: no control socket */

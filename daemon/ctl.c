@@ -7,6 +7,10 @@
  * traffic.  FLUSH work runs on the devices' pools and completes back here
  * through the control thread's mailbox.
  *
+ * A client is closed (ctl_client_close) wherever its socket fails, which
+ * may be deep inside a callback that still uses it; it is freed only by
+ * ctl_client_reap(), which every callback calls last.
+ *
  * Authorisation: SO_PEERCRED is read once per connection; reading needs
  * nothing more than being able to connect (the socket's mode and group),
  * changing anything needs uid 0 or membership of control.admin_group.
@@ -25,6 +29,7 @@
 
 #include "buf.h"
 #include "cache.h"
+#include "clock.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "export.h"
@@ -51,19 +56,8 @@ struct ctl_state {
 	unsigned n_clients;
 	gid_t admin_gid;
 	bool have_admin_gid;
-};
-
-/* A flush in progress for one client request. */
-struct ctl_flush {
-	struct ctl_client *cl;          /* NULL once the client has gone */
-	unsigned pending;
-	int err;
-	json_t *names;
-	bool progress;
-	uint64_t total_bytes;           /* dirty when the flush began */
-	ev_timer progress_t;
-	struct export **exports;
-	size_t n;
+	struct job stop_msg;            /* made with the state: stopping
+					 * cannot fail */
 };
 
 struct ctl_flush_job {
@@ -72,6 +66,25 @@ struct ctl_flush_job {
 	struct export *e;
 	uint64_t seq;
 	int r;
+};
+
+/*
+ * A flush in progress for one client request.  Everything it needs until
+ * it answers is allocated with it, before any work is queued: once queued,
+ * it always completes and answers.
+ */
+struct ctl_flush {
+	struct ctl_client *cl;          /* NULL once the client has gone */
+	unsigned pending;               /* jobs not done, +1 until all queued */
+	int err;
+	json_t *names;
+	bool progress;
+	uint64_t total_bytes;           /* dirty when the flush began */
+	ev_timer progress_t;
+	struct export **exports;
+	struct ctl_flush_job *jobs;     /* one per export */
+	struct ctl_flush_job queued;    /* drops the +1 */
+	size_t n;
 };
 
 struct ctl_client {
@@ -91,6 +104,8 @@ struct ctl_client {
 };
 
 static void ctl_client_close(struct ctl_client *cl);
+static void ctl_client_reap(struct ctl_client *cl);
+static void ctl_stop_msg(struct job *job);
 static void ctl_process(struct ctl_client *cl);
 
 /* --- output ------------------------------------------------------------ */
@@ -186,6 +201,7 @@ ctl_flush_free(struct ctl_flush *fl, struct ev_loop *loop)
 	ev_timer_stop(loop, &fl->progress_t);
 	json_decref(fl->names);
 	free(fl->exports);
+	free(fl->jobs);
 	free(fl);
 }
 
@@ -200,9 +216,11 @@ ctl_flush_progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/* Data dirtied after the flush began is not waited for: cap it. */
 	if (left > fl->total_bytes)
 		left = fl->total_bytes;
-	ctl_send(fl->cl, json_pack("{s:{s:I, s:I}}", "progress",
+	struct ctl_client *cl = fl->cl;
+	ctl_send(cl, json_pack("{s:{s:I, s:I}}", "progress",
 	    "remaining_bytes", (json_int_t)left,
 	    "total_bytes", (json_int_t)fl->total_bytes));
+	ctl_client_reap(cl);
 }
 
 static void
@@ -230,7 +248,6 @@ ctl_flush_job_done(struct job *job)
 
 	if (fj->r < 0 && !fl->err)
 		fl->err = -fj->r;
-	free(fj);
 	if (--fl->pending > 0)
 		return;
 	struct ctl_client *cl = fl->cl;
@@ -248,10 +265,12 @@ ctl_flush_job_done(struct job *job)
 		}
 	}
 	ctl_flush_free(fl, loop);
-	if (cl && !cl->closing) {
+	if (cl && cl->fd >= 0 && !cl->closing) {
 		ev_io_start(loop, &cl->rw);
 		ctl_process(cl);       /* requests sent meanwhile */
 	}
+	if (cl)
+		ctl_client_reap(cl);
 }
 
 static void
@@ -265,17 +284,21 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 	size_t i;
 	json_t *v;
 
-	if (!fl || !(fl->exports = calloc(d->exports.n + 1, sizeof *fl->exports)) ||
-	    !(fl->names = json_array())) {
-		if (fl)
-			free(fl->exports);
-		free(fl);
+	if (!fl) {
 		ctl_error(cl, "ENOMEM", "out of memory");
 		return;
 	}
 	ev_timer_init(&fl->progress_t, ctl_flush_progress_cb, CTL_PROGRESS_S,
 	    CTL_PROGRESS_S);
 	fl->progress_t.data = fl;
+	fl->exports = calloc(d->exports.n + 1, sizeof *fl->exports);
+	fl->jobs = calloc(d->exports.n + 1, sizeof *fl->jobs);
+	fl->names = json_array();
+	if (!fl->exports || !fl->jobs || !fl->names) {
+		ctl_flush_free(fl, cl->cs->io->loop);
+		ctl_error(cl, "ENOMEM", "out of memory");
+		return;
+	}
 	if (names && !json_is_array(names)) {
 		ctl_flush_free(fl, cl->cs->io->loop);
 		ctl_error(cl, "EINVAL", "\"exports\": expected a list of names");
@@ -303,8 +326,14 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 				fl->exports[fl->n++] = e;
 		}
 	}
-	for (i = 0; i < fl->n; i++)
-		json_array_append_new(fl->names, json_string(fl->exports[i]->name));
+	for (i = 0; i < fl->n; i++) {
+		if (json_array_append_new(fl->names,
+		    json_string(fl->exports[i]->name)) < 0) {
+			ctl_flush_free(fl, cl->cs->io->loop);
+			ctl_error(cl, "ENOMEM", "out of memory");
+			return;
+		}
+	}
 	log_info("control: flush of %zu export(s) requested by uid %u (pid %d)",
 	    fl->n, (unsigned)cl->uid, (int)cl->pid);
 
@@ -313,12 +342,7 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 	fl->pending = (unsigned)fl->n + 1;      /* +1 until all are queued */
 	fl->cl = do_wait ? cl : NULL;
 	for (i = 0; i < fl->n; i++) {
-		struct ctl_flush_job *fj = calloc(1, sizeof *fj);
-		if (!fj) {
-			fl->err = ENOMEM;
-			fl->pending--;
-			continue;
-		}
+		struct ctl_flush_job *fj = &fl->jobs[i];
 		fj->fl = fl;
 		fj->e = fl->exports[i];
 		fj->seq = __atomic_load_n(&fj->e->write_seq, __ATOMIC_ACQUIRE);
@@ -340,21 +364,19 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		ev_io_stop(cl->cs->io->loop, &cl->rw);
 		if (fl->progress) {
 			uint64_t total = ctl_flush_remaining(fl, d->wb.page_size);
+			fl->total_bytes = total;
 			ctl_send(cl, json_pack("{s:{s:I, s:I}}", "progress",
 			    "remaining_bytes", (json_int_t)total,
 			    "total_bytes", (json_int_t)total));
-			fl->total_bytes = total;
-			ev_timer_start(cl->cs->io->loop, &fl->progress_t);
+			if (fl->cl)     /* still there after that send */
+				ev_timer_start(cl->cs->io->loop, &fl->progress_t);
 		}
 	}
 	/* Drop the +1; completes at once if every job already finished. */
-	struct ctl_flush_job *fj = calloc(1, sizeof *fj);
-	if (fj) {
-		fj->fl = fl;
-		fj->job.owner = &cl->cs->io->owner;
-		fj->job.done = ctl_flush_job_done;
-		ioloop_post(cl->cs->io, &fj->job);
-	}
+	fl->queued.fl = fl;
+	fl->queued.job.owner = &cl->cs->io->owner;
+	fl->queued.job.done = ctl_flush_job_done;
+	ioloop_post(cl->cs->io, &fl->queued.job);
 }
 
 /* --- the other commands ------------------------------------------------ */
@@ -518,26 +540,29 @@ ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0) {
+	if (n <= 0)
 		ctl_client_close(cl);
-		return;
+	else if (!cl->discarding) {
+		buf_put(&cl->in, tmp, (size_t)n);
+		if (cl->in.oom)
+			ctl_client_close(cl);
+		else
+			ctl_process(cl);
 	}
-	if (cl->discarding)
-		return;
-	buf_put(&cl->in, tmp, (size_t)n);
-	if (cl->in.oom) {
-		ctl_client_close(cl);
-		return;
-	}
-	ctl_process(cl);
+	ctl_client_reap(cl);
 }
 
 static void
 ctl_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	ctl_flush_out(w->data);
+	struct ctl_client *cl = w->data;
+
+	ctl_flush_out(cl);
+	ctl_client_reap(cl);
 }
 
+/* Close CL's socket and stop its watchers; safe to call twice.  CL stays
+ * allocated until ctl_client_reap(). */
 static void
 ctl_client_close(struct ctl_client *cl)
 {
@@ -553,7 +578,18 @@ ctl_client_close(struct ctl_client *cl)
 		/* The flush goes on; nobody is told. */
 		cl->flush->cl = NULL;
 		ev_timer_stop(cs->io->loop, &cl->flush->progress_t);
+		cl->flush = NULL;
 	}
+}
+
+/* Free CL if it has been closed: the last thing a callback does with it. */
+static void
+ctl_client_reap(struct ctl_client *cl)
+{
+	struct ctl_state *cs = cl->cs;
+
+	if (cl->fd >= 0)
+		return;
 	if (cl->prev)
 		cl->prev->next = cl->next;
 	else
@@ -729,6 +765,8 @@ ctl_start(struct daemon *d)
 	ev_timer_init(&cs->sample, ctl_sample_cb, CTL_SAMPLE_S, CTL_SAMPLE_S);
 	cs->sample.data = cs;
 	ev_timer_start(cs->io->loop, &cs->sample);
+	cs->stop_msg.done = ctl_stop_msg;
+	cs->stop_msg.owner = &cs->io->owner;
 	d->ctl = cs;
 	d->ctl_io = cs->io;
 	sigset_t all, old;
@@ -750,13 +788,14 @@ ctl_start(struct daemon *d)
 static void
 ctl_stop_msg(struct job *job)
 {
-	struct ctl_state *cs = ioloop_of(job->owner)->d->ctl;
+	struct ctl_state *cs = container_of(job, struct ctl_state, stop_msg);
 
-	free(job);
 	ev_io_stop(cs->io->loop, &cs->accept_w);
 	ev_timer_stop(cs->io->loop, &cs->sample);
-	while (cs->clients)
+	while (cs->clients) {
 		ctl_client_close(cs->clients);
+		ctl_client_reap(cs->clients);
+	}
 	ev_break(cs->io->loop, EVBREAK_ALL);
 }
 
@@ -766,13 +805,8 @@ ctl_stop(struct daemon *d)
 	struct ctl_state *cs = d->ctl;
 
 	if (cs) {
-		struct job *job = calloc(1, sizeof *job);
-		if (job) {
-			job->done = ctl_stop_msg;
-			job->owner = &cs->io->owner;
-			ioloop_post(cs->io, job);
-			ioloop_join(cs->io);
-		}
+		ioloop_post(cs->io, &cs->stop_msg);
+		ioloop_join(cs->io);
 		ioloop_free(cs->io);
 		free(cs);
 		d->ctl = NULL;

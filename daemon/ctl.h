@@ -9,9 +9,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-struct daemon;
+#include "ctl-proto.h"
 
-#define CTL_PROTOCOL_VERSION 1
+struct daemon;
 
 /* Bind the socket (main thread, at start-up); -1 after logging. */
 int ctl_open(struct daemon *d);
@@ -24,9 +24,10 @@ void ctl_stop(struct daemon *d);
 json_t *ctl_status_json(struct daemon *d);
 json_t *ctl_exports_json(struct daemon *d);
 
-/* Tunables (tune.c).  ctl_tune_list returns the list; ctl_tune_set
- * validates every key first and changes nothing unless all are valid;
- * on error returns -1 with a message in ERR. */
+/* Tunables (tune.c), for the "tune" command.  tune_list_json returns
+ * every tunable with its value; tune_set validates every key of SET first
+ * and changes nothing unless all are valid, appends the keys it changed
+ * to CHANGED, and on error returns -1 with a message in ERR. */
 json_t *tune_list_json(struct daemon *d);
 int tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
     size_t errlen);

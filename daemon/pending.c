@@ -22,6 +22,7 @@
 #include "backing.h"
 #include "clock.h"
 #include "config.h"
+#include "lock.h"
 #include "log.h"
 #include "pending.h"
 
@@ -64,7 +65,7 @@ pending_new(void)
 	struct pending_table *pt = calloc(1, sizeof *pt);
 
 	if (pt)
-		pthread_mutex_init(&pt->lock, NULL);
+		lock_init(&pt->lock);
 	return pt;
 }
 
@@ -161,6 +162,7 @@ pt_remove_locked(struct pending_table *pt, size_t i)
 {
 	struct pending_export *pe = pt->v[i];
 
+	lock_assert_held(&pt->lock);
 	memmove(&pt->v[i], &pt->v[i + 1], (pt->n - i - 1) * sizeof pt->v[0]);
 	pt->n--;
 	return pe;

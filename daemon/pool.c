@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lock.h"
 #include "log.h"
 #include "pool.h"
 
@@ -46,6 +47,7 @@ pool_spawn_locked(struct pool *p)
 	pthread_attr_t attr;
 	int r;
 
+	lock_assert_held(&p->lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	r = pthread_create(&t, &attr, pool_worker, p);
@@ -65,6 +67,7 @@ pool_spawn_locked(struct pool *p)
 static bool
 pool_should_grow_locked(struct pool *p, uint64_t now)
 {
+	lock_assert_held(&p->lock);
 	if (p->threads >= p->params.max_workers || p->idle > 0 || !p->head)
 		return false;
 	if (p->threads == 0 || p->waited_on > 0)
@@ -149,7 +152,7 @@ pool_new(const char *name, const struct pool_params *params)
 	if (!p)
 		return NULL;
 	strncpy(p->name, name, sizeof p->name - 1);
-	pthread_mutex_init(&p->lock, NULL);
+	lock_init(&p->lock);
 	pthread_cond_init(&p->cond, NULL);
 	pthread_cond_init(&p->exited, NULL);
 	p->tail = &p->head;

@@ -4,9 +4,12 @@
 #  1. Slow device: export "slow" is backed by a file whose writes are slow
 #     (nbdkit memory + delay filter, mounted with nbdfuse).  A libnbd writer
 #     streams 48M in 1M writes, one at a time, far faster than the device
-#     takes them.  After each acknowledged write, the data not yet on the
-#     backing file never exceeds the limit plus the request in flight plus
-#     the writeback runs in flight; everything is there after FLUSH.
+#     takes them.  The cache's dirty data, sampled through the control
+#     socket while the writer runs, reaches the limit less one request and
+#     never passes it by more than one request, and writes are held; the
+#     data acknowledged but not yet on the backing file never exceeds the
+#     limit plus the request in flight plus the writeback runs in flight;
+#     everything is there after FLUSH.
 #  2. Fast device: nbdcopy streams 200M into export "fast" (a local file)
 #     with many requests in flight: it completes, the data verifies through
 #     wbd and on the backing file after FLUSH, wbd logs no warning, and its
@@ -27,27 +30,44 @@ if ldd "$WBD" 2>/dev/null | grep -Eq 'lib(a|ub|t)san'; then
 fi
 
 log "slow device: one writer, one 1M request at a time"
-"$PYTHON" - "$(uri_unix slow)" "$SLOW_FILE" <<'PY' || fail "see above"
-import nbd, os, sys, time
-uri, backing = sys.argv[1:3]
+"$PYTHON" - "$(uri_unix slow)" "$SLOW_FILE" "$T/control.sock" <<'PY' || fail "see above"
+import json, nbd, os, socket, sys, threading, time
+uri, backing, ctl = sys.argv[1:4]
 MiB = 1 << 20
 limit = 8 * MiB
 # The request in flight, one 1M writeback run per worker (2), rounding.
 slack = 1 * MiB + 2 * MiB + 64 * 1024
-h = nbd.NBD()
-h.connect_uri(uri)
-shadow = bytearray()
-f = open(backing, "rb", buffering=0)
-worst = 0
-t0 = time.monotonic()
-for i in range(48):
-    buf = os.urandom(MiB)
-    h.pwrite(buf, i * MiB)
-    shadow += buf
-    if i % 4 != 3:
-        continue
-    # Dirty now <= what was dirty at the reply: acknowledged bytes that
-    # are not on the backing file yet.
+# A write held by the throttle waits at least one 10 ms poll (or a pause
+# of its own); one that is not takes a fraction of that.
+HELD_S = 0.010
+
+def status(s, rd):
+    s.sendall(b'{"v": 1, "cmd": "status"}\n')
+    return json.loads(rd.readline())
+
+c = socket.socket(socket.AF_UNIX)
+c.connect(ctl)
+crd = c.makefile("rb")
+if status(c, crd)["thresholds"]["dirty_bytes"] != limit:
+    sys.exit("FAIL: the dirty limit is not 8M")
+
+# The cache's dirty data (not under writeback: what the throttle looks
+# at), sampled through the control socket while the writer runs.  One
+# writer, one request at a time: dirty may pass the limit by the request
+# that crossed it, no more.
+peak_dirty = 0
+writing = True
+def sample():
+    global peak_dirty
+    while writing:
+        peak_dirty = max(peak_dirty,
+                         status(c, crd)["cache"]["dirty_bytes"])
+        time.sleep(0.005)
+sampler = threading.Thread(target=sample)
+sampler.start()
+
+def check_backing(shadow):
+    # Acknowledged bytes that are not on the backing file yet.
     f.seek(0)
     data = f.read(len(shadow))
     dirty = 0
@@ -55,15 +75,50 @@ for i in range(48):
         if data[off:off + MiB] != shadow[off:off + MiB]:
             dirty += sum(4096 for p in range(off, off + MiB, 4096)
                          if data[p:p + 4096] != shadow[p:p + 4096])
-    worst = max(worst, dirty)
-    if dirty > limit + slack:
-        sys.exit("FAIL: after %d MiB acknowledged, %d KiB are not on the "
-                 "backing file: more than the 8M dirty limit allows"
-                 % (i + 1, dirty // 1024))
+    return dirty
+
+h = nbd.NBD()
+h.connect_uri(uri)
+shadow = bytearray()
+f = open(backing, "rb", buffering=0)
+worst = 0
+held = 0
+t0 = time.monotonic()
+try:
+    for i in range(48):
+        buf = os.urandom(MiB)
+        t = time.monotonic()
+        h.pwrite(buf, i * MiB)
+        held += time.monotonic() - t >= HELD_S
+        shadow += buf
+        # Checked after every 16M: reading the backing file takes a
+        # while, and the writer must run long enough between two checks
+        # to reach the limit.
+        if i % 16 != 15:
+            continue
+        dirty = check_backing(shadow)
+        worst = max(worst, dirty)
+        if dirty > limit + slack:
+            sys.exit("FAIL: after %d MiB acknowledged, %d KiB are not on "
+                     "the backing file: more than the 8M dirty limit allows"
+                     % (i + 1, dirty // 1024))
+finally:
+    writing = False
+    sampler.join()
+    c.close()
 print("48M written in %.1f s; at most %d KiB acknowledged but not on the "
-      "device (limit 8192 KiB)" % (time.monotonic() - t0, worst // 1024))
-if worst < 4 * MiB:
-    print("note: the writer never got near the dirty limit")
+      "device; cache dirty data peaked at %d KiB (limit 8192 KiB); %d of "
+      "48 writes held" % (time.monotonic() - t0, worst // 1024,
+      peak_dirty // 1024, held))
+if peak_dirty > limit + MiB:
+    sys.exit("FAIL: the cache's dirty data reached %d KiB: the writer was "
+             "not held at the 8192 KiB limit" % (peak_dirty // 1024))
+if peak_dirty < limit - MiB:
+    sys.exit("FAIL: the cache's dirty data peaked at %d KiB: the writer "
+             "never reached the 8192 KiB limit (less one request)"
+             % (peak_dirty // 1024))
+if held == 0:
+    sys.exit("FAIL: no write was held")
 h.flush()
 f.seek(0)
 if f.read(len(shadow)) != shadow:

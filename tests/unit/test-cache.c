@@ -1,6 +1,6 @@
 /*
  * test-cache.c - page states, dirty accounting, coalescing, the flush
- * sequence rule and scan resistance of the page cache.
+ * sequence rule, fills and scan resistance of the page cache.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -482,6 +482,71 @@ test_zero_copy_run_points_at_pages(void **state)
 	assert_true(cache_min_dirty_seq(x->f) == 5);
 }
 
+static void
+test_read_miss_begins_and_ends_fills(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[3 * PS], b[10];
+	uint8_t need[3];
+	uint64_t fill = 0;
+
+	memset(x->page, 0x21, PS);
+	assert_int_equal(cache_fill(x->f, 1, x->page), 0);
+	uint64_t gen = cache_fill_gen(x->f);
+	assert_int_equal(cache_read_prepare(x->f, buf, 0, sizeof buf, need), 2);
+	assert_true(need[0] && !need[1] && need[2]);
+	assert_int_equal(buf[PS], 0x21);        /* the resident page, now */
+	/* A placeholder is neither readable nor writable. */
+	assert_false(cache_read(x->f, buf, 0, PS));
+	memset(b, 0x99, sizeof b);
+	assert_int_equal(cache_write(x->f, b, 5, sizeof b, 1, &fill),
+	    CACHE_WRITE_NEED_FILL);
+	assert_int_equal(fill, 0);
+	/* Page 0 read, page 2 failed: only page 0 is installed. */
+	memset(x->page, 0x22, PS);
+	cache_fill_end(x->f, 0, x->page, gen);
+	cache_fill_end(x->f, 2, NULL, gen);
+	assert_true(cache_read(x->f, buf, 0, PS));
+	assert_int_equal(buf[PS - 1], 0x22);
+	assert_false(cache_read(x->f, buf, 2 * PS, PS));
+	assert_int_equal(dirty(x), 0);
+	/* Every fill begun was ended: teardown's cache_file_free checks. */
+}
+
+static void
+test_first_fill_end_wins(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS], need[1];
+
+	uint64_t gen = cache_fill_gen(x->f);
+	assert_int_equal(cache_read_prepare(x->f, buf, 5 * PS, PS, need), 1);
+	/* A second filler of the same page while the first reads. */
+	assert_true(cache_fill_begin(x->f, 5));
+	memset(x->page, 0x31, PS);
+	cache_fill_end(x->f, 5, x->page, gen);
+	memset(x->page, 0x32, PS);
+	cache_fill_end(x->f, 5, x->page, gen);
+	assert_true(cache_read(x->f, buf, 5 * PS, PS));
+	assert_int_equal(buf[0], 0x31);
+	/* Resident now: nothing to begin, nothing to end. */
+	assert_false(cache_fill_begin(x->f, 5));
+}
+
+static void
+test_fill_after_discard_not_installed(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS];
+
+	uint64_t gen = cache_fill_gen(x->f);
+	assert_true(cache_fill_begin(x->f, 7));
+	cache_discard(x->f, 7 * PS, PS, 1);     /* the read may predate it */
+	memset(x->page, 0x41, PS);
+	cache_fill_end(x->f, 7, x->page, gen);
+	assert_false(cache_read(x->f, buf, 7 * PS, PS));
+}
+
 int
 main(void)
 {
@@ -506,6 +571,9 @@ main(void)
 		T(test_scan_resistance),
 		T(test_discard),
 		T(test_zero_copy_run_points_at_pages),
+		T(test_read_miss_begins_and_ends_fills),
+		T(test_first_fill_end_wins),
+		T(test_fill_after_discard_not_installed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
