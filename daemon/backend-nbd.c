@@ -52,6 +52,7 @@
 
 #include "backend.h"
 #include "config.h"
+#include "lock.h"
 #include "log.h"
 
 #define BN_MAJOR                43      /* NBD's block major */
@@ -296,10 +297,11 @@ bn_conn_install_locked(struct bn_conn *c, struct nbd_handle *h, int wake_fd)
 }
 
 static unsigned
-bn_live_conns_locked(const struct backend_nbd *bn)
+bn_live_conns_locked(struct backend_nbd *bn)
 {
 	unsigned n = 0;
 
+	lock_assert_held(&bn->lock);
 	for (unsigned i = 0; i < bn->max_conns; i++)
 		if (bn->conns[i].h && !bn->conns[i].retired)
 			n++;
@@ -314,6 +316,7 @@ bn_live_conns_locked(const struct backend_nbd *bn)
 static void
 bn_lost_locked(struct backend_nbd *bn, struct bn_conn *c, const char *why)
 {
+	lock_assert_held(&bn->lock);
 	if (c->retired)
 		return;
 	for (unsigned i = 0; i < bn->max_conns; i++)
@@ -336,6 +339,7 @@ bn_lost_locked(struct backend_nbd *bn, struct bn_conn *c, const char *why)
 static void
 bn_connect_failed_locked(struct backend_nbd *bn, const char *why)
 {
+	lock_assert_held(&bn->lock);
 	bn->retries++;
 	bn->backoff_ms = bn->backoff_ms ? bn->backoff_ms * 2 : BN_BACKOFF_MIN_MS;
 	unsigned max_ms = __atomic_load_n(&bn->reconnect_max_ms,
@@ -357,6 +361,7 @@ bn_connect_failed_locked(struct backend_nbd *bn, const char *why)
 static void
 bn_connected_locked(struct backend_nbd *bn)
 {
+	lock_assert_held(&bn->lock);
 	if (bn->connected)
 		return;
 	uint64_t down_ms = (bn_now() - bn->since_mono_ns) / NS_PER_MS;
@@ -384,6 +389,7 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 	char err[256];
 	int wake_fd = -1;
 
+	lock_assert_held(&bn->lock);
 	bn->connecting = true;
 	pthread_mutex_unlock(&bn->lock);
 	struct nbd_handle *h = bn_connect(bn, err, sizeof err);
@@ -596,6 +602,7 @@ bn_conn_timeout_locked(struct backend_nbd *bn, struct bn_conn *c)
 	char why[96];
 	int fd = nbd_aio_get_fd(c->h);
 
+	lock_assert_held(&bn->lock);
 	c->shut = true;
 	if (fd >= 0)
 		shutdown(fd, SHUT_RDWR);
@@ -1048,7 +1055,7 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 
 	if (!bn)
 		return NULL;
-	pthread_mutex_init(&bn->lock, NULL);
+	lock_init(&bn->lock);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&bn->cond, &ca);
