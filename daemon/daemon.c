@@ -505,6 +505,13 @@ daemon_shutdown(struct daemon *d)
 	pending_stop(d->pending);
 	int failed = daemon_drain_all(d);
 	pthread_mutex_unlock(&d->tune_lock);
+	/* No job outlives its owner: the device pools end here, running
+	 * what is queued, while the control thread (stopped after this)
+	 * still takes the completions of its flush jobs. */
+	for (size_t i = 0; i < d->n_devs; i++) {
+		pool_free(d->devs[i]->pool);
+		d->devs[i]->pool = NULL;
+	}
 	if (failed)
 		log_warnx("shutdown: %d export(s) could not be written back "
 		    "and flushed", failed);
