@@ -14,6 +14,8 @@ PACKAGES=(
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
 	# tests and scripts
 	jq tmux procps util-linux
+	# tests: the source tree's own checks (layers, format)
+	git clang-format
 )
 
 if [[ -n ${WBD_SKIP_DEPS:-} ]]; then
