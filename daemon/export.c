@@ -349,9 +349,7 @@ export_pause_ms(struct export *e, uint64_t dirty_pages)
 	uint64_t dev_dirty = max_ratio < 100 || min_ratio > 0 ?
 	    wb_dev_dirty_pages(dev) : 0;
 
-	if (dirty_pages > e->wb->bg_pages ||
-	    (max_ratio < 100 &&
-	    dev_dirty > e->wb->bg_pages * max_ratio / 100))
+	if (wb_background_due(e->wb, dev, dirty_pages, dev_dirty))
 		wb_kick_background(dev);
 	return wb_throttle_dev_ms(e->wb, dirty_pages, dev_dirty, min_ratio,
 	    max_ratio);

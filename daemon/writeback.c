@@ -498,14 +498,16 @@ wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq
 	return need_flush ? wb_flush_backend(t) : 0;
 }
 
-/* A device's own background threshold: its share of the global one. */
-static uint64_t
-wb_dev_bg_pages(struct wb_dev *dev)
+bool
+wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
+    uint64_t dirty_pages, uint64_t dev_dirty)
 {
-	struct wb_target *t = dev->targets[0];
+	uint64_t bg = __atomic_load_n(&wb->bg_pages, __ATOMIC_RELAXED);
 	unsigned max_ratio = __atomic_load_n(&dev->max_ratio, __ATOMIC_RELAXED);
 
-	return t->wb->bg_pages * max_ratio / 100;
+	/* A device's own threshold is its share of the global one. */
+	return dirty_pages > bg ||
+	    (max_ratio < 100 && dev_dirty > bg * max_ratio / 100);
 }
 
 /* Background: round-robin over the device's exports until below the
@@ -529,8 +531,9 @@ wb_background_run(struct job *job)
 		progress = false;
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 			struct wb_target *t = dev->targets[i];
-			if (cache_dirty_pages(t->wb->cache) <= t->wb->bg_pages &&
-			    wb_dev_dirty_pages(dev) <= wb_dev_bg_pages(dev))
+			if (!wb_background_due(t->wb, dev,
+				cache_dirty_pages(t->wb->cache),
+				wb_dev_dirty_pages(dev)))
 				goto out;
 			struct cache_run *run = cache_take_run(t->cf, UINT64_MAX,
 			    t->wb->max_run_pages);

@@ -109,6 +109,13 @@ int wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why);
 int wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len,
     uint64_t seq);
 
+/*
+ * Is background writeback due on DEV: DIRTY_PAGES (the cache's) above the
+ * background threshold, or DEV_DIRTY (the device's) above its share of it
+ * (max_ratio %)?  DEV_DIRTY is not read when max_ratio is 100.
+ */
+bool wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
+    uint64_t dirty_pages, uint64_t dev_dirty);
 /* Queue background writeback on DEV if none is queued (any thread). */
 void wb_kick_background(struct wb_dev *dev);
 /* Queue periodic writeback of expired pages on DEV (any thread). */
