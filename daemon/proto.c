@@ -37,15 +37,19 @@ proto_encode_request(uint8_t *p, const struct nbd_request *req)
 static uint16_t
 proto_allowed_flags(uint16_t type, uint16_t tflags, bool structured)
 {
+	/* With SEND_FUA advertised, the spec has the server accept FUA on
+	 * every command, even where it means nothing (READ, FLUSH, DISC). */
 	uint16_t fua = (tflags & NBD_FLAG_SEND_FUA) ? NBD_CMD_FLAG_FUA : 0;
 
 	switch (type) {
 	case NBD_CMD_READ:
 		/* DF is not advertised; REQ_ONE applies to BLOCK_STATUS. */
 		(void)structured;
-		return 0;
+		return fua;
 	case NBD_CMD_WRITE:
 	case NBD_CMD_TRIM:
+	case NBD_CMD_FLUSH:
+	case NBD_CMD_DISC:
 		return fua;
 	case NBD_CMD_WRITE_ZEROES:
 		return fua | NBD_CMD_FLAG_NO_HOLE |
@@ -60,6 +64,8 @@ proto_check_request(const struct nbd_request *req,
     const struct proto_export_view *ev, const char **why)
 {
 	bool ro = ev->tflags & NBD_FLAG_READ_ONLY;
+	uint16_t allowed =
+	    proto_allowed_flags(req->type, ev->tflags, ev->structured);
 	const char *dummy;
 
 	if (!why)
@@ -72,7 +78,7 @@ proto_check_request(const struct nbd_request *req,
 	case NBD_CMD_WRITE_ZEROES:
 		break;
 	case NBD_CMD_FLUSH:
-		if (req->flags) {
+		if (req->flags & ~allowed) {
 			*why = "flags on FLUSH";
 			return NBD_EINVAL;
 		}
@@ -82,7 +88,7 @@ proto_check_request(const struct nbd_request *req,
 		}
 		return 0;
 	case NBD_CMD_DISC:
-		if (req->flags) {
+		if (req->flags & ~allowed) {
 			*why = "flags on DISC";
 			return NBD_EINVAL;
 		}
@@ -92,8 +98,7 @@ proto_check_request(const struct nbd_request *req,
 		return NBD_EINVAL;
 	}
 
-	if (req->flags & ~proto_allowed_flags(req->type, ev->tflags,
-	    ev->structured)) {
+	if (req->flags & ~allowed) {
 		*why = "unknown or inapplicable command flag";
 		return NBD_EINVAL;
 	}

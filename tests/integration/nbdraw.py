@@ -697,6 +697,25 @@ def main():
                 raise CaseFailed("pipelined write %d read back wrong" % i)
         c.close()
 
+    def fua_on_every_command(structured):
+        # SEND_FUA is advertised, so the spec has the server accept FUA on
+        # every command, even READ and FLUSH, where it means nothing.
+        def case():
+            c, _, _ = conn(structured)
+            c.request(CMD_WRITE, 0, 4096, payload=b"\x5a" * 4096)
+            c.expect_error("write", 0)
+            c.request(CMD_READ, 0, 4096, flags=CMD_FLAG_FUA, handle=0x77)
+            h, err, data = c.reply(4096, 0)
+            if h != 0x77 or err != 0:
+                raise CaseFailed("READ with FUA: handle %x, %s" % (h, errname(err)))
+            if data != b"\x5a" * 4096:
+                raise CaseFailed("READ with FUA returned the wrong data")
+            c.request(CMD_FLUSH, 0, 0, flags=CMD_FLAG_FUA)
+            c.expect_error("FLUSH with FUA", 0)
+            c.read_ok(0, 4096, "FUA on READ and FLUSH")
+            c.close()
+        return case
+
     def write_zeroes_flags():
         c, _, _ = conn()
         c.request(CMD_WRITE, 0, 8192, payload=b"\x12" * 8192)
@@ -758,6 +777,9 @@ def main():
         ("client closes mid-request", close_mid_request),
         ("pipelined writes, out-of-order replies", pipelined),
         ("write_zeroes flags, DISC", write_zeroes_flags),
+        ("FUA on READ and FLUSH is accepted", fua_on_every_command(False)),
+        ("FUA on READ and FLUSH is accepted (structured)",
+         fua_on_every_command(True)),
         ("bad input over TCP", tcp_too),
     ]
     only = os.environ.get("NBDRAW_ONLY")    # a substring, for debugging

@@ -111,15 +111,32 @@ test_unknown_command(void **state)
 static void
 test_bad_flags(void **state)
 {
-	assert_int_equal(check(&rw_view, NBD_CMD_READ, NBD_CMD_FLAG_FUA, 0, 1), NBD_EINVAL);
 	assert_int_equal(check(&rw_view, NBD_CMD_READ, NBD_CMD_FLAG_DF, 0, 1), NBD_EINVAL);
 	assert_int_equal(check(&rw_view, NBD_CMD_WRITE, NBD_CMD_FLAG_NO_HOLE, 0, 1), NBD_EINVAL);
 	assert_int_equal(check(&rw_view, NBD_CMD_WRITE, 0x8000, 0, 1), NBD_EINVAL);
 	assert_int_equal(check(&rw_view, NBD_CMD_TRIM, NBD_CMD_FLAG_FAST_ZERO, 0, 1), NBD_EINVAL);
-	assert_int_equal(check(&rw_view, NBD_CMD_FLUSH, NBD_CMD_FLAG_FUA, 0, 0), NBD_EINVAL);
-	assert_int_equal(check(&rw_view, NBD_CMD_DISC, 1, 0, 0), NBD_EINVAL);
+	uint16_t no_hole = NBD_CMD_FLAG_NO_HOLE;
+	assert_int_equal(check(&rw_view, NBD_CMD_FLUSH, no_hole, 0, 0),
+	    NBD_EINVAL);
+	assert_int_equal(check(&rw_view, NBD_CMD_DISC, no_hole, 0, 0),
+	    NBD_EINVAL);
 	/* FUA without SEND_FUA advertised. */
 	assert_int_equal(check(&ro_view, NBD_CMD_READ, NBD_CMD_FLAG_FUA, 0, 1), NBD_EINVAL);
+}
+
+/* With SEND_FUA advertised the server must accept FUA on every command,
+ * even where it means nothing (the spec's "Request message" flags). */
+static void
+test_fua_accepted_on_every_command(void **state)
+{
+	static const uint16_t cmds[] = { NBD_CMD_READ, NBD_CMD_WRITE,
+		NBD_CMD_TRIM, NBD_CMD_WRITE_ZEROES };
+	uint16_t fua = NBD_CMD_FLAG_FUA;
+
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+		assert_int_equal(check(&rw_view, cmds[i], fua, 0, 1), 0);
+	assert_int_equal(check(&rw_view, NBD_CMD_FLUSH, fua, 0, 0), 0);
+	assert_int_equal(check(&rw_view, NBD_CMD_DISC, fua, 0, 0), 0);
 }
 
 static void
@@ -213,6 +230,7 @@ main(void)
 		cmocka_unit_test(test_beyond_end),
 		cmocka_unit_test(test_unknown_command),
 		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_fua_accepted_on_every_command),
 		cmocka_unit_test(test_flush_with_range),
 		cmocka_unit_test(test_zero_length),
 		cmocka_unit_test(test_oversized),
