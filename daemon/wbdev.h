@@ -33,6 +33,8 @@ struct wb_dev {
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
 	int last_err;                   /* errno of the last failure, 0 none */
+	uint64_t fail_log_ns;           /* the next failure logged after */
+	unsigned fail_unlogged;         /* failures not logged since */
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
 	uint64_t bw_last_bytes, bw_last_ns;
 

@@ -4,9 +4,13 @@
  * A run (cache_take_run) is written with one pwrite and ended with
  * cache_end_run; a failure keeps its pages dirty, bumps the export's error
  * sequence (see export.c for who sees it), counts the error on the device
- * and arms an exponential back-off (100 ms doubling to 30 s) during which
- * background and periodic work leave the device alone.  FLUSH work ignores
- * the back-off: it tries, and reports EIO if the device still fails.
+ * and arms a back-off during which background and periodic work leave the
+ * device alone: 100 ms, doubled by each failure after it has passed (the
+ * writes of one window that fail together in one outage count once), at
+ * most 1 s, so that writers held at the dirty limit go on within a second
+ * of the device answering again.  Any successful write ends it.  FLUSH
+ * work ignores the back-off: it tries, and reports EIO if the device still
+ * fails.  Failures are logged once per outage, then at most every 10 s.
  *
  * Fairness: background work takes one run per export in turn, so one busy
  * export cannot hold back the others on its device.
@@ -25,7 +29,8 @@
 #include "writeback.h"
 
 #define WB_BACKOFF_MIN_MS       100u
-#define WB_BACKOFF_MAX_MS       30000u
+#define WB_BACKOFF_MAX_MS 1000u
+#define WB_FAIL_LOG_NS (10ull * 1000000000ull)
 #define WB_MAX_PAUSE_MS         200
 #define WB_PROGRESS_LOG_NS      (5ull * 1000000000ull)
 
@@ -197,14 +202,24 @@ static void
 wb_note_error(struct wb_target *t, int err)
 {
 	struct wb_dev *dev = t->dev;
-	uint32_t ms = __atomic_load_n(&dev->backoff_ms, __ATOMIC_RELAXED);
+	uint64_t now = now_ns();
+	uint64_t until =
+	    __atomic_load_n(&dev->backoff_until_ns, __ATOMIC_ACQUIRE);
 
-	ms = ms ? ms * 2 : WB_BACKOFF_MIN_MS;
-	if (ms > WB_BACKOFF_MAX_MS)
-		ms = WB_BACKOFF_MAX_MS;
-	__atomic_store_n(&dev->backoff_ms, ms, __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->backoff_until_ns, now_ns() + ms * 1000000ull,
-	    __ATOMIC_RELAXED);
+	/* The first failure once the last back-off has passed moves it on
+	 * (one thread: the compare-and-swap); the others fail with it. */
+	if (now >= until) {
+		uint32_t ms =
+		    __atomic_load_n(&dev->backoff_ms, __ATOMIC_RELAXED);
+		ms = ms ? ms * 2 : WB_BACKOFF_MIN_MS;
+		if (ms > WB_BACKOFF_MAX_MS)
+			ms = WB_BACKOFF_MAX_MS;
+		if (__atomic_compare_exchange_n(&dev->backoff_until_ns, &until,
+			now + ms * 1000000ull, false, __ATOMIC_ACQ_REL,
+			__ATOMIC_RELAXED))
+			__atomic_store_n(&dev->backoff_ms, ms,
+			    __ATOMIC_RELAXED);
+	}
 	__atomic_add_fetch(&dev->errors, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&dev->last_err, err, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&t->err_seq, 1, __ATOMIC_RELEASE);
@@ -219,6 +234,45 @@ wb_pending(struct wb_target *t, uint64_t max_seq)
 {
 	uint64_t min = cache_min_dirty_seq(t->cf);
 	return min != UINT64_MAX && min <= max_seq;
+}
+
+/* A success: the back-off, if any, is over. */
+static void
+wb_note_success(struct wb_dev *dev)
+{
+	if (!__atomic_load_n(&dev->backoff_ms, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&dev->backoff_until_ns, 0, __ATOMIC_RELEASE);
+	if (__atomic_exchange_n(&dev->backoff_ms, 0, __ATOMIC_ACQ_REL)) {
+		unsigned quiet = __atomic_exchange_n(&dev->fail_unlogged, 0,
+		    __ATOMIC_RELAXED);
+		log_info("device %s: writeback is succeeding again (%u "
+			 "failure%s not logged)",
+		    dev->name, quiet, quiet == 1 ? "" : "s");
+		__atomic_store_n(&dev->fail_log_ns, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * Log a failure of DEV?  The first of an outage, then one every 10 s
+ * (the count of those not logged goes into *QUIET), so a device that
+ * keeps failing does not flood the log at one retry a second.
+ */
+static bool
+wb_fail_log_due(struct wb_dev *dev, unsigned *quiet)
+{
+	uint64_t now = now_ns();
+	uint64_t next = __atomic_load_n(&dev->fail_log_ns, __ATOMIC_RELAXED);
+
+	if (now < next ||
+	    !__atomic_compare_exchange_n(&dev->fail_log_ns, &next,
+		now + WB_FAIL_LOG_NS, false, __ATOMIC_RELAXED,
+		__ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&dev->fail_unlogged, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	*quiet = __atomic_exchange_n(&dev->fail_unlogged, 0, __ATOMIC_RELAXED);
+	return true;
 }
 
 static bool
@@ -245,9 +299,12 @@ wb_flush_backend(struct wb_target *t)
 		return 0;
 	r = backend_flush(t->backend);
 	if (r < 0) {
+		unsigned quiet;
 		errno = -r;
-		log_warn("flush of export \"%s\" (device %s) failed", t->name,
-		    t->dev->name);
+		if (wb_fail_log_due(t->dev, &quiet))
+			log_warn("flush of export \"%s\" (device %s) failed "
+				 "(%u other failures not logged)",
+			    t->name, t->dev->name, quiet);
 		wb_note_error(t, -r);
 		return r;
 	}
@@ -311,21 +368,21 @@ wb_run_end(struct wb_io *w)
 		__atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
 	cache_end_run(w->run, r == 0);
 	if (r < 0) {
+		unsigned quiet;
 		errno = -r;
-		log_warn("writeback of %llu bytes at offset %llu of export "
-		    "\"%s\" (device %s) failed; the data stays dirty and will "
-		    "be retried", (unsigned long long)w->len,
-		    (unsigned long long)w->off, t->name, t->dev->name);
+		if (wb_fail_log_due(t->dev, &quiet))
+			log_warn("writeback of %llu bytes at offset %llu of "
+				 "export \"%s\" (device %s) failed; the data "
+				 "stays dirty and will be retried (%u other "
+				 "failures not logged)",
+			    (unsigned long long)w->len,
+			    (unsigned long long)w->off, t->name, t->dev->name,
+			    quiet);
 		wb_note_error(t, -r);
 	} else {
 		__atomic_add_fetch(&t->dev->written_bytes, w->len,
 		    __ATOMIC_RELAXED);
-		if (__atomic_load_n(&t->dev->backoff_ms, __ATOMIC_RELAXED)) {
-			__atomic_store_n(&t->dev->backoff_ms, 0,
-			    __ATOMIC_RELAXED);
-			log_info("device %s: writeback is succeeding again",
-			    t->dev->name);
-		}
+		wb_note_success(t->dev);
 	}
 	wb_signal(t);
 	return r;

@@ -678,24 +678,33 @@ test_failed_write_keeps_pages_dirty_and_arms_the_backoff(void **state)
 	assert_true(x->dev->backoff_until_ns <= after + 100000000ull);
 }
 
+/* The back-off has passed: the test moves its deadline rather than wait. */
 static void
-test_backoff_doubles_up_to_30s_and_background_waits_it_out(void **state)
+backoff_passes(struct wfx *x)
+{
+	__atomic_store_n(&x->dev->backoff_until_ns, now_ns(), __ATOMIC_RELAXED);
+}
+
+static void
+test_backoff_doubles_up_to_1s_and_background_waits_it_out(void **state)
 {
 	struct wfx *x = *state;
 
 	set_thresholds(x, 0, 64, 3000);
 	dirty_page(x, 0, 0xaa, 1);
 	fake_fail_writes_at(x->fake, 0, EIO);
-	for (unsigned i = 0; i < 10; i++) {
+	for (unsigned i = 0; i < 6; i++) {
 		uint32_t want = 100u << i;
 		assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), -EIO);
-		assert_int_equal(x->dev->backoff_ms, want < 30000 ? want : 30000);
+		assert_int_equal(x->dev->backoff_ms, want < 1000 ? want : 1000);
+		backoff_passes(x);
 	}
-	assert_int_equal(x->dev->errors, 10);
-	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 10);
+	assert_int_equal(x->dev->errors, 6);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 6);
 
-	/* Background and periodic work leave the device alone meanwhile
-	 * (the work ends well inside the 30 s). */
+	/* Failed again: background and periodic work leave the device
+	 * alone meanwhile (the work ends well inside the second). */
+	assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), -EIO);
 	set_thresholds(x, 0, 64, 0);
 	fake_heal(x->fake);
 	wb_kick_background(x->dev);
@@ -703,18 +712,37 @@ test_backoff_doubles_up_to_30s_and_background_waits_it_out(void **state)
 	wb_kick_periodic(x->dev);
 	wait_work_done(&x->dev->periodic_queued);
 	assert_true(now_ns() < x->dev->backoff_until_ns);
-	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 10);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 7);
 	assert_int_equal(dirty_pages(x), 1);
 
-	/* Once it has passed (the test moves the deadline rather than wait
-	 * 30 s), background writeback succeeds, which ends the back-off. */
-	__atomic_store_n(&x->dev->backoff_until_ns, now_ns(), __ATOMIC_RELAXED);
+	/* Once it has passed, background writeback succeeds, which ends
+	 * the back-off: both its length and its deadline. */
+	backoff_passes(x);
 	wb_kick_background(x->dev);
 	wait_work_done(&x->dev->bg_queued);
 	assert_int_equal(dirty_pages(x), 0);
 	assert_true(device_page_is(x, 0, 0xaa));
 	assert_int_equal(x->dev->backoff_ms, 0);
-	assert_int_equal(x->dev->errors, 10);
+	assert_int_equal(x->dev->backoff_until_ns, 0);
+	assert_int_equal(x->dev->errors, 7);
+}
+
+/* Writes that fail together in one outage count once: failures before
+ * the back-off has passed do not double it. */
+static void
+test_failures_within_one_backoff_count_once(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_separate_pages(x, 3);
+	fake_fail_writes(x->fake, 100, EIO);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(wb_flush(&x->t, 3, WB_REASON_FLUSH), -EIO);
+	assert_int_equal(x->dev->errors, 5);
+	assert_int_equal(x->dev->backoff_ms, 100);
+	backoff_passes(x);
+	assert_int_equal(wb_flush(&x->t, 3, WB_REASON_FLUSH), -EIO);
+	assert_int_equal(x->dev->backoff_ms, 200);
 }
 
 static void
@@ -850,7 +878,8 @@ main(void)
 		    setup_gather_stable_pages),
 		T(test_failed_write_keeps_pages_dirty_and_arms_the_backoff,
 		    setup_one_step),
-		T(test_backoff_doubles_up_to_30s_and_background_waits_it_out,
+		T(test_failures_within_one_backoff_count_once, setup_one_step),
+		T(test_backoff_doubles_up_to_1s_and_background_waits_it_out,
 		    setup_one_step),
 		T(test_flush_ignores_the_backoff_and_its_success_clears_it,
 		    setup_one_step),
