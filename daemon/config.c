@@ -271,6 +271,19 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 	}
 	if (r == 1)
 		cc->size_bytes = v;
+	pages = sysconf(_SC_PHYS_PAGES);
+	pagesz = sysconf(_SC_PAGESIZE);
+	ram = pages > 0 && pagesz > 0 ? (uint64_t)pages * (uint64_t)pagesz : 0;
+	if (ram && cc->size_bytes > ram) {
+		char have[32];
+		s = config_setting_get_member(cache, "size");
+		cfg_error(ld, s,
+		    "expected cache.size at most this machine's "
+		    "memory (%s), got %s",
+		    size_human(ram, have, sizeof have),
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
 	if (cc->size_bytes < cc->page_size) {
 		s = config_setting_get_member(cache, "size");
 		if (s == NULL)
@@ -572,6 +585,11 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	if ((n = config_setting_length(list)) == 0) {
 		cfg_error(ld, list, "at least one export expected, such as "
 		    "( { name = \"disk0\"; backing = \"/path\"; } )");
+		return -1;
+	}
+	if (n > CONFIG_MAX_EXPORTS) {
+		cfg_error(ld, list, "expected at most %d exports, got %d",
+		    CONFIG_MAX_EXPORTS, n);
 		return -1;
 	}
 	if ((cfg->exports = calloc((size_t)n, sizeof *cfg->exports)) == NULL) {

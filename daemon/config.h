@@ -28,6 +28,9 @@ enum cache_mode {
 const char *cache_mode_name(enum cache_mode m);
 int cache_mode_parse(const char *s, enum cache_mode *out);
 
+/* The most exports a configuration may have (the export table's size). */
+#define CONFIG_MAX_EXPORTS 1024
+
 struct export_conf {
 	char *name;
 	char *description;              /* may be NULL */

@@ -129,6 +129,12 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 	char sz[32];
 
 	if (!e) {
+		if (dev && errno == ENOSPC)
+			log_warnx("export \"%s\": device %s already carries %u "
+				  "exports, the most one device takes",
+			    ec->name, dev->name, WB_DEV_MAX_TARGETS);
+		else
+			log_warn("export \"%s\": cannot be set up", ec->name);
 		backend_close(b);
 		return -1;
 	}

@@ -13,9 +13,11 @@
 
 #include <stddef.h>
 
+#include "config.h"
+
 struct export;
 
-#define EXPORT_TABLE_MAX        1024
+#define EXPORT_TABLE_MAX CONFIG_MAX_EXPORTS
 
 struct export_table {
 	struct export **v;              /* EXPORT_TABLE_MAX slots */

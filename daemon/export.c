@@ -49,14 +49,17 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	    .dev = dev, .wb = wb, .size_bytes = e->size_bytes,
 	    .read_only = ec->readonly || (b->caps & BACKEND_READ_ONLY) };
 	wb_target_init(&e->wt);
-	if (!e->name || !e->backing || (ec->description && !e->description) ||
-	    !e->cf || wb_dev_add_target(dev, &e->wt) < 0) {
+	bool built = e->name && e->backing &&
+	    (!ec->description || e->description) && e->cf;
+	if (!built || wb_dev_add_target(dev, &e->wt) < 0) {
+		int err = built ? ENOSPC : ENOMEM;
 		wb_target_destroy(&e->wt);
 		cache_file_free(e->cf);
 		free(e->name);
 		free(e->backing);
 		free(e->description);
 		free(e);
+		errno = err;
 		return NULL;
 	}
 	e->backend = b;

@@ -64,6 +64,7 @@ export_retired(struct export *e)
 	return __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE) == EXPORT_RETIRED;
 }
 
+/* NULL with errno ENOMEM, or ENOSPC if DEV carries WB_DEV_MAX_TARGETS. */
 struct export *export_new(const struct export_conf *ec, struct wb_dev *dev,
     struct backend *b, struct wb_ctl *wb);
 void export_free(struct export *e);

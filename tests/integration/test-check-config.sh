@@ -57,6 +57,25 @@ exports = (
 bad_config bad-listen-address 1 "listen = { tcp = [ \"127.0.0.1:notaport\" ]; };
 exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
 
+# What could never start is refused by the check, not at start-up: a cache
+# larger than the machine's memory (or a size that overflows), more
+# exports than the export table holds.
+bad_config cache-beyond-memory 2 "listen = { unix = [ \"$T/s\" ]; };
+cache = { size = \"15E\"; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
+grep -q "at most this machine's memory" <<<"$OUT" ||
+	fail "cache larger than memory: expected the reason, got: $OUT"
+many="listen = { unix = [ \"$T/s\" ]; };
+exports = ("
+for ((i = 0; i < 1025; i++)); do
+	many+="
+  { name = \"e$i\"; backing = \"$T/e$i.img\"; size = \"1M\"; },"
+done
+bad_config too-many-exports 2 "${many%,}
+);"
+grep -q "at most 1024 exports, got 1025" <<<"$OUT" ||
+	fail "1025 exports: expected the reason, got: $OUT"
+
 log "missing file"
 check 1 -n -c "$T/does-not-exist.conf"
 grep -q "does-not-exist.conf" <<<"$OUT" || fail "missing config: the message does not name the file: $OUT"
