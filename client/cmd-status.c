@@ -276,6 +276,20 @@ status_print(FILE *f, const json_t *ans)
 	fprintf(f, "  %-18s %s\n", "dirty_writeback",
 	    per ? fmt_ms(per * 10, a, sizeof a) : "off");
 
+	const json_t *lim = json_object_get(ans, "limits");
+	if (lim)
+		fprintf(f,
+		    "  %-18s %llu of %llu (max_connections), at most "
+		    "%llu per client (max_connections_per_client); "
+		    "%llu client(s), %llu refused\n",
+		    "connections",
+		    (unsigned long long)jget_u64(lim, "connections", 0),
+		    (unsigned long long)jget_u64(lim, "max_connections", 0),
+		    (unsigned long long)jget_u64(lim,
+			"max_connections_per_client", 0),
+		    (unsigned long long)jget_u64(lim, "clients", 0),
+		    (unsigned long long)jget_u64(lim, "refused", 0));
+
 	fprintf(f, "\nexports\n");
 	status_exports(f, json_object_get(ans, "exports"));
 	status_waiting(f, json_object_get(ans, "waiting_exports"));

@@ -700,23 +700,44 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* limits = { max_connections; max_connections_per_client; } */
+static int
+cfg_limits(struct cfg_load *ld, const config_setting_t *root,
+    struct limits_conf *lc)
+{
+	static const char *const keys[] = { "max_connections",
+		"max_connections_per_client", NULL };
+	config_setting_t *g;
+
+	if (cfg_group(ld, root, "limits", &g) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    cfg_uint(ld, g, "max_connections", 1, LIMITS_MAX_CONNECTIONS,
+		&lc->max_connections) == -1 ||
+	    cfg_uint(ld, g, "max_connections_per_client", 1,
+		LIMITS_MAX_CONNECTIONS, &lc->max_connections_per_client) == -1)
+		return -1;
+	return 0;
+}
+
 static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
-	static const char *const keys[] = {
-		"listen", "io_threads", "cache", "writeback", "control",
-		"remote", "exports", NULL
-	};
+	static const char *const keys[] = { "listen", "io_threads", "cache",
+		"writeback", "control", "remote", "limits", "exports", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
 	    cfg_uint(ld, root, "io_threads", 0, IO_THREADS_MAX,
-	    &cfg->io_threads) == -1 ||
+		&cfg->io_threads) == -1 ||
 	    cfg_cache(ld, root, &cfg->cache) == -1 ||
 	    cfg_writeback(ld, root, cfg) == -1 ||
 	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_remote(ld, root, &cfg->remote) == -1 ||
+	    cfg_limits(ld, root, &cfg->limits) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
 	return 0;
@@ -786,6 +807,9 @@ config_defaults(struct wbd_config *cfg)
 	cfg->remote.connect_timeout_ms = 10000;
 	cfg->remote.reconnect_max_ms = 5000;
 	cfg->remote.io_timeout_ms = 30000;
+
+	cfg->limits.max_connections = 1024;
+	cfg->limits.max_connections_per_client = 64;
 }
 
 void

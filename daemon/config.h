@@ -63,6 +63,14 @@ struct remote_conf {
 	                                   a reconnection; default 30 s */
 };
 
+/* What one client, or all of them, may take (slots). */
+#define LIMITS_MAX_CONNECTIONS 65536
+struct limits_conf {
+	unsigned max_connections; /* open NBD connections, default 1024 */
+	unsigned max_connections_per_client; /* per address (TCP) or uid
+	                                        (Unix socket), default 64 */
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -77,6 +85,7 @@ struct wbd_config {
 	struct writeback_conf writeback;
 	struct control_conf control;
 	struct remote_conf remote;
+	struct limits_conf limits;
 
 	struct export_conf *exports;
 	size_t n_exports;

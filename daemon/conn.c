@@ -56,6 +56,7 @@ struct conn {
 	struct conn_host *host;
 	int fd;
 	char peer[64];
+	char client[64]; /* whose slot it holds */
 	ev_io rw, ww;
 	ev_timer hs_timer;              /* handshake deadline */
 	enum conn_state state;
@@ -808,10 +809,10 @@ conn_maybe_finish(struct conn *c)
 	if (c->exp)
 		__atomic_sub_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	log_debug("%s: closed", c->peer);
+	h->conn_gone(h, c->client);
 	hs_ctx_clear(&c->hs);
 	free(c->rbuf);
 	free(c);
-	h->conn_gone(h);
 }
 
 static void
@@ -842,7 +843,7 @@ conn_hs_nth(void *arg, size_t i)
 }
 
 void
-conn_start(struct conn_host *h, int fd, const char *peer)
+conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 {
 	struct conn *c = calloc(1, sizeof *c);
 
@@ -857,12 +858,13 @@ conn_start(struct conn_host *h, int fd, const char *peer)
 			free(c->rbuf);
 		free(c);
 		close(fd);
-		h->conn_gone(h);
+		h->conn_gone(h, client);
 		return;
 	}
 	c->host = h;
 	c->fd = fd;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
+	snprintf(c->client, sizeof c->client, "%s", client);
 	c->out_tail = &c->out_head;
 	c->hs.lookup = conn_hs_lookup;
 	c->hs.nth = conn_hs_nth;

@@ -24,12 +24,14 @@ struct conn_host {
 	struct conn *conns;             /* doubly linked through conn->next */
 	unsigned n_conns;
 	bool draining;                  /* shutting down: refuse new ones */
-	/* After a connection has been freed (or refused). */
-	void (*conn_gone)(struct conn_host *h);
+	/* After a connection of CLIENT has been freed (or refused). */
+	void (*conn_gone)(struct conn_host *h, const char *client);
 };
 
-/* Take ownership of an accepted, non-blocking socket (H's thread). */
-void conn_start(struct conn_host *h, int fd, const char *peer);
+/* Take ownership of an accepted, non-blocking socket (H's thread); PEER
+ * names it in the log, CLIENT is who holds its slot (slots.h). */
+void
+conn_start(struct conn_host *h, int fd, const char *peer, const char *client);
 /* Every connection of H: stop reading requests, close when what is in
  * flight is done (still haggling: close now). */
 void conn_drain_all(struct conn_host *h);

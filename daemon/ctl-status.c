@@ -17,6 +17,7 @@
 #include "pending.h"
 #include "pool.h"
 #include "settings.h"
+#include "slots.h"
 #include "wbdev.h"
 #include "writeback.h"
 
@@ -178,22 +179,27 @@ ctl_status_json(struct daemon *d)
 		    "attempts", (int)pi.attempts,
 		    "since_unix_ms", (json_int_t)(pi.since_realtime_ns /
 		    1000000)));
+	const struct limits_conf *lc = &d->cfg.limits;
+	json_t *limits =
+	    json_pack("{s:i, s:i, s:i, s:i, s:I}", "max_connections",
+		(int)lc->max_connections, "max_connections_per_client",
+		(int)lc->max_connections_per_client, "connections",
+		(int)LOAD(&d->n_conns), "clients", (int)slots_clients(d->slots),
+		"refused", (json_int_t)LOAD(&d->refused_conns));
 	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
-	    " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
-	    " s:o, s:o, s:o, s:o}",
-	    "ok", 1, "v", CTL_PROTOCOL_VERSION,
-	    "daemon_version", WBD_VERSION, "pid", (int)getpid(),
-	    "uptime_s", (json_int_t)((now_ns() - d->started_ns) / 1000000000u),
-	    "cache", "size_bytes", (json_int_t)(cs.pages_total * ps),
-	    "page_size", (int)ps,
-	    "used_bytes", (json_int_t)(cs.pages_used * ps),
-	    "dirty_bytes", (json_int_t)(cs.dirty_pages * ps),
-	    "writeback_bytes", (json_int_t)(cs.writeback_pages * ps),
-	    "hits", (json_int_t)cs.hits, "misses", (json_int_t)cs.misses,
-	    "evictions", (json_int_t)cs.evictions,
-	    "thresholds", ctl_thresholds_json(d),
-	    "exports", exports, "devices", devices,
-	    "waiting_exports", waiting);
+			 " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
+			 " s:o, s:o, s:o, s:o, s:o}",
+	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
+	    "pid", (int)getpid(), "uptime_s",
+	    (json_int_t)((now_ns() - d->started_ns) / 1000000000u), "cache",
+	    "size_bytes", (json_int_t)(cs.pages_total * ps), "page_size",
+	    (int)ps, "used_bytes", (json_int_t)(cs.pages_used * ps),
+	    "dirty_bytes", (json_int_t)(cs.dirty_pages * ps), "writeback_bytes",
+	    (json_int_t)(cs.writeback_pages * ps), "hits", (json_int_t)cs.hits,
+	    "misses", (json_int_t)cs.misses, "evictions",
+	    (json_int_t)cs.evictions, "thresholds", ctl_thresholds_json(d),
+	    "exports", exports, "devices", devices, "waiting_exports", waiting,
+	    "limits", limits);
 }
 
 json_t *

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -31,6 +32,7 @@
 #include "pool.h"
 #include "settings.h"
 #include "size.h"
+#include "slots.h"
 #include "wbdev.h"
 #include "writeback.h"
 
@@ -38,6 +40,7 @@
 #define DAEMON_TICK_S           0.1
 /* Shutdown retries a failing device this many times (1, 2, 4, 8 s apart). */
 #define DAEMON_DRAIN_ATTEMPTS   5
+#define DAEMON_REFUSE_LOG_NS (10ull * 1000000000ull)
 
 struct wb_dev *
 daemon_get_dev(struct daemon *d, const struct backend *b)
@@ -99,19 +102,48 @@ daemon_retire_exports(struct daemon *d)
 	}
 }
 
-void
-daemon_dispatch_conn(struct daemon *d, int fd, const char *peer)
+/* Refuse a client: closed at once, one log line every 10 s at most. */
+static void
+daemon_refuse(struct daemon *d, int fd, const char *peer, const char *why)
 {
-	if (__atomic_load_n(&d->n_conns, __ATOMIC_RELAXED) >= d->max_conns) {
-		log_warnx("%s: refused: already %u connections", peer,
-		    d->max_conns);
-		close(fd);
+	unsigned quiet;
+
+	close(fd);
+	__atomic_add_fetch(&d->refused_conns, 1, __ATOMIC_RELAXED);
+	if (ratelimit_due(&d->refuse_log, DAEMON_REFUSE_LOG_NS, &quiet))
+		log_warnx("%s: refused: %s (%u more refusals not logged)", peer,
+		    why, quiet);
+}
+
+void
+daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
+    const char *client)
+{
+	const struct limits_conf *lc = &d->cfg.limits;
+	char why[128];
+
+	if (__atomic_load_n(&d->n_conns, __ATOMIC_RELAXED) >=
+	    lc->max_connections) {
+		snprintf(why, sizeof why,
+		    "already %u connections (limits.max_connections)",
+		    lc->max_connections);
+		daemon_refuse(d, fd, peer, why);
+		return;
+	}
+	if (!slots_take(d->slots, client)) {
+		snprintf(why, sizeof why,
+		    "client %s already has %u connections "
+		    "(limits.max_connections_per_client)",
+		    client, lc->max_connections_per_client);
+		daemon_refuse(d, fd, peer, why);
 		return;
 	}
 	struct ioloop *io = d->io[d->next_io++ % d->n_io];
 	__atomic_add_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
-	if (ioloop_hand_conn(io, fd, peer) < 0)
+	if (ioloop_hand_conn(io, fd, peer, client) < 0) {
 		__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
+		slots_release(d->slots, client);
+	}
 }
 
 int
@@ -257,6 +289,7 @@ daemon_start_io_threads(struct daemon *d)
 		d->io[i] = ioloop_new(d, i);
 		if (d->io[i]) {
 			d->io[i]->open_conns = &d->n_conns;
+			d->io[i]->slots = d->slots;
 			d->io[i]->host.exports = &d->exports;
 		}
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
@@ -413,9 +446,38 @@ daemon_drain_all(struct daemon *d)
 
 /* An accepted socket from the listeners (main thread). */
 static void
-daemon_accept(void *arg, int fd, const char *peer)
+daemon_accept(void *arg, int fd, const char *peer, const char *client)
 {
-	daemon_dispatch_conn(arg, fd, peer);
+	daemon_dispatch_conn(arg, fd, peer, client);
+}
+
+/*
+ * Each connection is a descriptor: raise the soft RLIMIT_NOFILE to the
+ * hard one, and say so if even that does not cover limits.max_connections
+ * (plus a margin for listeners, backends, the control socket and the
+ * event loops).
+ */
+static void
+daemon_raise_nofile(struct daemon *d)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)d->cfg.limits.max_connections + 256;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+		log_warnx(
+		    "the open file limit (%llu) does not cover "
+		    "limits.max_connections (%u) and wbd's own files: "
+		    "raise it (LimitNOFILE=, ulimit -n) or lower "
+		    "limits.max_connections; clients beyond it are refused",
+		    (unsigned long long)rl.rlim_cur,
+		    d->cfg.limits.max_connections);
 }
 
 int
@@ -424,19 +486,22 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	memset(d, 0, sizeof *d);
 	d->cfg = *cfg;
 	memset(cfg, 0, sizeof *cfg);
-	d->max_conns = DAEMON_MAX_CONNS_DEFAULT;
 	d->ctl_fd = -1;
 	d->started_ns = now_ns();
 	pthread_mutex_init(&d->tune_lock, NULL);
 	d->loop = ev_default_loop(EVFLAG_AUTO);
 	d->listeners = (struct listeners){ .loop = d->loop,
-	    .accept = daemon_accept, .arg = d };
+		.accept = daemon_accept,
+		.arg = d,
+		.spare_fd = -1 };
+	d->slots = slots_new(d->cfg.limits.max_connections_per_client);
+	daemon_raise_nofile(d);
 	d->pending = pending_new();
 	d->opened = calloc(d->cfg.n_exports ? d->cfg.n_exports : 1,
 	    sizeof *d->opened);
 	d->devs = calloc(DAEMON_MAX_DEVS, sizeof *d->devs);
 	d->drain_jobs = calloc(EXPORT_TABLE_MAX, sizeof *d->drain_jobs);
-	if (!d->loop || !d->pending || !d->opened || !d->devs ||
+	if (!d->loop || !d->pending || !d->opened || !d->devs || !d->slots ||
 	    !d->drain_jobs || export_table_init(&d->exports) < 0) {
 		log_warnx("start-up: out of memory");
 		return -1;
@@ -543,6 +608,7 @@ daemon_free(struct daemon *d)
 		backend_close(d->opened[i]);
 	free(d->opened);
 	free(d->drain_jobs);
+	slots_free(d->slots);
 	if (d->pending) {
 		pending_stop(d->pending);
 		pending_free(d->pending);

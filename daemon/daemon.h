@@ -21,6 +21,7 @@
 #include "config.h"
 #include "export-table.h"
 #include "listener.h"
+#include "ratelimit.h"
 #include "writeback.h"
 
 struct backend;
@@ -38,7 +39,9 @@ struct daemon {
 	unsigned n_io;
 	unsigned next_io;               /* round-robin for new connections */
 	unsigned n_conns;               /* open connections (atomic) */
-	unsigned max_conns;
+	struct slots *slots;            /* per client (slots.c) */
+	unsigned long refused_conns;    /* atomic: refused by the limits */
+	struct ratelimit refuse_log;
 
 	struct listeners listeners;
 	/* Opened before detaching, made exports by daemon_start. */
@@ -70,7 +73,6 @@ struct daemon {
 	int exit_status;
 };
 
-#define DAEMON_MAX_CONNS_DEFAULT 1024
 /* The device table never moves: it is allocated at its full size at
  * start-up, entries are only appended (by the main thread at start-up, or
  * a reload under tune_lock) and published by a release store of the
@@ -124,8 +126,10 @@ struct wb_dev *daemon_get_dev(struct daemon *d, const struct backend *b);
  */
 int daemon_install_export(struct daemon *d, const struct export_conf *ec,
     struct backend *b);
-/* Hand an accepted socket to the next I/O thread (main thread). */
-void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer);
+/* Hand an accepted socket to the next I/O thread, or refuse it by the
+ * limits (main thread). */
+void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
+    const char *client);
 
 /* Two strings that may be NULL (optional settings) are the same. */
 static inline bool

@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "ioloop.h"
 #include "log.h"
+#include "slots.h"
 
 /* How long a draining connection may take to finish before it is cut. */
 #define IOLOOP_DRAIN_TIMEOUT_S  30.0
@@ -50,10 +51,12 @@ ioloop_maybe_exit(struct ioloop *io)
 
 /* A connection of IO's has been freed, or refused. */
 static void
-ioloop_conn_gone(struct conn_host *h)
+ioloop_conn_gone(struct conn_host *h, const char *client)
 {
 	struct ioloop *io = container_of(h, struct ioloop, host);
 
+	if (io->slots)
+		slots_release(io->slots, client);
 	if (io->open_conns)
 		__atomic_sub_fetch(io->open_conns, 1, __ATOMIC_RELAXED);
 	ioloop_maybe_exit(io);
@@ -178,6 +181,7 @@ struct new_conn {
 	struct job job;
 	int fd;
 	char peer[64];
+	char client[64];
 };
 
 static void
@@ -185,12 +189,13 @@ ioloop_new_conn_msg(struct job *job)
 {
 	struct new_conn *nc = container_of(job, struct new_conn, job);
 
-	conn_start(&ioloop_of(job->owner)->host, nc->fd, nc->peer);
+	conn_start(&ioloop_of(job->owner)->host, nc->fd, nc->peer, nc->client);
 	free(nc);
 }
 
 int
-ioloop_hand_conn(struct ioloop *io, int fd, const char *peer)
+ioloop_hand_conn(struct ioloop *io, int fd, const char *peer,
+    const char *client)
 {
 	struct new_conn *nc = calloc(1, sizeof *nc);
 
@@ -201,6 +206,7 @@ ioloop_hand_conn(struct ioloop *io, int fd, const char *peer)
 	}
 	nc->fd = fd;
 	snprintf(nc->peer, sizeof nc->peer, "%s", peer);
+	snprintf(nc->client, sizeof nc->client, "%s", client);
 	nc->job.done = ioloop_new_conn_msg;
 	nc->job.owner = &io->owner;
 	ioloop_post(io, &nc->job);

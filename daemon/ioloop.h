@@ -30,6 +30,8 @@ struct ioloop {
 	/* Open connections daemon-wide (atomic), lowered as one goes; may
 	 * be NULL. */
 	unsigned *open_conns;
+	struct slots *slots; /* whose slot a closed one frees;
+	                                   may be NULL */
 
 	pthread_mutex_t lock;           /* protects the mailbox only */
 	struct job *mail_head, **mail_tail;
@@ -50,7 +52,8 @@ void ioloop_post(struct ioloop *io, struct job *job);
 /* Hand an accepted socket to IO's thread, which starts its connection
  * (closed there if out of memory); any thread.  0, or -1 if out of
  * memory (then FD is closed here). */
-int ioloop_hand_conn(struct ioloop *io, int fd, const char *peer);
+int ioloop_hand_conn(struct ioloop *io, int fd, const char *peer,
+    const char *client);
 /* Ask the thread to finish its connections and exit; any thread, once or
  * more. */
 void ioloop_drain(struct ioloop *io);

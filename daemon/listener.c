@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,10 +22,12 @@
 #include "config.h"
 #include "listener.h"
 #include "log.h"
+#include "ratelimit.h"
 
 #define LISTEN_BACKLOG          128
 #define ACCEPTS_PER_WAKEUP      32
 #define ACCEPT_PAUSE_S          0.5
+#define LISTENER_LOG_NS (10ull * 1000000000ull)
 
 struct listener {
 	struct listener *next;
@@ -45,6 +48,48 @@ listener_pause_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	ev_io_start(loop, &l->w);
 }
 
+/*
+ * accept() failed.  Out of descriptors (EMFILE, ENFILE) or memory: the
+ * waiting clients are taken with the spare descriptor kept for this and
+ * closed at once (they see the connection closed, rather than hang in the
+ * backlog); without a spare, or out of memory, accepting pauses a moment
+ * (no busy loop).  Logged at most every 10 s.
+ */
+static void
+listener_accept_failed(struct listener *l, struct ev_loop *loop)
+{
+	int err = errno;
+	unsigned quiet;
+
+	if (ratelimit_due(&l->ls->accept_log, LISTENER_LOG_NS, &quiet)) {
+		errno = err;
+		log_warn("%s: accept (%u more failures not logged)%s", l->desc,
+		    quiet,
+		    err == EMFILE || err == ENFILE ?
+			"; new clients are refused until descriptors are free "
+			"(raise LimitNOFILE or lower limits.max_connections)" :
+			"");
+	}
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return;
+	if ((err == EMFILE || err == ENFILE) && l->ls->spare_fd >= 0) {
+		/* Refuse every client waiting now; the socket is then no
+		 * longer readable, so there is no busy loop to pause. */
+		close(l->ls->spare_fd);
+		int fd;
+		for (unsigned i = 0; i < ACCEPTS_PER_WAKEUP &&
+		     (fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0;
+		     i++)
+			close(fd);
+		l->ls->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (l->ls->spare_fd >= 0)
+			return;
+	}
+	ev_io_stop(loop, &l->w);
+	ev_timer_set(&l->pause, ACCEPT_PAUSE_S, 0);
+	ev_timer_start(loop, &l->pause);
+}
+
 static void
 listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -59,17 +104,11 @@ listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR || errno == ECONNABORTED)
 				return;
-			log_warn("%s: accept", l->desc);
-			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				ev_io_stop(loop, &l->w);
-				ev_timer_set(&l->pause, ACCEPT_PAUSE_S, 0);
-				ev_timer_start(loop, &l->pause);
-			}
+			listener_accept_failed(l, loop);
 			return;
 		}
 
-		char peer[64];
+		char peer[64], client[64];
 		l->accepted++;
 		if (l->is_tcp) {
 			int one = 1;
@@ -88,10 +127,19 @@ listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				port = ntohs(sin6->sin6_port);
 				snprintf(peer, sizeof peer, "[%s]:%u", host, port);
 			}
+			snprintf(client, sizeof client, "%s", host);
 		} else {
+			struct ucred uc;
+			socklen_t len = sizeof uc;
 			snprintf(peer, sizeof peer, "unix#%lu", l->accepted);
+			if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc,
+				&len) == 0)
+				snprintf(client, sizeof client, "uid %u",
+				    (unsigned)uc.uid);
+			else
+				snprintf(client, sizeof client, "uid ?");
 		}
-		l->ls->accept(l->ls->arg, fd, peer);
+		l->ls->accept(l->ls->arg, fd, peer, client);
 	}
 }
 
@@ -271,6 +319,7 @@ int
 listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
     char *const *unix_paths, size_t n_unix)
 {
+	ls->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (size_t i = 0; i < n_tcp; i++)
 		if (listener_open_tcp(ls, tcp[i]) < 0)
 			return -1;
@@ -292,6 +341,9 @@ listeners_close(struct listeners *ls)
 {
 	struct listener *l = ls->head;
 
+	if (ls->spare_fd >= 0)
+		close(ls->spare_fd);
+	ls->spare_fd = -1;
 	ls->head = NULL;
 	while (l) {
 		struct listener *next = l->next;

@@ -10,13 +10,20 @@
 
 struct listener;
 
+#include "ratelimit.h"
+
 /* The listening sockets, on LOOP; each accepted socket (non-blocking) goes
- * to ACCEPT, which owns it from then on. */
+ * to ACCEPT, which owns it from then on: PEER names it for the log, CLIENT
+ * is who it is for the per-client limit (the address for TCP, "uid N" for
+ * a Unix socket). */
 struct listeners {
 	struct ev_loop *loop;
-	void (*accept)(void *arg, int fd, const char *peer);
+	void (*accept)(void *arg, int fd, const char *peer, const char *client);
 	void *arg;
 	struct listener *head;
+	int spare_fd; /* given up to refuse a client when
+	                                   out of descriptors */
+	struct ratelimit accept_log;
 };
 
 /* Bind TCP ("host:port", "[v6]:port") and Unix listeners; -1 after

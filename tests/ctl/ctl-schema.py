@@ -47,6 +47,8 @@ SCHEMAS = {
                      "backing": STR}],
         "waiting_exports": [{"name": STR, "backing": STR, "attempts": INT,
                              "since_unix_ms": INT}],
+        "limits": {"max_connections": INT, "max_connections_per_client": INT,
+                   "connections": INT, "clients": INT, "refused": INT},
     },
 }
 

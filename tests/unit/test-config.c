@@ -543,9 +543,9 @@ static void
 test_error_unknown_key_lists_the_known_ones(void **state)
 {
 	expect_error(*state, "unknown-top.conf",
-	    "colour = \"blue\";\n" EXPORTS_OK,
-	    1, "colour", "unknown key; expected one of: listen, io_threads, "
-	    "cache, writeback, control, remote, exports");
+	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
+	    "unknown key; expected one of: listen, io_threads, "
+	    "cache, writeback, control, remote, limits, exports");
 }
 
 static void
