@@ -3,6 +3,17 @@
  * socket, built from counters that every thread updates atomically: taking
  * a status never takes a lock an I/O thread waits on for long (shard locks
  * are held for a pointer read).  Runs on the control thread.
+ *
+ * The status also shows the writeback settings as set (d->cfg.writeback),
+ * which a reload rewrites under daemon.tune_lock: it is built with that
+ * lock held (first in the lock order, so every lock taken meanwhile comes
+ * after it).  Waiting for it is waiting for a tune or a reload to end, as
+ * "wbctl tune" (the list) does; those run on this thread, so only a SIGHUP
+ * reload can hold it meanwhile (at most for as long as a new export's
+ * remote takes to answer, its connect timeout).  The shutdown drain holds
+ * it longer, but commands are refused once stopping is set, before that.
+ * No I/O thread or worker takes it: a status holding it delays only the
+ * tick's installing of waiting exports (a trylock) and a reload.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,16 +45,19 @@ ctl_thresholds_json(struct daemon *d)
 	};
 	const struct writeback_conf *wc = &d->cfg.writeback;
 	uint64_t ps = d->wb.page_size;
-	json_t *o = json_pack("{s:I, s:I}",
-	    "dirty_background_bytes", (json_int_t)(LOAD(&d->wb.bg_pages) * ps),
-	    "dirty_bytes", (json_int_t)(LOAD(&d->wb.limit_pages) * ps));
+	struct wb_thresholds th;
+
+	wb_ctl_snapshot(&d->wb, &th);
+	json_t *o = json_pack("{s:I, s:I}", "dirty_background_bytes",
+	    (json_int_t)(th.bg_pages * ps), "dirty_bytes",
+	    (json_int_t)(th.limit_pages * ps));
 
 	for (size_t i = 0; o && i < sizeof rows / sizeof rows[0]; i++)
 		json_object_set_new(o, rows[i],
 		    settings_json(settings_find(rows[i]), wc));
 	if (o)
-		json_object_set_new(o, "max_io_bytes", json_integer(
-		    (json_int_t)(LOAD(&d->wb.max_run_pages) * ps)));
+		json_object_set_new(o, "max_io_bytes",
+		    json_integer((json_int_t)(th.max_run_pages * ps)));
 	return o;
 }
 
@@ -157,8 +171,9 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	return o;
 }
 
-json_t *
-ctl_status_json(struct daemon *d)
+/* The status; d->tune_lock held. */
+static json_t *
+ctl_status_json_locked(struct daemon *d)
 {
 	struct cache_stats cs;
 	uint64_t ps = d->wb.page_size;
@@ -200,6 +215,15 @@ ctl_status_json(struct daemon *d)
 	    (json_int_t)cs.evictions, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
 	    "limits", limits);
+}
+
+json_t *
+ctl_status_json(struct daemon *d)
+{
+	pthread_mutex_lock(&d->tune_lock);
+	json_t *o = ctl_status_json_locked(d);
+	pthread_mutex_unlock(&d->tune_lock);
+	return o;
 }
 
 json_t *

@@ -463,7 +463,7 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		goto out;
 	}
 	cmd = json_string_value(jcmd);
-	if (d->stopping) {
+	if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
 		ctl_error(cl, "EBUSY", "wbd is shutting down");
 		goto out;
 	}

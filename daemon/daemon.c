@@ -314,7 +314,8 @@ daemon_install_ready(struct daemon *d)
 
 	if (pthread_mutex_trylock(&d->tune_lock) != 0)
 		return;
-	while (pending_poll(d->pending, !d->stopping, &r)) {
+	while (pending_poll(d->pending,
+	    !__atomic_load_n(&d->stopping, __ATOMIC_RELAXED), &r)) {
 		if (daemon_install_export(d, &r.ec, r.backend) < 0)
 			log_warnx("export \"%s\": cannot be added", r.ec.name);
 		r.backend = NULL;       /* the export's, or closed */
@@ -548,9 +549,8 @@ daemon_run(struct daemon *d)
 void
 daemon_stop(struct daemon *d, const char *why)
 {
-	if (d->stopping)
+	if (__atomic_exchange_n(&d->stopping, true, __ATOMIC_ACQ_REL))
 		return;
-	d->stopping = true;
 	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	log_info("%s: finishing requests in flight, then flushing and exiting",
 	    why);
@@ -560,7 +560,7 @@ daemon_stop(struct daemon *d, const char *why)
 int
 daemon_shutdown(struct daemon *d)
 {
-	d->stopping = true;
+	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	listeners_close(&d->listeners);
 	for (unsigned i = 0; i < d->n_io; i++)

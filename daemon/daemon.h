@@ -69,6 +69,9 @@ struct daemon {
 	pthread_mutex_t tune_lock;
 	/* Exports waiting for their remote (pending.c). */
 	struct pending_table *pending;
+	/* Atomic: set once by the main thread (daemon_stop, daemon_shutdown)
+	 * with a release store, read by the control thread (which then
+	 * refuses every command) with an acquire load. */
 	bool stopping;
 	int exit_status;
 };

@@ -393,11 +393,14 @@ enum export_verdict
 export_submit(struct export *e, struct request *req)
 {
 	const struct nbd_request *n = &req->nbd;
+	/* Read once: tune and reload change it while requests arrive. */
+	enum cache_mode mode =
+	    __atomic_load_n(&e->cache_mode, __ATOMIC_RELAXED);
 	uint64_t fill;
 
 	req->export = e;
-	req->writethrough = e->cache_mode == CACHE_WRITETHROUGH ||
-	    (e->cache_mode == CACHE_WRITETHROUGH_UNTIL_FLUSH && !req->flushed);
+	req->writethrough = mode == CACHE_WRITETHROUGH ||
+	    (mode == CACHE_WRITETHROUGH_UNTIL_FLUSH && !req->flushed);
 
 	switch (n->type) {
 	case NBD_CMD_READ:

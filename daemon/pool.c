@@ -10,6 +10,13 @@
  * (a remote) rather than its bandwidth limits it; a worker that has been idle for
  * idle_timeout_ms exits while more than min_workers remain.  A pool never
  * drops below one thread while work is queued.
+ *
+ * A job belongs to the worker from the moment it is taken off the queue
+ * until its run returns, and no longer: the worker reads how to complete
+ * it (owner, done) before running it.  A job with neither (background and
+ * periodic writeback) says in its run that it may be queued again, and its
+ * submitter then clears and resubmits it while this worker is still
+ * returning from run.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -124,15 +131,19 @@ pool_worker(void *arg)
 		if (pool_should_grow_locked(p, now_ns()))
 			pool_spawn_locked(p);
 
+		/* Not read after run: the job may be reused by then. */
+		struct job_owner *owner = job->owner;
+		void (*done)(struct job *) = job->done;
+
 		p->busy++;
 		pthread_mutex_unlock(&p->lock);
 
 		if (job->run)
 			job->run(job);
-		if (job->owner)
-			job->owner->post(job->owner, job);
-		else if (job->done)
-			job->done(job);
+		if (owner)
+			owner->post(owner, job);
+		else if (done)
+			done(job);
 
 		pthread_mutex_lock(&p->lock);
 		p->busy--;

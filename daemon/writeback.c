@@ -81,6 +81,20 @@ wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc)
 }
 
 void
+wb_ctl_snapshot(const struct wb_ctl *wb, struct wb_thresholds *th)
+{
+	th->bg_pages = __atomic_load_n(&wb->bg_pages, __ATOMIC_RELAXED);
+	th->limit_pages = __atomic_load_n(&wb->limit_pages, __ATOMIC_RELAXED);
+	th->expire_ns = __atomic_load_n(&wb->expire_ns, __ATOMIC_RELAXED);
+	th->max_run_pages =
+	    __atomic_load_n(&wb->max_run_pages, __ATOMIC_RELAXED);
+	/* Taken half-way through an update: a new background threshold
+	 * with the old, lower limit.  wb_ctl_update keeps it below. */
+	if (th->limit_pages > 0 && th->bg_pages >= th->limit_pages)
+		th->bg_pages = th->limit_pages - 1;
+}
+
+void
 wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
     const struct wbd_config *cfg)
 {
@@ -94,12 +108,21 @@ wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
 	wb_ctl_update(wb, &cfg->writeback);
 }
 
+static int
+wb_pause_ms(const struct wb_thresholds *th, uint64_t dirty_pages)
+{
+	/* Quadratic in the distance past the midpoint: gentle, then firm. */
+	return wb_curve_ms(dirty_pages, (th->bg_pages + th->limit_pages) / 2,
+	    th->limit_pages);
+}
+
 int
 wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages)
 {
-	/* Quadratic in the distance past the midpoint: gentle, then firm. */
-	return wb_curve_ms(dirty_pages, (wb->bg_pages + wb->limit_pages) / 2,
-	    wb->limit_pages);
+	struct wb_thresholds th;
+
+	wb_ctl_snapshot(wb, &th);
+	return wb_pause_ms(&th, dirty_pages);
 }
 
 /* The quadratic curve from LOW (no pause) to HIGH (held). */
@@ -119,9 +142,12 @@ int
 wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
     uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio)
 {
-	uint64_t dev_max = wb->limit_pages * max_ratio / 100;
-	uint64_t dev_min = wb->limit_pages * min_ratio / 100;
-	int global = wb_throttle_pause_ms(wb, dirty_pages);
+	struct wb_thresholds th;
+
+	wb_ctl_snapshot(wb, &th);
+	uint64_t dev_max = th.limit_pages * max_ratio / 100;
+	uint64_t dev_min = th.limit_pages * min_ratio / 100;
+	int global = wb_pause_ms(&th, dirty_pages);
 	int dev;
 
 	if (dev_max < 1)
@@ -462,13 +488,15 @@ wb_window_drain(struct wb_window *win)
 int
 wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
+	uint32_t max_run =
+	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
 	struct cache_run *run;
 	struct wb_window win;
 	uint64_t last_log = now_ns();
 	int r = 0;
 
 	wb_window_init(&win, t->dev);
-	while ((run = cache_take_run(t->cf, max_seq, t->wb->max_run_pages))) {
+	while ((run = cache_take_run(t->cf, max_seq, max_run))) {
 		if (wb_window_add(&win, t, run) < 0)
 			break;          /* report now; the pages stay dirty */
 		if (why == WB_REASON_SHUTDOWN &&
@@ -497,7 +525,7 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 				}
 			}
 			/* Pages failed back into the dirty list: take them. */
-			run = cache_take_run(t->cf, max_seq, t->wb->max_run_pages);
+			run = cache_take_run(t->cf, max_seq, max_run);
 			if (run) {
 				if (wb_write_run(t, run, 0) < 0) {
 					r = -EIO;
@@ -530,6 +558,8 @@ int
 wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 {
 	uint32_t ps = t->wb->page_size;
+	uint32_t max_run =
+	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
 	uint64_t first = off / ps, end = (off + len + ps - 1) / ps;
 	bool need_flush = false;
 
@@ -540,8 +570,8 @@ wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq
 		uint64_t next = first;
 		unsigned seen = 0;
 
-		while ((run = cache_take_range_run(t->cf, &next, end,
-		    t->wb->max_run_pages, &seen)))
+		while ((run = cache_take_range_run(t->cf, &next, end, max_run,
+			    &seen)))
 			if (wb_write_run(t, run, BACKEND_WRITE_FUA) < 0)
 				return -EIO;    /* the pages stay dirty */
 		if (seen & (CACHE_RANGE_CLEAN | CACHE_RANGE_BUSY))
@@ -592,8 +622,11 @@ wb_background_run(struct job *job)
 				cache_dirty_pages(t->wb->cache),
 				wb_dev_dirty_pages(dev)))
 				goto out;
-			struct cache_run *run = cache_take_run(t->cf, UINT64_MAX,
-			    t->wb->max_run_pages);
+			uint32_t max_run =
+			    __atomic_load_n(&t->wb->max_run_pages,
+				__ATOMIC_RELAXED);
+			struct cache_run *run =
+			    cache_take_run(t->cf, UINT64_MAX, max_run);
 			if (!run)
 				continue;
 			if (wb_window_add(&win, t, run) < 0)
@@ -617,12 +650,14 @@ wb_periodic_run(struct job *job)
 	if (!wb_backing_off(dev)) {
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 			struct wb_target *t = dev->targets[i];
+			struct wb_thresholds th;
+			wb_ctl_snapshot(t->wb, &th);
 			uint64_t now = now_ns();
-			uint64_t cutoff = now > t->wb->expire_ns ?
-			    now - t->wb->expire_ns : 0;
+			uint64_t cutoff =
+			    now > th.expire_ns ? now - th.expire_ns : 0;
 			struct cache_run *run;
 			while ((run = cache_take_expired_run(t->cf, cutoff,
-			    t->wb->max_run_pages)))
+				    th.max_run_pages)))
 				if (wb_window_add(&win, t, run) < 0)
 					goto out;
 		}

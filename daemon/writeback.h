@@ -5,10 +5,8 @@
  * before now is on the device", and writer throttling towards dirty_limit.
  *
  * Work runs on the writeback device's pool (flush-MAJ:MIN threads).  The
- * thresholds in struct wb_ctl are read by every thread without a lock:
- * set at start-up, changed by wbctl tune and reload (under
- * daemon.tune_lock) with an atomic store per field, so a reader may see
- * an old and a new threshold together for a moment, never a torn one.
+ * thresholds in struct wb_ctl are read by every thread without a lock (see
+ * there).
  */
 #ifndef WBD_WRITEBACK_H
 #define WBD_WRITEBACK_H
@@ -72,6 +70,16 @@ enum wb_reason {
 	WB_REASON_SYNC,
 };
 
+/*
+ * The writeback thresholds.  cache, page_size and total_pages are set at
+ * start-up and constant.  The others are atomics: set at start-up, stored
+ * by wb_ctl_update (wbctl tune and reload, under daemon.tune_lock) one
+ * field at a time, and read by every thread without a lock, never plainly:
+ * through wb_ctl_snapshot where several are used together (one load each,
+ * so one decision sees one value of each), or one __atomic_load_n where
+ * one is.  A snapshot taken during an update may hold an old and a new
+ * value; it still keeps bg_pages < limit_pages.
+ */
 struct wb_ctl {
 	struct cache *cache;
 	uint32_t page_size;
@@ -84,6 +92,14 @@ struct wb_ctl {
 	int stopping;                   /* shutting down: stop holding writers */
 };
 
+/* The run-time thresholds of a struct wb_ctl, as read at one moment. */
+struct wb_thresholds {
+	uint64_t bg_pages;
+	uint64_t limit_pages;
+	uint64_t expire_ns;
+	uint32_t max_run_pages;
+};
+
 const char *wb_reason_name(enum wb_reason r);
 
 /* Resolve the configured thresholds against the cache size. */
@@ -92,6 +108,8 @@ void wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
 /* Change them at run time (tune, reload); other threads see each field
  * change atomically. */
 void wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc);
+/* Read them, for one decision (any thread). */
+void wb_ctl_snapshot(const struct wb_ctl *wb, struct wb_thresholds *th);
 
 /*
  * Write back every page of T dirtied at or before sequence MAX_SEQ, wait for

@@ -16,6 +16,8 @@ PACKAGES=(
 	jq tmux procps util-linux
 	# tests: the source tree's own checks (layers, format)
 	git clang-format
+	# tests: the ThreadSanitizer build (scripts/test-tsan.sh)
+	clang
 )
 
 if [[ -n ${WBD_SKIP_DEPS:-} ]]; then
