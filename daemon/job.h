@@ -25,6 +25,9 @@ struct job {
 	struct job *next;
 	void (*run)(struct job *job);           /* on a worker; may be NULL */
 	void (*done)(struct job *job);          /* on OWNER's thread */
+	/* A worker reads owner and done before run: once run has returned,
+	 * the job may already be reused (background and periodic work are
+	 * resubmitted as soon as run clears their flag). */
 	struct job_owner *owner;
 	uint64_t queued_ns;                     /* when it was submitted */
 	/* A client waits for it (a read that missed, a FLUSH): the pool adds

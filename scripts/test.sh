@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # test.sh - install the dependencies, build wbd twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run the whole test suite
-# (unit and integration) in both builds.
+# (unit and integration) in both builds; then a clang ThreadSanitizer build
+# with the stress test (scripts/test-tsan.sh).
 #
 # Usage: bash scripts/test.sh [extra `meson test` arguments, e.g. a suite]
 # Environment: CI=true builds with -Dwerror=true; BUILD_DIR / ASAN_BUILD_DIR
 # change the build directories (default build, build-asan); WBD_SKIP_DEPS=1
-# skips the apt step; WBD_SKIP_ASAN=1 runs only the plain build.
+# skips the apt step; WBD_SKIP_ASAN=1 skips the sanitized build and
+# WBD_SKIP_TSAN=1 the ThreadSanitizer one.
 # Ends with one line: "N passed, N failed[, N skipped]"; exits non-zero if any
 # build or test failed.
 set -uo pipefail
@@ -96,6 +98,25 @@ if [[ -z ${WBD_SKIP_ASAN:-} ]]; then
 	TEST_ARGS=(--timeout-multiplier 3)
 	run_suite sanitized "$ASAN_BUILD_DIR" \
 		-Db_sanitize=address,undefined -Db_lundef=false
+fi
+
+# add_summary LINE: add a "N passed, N failed[, N skipped]" line's counts.
+add_summary() {
+	local p f s=0
+	read -r p _ f _ s _ <<<"${1//,/}"
+	[[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]] || { FAILED=$((FAILED + 1)); return; }
+	[[ $s =~ ^[0-9]+$ ]] || s=0
+	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
+}
+
+if [[ -z ${WBD_SKIP_TSAN:-} ]]; then
+	echo "=== ThreadSanitizer build and stress test ==="
+	tsan_out=$(mktemp)
+	WBD_SKIP_DEPS=1 bash scripts/test-tsan.sh 2>&1 | tee "$tsan_out"
+	rc=${PIPESTATUS[0]}
+	add_summary "$(tail -n 1 "$tsan_out")"
+	rm -f "$tsan_out"
+	((rc == 0)) || STATUS=1
 fi
 
 ((FAILED == 0)) || STATUS=1
