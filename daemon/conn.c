@@ -32,6 +32,9 @@
 #define CONN_RBUF_BYTES         (128u << 10)
 #define CONN_MAX_INFLIGHT       256u
 #define CONN_MAX_INFLIGHT_BYTES (64u << 20)
+/* A client that sends options without reading the replies is not read
+ * while this much of them waits. */
+#define CONN_HS_MAX_UNSENT_BYTES (64u << 10)
 #define CONN_DIRECT_READ_BYTES  (64u << 10)
 #define CONN_MAX_IOV            64
 #define CONN_LOG_BAD_REQUESTS   10
@@ -86,6 +89,7 @@ struct conn {
 	unsigned inflight;
 	size_t inflight_bytes;
 	unsigned throttled;             /* replies held by throttling */
+	size_t hs_unsent;               /* handshake replies not yet sent */
 	uint64_t err_seq;               /* export errors already reported */
 	bool flushed;                   /* client has sent FLUSH */
 	unsigned bad_requests;
@@ -211,13 +215,19 @@ conn_flush_out(struct conn *c)
 
 struct hs_out {
 	struct out out;
+	struct conn *c;
 	uint8_t data[];
 };
 
 static void
 conn_hs_out_release(struct out *o)
 {
-	free(o);
+	struct hs_out *h = container_of(o, struct hs_out, out);
+	struct conn *c = h->c;
+
+	c->hs_unsent -= o->bytes;
+	free(h);
+	conn_maybe_resume(c);
 }
 
 /* Queue the handshake bytes in B; returns -1 if out of memory. */
@@ -237,6 +247,8 @@ conn_queue_buf(struct conn *c, const struct buf *b)
 	h->out.niov = 1;
 	h->out.bytes = b->len;
 	h->out.release = conn_hs_out_release;
+	h->c = c;
+	c->hs_unsent += b->len;
 	conn_queue_out(c, &h->out);
 	return 0;
 }
@@ -265,7 +277,8 @@ static bool
 conn_over_limit(const struct conn *c)
 {
 	return c->inflight >= CONN_MAX_INFLIGHT ||
-	    c->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES || c->throttled > 0;
+	    c->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES || c->throttled > 0 ||
+	    c->hs_unsent > CONN_HS_MAX_UNSENT_BYTES;
 }
 
 static void
@@ -663,6 +676,12 @@ conn_process(struct conn *c)
 			break;
 
 		case CS_HS_OPT_HEADER:
+			if (conn_over_limit(c)) {
+				/* Replies not read: read no more options. */
+				conn_stop_reading(c);
+				c->paused = true;
+				return;
+			}
 			if (avail < 16)
 				return;
 			if (get_u64(p) != NBD_OPT_MAGIC) {

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Clients that send NBD_OPT_INFO over and over in the handshake and never
+# read a reply cannot grow wbd's memory: a connection with 64 KiB of
+# replies unsent is not read any further.  Four such clients for 8 s add
+# less than 48 MiB to the daemon's RSS (before the bound they took it from
+# 7 MB to 2 GB in 24 s), and meanwhile another client's verified writes and
+# reads on the export go on.
+source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+need_python_nbd
+
+add_export disk0 16M rw
+start_wbd
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$WBD_PID/status"; }
+before=$(rss_kib)
+
+"$PYTHON" - "$PORT" "$(uri_unix disk0)" "$WBD_PID" "$T/peak" <<'PY' || fail "see above"
+import nbd, os, socket, struct, sys, threading, time
+port, uri, pid, peak_path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+NBD_OPT_MAGIC = 0x49484156454F5054
+OPT_INFO = 6
+name = b"disk0"
+info = (struct.pack(">QII", NBD_OPT_MAGIC, OPT_INFO, 4 + len(name) + 2) +
+        struct.pack(">I", len(name)) + name + struct.pack(">H", 0))
+stop = threading.Event()
+sent = [0]
+
+def flood():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.recv(18)                          # the greeting, once
+    s.sendall(struct.pack(">I", 3))     # fixed newstyle, no zeroes
+    s.settimeout(0.2)
+    burst = info * 256
+    while not stop.is_set():
+        try:
+            sent[0] += s.send(burst)
+        except socket.timeout:
+            pass                        # the daemon stopped reading us
+        except OSError:
+            break
+    s.close()
+
+def rss_kib():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+floods = [threading.Thread(target=flood) for _ in range(4)]
+for t in floods:
+    t.start()
+peak = 0
+h = nbd.NBD()
+h.connect_uri(uri)
+end = time.monotonic() + 8
+off = 0
+while time.monotonic() < end:
+    buf = os.urandom(65536)
+    h.pwrite(buf, off)
+    if h.pread(65536, off) != buf:
+        sys.exit("FAIL: a well-behaved client read back wrong data")
+    off = (off + 65536) % (16 << 20)
+    peak = max(peak, rss_kib())
+    time.sleep(0.05)
+stop.set()
+for t in floods:
+    t.join(10)
+h.shutdown()
+print("peak RSS %d KiB; %d MiB of options sent by the flooders"
+      % (peak, sent[0] >> 20))
+open(peak_path, "w").write(str(peak))
+PY
+peak=$(cat "$T/peak")
+log "RSS before $before KiB, peak $peak KiB"
+((peak - before < 48 * 1024)) ||
+	fail "RSS grew by $(((peak - before) / 1024)) MiB under the handshake flood (bound: 48 MiB)"
+assert_alive
+stop_wbd
+check_logs_clean || exit 1
