@@ -25,6 +25,7 @@
 #include "config.h"
 #include "settings.h"
 #include "size.h"
+#include "utf8.h"
 
 #define NAME_MAX_BYTES          4096    /* NBD's limit on names, descriptions */
 #define PAGE_SIZE_MIN           512u
@@ -516,6 +517,12 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 		    "the export name clients ask for");
 		return -1;
 	}
+	if (!utf8_valid(str)) {
+		/* The protocol's names are UTF-8, and wbctl's JSON too. */
+		cfg_error(ld, config_setting_get_member(e, "name"),
+		    "expected a name in UTF-8");
+		return -1;
+	}
 	if (cfg_strdup(ld, str, &ex->name) == -1)
 		return -1;
 
@@ -532,6 +539,11 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 
 	if ((r = cfg_string(ld, e, "description", NAME_MAX_BYTES, &str)) == -1)
 		return -1;
+	if (r == 1 && !utf8_valid(str)) {
+		cfg_error(ld, config_setting_get_member(e, "description"),
+		    "expected a description in UTF-8");
+		return -1;
+	}
 	if (r == 1 && cfg_strdup(ld, str, &ex->description) == -1)
 		return -1;
 

@@ -37,6 +37,7 @@
 #include "listener.h"
 #include "log.h"
 #include "reload.h"
+#include "utf8.h"
 #include "wbdev.h"
 #include "writeback.h"
 
@@ -490,7 +491,8 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		else
 			ctl_cmd_reload(cl);
 	} else {
-		ctl_error(cl, "EPROTO", "unknown command \"%.64s\"", cmd);
+		ctl_error(cl, "EPROTO", "unknown command \"%.*s\"",
+		    (int)utf8_prefix_len(cmd, 64), cmd);
 	}
 out:
 	json_decref(req);

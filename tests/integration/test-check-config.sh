@@ -76,6 +76,14 @@ bad_config too-many-exports 2 "${many%,}
 grep -q "at most 1024 exports, got 1025" <<<"$OUT" ||
 	fail "1025 exports: expected the reason, got: $OUT"
 
+# Export names are UTF-8 (the protocol's strings are, and wbctl's JSON):
+# a name that is not is refused with its line.
+printf 'listen = { unix = [ "%s/s" ]; };\nexports = (\n  { name = "bad\xff"; backing = "%s"; size = "1M"; }\n);\n' \
+	"$T" "$B" >"$T/not-utf8.conf"
+check 1 -n -c "$T/not-utf8.conf"
+grep -q "not-utf8.conf:3" <<<"$OUT" && grep -q "UTF-8" <<<"$OUT" ||
+	fail "a name not in UTF-8: expected FILE:3 and the reason, got: $OUT"
+
 log "missing file"
 check 1 -n -c "$T/does-not-exist.conf"
 grep -q "does-not-exist.conf" <<<"$OUT" || fail "missing config: the message does not name the file: $OUT"
