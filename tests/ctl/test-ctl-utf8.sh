@@ -14,7 +14,8 @@ s = socket.socket(socket.AF_UNIX)
 s.settimeout(10)
 s.connect(sys.argv[1])
 f = s.makefile("rwb")
-for name in ["\u00e9" * 40, "x" + "\u20ac" * 30, "\U0001F600" * 20]:
+for name in ["x" + "\u00e9" * 40, "xx" + "\u20ac" * 30,
+             "x" + "\U0001F600" * 20]:
     f.write(json.dumps({"v": 1, "cmd": name}).encode() + b"\n")
     f.flush()
     ans = json.loads(f.readline())
