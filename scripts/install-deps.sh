@@ -16,6 +16,9 @@ PACKAGES=(
 	jq tmux procps util-linux
 	# tests: the source tree's own checks (layers, format)
 	git clang-format
+	# fuzzing (scripts/fuzz.sh): clang, libFuzzer and the sanitizer
+	# runtimes, llvm-symbolizer for readable crash reports
+	clang libclang-rt-dev llvm
 )
 
 if [[ -n ${WBD_SKIP_DEPS:-} ]]; then
