@@ -47,6 +47,7 @@ ninja -C "$BUILD" -j "$NPROC" "${targets[@]}" ||
 
 mkdir -p "$BUILD/crashes"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 STATUS=0
 SUMMARY=()
