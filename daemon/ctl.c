@@ -30,6 +30,7 @@
 #include "buf.h"
 #include "cache.h"
 #include "clock.h"
+#include "ctl-request.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "export.h"
@@ -438,64 +439,56 @@ static void
 ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 {
 	struct daemon *d = cl->cs->d;
-	json_error_t jerr;
-	json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-	json_t *jv, *jcmd;
-	const char *cmd;
+	struct ctl_request req;
+	const char *code, *cmd;
+	char msg[512];
 
-	if (!req || !json_is_object(req)) {
-		ctl_error(cl, "EPROTO", "expected a JSON object on one line%s%s",
-		    req ? "" : ": ", req ? "" : jerr.text);
-		json_decref(req);
+	if (ctl_request_parse(line, len, &req, &code, msg, sizeof msg) < 0) {
+		ctl_error(cl, code, "%s", msg);
 		return;
 	}
-	jv = json_object_get(req, "v");
-	jcmd = json_object_get(req, "cmd");
-	if (jv && (!json_is_integer(jv) ||
-	    json_integer_value(jv) != CTL_PROTOCOL_VERSION)) {
-		ctl_error(cl, "EPROTO", "protocol version %s not supported; "
-		    "this daemon speaks version %d",
-		    json_is_integer(jv) ? "given" : "(not a number)",
-		    CTL_PROTOCOL_VERSION);
-		goto out;
-	}
-	if (!json_is_string(jcmd)) {
-		ctl_error(cl, "EPROTO", "\"cmd\": expected a command name");
-		goto out;
-	}
-	cmd = json_string_value(jcmd);
+	cmd = req.name;
 	if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
 		ctl_error(cl, "EBUSY", "wbd is shutting down");
 		goto out;
 	}
-	if (!strcmp(cmd, "version")) {
+	switch (req.cmd) {
+	case CTL_CMD_VERSION: {
 		json_t *o = ctl_ok();
 		json_object_set_new(o, "daemon_version", json_string(WBD_VERSION));
 		json_object_set_new(o, "protocol", json_integer(CTL_PROTOCOL_VERSION));
 		ctl_send(cl, o);
-	} else if (!strcmp(cmd, "status")) {
+		break;
+	}
+	case CTL_CMD_STATUS:
 		ctl_send(cl, ctl_status_json(d));
-	} else if (!strcmp(cmd, "exports")) {
+		break;
+	case CTL_CMD_EXPORTS:
 		ctl_send(cl, ctl_exports_json(d));
-	} else if (!strcmp(cmd, "tune")) {
-		ctl_cmd_tune(cl, req);
-	} else if (!strcmp(cmd, "flush") || !strcmp(cmd, "reload")) {
+		break;
+	case CTL_CMD_TUNE:
+		ctl_cmd_tune(cl, req.json);
+		break;
+	case CTL_CMD_FLUSH:
+	case CTL_CMD_RELOAD:
 		if (!cl->admin)
 			ctl_error(cl, "EPERM", "%s needs uid 0 or membership of "
 			    "control.admin_group%s%s (you are uid %u)", cmd,
 			    d->cfg.control.admin_group ? " " : "",
 			    d->cfg.control.admin_group ?
 			    d->cfg.control.admin_group : "", (unsigned)cl->uid);
-		else if (!strcmp(cmd, "flush"))
-			ctl_cmd_flush(cl, req);
+		else if (req.cmd == CTL_CMD_FLUSH)
+			ctl_cmd_flush(cl, req.json);
 		else
 			ctl_cmd_reload(cl);
-	} else {
+		break;
+	case CTL_CMD_UNKNOWN:
 		ctl_error(cl, "EPROTO", "unknown command \"%.*s\"",
 		    (int)utf8_prefix_len(cmd, 64), cmd);
+		break;
 	}
 out:
-	json_decref(req);
+	ctl_request_clear(&req);
 }
 
 /* --- input ------------------------------------------------------------- */

@@ -16,8 +16,10 @@ PACKAGES=(
 	jq tmux procps util-linux
 	# tests: the source tree's own checks (layers, format)
 	git clang-format
-	# tests: the ThreadSanitizer build (scripts/test-tsan.sh)
-	clang
+	# tests: the ThreadSanitizer build (scripts/test-tsan.sh) and fuzzing
+	# (scripts/fuzz.sh): clang, libFuzzer and the sanitizer runtimes,
+	# llvm-symbolizer for readable crash reports
+	clang libclang-rt-dev llvm
 )
 
 if [[ -n ${WBD_SKIP_DEPS:-} ]]; then

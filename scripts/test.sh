@@ -2,13 +2,14 @@
 # test.sh - install the dependencies, build wbd twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run the whole test suite
 # (unit and integration) in both builds; then a clang ThreadSanitizer build
-# with the stress test (scripts/test-tsan.sh).
+# with the stress test (scripts/test-tsan.sh), and each libFuzzer target for
+# WBD_FUZZ_SECONDS (default 60; scripts/fuzz.sh), each counted as a test.
 #
 # Usage: bash scripts/test.sh [extra `meson test` arguments, e.g. a suite]
 # Environment: CI=true builds with -Dwerror=true; BUILD_DIR / ASAN_BUILD_DIR
 # change the build directories (default build, build-asan); WBD_SKIP_DEPS=1
 # skips the apt step; WBD_SKIP_ASAN=1 skips the sanitized build and
-# WBD_SKIP_TSAN=1 the ThreadSanitizer one.
+# WBD_SKIP_TSAN=1 the ThreadSanitizer one, WBD_SKIP_FUZZ=1 the fuzzing.
 # Ends with one line: "N passed, N failed[, N skipped]"; exits non-zero if any
 # build or test failed.
 set -uo pipefail
@@ -117,6 +118,20 @@ if [[ -z ${WBD_SKIP_TSAN:-} ]]; then
 	add_summary "$(tail -n 1 "$tsan_out")"
 	rm -f "$tsan_out"
 	((rc == 0)) || STATUS=1
+fi
+
+if [[ -z ${WBD_SKIP_FUZZ:-} ]]; then
+	echo "=== fuzzing: each target for ${WBD_FUZZ_SECONDS:-60} s ==="
+	fuzz_out=$(mktemp)
+	WBD_SKIP_DEPS=1 bash scripts/fuzz.sh "${WBD_FUZZ_SECONDS:-60}" 2>&1 |
+	    tee "$fuzz_out"
+	rc=${PIPESTATUS[0]}
+	# One line per target: "  NAME: N executions, ..." (", CRASH" if so).
+	ok=$(grep -cE '^  [a-z-]+: [0-9]+ executions' "$fuzz_out" || true)
+	bad=$(grep -cE '^  [a-z-]+: .*CRASH' "$fuzz_out" || true)
+	PASSED=$((PASSED + ok - bad)) FAILED=$((FAILED + bad))
+	((rc == 0)) || { STATUS=1; ((bad > 0)) || FAILED=$((FAILED + 1)); }
+	rm -f "$fuzz_out"
 fi
 
 ((FAILED == 0)) || STATUS=1

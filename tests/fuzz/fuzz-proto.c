@@ -1,0 +1,83 @@
+/*
+ * fuzz-proto.c - the transmission phase's request check: the input's
+ * first 11 bytes describe the export and the connection (size, 8 bytes;
+ * transmission flags, 2; structured replies, 1), then come 28-byte
+ * request headers, each decoded (proto_decode_request) and checked
+ * (proto_check_request) as conn.c does, until a bad magic.
+ *
+ * Beyond not crashing: a header re-encodes to the same bytes, and a
+ * request that passes the check is one wbd can carry out (a known
+ * command, within the export, within the maximum block size, no write to
+ * a read-only export).
+ */
+#include <string.h>
+
+#include "buf.h"
+#include "fuzz.h"
+#include "nbd-proto.h"
+#include "proto.h"
+
+#define VIEW_BYTES 11
+
+static void
+fuzz_check_passed(const struct nbd_request *req,
+    const struct proto_export_view *ev)
+{
+	switch (req->type) {
+	case NBD_CMD_FLUSH:
+	case NBD_CMD_DISC:
+		FUZZ_CHECK(proto_payload_bytes(req) == 0);
+		return;
+	case NBD_CMD_READ:
+	case NBD_CMD_WRITE:
+		FUZZ_CHECK(req->count <= PROTO_MAX_REQUEST_BYTES);
+		break;
+	case NBD_CMD_TRIM:
+	case NBD_CMD_WRITE_ZEROES:
+		break;
+	default:
+		FUZZ_CHECK(!"an unknown command passed the check");
+	}
+	FUZZ_CHECK(req->count > 0);
+	FUZZ_CHECK(req->offset <= ev->size_bytes);
+	FUZZ_CHECK(req->count <= ev->size_bytes - req->offset);
+	if (ev->tflags & NBD_FLAG_READ_ONLY)
+		FUZZ_CHECK(req->type == NBD_CMD_READ);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct proto_export_view ev;
+
+	if (size < VIEW_BYTES)
+		return 0;
+	ev.size_bytes = get_u64(data);
+	ev.tflags = get_u16(data + 8);
+	ev.structured = data[10] & 1;
+	data += VIEW_BYTES;
+	size -= VIEW_BYTES;
+
+	for (; size >= NBD_REQUEST_SIZE;
+	     data += NBD_REQUEST_SIZE, size -= NBD_REQUEST_SIZE) {
+		struct nbd_request req;
+		uint8_t again[NBD_REQUEST_SIZE];
+		const char *why = NULL;
+
+		if (proto_decode_request(data, &req) < 0) {
+			FUZZ_CHECK(get_u32(data) != NBD_REQUEST_MAGIC);
+			break;
+		}
+		proto_encode_request(again, &req);
+		FUZZ_CHECK(!memcmp(again, data, NBD_REQUEST_SIZE));
+
+		uint32_t err = proto_check_request(&req, &ev, &why);
+		if (err) {
+			FUZZ_CHECK(why != NULL && *why);
+			FUZZ_CHECK(proto_cmd_name(req.type) != NULL);
+		} else {
+			fuzz_check_passed(&req, &ev);
+		}
+	}
+	return 0;
+}
