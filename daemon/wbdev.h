@@ -12,6 +12,7 @@
 
 #include "job.h"
 #include "pool.h"
+#include "ratelimit.h"
 
 struct wb_target;
 
@@ -33,8 +34,7 @@ struct wb_dev {
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
 	int last_err;                   /* errno of the last failure, 0 none */
-	uint64_t fail_log_ns;           /* the next failure logged after */
-	unsigned fail_unlogged;         /* failures not logged since */
+	struct ratelimit fail_log;      /* writeback failures logged */
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
 	uint64_t bw_last_bytes, bw_last_ns;
 

@@ -23,6 +23,7 @@
 #include "backend.h"
 #include "cache.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "settings.h"
 #include "size.h"
 #include "wbdev.h"
@@ -270,12 +271,12 @@ wb_note_success(struct wb_dev *dev)
 		return;
 	__atomic_store_n(&dev->backoff_until_ns, 0, __ATOMIC_RELEASE);
 	if (__atomic_exchange_n(&dev->backoff_ms, 0, __ATOMIC_ACQ_REL)) {
-		unsigned quiet = __atomic_exchange_n(&dev->fail_unlogged, 0,
+		unsigned quiet = __atomic_exchange_n(&dev->fail_log.quiet, 0,
 		    __ATOMIC_RELAXED);
 		log_info("device %s: writeback is succeeding again (%u "
 			 "failure%s not logged)",
 		    dev->name, quiet, quiet == 1 ? "" : "s");
-		__atomic_store_n(&dev->fail_log_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&dev->fail_log.next_ns, 0, __ATOMIC_RELAXED);
 	}
 }
 
@@ -287,18 +288,7 @@ wb_note_success(struct wb_dev *dev)
 static bool
 wb_fail_log_due(struct wb_dev *dev, unsigned *quiet)
 {
-	uint64_t now = now_ns();
-	uint64_t next = __atomic_load_n(&dev->fail_log_ns, __ATOMIC_RELAXED);
-
-	if (now < next ||
-	    !__atomic_compare_exchange_n(&dev->fail_log_ns, &next,
-		now + WB_FAIL_LOG_NS, false, __ATOMIC_RELAXED,
-		__ATOMIC_RELAXED)) {
-		__atomic_add_fetch(&dev->fail_unlogged, 1, __ATOMIC_RELAXED);
-		return false;
-	}
-	*quiet = __atomic_exchange_n(&dev->fail_unlogged, 0, __ATOMIC_RELAXED);
-	return true;
+	return ratelimit_due(&dev->fail_log, WB_FAIL_LOG_NS, quiet);
 }
 
 static bool
