@@ -38,12 +38,24 @@
 #include "listener.h"
 #include "log.h"
 #include "reload.h"
+#include "ratelimit.h"
 #include "utf8.h"
 #include "wbdev.h"
 #include "writeback.h"
 
 #define CTL_MAX_LINE            (64u << 10)
+/* Clients at once; the last CTL_ADMIN_RESERVED only for root and the
+ * admin group, and at most CTL_MAX_CLIENTS_PER_UID for one uid, so that
+ * nobody can lock root out. */
 #define CTL_MAX_CLIENTS         64
+#define CTL_ADMIN_RESERVED 8
+#define CTL_MAX_CLIENTS_PER_UID 16
+/* A client that sends nothing for this long (and waits for no flush) is
+ * closed; wbctl status --watch asks every 2 s. */
+#define CTL_IDLE_NS (60ull * 1000000000ull)
+/* A client's answers not yet read: beyond this, it is not read. */
+#define CTL_MAX_UNSENT (1u << 20)
+#define CTL_REFUSE_LOG_NS (10ull * 1000000000ull)
 #define CTL_PROGRESS_S          0.5
 #define CTL_SAMPLE_S            1.0
 
@@ -60,6 +72,7 @@ struct ctl_state {
 	bool have_admin_gid;
 	struct job stop_msg;            /* made with the state: stopping
 					 * cannot fail */
+	struct ratelimit refuse_log;
 };
 
 struct ctl_flush_job {
@@ -102,6 +115,8 @@ struct ctl_client {
 	size_t out_off;
 	bool closing;                   /* close once OUT is sent */
 	bool discarding;                /* answered EPROTO: read to EOF */
+	bool out_full;                  /* not read: answers not read */
+	uint64_t last_ns;               /* its last request (idle timeout) */
 	struct ctl_flush *flush;        /* a FLUSH being waited for */
 };
 
@@ -499,6 +514,13 @@ ctl_process(struct ctl_client *cl)
 	size_t start = 0;
 
 	while (!cl->closing && !cl->discarding && !cl->flush && cl->fd >= 0) {
+		if (cl->out.len - cl->out_off > CTL_MAX_UNSENT) {
+			/* Answers pile up unread: read no more until they
+			 * have gone (ctl_write_cb). */
+			cl->out_full = true;
+			ev_io_stop(cl->cs->io->loop, &cl->rw);
+			break;
+		}
 		uint8_t *nl = memchr(cl->in.data + start, '\n',
 		    cl->in.len - start);
 		if (!nl)
@@ -535,6 +557,8 @@ ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (n > 0)
+		cl->last_ns = now_ns();
 	if (n <= 0)
 		ctl_client_close(cl);
 	else if (!cl->discarding) {
@@ -553,6 +577,13 @@ ctl_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct ctl_client *cl = w->data;
 
 	ctl_flush_out(cl);
+	if (cl->out_full && cl->fd >= 0 &&
+	    cl->out.len - cl->out_off <= CTL_MAX_UNSENT / 2) {
+		cl->out_full = false;
+		if (!cl->flush)
+			ev_io_start(loop, &cl->rw);
+		ctl_process(cl); /* what it sent meanwhile */
+	}
 	ctl_client_reap(cl);
 }
 
@@ -620,6 +651,41 @@ ctl_is_admin(struct ctl_state *cs, uid_t uid, gid_t gid)
 	return false;
 }
 
+/* Why a client of UID may not connect now, or NULL. */
+static const char *
+ctl_refusal(struct ctl_state *cs, uid_t uid, gid_t gid)
+{
+	unsigned same = 0;
+
+	if (cs->n_clients >= CTL_MAX_CLIENTS)
+		return "every slot is taken";
+	for (struct ctl_client *cl = cs->clients; cl; cl = cl->next)
+		same += cl->fd >= 0 && cl->uid == uid;
+	if (same >= CTL_MAX_CLIENTS_PER_UID)
+		return "this uid has as many clients as one may";
+	if (cs->n_clients >= CTL_MAX_CLIENTS - CTL_ADMIN_RESERVED &&
+	    !ctl_is_admin(cs, uid, gid))
+		return "the remaining slots are kept for root and the admin "
+		       "group";
+	return NULL;
+}
+
+/* Close the clients idle for CTL_IDLE_NS (not waiting for a flush). */
+static void
+ctl_close_idle(struct ctl_state *cs, uint64_t now)
+{
+	for (struct ctl_client *cl = cs->clients, *next; cl; cl = next) {
+		next = cl->next;
+		if (cl->fd < 0 || cl->flush || now - cl->last_ns < CTL_IDLE_NS)
+			continue;
+		log_debug("control: closing a client of uid %u idle for %llu s",
+		    (unsigned)cl->uid,
+		    (unsigned long long)(CTL_IDLE_NS / 1000000000ull));
+		ctl_client_close(cl);
+		ctl_client_reap(cl);
+	}
+}
+
 static void
 ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -630,13 +696,18 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (fd < 0)
 		return;
-	if (cs->n_clients >= CTL_MAX_CLIENTS) {
-		log_warnx("control: too many clients; refusing one");
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_warn("control: SO_PEERCRED");
 		close(fd);
 		return;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		log_warn("control: SO_PEERCRED");
+	const char *why = ctl_refusal(cs, cred.uid, cred.gid);
+	if (why) {
+		unsigned quiet;
+		if (ratelimit_due(&cs->refuse_log, CTL_REFUSE_LOG_NS, &quiet))
+			log_warnx("control: refused a client of uid %u: %s "
+				  "(%u more refusals not logged)",
+			    (unsigned)cred.uid, why, quiet);
 		close(fd);
 		return;
 	}
@@ -651,6 +722,7 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	cl->gid = cred.gid;
 	cl->pid = cred.pid;
 	cl->admin = ctl_is_admin(cs, cred.uid, cred.gid);
+	cl->last_ns = now_ns();
 	buf_init(&cl->in);
 	buf_init(&cl->out);
 	ev_io_init(&cl->rw, ctl_read_cb, fd, EV_READ);
@@ -670,9 +742,11 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void
 ctl_sample_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct daemon *d = ((struct ctl_state *)w->data)->d;
+	struct ctl_state *cs = w->data;
+	struct daemon *d = cs->d;
 	uint64_t now = now_ns();
 
+	ctl_close_idle(cs, now);
 	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		struct wb_dev *dev = d->devs[i];
 		uint64_t bytes = __atomic_load_n(&dev->written_bytes,

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The control socket cannot be taken from root: one uid may hold at most
+# 16 clients, and the last 8 of the 64 slots are kept for root and the
+# admin group, so four unprivileged uids holding idle connections leave
+# root's wbctl status working; refusals are logged once per 10 s.  And a
+# client that sends status requests without reading the answers cannot
+# grow the daemon: beyond 1 MiB of unread answers it is not read.
+source "${SRCDIR:-$(dirname "$0")}/lib-ctl.sh"
+need setpriv
+setpriv --reuid=60001 --regid=60001 --clear-groups true ||
+	skip "setpriv cannot switch uids"
+
+add_export disk0 16M rw
+chmod 755 "$T"
+CTL_EXTRA='mode = "0666";'
+start_wbd
+
+# hold UID N: as UID, open N connections and hold them; print how many
+# the daemon kept (each is asked for its version; a refused one is closed).
+cat >"$T/hold.py" <<'PY'
+import json, socket, sys, time
+path, n, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+kept = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(5)
+    s.connect(path)
+    try:
+        s.sendall(b'{"v":1,"cmd":"version"}\n')
+        line = s.makefile("rb").readline()
+    except OSError:
+        line = b""
+    if line and json.loads(line).get("ok"):
+        kept.append(s)
+    else:
+        s.close()
+print(len(kept), flush=True)
+time.sleep(secs)
+PY
+pids=()
+for uid in 60001 60002 60003 60004; do
+	setpriv --reuid=$uid --regid=$uid --clear-groups \
+		"$SYSPY" "$T/hold.py" "$CTL" 20 15 >"$T/held.$uid" &
+	pids+=($!)
+done
+for _ in $(seq 100); do
+	all=1
+	for uid in 60001 60002 60003 60004; do
+		[[ -s $T/held.$uid ]] || all=0
+	done
+	((all)) && break
+	sleep 0.1
+done
+total=0
+for uid in 60001 60002 60003 60004; do
+	n=$(cat "$T/held.$uid")
+	((n <= 16)) || fail "uid $uid holds $n control clients (at most 16)"
+	total=$((total + n))
+done
+((total == 56)) || fail "unprivileged uids hold $total clients, expected 56 (64 less 8 kept)"
+expect_exit 0 wbctl status
+log "four uids hold $total clients; root's status still answers"
+n=$(grep -c 'control: refused a client' "$LOG")
+((n == 1)) || fail "$n refusal lines logged, expected 1"
+kill "${pids[@]}" 2>/dev/null
+wait "${pids[@]}" 2>/dev/null || true
+
+log "status requests without reading the answers"
+"$SYSPY" - "$CTL" "$WBD_PID" <<'PY' || fail "see above"
+import socket, sys, time
+path, pid = sys.argv[1], sys.argv[2]
+
+def rss_kib():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+before = rss_kib()
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+s.settimeout(0.2)
+req = b'{"v":1,"cmd":"status"}\n' * 1000
+sent, end, peak = 0, time.monotonic() + 6, 0
+while time.monotonic() < end:
+    try:
+        sent += s.send(req)
+    except socket.timeout:
+        pass
+    peak = max(peak, rss_kib())
+print("%d requests sent; RSS %d KiB before, peak %d KiB while unread"
+      % (sent // 24, before, peak))
+s.close()
+if peak - before > 16 * 1024:
+    sys.exit("FAIL: the daemon grew by %d MiB under unread answers"
+             % ((peak - before) // 1024))
+PY
+expect_exit 0 wbctl status
+stop_wbd
+check_logs_clean || exit 1
