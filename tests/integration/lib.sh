@@ -257,6 +257,19 @@ assert_alive() {
 	proc_alive "${1:-$WBD_PID}" || fail "wbd (pid ${1:-$WBD_PID}) is no longer running"
 }
 
+# rss_bound MIB: set RSS_BOUND_MIB, the growth of the daemon's RSS a test
+# allows: MIB, or twice that under AddressSanitizer, whose quarantine
+# (freed memory kept back, 256 MiB by default) is then cut to 4 MiB so
+# that RSS shows what is live.  Call before start_wbd.
+RSS_BOUND_MIB=
+rss_bound() {
+	RSS_BOUND_MIB=$1
+	if [[ $(ldd "$WBD" 2>/dev/null) == *libasan* ]]; then
+		export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=4
+		RSS_BOUND_MIB=$(($1 * 2))
+	fi
+}
+
 # Sanitizer reports (ASan, LSan, UBSan) in any daemon log fail the test.
 SANITIZER_RE='ERROR: (Address|Leak|Memory|Thread)Sanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer'
 
