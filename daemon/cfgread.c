@@ -628,6 +628,86 @@ fail:
 	return -1;
 }
 
+/*
+ * libconfig 1.5's scanner calls exit() when it cannot read an included
+ * file ("input in flex scanner failed": @include "" or "." names a
+ * directory, found by fuzzing): wbd would die mid-reload with dirty data
+ * cached.  So every @include is followed here first, before libconfig
+ * sees the file: each must name a regular file that can be opened.
+ * NAME is the file as messages name it; DEPTH bounds a loop of includes.
+ */
+#define CFG_INCLUDE_DEPTH_MAX 10
+
+static int
+cfg_check_includes(struct cfg_load *ld, const char *name, const char *path,
+    unsigned depth)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned lineno = 0;
+	int rc = 0;
+
+	if (f == NULL)
+		return 0; /* libconfig reports it, without exiting */
+	ssize_t n;
+
+	while (rc == 0 && (n = getline(&line, &cap, f)) != -1) {
+		const char *p = line, *q;
+		char *inc, *full;
+		struct stat st;
+
+		lineno++;
+		if (strlen(line) != (size_t)n) {
+			/* libconfig would cut the name there. */
+			if (ld->err != NULL && ld->errlen > 0)
+				snprintf(ld->err, ld->errlen,
+				    "%s:%u: a NUL byte: expected text", name,
+				    lineno);
+			rc = -1;
+			break;
+		}
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "@include", 8) != 0)
+			continue;
+		p = strchr(p + 8, '"');
+		q = p ? strchr(p + 1, '"') : NULL;
+		if (!p || !q)
+			continue; /* a syntax error libconfig reports */
+		if ((inc = strndup(p + 1, (size_t)(q - p - 1))) == NULL ||
+		    asprintf(&full, "%s/%s", ld->dir, inc) == -1) {
+			free(inc);
+			cfg_nomem(ld);
+			rc = -1;
+			break;
+		}
+		const char *target = inc[0] == '/' ? inc : full;
+		const char *why = NULL;
+		if (depth >= CFG_INCLUDE_DEPTH_MAX)
+			why = "includes nested too deep";
+		else if (inc[0] == '\0' || stat(target, &st) == -1 ||
+		    !S_ISREG(st.st_mode) || access(target, R_OK) == -1)
+			why = "expected a readable regular file";
+		if (why) {
+			if (ld->err != NULL && ld->errlen > 0)
+				snprintf(ld->err, ld->errlen,
+				    "%s:%u: @include \"%s\": %s", name, lineno,
+				    inc, why);
+			rc = -1;
+		} else {
+			rc = cfg_check_includes(ld, inc, target, depth + 1);
+		}
+		free(inc);
+		free(full);
+	}
+	free(line);
+	fclose(f);
+	if (rc == -1)
+		errno = EINVAL;
+	return rc;
+}
+
 void
 cfg_begin(struct cfg_load *ld, const char *path, char *err, size_t errlen)
 {
@@ -658,6 +738,8 @@ cfg_read_file(struct cfg_load *ld)
 	}
 	free(copy);
 
+	if (cfg_check_includes(ld, ld->path, ld->path, 0) == -1)
+		return NULL;
 	config_init(&ld->lc);
 	ld->lc_ready = true;
 	config_set_include_dir(&ld->lc, ld->dir);

@@ -84,6 +84,16 @@ check 1 -n -c "$T/not-utf8.conf"
 grep -q "not-utf8.conf:3" <<<"$OUT" && grep -q "UTF-8" <<<"$OUT" ||
 	fail "a name not in UTF-8: expected FILE:3 and the reason, got: $OUT"
 
+# An @include that names no readable regular file ("" or "." name the
+# directory) is refused with its line: libconfig 1.5 calls exit() on one,
+# which would end a running wbd mid-reload with dirty data cached.
+bad_config include-directory 2 "io_threads = 2;
+@include \".\"
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
+bad_config include-empty 2 "io_threads = 2;
+@include \"\"
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
+
 log "missing file"
 check 1 -n -c "$T/does-not-exist.conf"
 grep -q "does-not-exist.conf" <<<"$OUT" || fail "missing config: the message does not name the file: $OUT"
