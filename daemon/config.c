@@ -712,13 +712,14 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
-/* limits = { max_connections; max_connections_per_client; } */
+/* limits = { max_connections; max_connections_per_client;
+ * idle_timeout_s; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
 {
 	static const char *const keys[] = { "max_connections",
-		"max_connections_per_client", NULL };
+		"max_connections_per_client", "idle_timeout_s", NULL };
 	config_setting_t *g;
 
 	if (cfg_group(ld, root, "limits", &g) == -1)
@@ -729,7 +730,10 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_uint(ld, g, "max_connections", 1, LIMITS_MAX_CONNECTIONS,
 		&lc->max_connections) == -1 ||
 	    cfg_uint(ld, g, "max_connections_per_client", 1,
-		LIMITS_MAX_CONNECTIONS, &lc->max_connections_per_client) == -1)
+		LIMITS_MAX_CONNECTIONS,
+		&lc->max_connections_per_client) == -1 ||
+	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &lc->idle_timeout_s) ==
+		-1)
 		return -1;
 	return 0;
 }

@@ -69,6 +69,8 @@ struct limits_conf {
 	unsigned max_connections; /* open NBD connections, default 1024 */
 	unsigned max_connections_per_client; /* per address (TCP) or uid
 	                                        (Unix socket), default 64 */
+	unsigned idle_timeout_s;             /* close a connection that sends
+	                                   nothing this long; 0 (default): off */
 };
 
 struct wbd_config {

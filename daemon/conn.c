@@ -61,7 +61,9 @@ struct conn {
 	char peer[64];
 	char client[64]; /* whose slot it holds */
 	ev_io rw, ww;
-	ev_timer hs_timer;              /* handshake deadline */
+	ev_timer hs_timer;      /* handshake deadline, then the idle
+	                                   timeout (limits.idle_timeout_s) */
+	ev_tstamp last_request; /* when the last request came */
 	enum conn_state state;
 	bool reading;                   /* rw is started */
 	bool paused;                    /* stopped by back-pressure */
@@ -550,6 +552,7 @@ conn_reply_error(struct conn *c, const struct nbd_request *nbd, uint32_t err)
 static void
 conn_handle_request(struct conn *c, const struct nbd_request *nbd)
 {
+	c->last_request = ev_now(c->host->loop);
 	const char *why = "";
 	uint32_t err = proto_check_request(nbd, &c->view, &why);
 	uint32_t payload = proto_payload_bytes(nbd);
@@ -613,6 +616,26 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd)
 
 /* --- the input state machine ------------------------------------------ */
 
+/* limits.idle_timeout_s: a client that sends nothing for that long, with
+ * nothing in flight, is closed. */
+static void
+conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn *c = w->data;
+	ev_tstamp left =
+	    c->last_request + c->host->idle_timeout_s - ev_now(loop);
+
+	if (left > 0 || c->inflight > 0) {
+		ev_timer_set(w, left > 0 ? left : c->host->idle_timeout_s, 0);
+		ev_timer_start(loop, w);
+		return;
+	}
+	log_info("%s: no request for %u s (limits.idle_timeout_s); closing",
+	    c->peer, c->host->idle_timeout_s);
+	conn_close_gracefully(c);
+	conn_maybe_finish(c);
+}
+
 static void
 conn_enter_transmission(struct conn *c)
 {
@@ -624,6 +647,13 @@ conn_enter_transmission(struct conn *c)
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
 	ev_timer_stop(c->host->loop, &c->hs_timer);
+	if (c->host->idle_timeout_s) {
+		c->last_request = ev_now(c->host->loop);
+		ev_timer_init(&c->hs_timer, conn_idle_cb,
+		    c->host->idle_timeout_s, 0);
+		c->hs_timer.data = c;
+		ev_timer_start(c->host->loop, &c->hs_timer);
+	}
 	log_info("%s: connected to export \"%s\"%s", c->peer, c->exp->name,
 	    c->hs.structured ? " (structured replies)" : "");
 }

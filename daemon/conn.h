@@ -24,6 +24,7 @@ struct conn_host {
 	struct conn *conns;             /* doubly linked through conn->next */
 	unsigned n_conns;
 	bool draining;                  /* shutting down: refuse new ones */
+	unsigned idle_timeout_s;        /* limits.idle_timeout_s, 0: off */
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
 };

@@ -290,6 +290,8 @@ daemon_start_io_threads(struct daemon *d)
 		if (d->io[i]) {
 			d->io[i]->open_conns = &d->n_conns;
 			d->io[i]->slots = d->slots;
+			d->io[i]->host.idle_timeout_s =
+			    d->cfg.limits.idle_timeout_s;
 			d->io[i]->host.exports = &d->exports;
 		}
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {

@@ -48,6 +48,7 @@ SCHEMAS = {
         "waiting_exports": [{"name": STR, "backing": STR, "attempts": INT,
                              "since_unix_ms": INT}],
         "limits": {"max_connections": INT, "max_connections_per_client": INT,
+                   "idle_timeout_s": INT,
                    "connections": INT, "clients": INT, "refused": INT},
     },
 }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# limits.idle_timeout_s: a client that sends nothing for that long (with
+# nothing in flight) is closed and logged; one that keeps sending is not.
+# Off by default (the kernel client keeps idle connections for good).
+source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+need_python_nbd
+
+add_export disk0 16M rw
+write_config
+echo 'limits = { idle_timeout_s = 2; };' >>"$CONF"
+start_wbd
+
+"$PYTHON" - "$(uri_unix disk0)" <<'PY' || fail "see above"
+import nbd, os, sys, time
+uri = sys.argv[1]
+idle, busy = nbd.NBD(), nbd.NBD()
+idle.connect_uri(uri)
+busy.connect_uri(uri)
+buf = os.urandom(4096)
+idle.pwrite(buf, 0)
+end = time.monotonic() + 4
+while time.monotonic() < end:          # busy keeps asking, idle does not
+    if busy.pread(4096, 0) != buf:
+        sys.exit("FAIL: read back wrong")
+    time.sleep(0.3)
+try:
+    idle.pread(4096, 0)
+    sys.exit("FAIL: a client idle for 4 s (idle_timeout_s = 2) was not closed")
+except nbd.Error:
+    pass
+busy.pread(4096, 0)                    # still served
+busy.shutdown()
+PY
+grep -q 'no request for 2 s (limits.idle_timeout_s); closing' "$LOG" ||
+	fail "the idle close was not logged"
+n=$(grep -c 'limits.idle_timeout_s' "$LOG")
+((n == 1)) || fail "$n idle closes logged, expected 1"
+assert_alive
+stop_wbd
+check_logs_clean || exit 1
