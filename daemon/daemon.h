@@ -73,7 +73,6 @@ struct daemon {
 	 * with a release store, read by the control thread (which then
 	 * refuses every command) with an acquire load. */
 	bool stopping;
-	int exit_status;
 };
 
 /* The device table never moves: it is allocated at its full size at

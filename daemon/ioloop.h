@@ -66,10 +66,4 @@ ioloop_of(struct job_owner *owner)
 	return container_of(owner, struct ioloop, owner);
 }
 
-static inline struct ev_loop *
-ioloop_loop(struct ioloop *io)
-{
-	return io->loop;
-}
-
 #endif

@@ -64,23 +64,7 @@ if [[ ! -f $log ]]; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-read -r p f s < <(python3 - "$log" <<'PY'
-import json, sys
-p = f = s = 0
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if not line:
-        continue
-    r = json.loads(line).get("result", "")
-    if r in ("OK", "EXPECTEDFAIL"):
-        p += 1
-    elif r == "SKIP":
-        s += 1
-    else:                       # FAIL, TIMEOUT, ERROR, UNEXPECTEDPASS
-        f += 1
-print(p, f, s)
-PY
-) || { echo "test-tsan.sh: cannot read $log" >&2; echo "0 passed, 1 failed"; exit 1; }
+read -r p f s < <(python3 scripts/testlog-count.py "$log") || { echo "test-tsan.sh: cannot read $log" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 ((f == 0)) || STATUS=1
 if ((s > 0)); then

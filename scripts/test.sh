@@ -46,23 +46,7 @@ count() {
 		echo "test.sh: no test log in $1" >&2
 		return
 	fi
-	counts=$(python3 - "$log" <<'PY'
-import json, sys
-p = f = s = 0
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if not line:
-        continue
-    r = json.loads(line).get("result", "")
-    if r in ("OK", "EXPECTEDFAIL"):
-        p += 1
-    elif r == "SKIP":
-        s += 1
-    else:                       # FAIL, TIMEOUT, ERROR, UNEXPECTEDPASS
-        f += 1
-print(p, f, s)
-PY
-	) || { echo "test.sh: cannot read $log" >&2; STATUS=1; return; }
+	counts=$(python3 scripts/testlog-count.py "$log") || { echo "test.sh: cannot read $log" >&2; STATUS=1; return; }
 	read -r p f s <<<"$counts"
 	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
 }
