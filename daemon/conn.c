@@ -643,6 +643,7 @@ conn_enter_transmission(struct conn *c)
 	c->view.size_bytes = c->exp->size_bytes;
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
+	c->view.meta = c->hs.meta;
 	c->err_seq = export_err_seq(c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;

@@ -13,6 +13,7 @@
 
 #include "handshake.h"
 #include "log.h"
+#include "meta.h"
 #include "nbd-proto.h"
 
 void
@@ -107,6 +108,9 @@ hs_dup_name(const uint8_t *p, uint32_t len)
 static void
 hs_choose(struct hs_ctx *hs, const struct hs_export *e, char *name)
 {
+	/* Contexts selected on another export do not apply to this one. */
+	if (e != hs->meta_export)
+		hs->meta = 0;
 	hs->chosen = e;
 	free(hs->chosen_name);
 	hs->chosen_name = name;
@@ -136,6 +140,39 @@ hs_export_name(struct hs_ctx *hs, const uint8_t *data, uint32_t len,
 	return HS_TRANSMISSION;
 }
 
+/*
+ * The export an option names (NAMELEN bytes at P), and a copy of the name
+ * in *NAMEP; NULL after replying with the error, if there is none.
+ */
+static const struct hs_export *
+hs_find_export(struct hs_ctx *hs, uint32_t opt, const uint8_t *p,
+    uint32_t namelen, char **namep, struct buf *out)
+{
+	*namep = NULL;
+	if (namelen > HS_MAX_NAME_BYTES) {
+		hs_reply_error(out, opt, NBD_REP_ERR_TOO_BIG,
+		    "export name longer than 4096 bytes");
+		return NULL;
+	}
+	char *name = hs_dup_name(p, namelen);
+	if (!name) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "export name contains a NUL byte");
+		return NULL;
+	}
+	const struct hs_export *e = hs->lookup(hs->arg, name);
+	if (!e) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "unknown export \"%.64s\"", name);
+		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
+		hs_reply_error(out, opt, NBD_REP_ERR_UNKNOWN, msg);
+		free(name);
+		return NULL;
+	}
+	*namep = name;
+	return e;
+}
+
 static enum hs_action
 hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
     struct buf *out)
@@ -157,26 +194,11 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 		    "option length does not match its information requests");
 		return HS_CONTINUE;
 	}
-	if (namelen > HS_MAX_NAME_BYTES) {
-		hs_reply_error(out, opt, NBD_REP_ERR_TOO_BIG,
-		    "export name longer than 4096 bytes");
+	char *name;
+	const struct hs_export *e =
+	    hs_find_export(hs, opt, data + 4, namelen, &name, out);
+	if (!e)
 		return HS_CONTINUE;
-	}
-	char *name = hs_dup_name(data + 4, namelen);
-	if (!name) {
-		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
-		    "export name contains a NUL byte");
-		return HS_CONTINUE;
-	}
-	const struct hs_export *e = hs->lookup(hs->arg, name);
-	if (!e) {
-		char msg[160];
-		snprintf(msg, sizeof msg, "unknown export \"%.64s\"", name);
-		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
-		hs_reply_error(out, opt, NBD_REP_ERR_UNKNOWN, msg);
-		free(name);
-		return HS_CONTINUE;
-	}
 
 	bool want_name = false, want_desc = false;
 	for (uint16_t i = 0; i < nreq; i++) {
@@ -203,6 +225,56 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	}
 	free(name);
 	return HS_CONTINUE;
+}
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT (meta.h). */
+static void
+hs_meta_context(struct hs_ctx *hs, uint32_t opt, const uint8_t *data,
+    uint32_t len, struct buf *out)
+{
+	bool list = opt == NBD_OPT_LIST_META_CONTEXT;
+	struct meta_request mr;
+	const char *why = "";
+	char *name;
+
+	if (!list) {
+		/* Replaced by every SET, even one that fails. */
+		hs->meta = 0;
+		hs->meta_export = NULL;
+	}
+	if (!hs->structured) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "structured replies must be negotiated first");
+		return;
+	}
+	uint32_t err = meta_parse(data, len, list, &mr, &why);
+	if (err) {
+		hs_reply_error(out, opt, err, why);
+		return;
+	}
+	const struct hs_export *e =
+	    hs_find_export(hs, opt, mr.name, mr.namelen, &name, out);
+	if (!e)
+		return;
+	free(name);
+	for (unsigned m = 0; m < META_N_CONTEXTS; m++) {
+		if (!(mr.selected & (1u << m)))
+			continue;
+		const char *cn = meta_context_name(m);
+		size_t n = strlen(cn);
+		buf_put_u64(out, NBD_REP_MAGIC);
+		buf_put_u32(out, opt);
+		buf_put_u32(out, NBD_REP_META_CONTEXT);
+		buf_put_u32(out, (uint32_t)(4 + n));
+		/* A LIST's ids are reserved: 0. */
+		buf_put_u32(out, list ? 0 : meta_context_id(m));
+		buf_put(out, cn, n);
+	}
+	hs_reply(out, opt, NBD_REP_ACK, NULL, 0);
+	if (!list) {
+		hs->meta = mr.selected;
+		hs->meta_export = e;
+	}
 }
 
 static void
@@ -244,6 +316,10 @@ hs_option(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	case NBD_OPT_INFO:
 	case NBD_OPT_GO:
 		return hs_info_go(hs, opt, data, len, out);
+	case NBD_OPT_LIST_META_CONTEXT:
+	case NBD_OPT_SET_META_CONTEXT:
+		hs_meta_context(hs, opt, data, len, out);
+		return HS_CONTINUE;
 	case NBD_OPT_STRUCTURED_REPLY:
 		if (len != 0) {
 			hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
@@ -287,4 +363,6 @@ hs_ctx_clear(struct hs_ctx *hs)
 	free(hs->chosen_name);
 	hs->chosen_name = NULL;
 	hs->chosen = NULL;
+	hs->meta = 0;
+	hs->meta_export = NULL;
 }

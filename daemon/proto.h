@@ -30,6 +30,7 @@ struct proto_export_view {
 	uint64_t size_bytes;
 	uint16_t tflags;            /* transmission flags advertised */
 	bool structured;            /* structured replies negotiated */
+	unsigned meta;              /* metadata contexts selected (meta.h) */
 };
 
 /* Decode 28 bytes; returns -1 on a bad magic (the stream is lost). */
