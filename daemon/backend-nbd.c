@@ -94,6 +94,7 @@ struct backend_nbd {
 	uint64_t size_bytes;            /* as served: at most the remote's */
 	bool readonly;
 	bool can_flush, can_fua, can_trim, can_zero, can_fast_zero;
+	bool can_extents; /* serves base:allocation */
 	bool multi_conn;
 	uint32_t max_request_bytes;
 	/* Atomic: a reload changes them (bn_reconfigure). */
@@ -118,7 +119,21 @@ struct backend_nbd {
 
 #define BN(b) ((struct backend_nbd *)(b))
 
-enum bn_op { BN_PREAD, BN_PWRITE, BN_FLUSH, BN_TRIM, BN_ZERO };
+enum bn_op {
+	BN_PREAD,
+	BN_PWRITE,
+	BN_FLUSH,
+	BN_TRIM,
+	BN_ZERO,
+	BN_EXTENTS
+};
+
+/* What BN_EXTENTS collects: base:allocation from OFF, up to END. */
+struct bn_extents {
+	uint64_t off, end;
+	struct backend_extent *ext;
+	unsigned max, n;
+};
 
 static uint64_t
 bn_clock_ns(clockid_t id)
@@ -238,6 +253,9 @@ bn_connect(struct backend_nbd *bn, char *err, size_t errlen)
 	}
 	/* The configuration is trusted: allow tls-psk-file= and the like. */
 	nbd_set_uri_allow_local_file(h, true);
+	/* For block status (bn_extents); a server without it is all data. */
+	if (nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
+		goto fail;
 	if (nbd_aio_connect_uri(h, bn->uri) == -1)
 		goto fail;
 	while (nbd_aio_is_connecting(h) == 1) {
@@ -526,6 +544,38 @@ bn_errno_is_connection(int err)
 	}
 }
 
+/* libnbd's extent callback: base:allocation's extents into a bn_extents,
+ * clipped to its range, neighbours of one kind merged. */
+static int
+bn_extent_cb(void *user_data, const char *metacontext, uint64_t offset,
+    uint32_t *entries, size_t nr_entries, int *error)
+{
+	struct bn_extents *x = user_data;
+	uint64_t pos = offset;
+
+	if (strcmp(metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 ||
+	    offset != x->off || x->n > 0)
+		return 0;
+	for (size_t i = 0; i + 1 < nr_entries * 2 && pos < x->end; i += 2) {
+		uint64_t len = entries[i];
+		uint32_t flags = entries[i + 1] &
+		    (BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO);
+		if (len == 0)
+			break;
+		if (len > x->end - pos)
+			len = x->end - pos;
+		if (x->n > 0 && x->ext[x->n - 1].flags == flags)
+			x->ext[x->n - 1].length += len;
+		else if (x->n < x->max)
+			x->ext[x->n++] = (struct backend_extent){ .length = len,
+				.flags = flags };
+		else
+			break;
+		pos += len;
+	}
+	return 0;
+}
+
 static int64_t
 bn_submit(struct nbd_handle *h, enum bn_op op, void *buf, uint32_t count,
     uint64_t off, uint32_t flags, struct bn_cmd *cmd)
@@ -546,6 +596,11 @@ bn_submit(struct nbd_handle *h, enum bn_op op, void *buf, uint32_t count,
 		return nbd_aio_trim(h, count, off, cb, flags);
 	case BN_ZERO:
 		return nbd_aio_zero(h, count, off, cb, flags);
+	case BN_EXTENTS: {
+		nbd_extent_callback ecb = { .callback = bn_extent_cb,
+			.user_data = buf };
+		return nbd_aio_block_status(h, count, off, ecb, cb, flags);
+	}
 	}
 	errno = EINVAL;
 	return -1;
@@ -699,7 +754,7 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 {
 	uint64_t deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
 	    __ATOMIC_RELAXED);
-	bool is_read = op == BN_PREAD;
+	bool is_read = op == BN_PREAD || op == BN_EXTENTS;
 
 	for (;;) {
 		struct bn_cmd cmd = { 0 };
@@ -913,6 +968,32 @@ bn_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
 	return bn_run(bn, BN_ZERO, NULL, count, off, flags);
 }
 
+/* The remote's own base:allocation; all data if it has none. */
+static int
+bn_extents(struct backend *b, uint64_t count, uint64_t off,
+    struct backend_extent *ext, unsigned max)
+{
+	struct backend_nbd *bn = BN(b);
+	struct bn_extents x = { .off = off,
+		.end = off + count,
+		.ext = ext,
+		.max = max };
+
+	if (!bn->can_extents) {
+		ext[0] = (struct backend_extent){ .length = count, .flags = 0 };
+		return 1;
+	}
+	/* A request's length is 32 bits; the reply may cover less. */
+	if (count > UINT32_MAX)
+		count = UINT32_MAX;
+	int r = bn_run(bn, BN_EXTENTS, &x, (uint32_t)count, off, 0);
+	if (r < 0)
+		return r;
+	if (x.n == 0)
+		return -EIO; /* no extent for our context */
+	return (int)x.n;
+}
+
 static uint64_t
 bn_size(struct backend *b)
 {
@@ -978,6 +1059,7 @@ static const struct backend_ops backend_nbd_ops = {
 	.flush = bn_flush,
 	.trim = bn_trim,
 	.zero = bn_zero,
+	.extents = bn_extents,
 	.size = bn_size,
 	.close = bn_close,
 	.get_state = bn_get_state,
@@ -1016,6 +1098,8 @@ bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
 	bn->can_zero = nbd_can_zero(h) == 1;
 	bn->can_fast_zero = nbd_can_fast_zero(h) == 1;
 	bn->multi_conn = nbd_can_multi_conn(h) == 1;
+	bn->can_extents =
+	    nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
 	bn->max_conns = bn->multi_conn ? BN_MAX_CONNS : 1;
 
 	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);

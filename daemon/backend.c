@@ -88,6 +88,21 @@ backend_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
 	return b->ops->zero(b, count, off, may_trim, fast);
 }
 
+int
+backend_extents(struct backend *b, uint64_t count, uint64_t off,
+    struct backend_extent *ext, unsigned max)
+{
+	assert(max >= 1 && count > 0);
+	assert(off + count >= off && off + count <= b->ops->size(b));
+	if (!b->ops->extents) {
+		ext[0] = (struct backend_extent){ .length = count, .flags = 0 };
+		return 1;
+	}
+	int n = b->ops->extents(b, count, off, ext, max);
+	assert(n != 0 && (n < 0 || (unsigned)n <= max));
+	return n;
+}
+
 bool
 backend_get_state(struct backend *b, struct backend_state *st)
 {

@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 struct backend;
+struct backend_extent;
 struct backend_io;
 struct backend_state;
 struct export_conf;
@@ -51,6 +52,9 @@ struct backend_ops {
 	/* FAST: fail with -ENOTSUP rather than writing zeroes slowly. */
 	int (*zero)(struct backend *b, uint32_t count, uint64_t off,
 	    bool may_trim, bool fast);
+	/* Optional: allocation (backend_extents); NULL: all data. */
+	int (*extents)(struct backend *b, uint64_t count, uint64_t off,
+	    struct backend_extent *ext, unsigned max);
 	uint64_t (*size)(struct backend *b);
 	void (*close)(struct backend *b);
 	/* Optional (NULL for local devices): the connection state. */
@@ -140,6 +144,21 @@ int backend_flush(struct backend *b);
 int backend_trim(struct backend *b, uint32_t count, uint64_t off);
 int backend_zero(struct backend *b, uint32_t count, uint64_t off,
     bool may_trim, bool fast);
+/*
+ * Allocation, for block status: [OFF, OFF+COUNT) described from OFF as up
+ * to MAX extents (MAX >= 1) in offset order, none empty, none past
+ * OFF+COUNT; they may cover less than COUNT.  Returns how many (>= 1), or
+ * a negative errno.  A backend that cannot tell reports all data: one
+ * extent, flags 0.
+ */
+#define BACKEND_EXTENT_HOLE (1u << 0) /* not allocated */
+#define BACKEND_EXTENT_ZERO (1u << 1) /* reads as zeroes */
+struct backend_extent {
+	uint64_t length;
+	uint32_t flags;
+};
+int backend_extents(struct backend *b, uint64_t count, uint64_t off,
+    struct backend_extent *ext, unsigned max);
 /* A remote's connection state; false (and *ST zeroed) for a local one. */
 bool backend_get_state(struct backend *b, struct backend_state *st);
 /* New remote settings (reload); nothing for a local backend. */

@@ -33,6 +33,7 @@
 #define PF_FILLED       (1u << 1)       /* data valid */
 #define PF_DIRTY        (1u << 2)       /* newer than the backend */
 #define PF_WB           (1u << 3)       /* a snapshot is being written */
+#define PF_ZERO (1u << 4) /* dirty with zeroes by a discard, not written */
 
 enum { Q_NONE, Q_SMALL, Q_MAIN };
 
@@ -67,6 +68,10 @@ struct cache_file {
 	uint64_t dirty_pages;           /* atomic */
 	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
 	uint64_t writeback_pages;       /* atomic */
+	/* Atomic: pages dirty or under writeback, not (all) on the backing
+	 * device: raised when a page not under writeback is dirtied, lowered
+	 * (a release) when a run's write has ended and left it clean. */
+	uint64_t unwritten_pages;
 	uint64_t fills;                 /* atomic: fills begun, not ended */
 	struct shard shards[CACHE_SHARDS];
 };
@@ -259,6 +264,8 @@ mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	assert((p->flags & (PF_LIVE | PF_FILLED)) == (PF_LIVE | PF_FILLED));
 	if (p->flags & PF_DIRTY)
 		return;         /* keeps its older sequence */
+	if (!(p->flags & PF_WB))
+		ATOMIC_ADD(&f->unwritten_pages, 1);
 	p->flags |= PF_DIRTY;
 	p->seq = seq;
 	p->dirtied_ns = now_ns();
@@ -590,6 +597,12 @@ cache_file_writeback_pages(struct cache_file *f)
 }
 
 uint64_t
+cache_file_unwritten_pages(struct cache_file *f)
+{
+	return __atomic_load_n(&f->unwritten_pages, __ATOMIC_ACQUIRE);
+}
+
+uint64_t
 cache_oldest_dirty_ns(struct cache_file *f)
 {
 	uint64_t oldest = 0;
@@ -726,6 +739,7 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 			return CACHE_WRITE_NEED_FILL;
 		}
 		memcpy(page_data(c, p) + at, in, n);
+		p->flags &= ~PF_ZERO;
 		mark_dirty_locked(f, sh, p, seq);
 		pthread_mutex_unlock(&sh->lock);
 		if (spare)
@@ -883,12 +897,55 @@ cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 				memset(page_data(c, p) + at, 0, n);
 				if (p->flags & (PF_DIRTY | PF_WB))
 					mark_dirty_locked(f, sh, p, seq);
+				if (whole && (p->flags & PF_DIRTY))
+					p->flags |= PF_ZERO;
 			}
 		}
 		pthread_mutex_unlock(&sh->lock);
 		off += n;
 		len -= n;
 	}
+}
+
+/* A page's state as cache_state_run reports it. */
+static unsigned
+page_state_locked(const struct cpage *p)
+{
+	unsigned st = 0;
+
+	if (!p)
+		return 0;
+	if (p->flags & (PF_DIRTY | PF_WB))
+		st |= CACHE_STATE_DIRTY;
+	if (p->flags & PF_WB)
+		st |= CACHE_STATE_WRITEBACK;
+	if (st && (p->flags & PF_ZERO))
+		st |= CACHE_STATE_ZERO;
+	return st;
+}
+
+uint64_t
+cache_state_run(struct cache_file *f, uint64_t first, uint64_t n,
+    unsigned *state)
+{
+	*state = 0;
+	if (n == 0)
+		return 0;
+	/* Nothing dirty nor under writeback: everything is as on the
+	 * backing device, every write that ended before it. */
+	if (cache_file_unwritten_pages(f) == 0)
+		return n;
+	for (uint64_t i = first; i < first + n; i++) {
+		struct shard *sh = shard_of(f, i);
+		pthread_mutex_lock(&sh->lock);
+		unsigned st = page_state_locked(lookup_locked(sh, i));
+		pthread_mutex_unlock(&sh->lock);
+		if (i == first)
+			*state = st;
+		else if (st != *state)
+			return i - first;
+	}
+	return n;
 }
 
 /* --- writeback --------------------------------------------------------- */
@@ -1095,6 +1152,12 @@ cache_end_run(struct cache_run *run, bool ok)
 			dirty_insert_locked(sh, p);
 			ATOMIC_ADD(&f->dirty_pages, 1);
 			ATOMIC_ADD(&c->dirty, 1);
+		} else {
+			/* On the device: clean (cache_state_run). */
+			uint64_t was = __atomic_fetch_sub(&f->unwritten_pages,
+			    1, __ATOMIC_RELEASE);
+			assert(was > 0);
+			(void)was;
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);

@@ -70,6 +70,8 @@ void cache_file_stats(struct cache_file *f, uint64_t *cached_pages,
     uint64_t *dirty_pages);
 /* Pages of F under writeback now. */
 uint64_t cache_file_writeback_pages(struct cache_file *f);
+/* Pages of F dirty or under writeback now. */
+uint64_t cache_file_unwritten_pages(struct cache_file *f);
 /* When F's oldest dirty page was dirtied (now_ns clock); 0 if none. */
 uint64_t cache_oldest_dirty_ns(struct cache_file *f);
 
@@ -140,6 +142,21 @@ uint32_t cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
  * WRITE_ZEROES after they reach the backend. */
 void cache_discard(struct cache_file *f, uint64_t off, uint64_t len,
     uint64_t seq);
+
+/*
+ * Block status: how pages FIRST.. differ from the backing device.  Returns
+ * how many pages from FIRST (at least 1 and at most N, if N > 0) share one
+ * state, and that state in *STATE: 0 if as on the backing device (not
+ * resident, being filled, or clean), else CACHE_STATE_DIRTY (not yet
+ * written back), with CACHE_STATE_WRITEBACK if being written back now,
+ * and CACHE_STATE_ZERO if a TRIM or WRITE_ZEROES left it zeroes that are
+ * not yet written back.  A page looked at is reported as it was then.
+ */
+#define CACHE_STATE_DIRTY (1u << 0)
+#define CACHE_STATE_WRITEBACK (1u << 1)
+#define CACHE_STATE_ZERO (1u << 2)
+uint64_t cache_state_run(struct cache_file *f, uint64_t first, uint64_t n,
+    unsigned *state);
 
 /* --- writeback ------------------------------------------------------- */
 

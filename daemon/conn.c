@@ -356,6 +356,7 @@ conn_request_release(struct out *o)
 		c->inflight_bytes -= req->nbd.count;
 		free(req->data);
 	}
+	free(req->reply);
 	free(req);
 	conn_maybe_resume(c);
 }
@@ -409,7 +410,15 @@ conn_reply(struct request *req)
 	struct out *o = &req->out;
 
 	o->niov = 1;
-	if (c->view.structured && is_read) {
+	if (err == 0 && req->reply) {
+		/* Encoded whole by the export (BLOCK_STATUS). */
+		o->iov[0].iov_base = req->reply;
+		o->iov[0].iov_len = o->bytes = req->reply_bytes;
+		conn_queue_out(c, o);
+		return;
+	}
+	if (c->view.structured &&
+	    (is_read || req->nbd.type == NBD_CMD_BLOCK_STATUS)) {
 		if (err == 0) {
 			proto_encode_structured_hdr(req->hdr, NBD_REPLY_FLAG_DONE,
 			    NBD_REPLY_TYPE_OFFSET_DATA, req->nbd.cookie,
@@ -519,6 +528,7 @@ conn_submit(struct conn *c, struct request *req)
 	req->job.owner = c->host->owner;
 	req->err_seq = c->err_seq;
 	req->flushed = c->flushed;
+	req->meta = c->view.meta;
 	enum export_verdict v = export_submit(c->exp, req);
 	c->flushed = req->flushed;
 	switch (v) {

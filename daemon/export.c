@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockstatus.h"
 #include "cache.h"
 #include "export.h"
 #include "log.h"
@@ -318,6 +319,14 @@ export_run(struct job *job)
 		if (r == 0 && (fua || req->writethrough))
 			r = export_make_durable(e, req, req->seq);
 		break;
+	case NBD_CMD_BLOCK_STATUS: {
+		struct bs_source src = { .cf = e->cf,
+			.backend = b,
+			.page_size = e->wb->page_size };
+		r = bs_reply(&src, n, req->meta, &req->reply,
+		    &req->reply_bytes);
+		break;
+	}
 	default:
 		r = -EINVAL;    /* validation lets nothing else through */
 		break;

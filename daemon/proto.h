@@ -55,6 +55,19 @@ void proto_encode_simple_reply(uint8_t *p, uint64_t cookie, uint32_t nbd_err);
 void proto_encode_structured_hdr(uint8_t *p, uint16_t flags, uint16_t type,
     uint64_t cookie, uint32_t length);
 
+/* One extent of a block status reply. */
+struct proto_extent {
+	uint32_t length;
+	uint32_t flags;
+};
+
+/* The size of a block status chunk of N extents, header included. */
+size_t proto_block_status_bytes(uint32_t n_extents);
+/* Encode one NBD_REPLY_TYPE_BLOCK_STATUS chunk of N (>= 1) extents for
+ * context CONTEXT_ID at P; DONE: the last chunk.  Returns its size. */
+size_t proto_encode_block_status(uint8_t *p, uint64_t cookie, bool done,
+    uint32_t context_id, const struct proto_extent *e, uint32_t n);
+
 /* errno (positive) to NBD error: the only place this mapping lives. */
 uint32_t proto_errno_to_nbd(int err);
 

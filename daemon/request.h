@@ -48,6 +48,11 @@ struct request {
 	                                   has seen; out: the new count */
 	bool err_seq_checked;           /* out: err_seq is to be kept */
 	bool flushed;                   /* in/out: the client sent a FLUSH */
+	unsigned meta;                  /* in: the metadata contexts selected */
+	/* out: a reply the export encoded whole (BLOCK_STATUS), freed with
+	 * the request */
+	void *reply;
+	size_t reply_bytes;
 	int pause_ms;                   /* out, EXPORT_PACE: hold the reply
 	                                   this long (-1: until room) */
 	ev_timer throttle;              /* a paced write's reply delay */

@@ -407,3 +407,23 @@ _stop_slow_file_then_cleanup() {
 	(exit "$rc")
 	_cleanup
 }
+
+# --- block status -------------------------------------------------------
+
+# map_flags URI OFFSET [CONTEXT]: the flags (a number) that `nbdinfo
+# --map[=CONTEXT]` reports for the byte at OFFSET (default context
+# base:allocation: 0 data, 1 hole, 2 zero, 3 hole and zero).  Fails the
+# test if nbdinfo does.
+map_flags() {
+	local out
+	out=$(nbdinfo --map${3:+=$3} "$1") || fail "nbdinfo --map${3:+=$3} $1 failed"
+	awk -v o="$2" '$1 <= o && o < $1 + $2 { print $3; f = 1; exit }
+		END { if (!f) print "none" }' <<<"$out"
+}
+
+# expect_map URI CONTEXT OFFSET FLAGS WHAT: map_flags gives FLAGS there.
+expect_map() {
+	local got
+	got=$(map_flags "$1" "$3" "$2")
+	[[ $got == "$4" ]] || fail "$5: $2 at offset $3 is $got, expected $4 ($(nbdinfo --map="$2" "$1" | head -n 20 | tr '\n' ';'))"
+}
