@@ -521,6 +521,12 @@ cache_dirty_pages(struct cache *c)
 	return ATOMIC_GET(&c->dirty);
 }
 
+uint64_t
+cache_unwritten_pages(struct cache *c)
+{
+	return ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback);
+}
+
 struct cache_file *
 cache_file_new(struct cache *c, uint64_t size_bytes)
 {
@@ -840,7 +846,7 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 {
 	struct cache *c = f->c;
 	uint8_t *out = buf;
-	uint32_t nneed = 0;
+	uint32_t nneed = 0, done = 0;
 
 	for (uint32_t i = 0; len > 0; i++) {
 		uint64_t index = off >> c->page_shift;
@@ -851,8 +857,9 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 		pthread_mutex_lock(&sh->lock);
 		struct cpage *p = lookup_locked(sh, index);
 		need[i] = !p || !(p->flags & PF_FILLED);
-		if (!need[i]) {
-			memcpy(out, page_data(c, p) + at, n);
+		/* Without BUF (a prefetch), no access to count either. */
+		if (!need[i] && out) {
+			memcpy(out + done, page_data(c, p) + at, n);
 			if (p->freq < 3)
 				p->freq++;
 		}
@@ -864,7 +871,7 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 			fill_begin(f, index);
 			ATOMIC_ADD(&f->fills, 1);
 		}
-		out += n;
+		done += n;
 		off += n;
 		len -= n;
 	}

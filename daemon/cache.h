@@ -63,6 +63,8 @@ void cache_get_stats(struct cache *c, struct cache_stats *st);
 /* Dirty pages (not under writeback) in the whole cache: one atomic read,
  * for the hot path. */
 uint64_t cache_dirty_pages(struct cache *c);
+/* Dirty or under writeback: the pages no clean page can be evicted for. */
+uint64_t cache_unwritten_pages(struct cache *c);
 
 struct cache_file *cache_file_new(struct cache *c, uint64_t size_bytes);
 void cache_file_free(struct cache_file *f);
@@ -133,6 +135,7 @@ int cache_fill(struct cache_file *f, uint64_t index, const void *data);
  * read), begin a fill of every other page, and set NEED[i] for the pages
  * (counted from off's page) that must come from the backend.  Returns the
  * number of such pages; each of them is ended by one cache_fill_end().
+ * BUF NULL: a prefetch, which copies nothing and counts no access.
  */
 uint32_t cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
     uint32_t len, uint8_t *need);

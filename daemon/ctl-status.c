@@ -136,31 +136,29 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    "last_error", bs.last_error[0] ?
 		    json_string(bs.last_error) : json_null());
 	}
-	json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
-	    " s:{s:i, s:b, s:b, s:i, s:i, s:i, s:i}, s:I, s:I, s:i, s:i, s:I,"
-	    " s:o, s:I}",
-	    "device", dev->name,
-	    "exports", names,
-	    "dirty_bytes", (json_int_t)(wb_dev_dirty_pages(dev) * ps),
-	    "writeback_bytes", (json_int_t)(wb_pages * ps),
-	    "workers", "threads", (int)st.threads, "busy", (int)st.busy,
-	    "min", (int)d->cfg.writeback.min_workers,
-	    "max", (int)d->cfg.writeback.max_workers,
-	    "queued", "total", (int)st.queued,
-	    "background", LOAD(&dev->bg_queued) != 0,
-	    "periodic", LOAD(&dev->periodic_queued) != 0,
-	    "flush", (int)LOAD(&dev->work_by_reason[WB_REASON_FLUSH]),
-	    "fua", (int)LOAD(&dev->work_by_reason[WB_REASON_FUA]),
-	    "sync", (int)LOAD(&dev->work_by_reason[WB_REASON_SYNC]),
-	    "read", (int)LOAD(&dev->work_reads),
-	    "written_bytes", (json_int_t)LOAD(&dev->written_bytes),
-	    "bandwidth_bytes_per_s", (json_int_t)LOAD(&dev->bandwidth_bps),
-	    "min_ratio", (int)LOAD(&dev->min_ratio),
-	    "max_ratio", (int)LOAD(&dev->max_ratio),
-	    "errors", (json_int_t)LOAD(&dev->errors),
-	    "last_error", err ? json_string(strerror(err)) : json_null(),
-	    "backoff_ms", (json_int_t)(backoff_until > now ?
-	    (backoff_until - now) / 1000000 : 0));
+	json_t *o = json_pack(
+	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
+	    " s:{s:i, s:b, s:b, s:i, s:i, s:i, s:i}, s:I, s:I, s:I, s:i, s:i,"
+	    " s:I, s:o, s:I}",
+	    "device", dev->name, "exports", names, "dirty_bytes",
+	    (json_int_t)(wb_dev_dirty_pages(dev) * ps), "writeback_bytes",
+	    (json_int_t)(wb_pages * ps), "workers", "threads", (int)st.threads,
+	    "busy", (int)st.busy, "min", (int)d->cfg.writeback.min_workers,
+	    "max", (int)d->cfg.writeback.max_workers, "queued", "total",
+	    (int)st.queued, "background", LOAD(&dev->bg_queued) != 0,
+	    "periodic", LOAD(&dev->periodic_queued) != 0, "flush",
+	    (int)LOAD(&dev->work_by_reason[WB_REASON_FLUSH]), "fua",
+	    (int)LOAD(&dev->work_by_reason[WB_REASON_FUA]), "sync",
+	    (int)LOAD(&dev->work_by_reason[WB_REASON_SYNC]), "read",
+	    (int)LOAD(&dev->work_reads), "written_bytes",
+	    (json_int_t)LOAD(&dev->written_bytes), "read_bytes",
+	    (json_int_t)LOAD(&dev->read_bytes), "bandwidth_bytes_per_s",
+	    (json_int_t)LOAD(&dev->bandwidth_bps), "min_ratio",
+	    (int)LOAD(&dev->min_ratio), "max_ratio", (int)LOAD(&dev->max_ratio),
+	    "errors", (json_int_t)LOAD(&dev->errors), "last_error",
+	    err ? json_string(strerror(err)) : json_null(), "backoff_ms",
+	    (json_int_t)(backoff_until > now ? (backoff_until - now) / 1000000 :
+					       0));
 	if (o) {
 		json_object_set_new(o, "backing", json_string(b ?
 		    b->description : ""));

@@ -69,7 +69,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->cache_mode = ec->cache_mode;
 
 	e->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
-	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
+	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN | NBD_FLAG_SEND_CACHE;
 	if (ec->readonly || (b->caps & BACKEND_READ_ONLY)) {
 		e->tflags |= NBD_FLAG_READ_ONLY;
 	} else {
@@ -107,14 +107,20 @@ export_free(struct export *e)
 
 /* --- on a worker ------------------------------------------------------- */
 
-/* A read that missed: resident pages from the cache, the rest from the
- * backend (and into the cache). */
+/* Read from E's backing device, counted on its device. */
 static int
-export_read_miss(struct export *e, struct request *req)
+export_backend_read(struct export *e, void *buf, uint32_t count, uint64_t off)
+{
+	__atomic_add_fetch(&e->dev->read_bytes, count, __ATOMIC_RELAXED);
+	return backend_pread(e->backend, buf, count, off);
+}
+
+/* [OFF, OFF+LEN): resident pages from the cache, the rest from the
+ * backend into the cache; into BUF as well, unless it is NULL. */
+static int
+export_read_range(struct export *e, void *buf, uint64_t off, uint32_t len)
 {
 	uint32_t ps = e->wb->page_size;
-	uint64_t off = req->nbd.offset;
-	uint32_t len = req->nbd.count;
 	uint64_t first = off / ps, last = (off + len - 1) / ps;
 	uint32_t npages = (uint32_t)(last - first + 1);
 	uint8_t *need = malloc(npages);
@@ -123,7 +129,7 @@ export_read_miss(struct export *e, struct request *req)
 	if (!need)
 		return -ENOMEM;
 	uint64_t gen = cache_fill_gen(e->cf);
-	if (cache_read_prepare(e->cf, req->data, off, len, need) == 0)
+	if (cache_read_prepare(e->cf, buf, off, len, need) == 0)
 		goto out;
 
 	/* Read from the first to the last page needed, whole pages. */
@@ -145,25 +151,68 @@ export_read_miss(struct export *e, struct request *req)
 	uint64_t avail = rd_off + rd_len > e->size_bytes ?
 	    e->size_bytes - rd_off : rd_len;
 	memset(tmp + avail, 0, rd_len - avail);
-	r = backend_pread(e->backend, tmp, (uint32_t)avail, rd_off);
+	r = export_backend_read(e, tmp, (uint32_t)avail, rd_off);
 	for (uint32_t i = lo; i <= hi; i++) {
 		if (!need[i])
 			continue;
 		uint8_t *page = tmp + (uint64_t)(i - lo) * ps;
 		cache_fill_end(e->cf, first + i, r == 0 ? page : NULL, gen);
-		if (r != 0)
+		if (r != 0 || !buf)
 			continue;
 		/* The part of this page inside the request. */
 		uint64_t pstart = (first + i) * ps;
 		uint64_t from = pstart > off ? pstart : off;
 		uint64_t to = pstart + ps < off + len ? pstart + ps : off + len;
-		memcpy((uint8_t *)req->data + (from - off), page + (from - pstart),
+		memcpy((uint8_t *)buf + (from - off), page + (from - pstart),
 		    to - from);
 	}
 	free(tmp);
 out:
 	free(need);
 	return r;
+}
+
+/* A read that missed. */
+static int
+export_read_miss(struct export *e, struct request *req)
+{
+	return export_read_range(e, req->data, req->nbd.offset, req->nbd.count);
+}
+
+/*
+ * NBD_CMD_CACHE: read [OFF, OFF+LEN) into the cache, in pieces of the
+ * coalescing cap, and stop (it is advice) before it would take more than
+ * 1/EXPORT_PREFETCH_SHARE of the cache, or more than half of what is not
+ * dirty: only clean pages are ever evicted, and it should not push out
+ * all of them.
+ */
+#define EXPORT_PREFETCH_SHARE 4
+
+static int
+export_prefetch(struct export *e, uint64_t off, uint64_t len)
+{
+	uint64_t ps = e->wb->page_size, total = e->wb->total_pages;
+	uint64_t piece =
+	    (uint64_t)__atomic_load_n(&e->wb->max_run_pages, __ATOMIC_RELAXED) *
+	    ps;
+	uint64_t budget = total / EXPORT_PREFETCH_SHARE;
+
+	while (len > 0) {
+		/* To the next piece boundary: aligned reads after the first. */
+		uint64_t n =
+		    piece - off % piece < len ? piece - off % piece : len;
+		uint64_t pages = (off + n - 1) / ps - off / ps + 1;
+		uint64_t clean = total - cache_unwritten_pages(e->wb->cache);
+		if (pages > budget || pages > clean / 2)
+			break;
+		int r = export_read_range(e, NULL, off, (uint32_t)n);
+		if (r < 0)
+			return r;
+		budget -= pages;
+		off += n;
+		len -= n;
+	}
+	return 0;
 }
 
 /* Bring page INDEX in from the backend (for a partial write). */
@@ -182,7 +231,7 @@ export_fill_page(struct export *e, uint64_t index)
 	}
 	uint64_t off = index * ps;
 	uint64_t n = off + ps > e->size_bytes ? e->size_bytes - off : ps;
-	int r = backend_pread(e->backend, page, (uint32_t)n, off);
+	int r = export_backend_read(e, page, (uint32_t)n, off);
 	cache_fill_end(e->cf, index, r == 0 ? page : NULL, gen);
 	free(page);
 	return r;
@@ -264,6 +313,7 @@ export_work_counter(struct export *e, const struct request *req)
 	case NBD_CMD_FLUSH:
 		return &e->dev->work_by_reason[WB_REASON_FLUSH];
 	case NBD_CMD_READ:
+	case NBD_CMD_CACHE:
 		return &e->dev->work_reads;
 	default:
 		if ((req->nbd.flags & NBD_CMD_FLAG_FUA) || req->writethrough)
@@ -318,6 +368,9 @@ export_run(struct job *job)
 			cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (r == 0 && (fua || req->writethrough))
 			r = export_make_durable(e, req, req->seq);
+		break;
+	case NBD_CMD_CACHE:
+		r = export_prefetch(e, n->offset, n->count);
 		break;
 	case NBD_CMD_BLOCK_STATUS: {
 		struct bs_source src = { .cf = e->cf,

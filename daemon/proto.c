@@ -50,6 +50,7 @@ proto_allowed_flags(uint16_t type, uint16_t tflags, bool structured)
 	case NBD_CMD_TRIM:
 	case NBD_CMD_FLUSH:
 	case NBD_CMD_DISC:
+	case NBD_CMD_CACHE:
 		return fua;
 	case NBD_CMD_WRITE_ZEROES:
 		return fua | NBD_CMD_FLAG_NO_HOLE |
@@ -78,6 +79,7 @@ proto_check_request(const struct nbd_request *req,
 	case NBD_CMD_WRITE:
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
+	case NBD_CMD_CACHE:
 		break;
 	case NBD_CMD_FLUSH:
 		if (req->flags & ~allowed) {

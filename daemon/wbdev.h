@@ -33,6 +33,8 @@ struct wb_dev {
 	uint64_t backoff_until_ns;
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
+	uint64_t read_bytes;            /* from the device: misses, fills,
+	                                   CACHE, read-ahead */
 	int last_err;                   /* errno of the last failure, 0 none */
 	struct ratelimit fail_log;      /* writeback failures logged */
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */

@@ -105,7 +105,25 @@ test_unknown_command(void **state)
 {
 	assert_int_equal(check(&rw_view, 99, 0, 0, 1), NBD_EINVAL);
 	assert_int_equal(check(&rw_view, NBD_CMD_BLOCK_STATUS, 0, 0, 4096), NBD_EINVAL);
-	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, 0, 0, 4096), NBD_EINVAL);
+}
+
+/* CACHE: like a READ without its payload: no maximum, read-only too. */
+static void
+test_cache(void **state)
+{
+	struct proto_export_view big = rw_view;
+	big.size_bytes = UINT64_C(1) << 40;
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, 0, 0, 4096), 0);
+	assert_int_equal(check(&ro_view, NBD_CMD_CACHE, 0, 0, 4096), 0);
+	assert_int_equal(check(&big, NBD_CMD_CACHE, 0, 0, UINT32_MAX), 0);
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, NBD_CMD_FLAG_FUA, 0, 1),
+	    0);
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, NBD_CMD_FLAG_REQ_ONE, 0,
+			     1),
+	    NBD_EINVAL);
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, 0, 0, 0), NBD_EINVAL);
+	assert_int_equal(check(&ro_view, NBD_CMD_CACHE, 0, EXPORT_BYTES, 1),
+	    NBD_EINVAL);
 }
 
 static void
@@ -285,6 +303,7 @@ main(void)
 		cmocka_unit_test(test_oversized),
 		cmocka_unit_test(test_readonly),
 		cmocka_unit_test(test_block_status),
+		cmocka_unit_test(test_cache),
 		cmocka_unit_test(test_block_status_reply),
 		cmocka_unit_test(test_simple_reply),
 		cmocka_unit_test(test_structured_reply),
