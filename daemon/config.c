@@ -738,12 +738,36 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* default_export = "NAME" or "none"; after the exports. */
+static int
+cfg_default_export(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	const char *str;
+	int r = cfg_string(ld, root, "default_export", NAME_MAX_BYTES, &str);
+
+	if (r != 1)
+		return r;
+	bool known = strcmp(str, CONFIG_NO_DEFAULT_EXPORT) == 0;
+	for (size_t i = 0; i < cfg->n_exports && !known; i++)
+		known = strcmp(cfg->exports[i].name, str) == 0;
+	if (!known) {
+		cfg_error(ld, config_setting_get_member(root, "default_export"),
+		    "expected the name of an export below, or \"none\", got "
+		    "\"%.64s\"",
+		    str);
+		return -1;
+	}
+	return cfg_strdup(ld, str, &cfg->default_export);
+}
+
 static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "exports", NULL };
+		"writeback", "control", "remote", "limits", "exports",
+		"default_export", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -754,7 +778,8 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_remote(ld, root, &cfg->remote) == -1 ||
 	    cfg_limits(ld, root, &cfg->limits) == -1 ||
-	    cfg_exports(ld, root, cfg) == -1)
+	    cfg_exports(ld, root, cfg) == -1 ||
+	    cfg_default_export(ld, root, cfg) == -1)
 		return -1;
 	return 0;
 }
@@ -844,6 +869,7 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].backing);
 	}
 	free(cfg->exports);
+	free(cfg->default_export);
 	free(cfg->control.socket);
 	free(cfg->control.group);
 	free(cfg->control.admin_group);

@@ -91,7 +91,12 @@ struct wbd_config {
 
 	struct export_conf *exports;
 	size_t n_exports;
+	/* The export the empty name reaches: NULL for the first one,
+	 * CONFIG_NO_DEFAULT_EXPORT for none, else one of EXPORTS. */
+	char *default_export;
 };
+
+#define CONFIG_NO_DEFAULT_EXPORT "none"
 
 /*
  * Load PATH into *CFG (which is zeroed first).  On error returns -1 and

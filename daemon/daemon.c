@@ -505,7 +505,8 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	d->devs = calloc(DAEMON_MAX_DEVS, sizeof *d->devs);
 	d->drain_jobs = calloc(EXPORT_TABLE_MAX, sizeof *d->drain_jobs);
 	if (!d->loop || !d->pending || !d->opened || !d->devs || !d->slots ||
-	    !d->drain_jobs || export_table_init(&d->exports) < 0) {
+	    !d->drain_jobs || export_table_init(&d->exports) < 0 ||
+	    export_table_set_default(&d->exports, d->cfg.default_export) < 0) {
 		log_warnx("start-up: out of memory");
 		return -1;
 	}

@@ -162,8 +162,10 @@ hs_find_export(struct hs_ctx *hs, uint32_t opt, const uint8_t *p,
 	}
 	const struct hs_export *e = hs->lookup(hs->arg, name);
 	if (!e) {
-		char msg[160];
-		snprintf(msg, sizeof msg, "unknown export \"%.64s\"", name);
+		char msg[160] = "no default export: name one (NBD_OPT_LIST)";
+		if (*name)
+			snprintf(msg, sizeof msg, "unknown export \"%.64s\"",
+			    name);
 		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
 		hs_reply_error(out, opt, NBD_REP_ERR_UNKNOWN, msg);
 		free(name);

@@ -193,7 +193,7 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 
 /* Phase 4: exports added, changed, removed. */
 static void
-reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
+reload_exports(struct daemon *d, struct wbd_config *nc, char *msg,
     size_t msglen)
 {
 	pending_prune(d->pending, nc->exports, nc->n_exports, &nc->remote);
@@ -210,6 +210,21 @@ reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
 			reload_note(msg, msglen, "export \"%s\" removed: no new "
 			    "connections; written back once idle", e->name);
 	}
+	if (str_equal(d->cfg.default_export, nc->default_export))
+		return;
+	if (export_table_set_default(&d->exports, nc->default_export) < 0) {
+		reload_note(msg, msglen, "default_export: out of memory");
+		return;
+	}
+	char *old = d->cfg.default_export;
+	d->cfg.default_export = nc->default_export;
+	nc->default_export = old; /* freed with NC */
+	reload_note(msg, msglen, "default_export %s%s%s",
+	    d->cfg.default_export ? "\"" : "",
+	    d->cfg.default_export ? d->cfg.default_export :
+				    "left out: the "
+				    "first export",
+	    d->cfg.default_export ? "\"" : "");
 }
 
 /* Phase 5: writeback settings apply at once; NC frees the old devices

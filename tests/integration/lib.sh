@@ -408,6 +408,25 @@ _stop_slow_file_then_cleanup() {
 	_cleanup
 }
 
+# --- the kernel's NBD client --------------------------------------------
+
+# kernel_nbd_unusable: print why /dev/nbd0 and nbd-client cannot be used
+# here and succeed; fail, printing nothing, if they can.
+kernel_nbd_unusable() {
+	if ! command -v nbd-client >/dev/null 2>&1; then
+		echo "nbd-client is not installed"
+	elif [[ $(id -u) != 0 ]]; then
+		echo "not root"
+	elif [[ ! -b /dev/nbd0 ]] && ! { command -v modprobe >/dev/null 2>&1 &&
+	    modprobe nbd 2>/dev/null && sleep 0.5 && [[ -b /dev/nbd0 ]]; }; then
+		echo "/dev/nbd0 does not exist and the nbd module cannot be loaded here"
+	elif [[ -e /sys/block/nbd0/pid ]]; then
+		echo "/dev/nbd0 is in use"
+	else
+		return 1
+	fi
+}
+
 # --- block status -------------------------------------------------------
 
 # map_flags URI OFFSET [CONTEXT]: the flags (a number) that `nbdinfo

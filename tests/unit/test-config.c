@@ -747,6 +747,47 @@ test_error_duplicate_export_name(void **state)
 }
 
 static void
+test_default_export(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; },\n"
+		"            { name = \"b\"; backing = \"/b\"; } );\n"
+		"default_export = \"b\";\n"));
+	assert_string_equal(f->cfg.default_export, "b");
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "none.conf",
+		"default_export = \"none\";\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_string_equal(f->cfg.default_export, CONFIG_NO_DEFAULT_EXPORT);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "first.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_null(f->cfg.default_export);
+}
+
+static void
+test_error_default_export_unknown(void **state)
+{
+	expect_error(*state, "default-unknown.conf",
+	    "exports = (\n"
+	    "  { name = \"a\"; backing = \"/a\"; }\n"
+	    ");\n"
+	    "default_export = \"disk0\";\n",
+	    4, "default_export",
+	    "expected the name of an export below, or "
+	    "\"none\", got \"disk0\"");
+	expect_error(*state, "default-int.conf",
+	    "default_export = 1;\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "default_export", "expected a string");
+}
+
+static void
 test_error_missing_name(void **state)
 {
 	expect_error(*state, "no-name.conf",
@@ -1173,6 +1214,8 @@ main(void)
 		T(test_error_integer_truncated_by_libconfig),
 		T(test_error_bad_cache_mode),
 		T(test_error_duplicate_export_name),
+		T(test_default_export),
+		T(test_error_default_export_unknown),
 		T(test_error_missing_name),
 		T(test_error_empty_name),
 		T(test_error_name_too_long),
