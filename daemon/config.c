@@ -713,14 +713,17 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 }
 
 /* limits = { max_connections; max_connections_per_client;
- * idle_timeout_s; } */
+ * idle_timeout_s; max_request_bytes; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
 {
 	static const char *const keys[] = { "max_connections",
-		"max_connections_per_client", "idle_timeout_s", NULL };
+		"max_connections_per_client", "idle_timeout_s",
+		"max_request_bytes", NULL };
 	config_setting_t *g;
+	uint64_t v;
+	int r;
 
 	if (cfg_group(ld, root, "limits", &g) == -1)
 		return -1;
@@ -735,6 +738,19 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &lc->idle_timeout_s) ==
 		-1)
 		return -1;
+	if ((r = cfg_size(ld, g, "max_request_bytes", &v, NULL)) == -1)
+		return -1;
+	if (r == 1 &&
+	    (v < LIMITS_MIN_REQUEST_BYTES || v > LIMITS_MAX_REQUEST_BYTES)) {
+		char got[96];
+		config_setting_t *s =
+		    config_setting_get_member(g, "max_request_bytes");
+		cfg_error(ld, s, "expected a size from 32M to 1G, got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	if (r == 1)
+		lc->max_request_bytes = (uint32_t)v;
 	return 0;
 }
 
@@ -851,6 +867,7 @@ config_defaults(struct wbd_config *cfg)
 
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;
+	cfg->limits.max_request_bytes = 64u << 20;
 }
 
 void

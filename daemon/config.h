@@ -71,7 +71,12 @@ struct limits_conf {
 	                                        (Unix socket), default 64 */
 	unsigned idle_timeout_s;             /* close a connection that sends
 	                                   nothing this long; 0 (default): off */
+	uint32_t max_request_bytes; /* the longest READ or WRITE from a client
+	                               that did not agree on block sizes */
 };
+
+#define LIMITS_MIN_REQUEST_BYTES (32u << 20) /* the advertised maximum */
+#define LIMITS_MAX_REQUEST_BYTES (1u << 30)
 
 struct wbd_config {
 	char *path;                     /* the file it came from */

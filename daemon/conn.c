@@ -578,7 +578,7 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd)
 			conn_reply_error(c, nbd, err);
 			return;
 		}
-		if (payload > PROTO_MAX_DISCARD_BYTES) {
+		if (payload > proto_max_discard_bytes(&c->view)) {
 			log_warnx("%s: WRITE payload of %u bytes is too large to "
 			    "skip; disconnecting", c->peer, payload);
 			conn_close_socket(c);
@@ -654,6 +654,9 @@ conn_enter_transmission(struct conn *c)
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
 	c->view.meta = c->hs.meta;
+	c->view.max_request_bytes = c->host->max_request_bytes;
+	if (c->hs.block_sizes)
+		c->view.max_request_bytes = PROTO_MAX_REQUEST_BYTES;
 	c->err_seq = export_err_seq(c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;

@@ -193,9 +193,10 @@ ctl_status_json_locked(struct daemon *d)
 		    "since_unix_ms", (json_int_t)(pi.since_realtime_ns /
 		    1000000)));
 	const struct limits_conf *lc = &d->cfg.limits;
-	json_t *limits = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}",
+	json_t *limits = json_pack("{s:i, s:i, s:I, s:i, s:i, s:i, s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
-	    (int)lc->idle_timeout_s, "max_connections_per_client",
+	    (int)lc->idle_timeout_s, "max_request_bytes",
+	    (json_int_t)lc->max_request_bytes, "max_connections_per_client",
 	    (int)lc->max_connections_per_client, "connections",
 	    (int)LOAD(&d->n_conns), "clients", (int)slots_clients(d->slots),
 	    "refused", (json_int_t)LOAD(&d->refused_conns));

@@ -202,13 +202,15 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	if (!e)
 		return HS_CONTINUE;
 
-	bool want_name = false, want_desc = false;
+	bool want_name = false, want_desc = false, want_bs = false;
 	for (uint16_t i = 0; i < nreq; i++) {
 		uint16_t t = get_u16(data + 6 + namelen + 2u * i);
 		if (t == NBD_INFO_NAME)
 			want_name = true;
 		else if (t == NBD_INFO_DESCRIPTION)
 			want_desc = true;
+		else if (t == NBD_INFO_BLOCK_SIZE)
+			want_bs = true;
 		/* EXPORT and BLOCK_SIZE are always sent; others ignored. */
 	}
 
@@ -222,6 +224,7 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	hs_reply(out, opt, NBD_REP_ACK, NULL, 0);
 
 	if (opt == NBD_OPT_GO) {
+		hs->block_sizes = want_bs;
 		hs_choose(hs, e, name);
 		return HS_TRANSMISSION;
 	}

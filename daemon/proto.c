@@ -119,9 +119,14 @@ proto_check_request(const struct nbd_request *req,
 	}
 	/* Only READ and WRITE carry a payload: the others' lengths are
 	 * not limited by the maximum. */
-	if (req->count > PROTO_MAX_REQUEST_BYTES &&
+	uint32_t max = ev->max_request_bytes;
+	if (max == 0)
+		max = PROTO_MAX_REQUEST_BYTES;
+	if (req->count > max &&
 	    (req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE)) {
-		*why = "request larger than the maximum block size";
+		*why = max == PROTO_MAX_REQUEST_BYTES ?
+		    "request larger than the maximum block size" :
+		    "request larger than limits.max_request_bytes";
 		return NBD_EINVAL;
 	}
 	bool writes = req->type == NBD_CMD_WRITE || req->type == NBD_CMD_TRIM ||

@@ -12,9 +12,11 @@
 
 #include "nbd-proto.h"
 
-/* The largest request wbd accepts (advertised as the maximum block size). */
+/* The largest READ or WRITE advertised (the maximum block size), and
+ * the most a client that agreed on block sizes may send. */
 #define PROTO_MAX_REQUEST_BYTES     (32u << 20)
-/* A WRITE whose payload is larger than this is not even read: disconnect. */
+/* A WRITE whose payload is larger than this, or than twice the view's
+ * max_request_bytes, is not even read: disconnect. */
 #define PROTO_MAX_DISCARD_BYTES     (64u << 20)
 
 struct nbd_request {
@@ -31,7 +33,21 @@ struct proto_export_view {
 	uint16_t tflags;            /* transmission flags advertised */
 	bool structured;            /* structured replies negotiated */
 	unsigned meta;              /* metadata contexts selected (meta.h) */
+	/* The longest READ or WRITE accepted: PROTO_MAX_REQUEST_BYTES for a
+	 * client that agreed on block sizes, else limits.max_request_bytes
+	 * (0: PROTO_MAX_REQUEST_BYTES). */
+	uint32_t max_request_bytes;
 };
+
+/* A refused WRITE's payload up to this long is read and dropped. */
+static inline uint64_t
+proto_max_discard_bytes(const struct proto_export_view *ev)
+{
+	uint64_t twice = 2 * (uint64_t)ev->max_request_bytes;
+
+	return twice > PROTO_MAX_DISCARD_BYTES ? twice :
+						 PROTO_MAX_DISCARD_BYTES;
+}
 
 /* Decode 28 bytes; returns -1 on a bad magic (the stream is lost). */
 int proto_decode_request(const uint8_t *p, struct nbd_request *req);

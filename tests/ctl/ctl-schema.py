@@ -49,7 +49,7 @@ SCHEMAS = {
         "waiting_exports": [{"name": STR, "backing": STR, "attempts": INT,
                              "since_unix_ms": INT}],
         "limits": {"max_connections": INT, "max_connections_per_client": INT,
-                   "idle_timeout_s": INT,
+                   "idle_timeout_s": INT, "max_request_bytes": INT,
                    "connections": INT, "clients": INT, "refused": INT},
     },
 }

@@ -771,6 +771,32 @@ test_default_export(void **state)
 }
 
 static void
+test_max_request_bytes(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "mrb.conf",
+		"limits = { max_request_bytes = \"128M\"; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.max_request_bytes, 128u << 20);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "mrb-default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.max_request_bytes, 64u << 20);
+	config_free(&f->cfg);
+	expect_error(f, "mrb-small.conf",
+	    "limits = {\n  max_request_bytes = \"16M\";\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "limits.max_request_bytes", "expected a size from 32M to 1G");
+	expect_error(f, "mrb-big.conf",
+	    "limits = { max_request_bytes = \"2G\"; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "limits.max_request_bytes", "expected a size from 32M to 1G");
+}
+
+static void
 test_error_default_export_unknown(void **state)
 {
 	expect_error(*state, "default-unknown.conf",
@@ -1216,6 +1242,7 @@ main(void)
 		T(test_error_duplicate_export_name),
 		T(test_default_export),
 		T(test_error_default_export_unknown),
+		T(test_max_request_bytes),
 		T(test_error_missing_name),
 		T(test_error_empty_name),
 		T(test_error_name_too_long),

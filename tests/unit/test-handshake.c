@@ -140,6 +140,7 @@ test_go_known_export(void **state)
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
 	    HS_TRANSMISSION);
 	assert_ptr_equal(f->hs.chosen, &exports[0]);
+	assert_true(f->hs.block_sizes);
 
 	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
 	assert_int_equal(len, 12);
@@ -197,6 +198,8 @@ test_default_export(void **state)
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
 	    HS_TRANSMISSION);
 	assert_ptr_equal(f->hs.chosen, &exports[0]);
+	/* No NBD_INFO_BLOCK_SIZE asked for: not held to the maximum. */
+	assert_false(f->hs.block_sizes);
 }
 
 static void

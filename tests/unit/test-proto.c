@@ -180,6 +180,17 @@ test_oversized(void **state)
 	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, PROTO_MAX_REQUEST_BYTES), 0);
 	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, PROTO_MAX_REQUEST_BYTES + 1), NBD_EINVAL);
 	assert_int_equal(check(&big, NBD_CMD_WRITE, 0, 0, PROTO_MAX_REQUEST_BYTES + 1), NBD_EINVAL);
+	/* A client that did not agree on block sizes: up to its limit. */
+	big.max_request_bytes = 64u << 20;
+	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, 40u << 20), 0);
+	assert_int_equal(check(&big, NBD_CMD_WRITE, 0, 0, 64u << 20), 0);
+	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, (64u << 20) + 1),
+	    NBD_EINVAL);
+	assert_int_equal(check(&big, NBD_CMD_WRITE, 0, 0, (64u << 20) + 1),
+	    NBD_EINVAL);
+	assert_true(proto_max_discard_bytes(&big) == 128u << 20);
+	big.max_request_bytes = PROTO_MAX_REQUEST_BYTES;
+	assert_true(proto_max_discard_bytes(&big) == PROTO_MAX_DISCARD_BYTES);
 	/* TRIM and WRITE_ZEROES carry no payload: no maximum applies. */
 	assert_int_equal(check(&big, NBD_CMD_TRIM, 0, 0, UINT32_MAX), 0);
 	assert_int_equal(check(&big, NBD_CMD_WRITE_ZEROES, 0, 0, UINT32_MAX), 0);
