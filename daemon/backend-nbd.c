@@ -438,11 +438,15 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 /*
  * A connection for one command, its inflight count taken; connects when
  * none is up and the back-off allows, or adds one to a multi-conn remote
- * when every connection is busy.  When disconnected: WAIT_UNTIL_NS 0 fails
- * at once, otherwise waits until then (monotonic).  NULL: *ERR is set.
+ * when every connection is busy.  PIPELINE: the first live connection,
+ * busy or not, so that one thread keeping many commands in flight (the
+ * read window) drives them all by driving it.  When disconnected:
+ * WAIT_UNTIL_NS 0 fails at once, otherwise waits until then (monotonic).
+ * NULL: *ERR is set.
  */
 static struct bn_conn *
-bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
+bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, bool pipeline,
+    int *err)
 {
 	pthread_mutex_lock(&bn->lock);
 	for (;;) {
@@ -455,12 +459,14 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 				if (!free_slot)
 					free_slot = c;
 			} else if (!c->retired &&
-			    (!best || c->inflight < best->inflight)) {
+			    (!best ||
+				(!pipeline && c->inflight < best->inflight))) {
 				best = c;
 			}
 		}
-		if (best && (best->inflight == 0 || !free_slot ||
-		    bn->connecting || now < bn->grow_after_ns)) {
+		if (best &&
+		    (pipeline || best->inflight == 0 || !free_slot ||
+			bn->connecting || now < bn->grow_after_ns)) {
 			best->inflight++;
 			pthread_mutex_unlock(&bn->lock);
 			return best;
@@ -759,7 +765,8 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 	for (;;) {
 		struct bn_cmd cmd = { 0 };
 		int err = 0;
-		struct bn_conn *c = bn_conn_get(bn, is_read ? deadline : 0, &err);
+		struct bn_conn *c =
+		    bn_conn_get(bn, is_read ? deadline : 0, false, &err);
 		if (!c)
 			return is_read ? -EIO : -err;
 		int r = bn_start(bn, c, op, buf, count, off, flags, &cmd);
@@ -773,12 +780,16 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 	}
 }
 
-/* A write in flight (pwrite_start .. pwrite_end). */
+/* A read or write in flight (pread_start .. pread_end, pwrite_start ..
+ * pwrite_end). */
 struct backend_io {
 	struct bn_cmd cmd;              /* libnbd's completion writes here */
 	struct bn_conn *c;              /* NULL: done already, see result */
 	uint64_t deadline;
 	int result;
+	void *buf; /* a read's, to read again */
+	uint32_t count;
+	uint64_t off;
 };
 
 /* --- the operations --------------------------------------------------- */
@@ -879,7 +890,7 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 		return -ENOMEM;
 	io->deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
 	    __ATOMIC_RELAXED);
-	io->c = bn_conn_get(bn, 0, &err);
+	io->c = bn_conn_get(bn, 0, false, &err);
 	if (!io->c) {
 		free(io);
 		return -err;
@@ -905,6 +916,61 @@ bn_pwrite_end(struct backend *b, struct backend_io *io)
 		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
 		bn_conn_put(bn, io->c);
 	}
+	free(io);
+	return r;
+}
+
+/*
+ * A read in two steps, so that one thread keeps many cache misses in
+ * flight on the remote.  A read the remote cannot take as one command is
+ * done whole here; one whose connection is lost is read again in
+ * pread_end, as bn_pread would (waiting for a reconnection up to
+ * io_timeout_ms).
+ */
+static int
+bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
+    struct backend_io **iop)
+{
+	struct backend_nbd *bn = BN(b);
+	struct backend_io *io;
+	int err = 0;
+
+	if (count > bn->max_request_bytes) {
+		*iop = bn_io_done(bn_pread(b, buf, count, off));
+		return *iop ? 0 : -ENOMEM;
+	}
+	if (!(io = calloc(1, sizeof *io)))
+		return -ENOMEM;
+	*io = (struct backend_io){ .buf = buf, .count = count, .off = off };
+	io->deadline =
+	    bn_now() + __atomic_load_n(&bn->io_timeout_ns, __ATOMIC_RELAXED);
+	io->c = bn_conn_get(bn, io->deadline, true, &err);
+	if (io->c &&
+	    bn_start(bn, io->c, BN_PREAD, buf, count, off, 0, &io->cmd) < 0) {
+		bn_conn_put(bn, io->c);
+		io->c = NULL;
+		err = ENOTCONN;
+	}
+	if (!io->c)
+		io->result = err == ENOTCONN ? 1 : -EIO; /* 1: read again */
+	*iop = io;
+	return 0;
+}
+
+static int
+bn_pread_end(struct backend *b, struct backend_io *io)
+{
+	struct backend_nbd *bn = BN(b);
+	int r = io->result;
+
+	if (io->c) {
+		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
+		bn_conn_put(bn, io->c);
+		if (r == -ENOTCONN)
+			r = 1;
+	}
+	if (r == 1)
+		r = bn_pread(b, io->buf, io->count, io->off);
 	free(io);
 	return r;
 }
@@ -1056,6 +1122,8 @@ static const struct backend_ops backend_nbd_ops = {
 	.pwrite = bn_pwrite,
 	.pwrite_start = bn_pwrite_start,
 	.pwrite_end = bn_pwrite_end,
+	.pread_start = bn_pread_start,
+	.pread_end = bn_pread_end,
 	.flush = bn_flush,
 	.trim = bn_trim,
 	.zero = bn_zero,

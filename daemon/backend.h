@@ -47,6 +47,11 @@ struct backend_ops {
 	int (*pwrite_start)(struct backend *b, const void *buf, uint32_t count,
 	    uint64_t off, unsigned flags, struct backend_io **io);
 	int (*pwrite_end)(struct backend *b, struct backend_io *io);
+	/* Optional: a read in two steps, the same way (several cache misses
+	 * in flight on one thread); NULL if absent. */
+	int (*pread_start)(struct backend *b, void *buf, uint32_t count,
+	    uint64_t off, struct backend_io **io);
+	int (*pread_end)(struct backend *b, struct backend_io *io);
 	int (*flush)(struct backend *b);
 	int (*trim)(struct backend *b, uint32_t count, uint64_t off);
 	/* FAST: fail with -ENOTSUP rather than writing zeroes slowly. */
@@ -185,6 +190,24 @@ struct backend_write {
 };
 
 unsigned backend_max_in_flight(struct backend *b);
+
+/*
+ * Reads the same way: begun, then ended, with up to
+ * backend_max_reads_in_flight() in flight on one thread (1 for a backend
+ * without two-step reads: the whole read happens in begin).  BUF must stay
+ * until end.
+ */
+struct backend_read {
+	struct backend *b;
+	struct backend_io *io; /* in flight, or NULL */
+	int r;                 /* the result, if not in flight */
+};
+
+unsigned backend_max_reads_in_flight(struct backend *b);
+void backend_read_begin(struct backend *b, struct backend_read *rd, void *buf,
+    uint32_t count, uint64_t off);
+/* Wait for RD's read to end; 0 or a negative errno. */
+int backend_read_end(struct backend_read *rd);
 void backend_write_begin(struct backend *b, struct backend_write *w,
     const struct iovec *iov, int iovcnt, uint32_t count, uint64_t off,
     unsigned flags);

@@ -34,6 +34,7 @@
 #define PF_DIRTY        (1u << 2)       /* newer than the backend */
 #define PF_WB           (1u << 3)       /* a snapshot is being written */
 #define PF_ZERO (1u << 4) /* dirty with zeroes by a discard, not written */
+#define PF_AHEAD (1u << 5) /* read ahead (or CACHE), not read since */
 
 enum { Q_NONE, Q_SMALL, Q_MAIN };
 
@@ -101,6 +102,7 @@ struct cache {
 
 	/* atomics */
 	uint64_t used, dirty, writeback, hits, misses, evictions;
+	uint64_t ahead_pages, ahead_hits;
 };
 
 /* --- helpers ----------------------------------------------------------- */
@@ -450,6 +452,10 @@ cache_new(const struct cache_params *params)
 		free(c);
 		return NULL;
 	}
+	/* Touched the first time a page is used: in huge pages where the
+	 * kernel has them, so a cold cache filling up takes one fault per
+	 * 2 MiB rather than per 4 KiB (advice: ignored if unsupported). */
+	(void)madvise(c->mem, c->mem_bytes, MADV_HUGEPAGE);
 	c->pages = calloc(c->npages, sizeof *c->pages);
 	c->free = malloc(c->npages * sizeof *c->free);
 	c->small.v = malloc(c->npages * sizeof *c->small.v);
@@ -509,6 +515,8 @@ cache_get_stats(struct cache *c, struct cache_stats *st)
 	st->hits = ATOMIC_GET(&c->hits);
 	st->misses = ATOMIC_GET(&c->misses);
 	st->evictions = ATOMIC_GET(&c->evictions);
+	st->ahead_pages = ATOMIC_GET(&c->ahead_pages);
+	st->ahead_hits = ATOMIC_GET(&c->ahead_hits);
 	pthread_mutex_lock(&c->qlock);
 	st->small_pages = c->small.n;
 	st->main_pages = c->main.n;
@@ -625,6 +633,16 @@ cache_oldest_dirty_ns(struct cache_file *f)
 
 /* --- reads and writes -------------------------------------------------- */
 
+/* A read found P: if it was read ahead, that paid off. */
+static inline void
+page_used_ahead_locked(struct cache *c, struct cpage *p)
+{
+	if (p->flags & PF_AHEAD) {
+		p->flags &= ~PF_AHEAD;
+		ATOMIC_ADD(&c->ahead_hits, 1);
+	}
+}
+
 bool
 cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 {
@@ -647,6 +665,7 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 		memcpy(out, page_data(c, p) + in, n);
 		if (p->freq < 3)
 			p->freq++;
+		page_used_ahead_locked(c, p);
 		pthread_mutex_unlock(&sh->lock);
 		out += n;
 		off += n;
@@ -800,9 +819,9 @@ cache_fill_gen(struct cache_file *f)
 	return __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE);
 }
 
-void
-cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
-    uint64_t gen)
+static void
+fill_end(struct cache_file *f, uint64_t index, const void *data, uint64_t gen,
+    uint16_t flags)
 {
 	struct cache *c = f->c;
 	struct shard *sh = shard_of(f, index);
@@ -816,13 +835,29 @@ cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
 		assert(!(p->flags & (PF_DIRTY | PF_WB)));
 		if (data) {
 			memcpy(page_data(c, p), data, c->page_size);
-			p->flags |= PF_FILLED;
+			p->flags |= PF_FILLED | flags;
+			if (flags & PF_AHEAD)
+				ATOMIC_ADD(&c->ahead_pages, 1);
 		} else {
 			page_drop_locked(f, sh, p);
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);
 	ATOMIC_SUB(&f->fills, 1);       /* begun by cache_fill_begin() */
+}
+
+void
+cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
+    uint64_t gen)
+{
+	fill_end(f, index, data, gen, 0);
+}
+
+void
+cache_fill_end_ahead(struct cache_file *f, uint64_t index, const void *data,
+    uint64_t gen)
+{
+	fill_end(f, index, data, gen, PF_AHEAD);
 }
 
 int
@@ -862,6 +897,7 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 			memcpy(out + done, page_data(c, p) + at, n);
 			if (p->freq < 3)
 				p->freq++;
+			page_used_ahead_locked(c, p);
 		}
 		pthread_mutex_unlock(&sh->lock);
 		if (need[i]) {

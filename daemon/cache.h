@@ -43,6 +43,8 @@ struct cache_stats {
 	uint64_t dirty_pages;           /* dirty, not under writeback */
 	uint64_t writeback_pages;       /* under writeback */
 	uint64_t hits, misses, evictions;
+	uint64_t ahead_pages; /* filled by read-ahead or CACHE */
+	uint64_t ahead_hits;  /* ... that a read then found */
 	uint64_t small_pages, main_pages;
 };
 
@@ -122,6 +124,10 @@ bool cache_fill_begin(struct cache_file *f, uint64_t index);
  */
 void cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
     uint64_t gen);
+/* The same for a page read ahead (read-ahead, NBD_CMD_CACHE): the first
+ * read that finds it counts a read-ahead hit (cache_stats). */
+void cache_fill_end_ahead(struct cache_file *f, uint64_t index,
+    const void *data, uint64_t gen);
 uint64_t cache_fill_gen(struct cache_file *f);
 
 /* Fill page INDEX from DATA if it is not resident (a convenience for

@@ -200,9 +200,10 @@ ctl_status_json_locked(struct daemon *d)
 	    (int)lc->max_connections_per_client, "connections",
 	    (int)LOAD(&d->n_conns), "clients", (int)slots_clients(d->slots),
 	    "refused", (json_int_t)LOAD(&d->refused_conns));
-	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
-			 " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
-			 " s:o, s:o, s:o, s:o, s:o}",
+	return json_pack(
+	    "{s:b, s:i, s:s, s:i, s:I,"
+	    " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+	    " s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
 	    (json_int_t)((now_ns() - d->started_ns) / 1000000000u), "cache",
@@ -211,7 +212,9 @@ ctl_status_json_locked(struct daemon *d)
 	    "dirty_bytes", (json_int_t)(cs.dirty_pages * ps), "writeback_bytes",
 	    (json_int_t)(cs.writeback_pages * ps), "hits", (json_int_t)cs.hits,
 	    "misses", (json_int_t)cs.misses, "evictions",
-	    (json_int_t)cs.evictions, "thresholds", ctl_thresholds_json(d),
+	    (json_int_t)cs.evictions, "readahead_bytes",
+	    (json_int_t)(cs.ahead_pages * ps), "readahead_hits",
+	    (json_int_t)cs.ahead_hits, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
 	    "limits", limits);
 }

@@ -26,6 +26,7 @@
 #include "blockstatus.h"
 #include "cache.h"
 #include "export.h"
+#include "fill.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -107,134 +108,15 @@ export_free(struct export *e)
 
 /* --- on a worker ------------------------------------------------------- */
 
-/* Read from E's backing device, counted on its device. */
-static int
-export_backend_read(struct export *e, void *buf, uint32_t count, uint64_t off)
-{
-	__atomic_add_fetch(&e->dev->read_bytes, count, __ATOMIC_RELAXED);
-	return backend_pread(e->backend, buf, count, off);
-}
-
-/* [OFF, OFF+LEN): resident pages from the cache, the rest from the
- * backend into the cache; into BUF as well, unless it is NULL. */
-static int
-export_read_range(struct export *e, void *buf, uint64_t off, uint32_t len)
-{
-	uint32_t ps = e->wb->page_size;
-	uint64_t first = off / ps, last = (off + len - 1) / ps;
-	uint32_t npages = (uint32_t)(last - first + 1);
-	uint8_t *need = malloc(npages);
-	int r = 0;
-
-	if (!need)
-		return -ENOMEM;
-	uint64_t gen = cache_fill_gen(e->cf);
-	if (cache_read_prepare(e->cf, buf, off, len, need) == 0)
-		goto out;
-
-	/* Read from the first to the last page needed, whole pages. */
-	uint32_t lo = 0, hi = npages - 1;
-	while (!need[lo])
-		lo++;
-	while (!need[hi])
-		hi--;
-	uint64_t rd_off = (first + lo) * ps;
-	uint64_t rd_len = (uint64_t)(hi - lo + 1) * ps;
-	uint8_t *tmp = malloc(rd_len);
-	if (!tmp) {
-		r = -ENOMEM;
-		for (uint32_t i = lo; i <= hi; i++)
-			if (need[i])
-				cache_fill_end(e->cf, first + i, NULL, gen);
-		goto out;
-	}
-	uint64_t avail = rd_off + rd_len > e->size_bytes ?
-	    e->size_bytes - rd_off : rd_len;
-	memset(tmp + avail, 0, rd_len - avail);
-	r = export_backend_read(e, tmp, (uint32_t)avail, rd_off);
-	for (uint32_t i = lo; i <= hi; i++) {
-		if (!need[i])
-			continue;
-		uint8_t *page = tmp + (uint64_t)(i - lo) * ps;
-		cache_fill_end(e->cf, first + i, r == 0 ? page : NULL, gen);
-		if (r != 0 || !buf)
-			continue;
-		/* The part of this page inside the request. */
-		uint64_t pstart = (first + i) * ps;
-		uint64_t from = pstart > off ? pstart : off;
-		uint64_t to = pstart + ps < off + len ? pstart + ps : off + len;
-		memcpy((uint8_t *)buf + (from - off), page + (from - pstart),
-		    to - from);
-	}
-	free(tmp);
-out:
-	free(need);
-	return r;
-}
-
-/* A read that missed. */
+/* A read that missed, on this worker. */
 static int
 export_read_miss(struct export *e, struct request *req)
 {
-	return export_read_range(e, req->data, req->nbd.offset, req->nbd.count);
-}
-
-/*
- * NBD_CMD_CACHE: read [OFF, OFF+LEN) into the cache, in pieces of the
- * coalescing cap, and stop (it is advice) before it would take more than
- * 1/EXPORT_PREFETCH_SHARE of the cache, or more than half of what is not
- * dirty: only clean pages are ever evicted, and it should not push out
- * all of them.
- */
-#define EXPORT_PREFETCH_SHARE 4
-
-static int
-export_prefetch(struct export *e, uint64_t off, uint64_t len)
-{
-	uint64_t ps = e->wb->page_size, total = e->wb->total_pages;
-	uint64_t piece =
-	    (uint64_t)__atomic_load_n(&e->wb->max_run_pages, __ATOMIC_RELAXED) *
-	    ps;
-	uint64_t budget = total / EXPORT_PREFETCH_SHARE;
-
-	while (len > 0) {
-		/* To the next piece boundary: aligned reads after the first. */
-		uint64_t n =
-		    piece - off % piece < len ? piece - off % piece : len;
-		uint64_t pages = (off + n - 1) / ps - off / ps + 1;
-		uint64_t clean = total - cache_unwritten_pages(e->wb->cache);
-		if (pages > budget || pages > clean / 2)
-			break;
-		int r = export_read_range(e, NULL, off, (uint32_t)n);
-		if (r < 0)
-			return r;
-		budget -= pages;
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-/* Bring page INDEX in from the backend (for a partial write). */
-static int
-export_fill_page(struct export *e, uint64_t index)
-{
-	uint32_t ps = e->wb->page_size;
-	uint64_t gen = cache_fill_gen(e->cf);
-
-	if (!cache_fill_begin(e->cf, index))
-		return 0;
-	uint8_t *page = calloc(1, ps);
-	if (!page) {
-		cache_fill_end(e->cf, index, NULL, gen);
-		return -ENOMEM;
-	}
-	uint64_t off = index * ps;
-	uint64_t n = off + ps > e->size_bytes ? e->size_bytes - off : ps;
-	int r = export_backend_read(e, page, (uint32_t)n, off);
-	cache_fill_end(e->cf, index, r == 0 ? page : NULL, gen);
-	free(page);
-	return r;
+	req->fill = (struct fill_read){ .t = &e->wt,
+		.buf = req->data,
+		.off = req->nbd.offset,
+		.len = req->nbd.count };
+	return fill_read_now(&req->fill);
 }
 
 /* A write that could not complete on the I/O thread. */
@@ -250,7 +132,7 @@ export_write_slow(struct export *e, struct request *req)
 		case CACHE_WRITE_OK:
 			return 0;
 		case CACHE_WRITE_NEED_FILL: {
-			int r = export_fill_page(e, fill);
+			int r = fill_page(&e->wt, fill);
 			if (r < 0)
 				return r;
 			if (fill == last_fill) {
@@ -370,7 +252,7 @@ export_run(struct job *job)
 			r = export_make_durable(e, req, req->seq);
 		break;
 	case NBD_CMD_CACHE:
-		r = export_prefetch(e, n->offset, n->count);
+		r = fill_prefetch(&e->wt, n->offset, n->count);
 		break;
 	case NBD_CMD_BLOCK_STATUS: {
 		struct bs_source src = { .cf = e->cf,
@@ -392,6 +274,17 @@ export_run(struct job *job)
 
 /* --- on the I/O thread ------------------------------------------------- */
 
+/* A miss read through the device's window is done (on its worker). */
+static void
+export_window_read_done(struct fill_read *r)
+{
+	struct request *req = container_of(r, struct request, fill);
+
+	req->err = -r->err;
+	__atomic_sub_fetch(&req->export->dev->work_reads, 1, __ATOMIC_RELAXED);
+	req->job.owner->post(req->job.owner, &req->job);
+}
+
 static void
 export_queue(struct export *e, struct request *req)
 {
@@ -399,6 +292,16 @@ export_queue(struct export *e, struct request *req)
 
 	if (counter)
 		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+	if (req->nbd.type == NBD_CMD_READ && fill_window_wanted(&e->wt)) {
+		/* A remote: many misses in flight on one worker. */
+		req->fill = (struct fill_read){ .t = &e->wt,
+			.buf = req->data,
+			.off = req->nbd.offset,
+			.len = req->nbd.count,
+			.done = export_window_read_done };
+		fill_queue(&req->fill);
+		return;
+	}
 	req->job.run = export_run;
 	req->job.waited_on = true;      /* its client waits for the reply */
 	pool_submit(e->dev->pool, &req->job);

@@ -14,6 +14,7 @@
 #include <ev.h>
 
 #include "clock.h"
+#include "fill.h"
 #include "job.h"
 #include "proto.h"
 
@@ -56,6 +57,7 @@ struct request {
 	int pause_ms;                   /* out, EXPORT_PACE: hold the reply
 	                                   this long (-1: until room) */
 	ev_timer throttle;              /* a paced write's reply delay */
+	struct fill_read fill;          /* a read miss, on a worker */
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
 };

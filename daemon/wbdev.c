@@ -19,11 +19,14 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 	if (!dev)
 		return NULL;
 	dev->id = id;
+	pthread_mutex_init(&dev->read_lock, NULL);
+	dev->read_tail = &dev->read_head;
 	snprintf(dev->name, sizeof dev->name, "%s", name);
 	snprintf(thread_name, sizeof thread_name, "flush-%s", name);
 	dev->targets = calloc(WB_DEV_MAX_TARGETS, sizeof *dev->targets);
 	dev->pool = dev->targets ? pool_new(thread_name, params) : NULL;
 	if (!dev->pool) {
+		pthread_mutex_destroy(&dev->read_lock);
 		free(dev->targets);
 		free(dev);
 		return NULL;
@@ -49,6 +52,7 @@ wb_dev_free(struct wb_dev *dev)
 	if (!dev)
 		return;
 	pool_free(dev->pool);
+	pthread_mutex_destroy(&dev->read_lock);
 	free(dev->targets);
 	free(dev);
 }

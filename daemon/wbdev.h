@@ -7,6 +7,8 @@
 #ifndef WBD_WBDEV_H
 #define WBD_WBDEV_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -14,6 +16,7 @@
 #include "pool.h"
 #include "ratelimit.h"
 
+struct fill_read;
 struct wb_target;
 
 struct wb_dev {
@@ -48,6 +51,13 @@ struct wb_dev {
 
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;
+
+	/* The read window (fill.c): reads queued for it, and whether a
+	 * worker runs it; under read_lock, a leaf. */
+	pthread_mutex_t read_lock;
+	struct fill_read *read_head, **read_tail;
+	bool read_running;
+	struct job read_job;
 };
 
 #define WB_DEV_MAX_TARGETS 256
