@@ -62,6 +62,7 @@
 #define BN_GROW_RETRY_MS        1000    /* after failing to add a connection */
 #define BN_POLL_SLICE_MS        1000
 #define BN_WAIT_SLICE_MS        100
+#define BN_CALLER_SLICE_MS 5 /* a waiter with a CALLER_FD */
 #define BN_MAX_REQUEST_BYTES    (32u << 20)
 #define BN_DEFAULT_PORT         "10809"
 
@@ -612,15 +613,17 @@ bn_submit(struct nbd_handle *h, enum bn_op op, void *buf, uint32_t count,
 	return -1;
 }
 
-/* Drive C's handle once: wait for its socket (or a wake-up), with no lock
- * held, and tell libnbd what happened. */
-static void
-bn_poll_once(struct bn_conn *c, int timeout_ms)
+/* Drive C's handle once: wait for its socket (or a wake-up, or CALLER_FD
+ * readable: then true), with no lock held, and tell libnbd what
+ * happened. */
+static bool
+bn_poll_once(struct bn_conn *c, int timeout_ms, int caller_fd)
 {
 	struct nbd_handle *h = c->h;
-	struct pollfd fds[2] = {
+	struct pollfd fds[3] = {
 		{ .fd = -1 },
 		{ .fd = c->wake_fd, .events = POLLIN },
+		{ .fd = caller_fd, .events = POLLIN },
 	};
 
 	if (!bn_handle_dead(h)) {
@@ -635,16 +638,17 @@ bn_poll_once(struct bn_conn *c, int timeout_ms)
 		 * should be waiting.  Do not spin if something is. */
 		timeout_ms = 10;
 	}
-	if (poll(fds, 2, timeout_ms) <= 0)
-		return;
+	if (poll(fds, 3, timeout_ms) <= 0)
+		return false;
 	if (fds[1].revents & POLLIN) {
 		uint64_t v;
 		if (read(c->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
 			log_debug("eventfd read: %s", strerror(errno));
 	}
+	bool called = fds[2].revents & POLLIN;
 	short ev = fds[0].revents;
 	if (fds[0].fd < 0 || ev == 0)
-		return;
+		return called;
 	/* One notification per round: the first may change the state. */
 	if ((ev & POLLOUT) && (fds[0].events & POLLOUT))
 		nbd_aio_notify_write(h);
@@ -653,6 +657,16 @@ bn_poll_once(struct bn_conn *c, int timeout_ms)
 		nbd_aio_notify_read(h);
 	else if (ev & (POLLHUP | POLLERR))
 		nbd_aio_notify_write(h);
+	return called;
+}
+
+/* Is FD readable now? */
+static bool
+bn_fd_ready(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
 /* A command on C got no reply in time: shut the socket down, so libnbd
@@ -673,18 +687,30 @@ bn_conn_timeout_locked(struct backend_nbd *bn, struct bn_conn *c)
 	bn_lost_locked(bn, c, why);
 }
 
-/* Wait until CMD (submitted on C) is done, driving C when nobody else is. */
-static void
+/*
+ * Wait until CMD (submitted on C) is done, driving C when nobody else is:
+ * true.  CALLER_FD (-1: none) readable first: false, CMD still in flight
+ * (while another thread drives C, it is looked at every
+ * BN_CALLER_SLICE_MS).
+ */
+static bool
 bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
-    uint64_t deadline_ns)
+    uint64_t deadline_ns, int caller_fd)
 {
+	bool done;
+
 	pthread_mutex_lock(&bn->lock);
-	while (!__atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE)) {
+	while (!(done = __atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE))) {
 		uint64_t now = bn_now();
 		if (now >= deadline_ns && !c->shut)
 			bn_conn_timeout_locked(bn, c);
 		if (c->polling) {
-			uint64_t until = now + BN_WAIT_SLICE_MS * NS_PER_MS;
+			if (bn_fd_ready(caller_fd))
+				break;
+			uint64_t until = now +
+			    (caller_fd >= 0 ? BN_CALLER_SLICE_MS :
+					      BN_WAIT_SLICE_MS) *
+				NS_PER_MS;
 			if (!c->shut && deadline_ns < until)
 				until = deadline_ns;
 			bn_cond_wait_until(bn, until);
@@ -695,12 +721,15 @@ bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
 			ms = (int)((deadline_ns - now) / NS_PER_MS) + 1;
 		c->polling = true;
 		pthread_mutex_unlock(&bn->lock);
-		bn_poll_once(c, ms);
+		bool called = bn_poll_once(c, ms, caller_fd);
 		pthread_mutex_lock(&bn->lock);
 		c->polling = false;
 		pthread_cond_broadcast(&bn->cond);
+		if (called && !__atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE))
+			break;
 	}
 	pthread_mutex_unlock(&bn->lock);
+	return done || __atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -737,7 +766,7 @@ static int
 bn_finish(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
     uint64_t deadline)
 {
-	bn_wait(bn, c, cmd, deadline);
+	bn_wait(bn, c, cmd, deadline, -1);
 	if (cmd->error == 0)
 		return 0;
 	if (bn_handle_dead(c->h) || bn_errno_is_connection(cmd->error)) {
@@ -957,6 +986,12 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	return 0;
 }
 
+static bool
+bn_pread_wait(struct backend *b, struct backend_io *io, int wake_fd)
+{
+	return !io->c || bn_wait(BN(b), io->c, &io->cmd, io->deadline, wake_fd);
+}
+
 static int
 bn_pread_end(struct backend *b, struct backend_io *io)
 {
@@ -1123,6 +1158,7 @@ static const struct backend_ops backend_nbd_ops = {
 	.pwrite_start = bn_pwrite_start,
 	.pwrite_end = bn_pwrite_end,
 	.pread_start = bn_pread_start,
+	.pread_wait = bn_pread_wait,
 	.pread_end = bn_pread_end,
 	.flush = bn_flush,
 	.trim = bn_trim,

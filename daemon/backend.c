@@ -146,6 +146,14 @@ backend_read_begin(struct backend *b, struct backend_read *rd, void *buf,
 		rd->r = b->ops->pread(b, buf, count, off);
 }
 
+bool
+backend_read_wait(struct backend_read *rd, int wake_fd)
+{
+	if (!rd->io)
+		return true;
+	return rd->b->ops->pread_wait(rd->b, rd->io, wake_fd);
+}
+
 int
 backend_read_end(struct backend_read *rd)
 {

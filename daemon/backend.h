@@ -52,6 +52,10 @@ struct backend_ops {
 	int (*pread_start)(struct backend *b, void *buf, uint32_t count,
 	    uint64_t off, struct backend_io **io);
 	int (*pread_end)(struct backend *b, struct backend_io *io);
+	/* With pread_start: wait until IO is done (true) or WAKE_FD is
+	 * readable (false; it is not read). */
+	bool (
+	    *pread_wait)(struct backend *b, struct backend_io *io, int wake_fd);
 	int (*flush)(struct backend *b);
 	int (*trim)(struct backend *b, uint32_t count, uint64_t off);
 	/* FAST: fail with -ENOTSUP rather than writing zeroes slowly. */
@@ -206,6 +210,9 @@ struct backend_read {
 unsigned backend_max_reads_in_flight(struct backend *b);
 void backend_read_begin(struct backend *b, struct backend_read *rd, void *buf,
     uint32_t count, uint64_t off);
+/* Wait until RD's read is done (true), or WAKE_FD is readable first
+ * (false; the caller reads it). */
+bool backend_read_wait(struct backend_read *rd, int wake_fd);
 /* Wait for RD's read to end; 0 or a negative errno. */
 int backend_read_end(struct backend_read *rd);
 void backend_write_begin(struct backend *b, struct backend_write *w,

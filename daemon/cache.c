@@ -33,7 +33,7 @@
 #define PF_FILLED       (1u << 1)       /* data valid */
 #define PF_DIRTY        (1u << 2)       /* newer than the backend */
 #define PF_WB           (1u << 3)       /* a snapshot is being written */
-#define PF_ZERO (1u << 4) /* dirty with zeroes by a discard, not written */
+#define PF_ZERO (1u << 4)  /* dirty with zeroes by a discard, not written */
 #define PF_AHEAD (1u << 5) /* read ahead (or CACHE), not read since */
 
 enum { Q_NONE, Q_SMALL, Q_MAIN };
@@ -776,8 +776,15 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 	return CACHE_WRITE_OK;
 }
 
+/* How fill_begin() found page INDEX. */
+enum fill_found {
+	FILL_RESIDENT, /* resident and filled: nothing to read */
+	FILL_OURS,     /* our placeholder, or no page to be had */
+	FILL_THEIRS,   /* someone else's placeholder */
+};
+
 /* cache_fill_begin() without counting the fill begun. */
-static bool
+static enum fill_found
 fill_begin(struct cache_file *f, uint64_t index)
 {
 	struct cache *c = f->c;
@@ -788,26 +795,27 @@ fill_begin(struct cache_file *f, uint64_t index)
 	p = lookup_locked(sh, index);
 	pthread_mutex_unlock(&sh->lock);
 	if (p)
-		return !(p->flags & PF_FILLED);
+		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
 	struct cpage *np = page_alloc(c);
 	if (!np)
-		return true;
+		return FILL_OURS;
 	pthread_mutex_lock(&sh->lock);
 	p = lookup_locked(sh, index);
 	if (p) {
 		pthread_mutex_unlock(&sh->lock);
 		page_release_unused(c, np);
-		return !(p->flags & PF_FILLED);
+		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
 	}
 	page_publish_locked(f, sh, np, index, 0);
 	pthread_mutex_unlock(&sh->lock);
-	return true;
+	return FILL_OURS;
 }
 
 bool
 cache_fill_begin(struct cache_file *f, uint64_t index)
 {
-	if (!fill_begin(f, index))
+	/* Someone else's placeholder: read it too (the first end wins). */
+	if (fill_begin(f, index) == FILL_RESIDENT)
 		return false;
 	ATOMIC_ADD(&f->fills, 1);       /* ended by cache_fill_end() */
 	return true;
@@ -891,7 +899,11 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 
 		pthread_mutex_lock(&sh->lock);
 		struct cpage *p = lookup_locked(sh, index);
-		need[i] = !p || !(p->flags & PF_FILLED);
+		need[i] = 0;
+		if (!p)
+			need[i] = CACHE_NEED_FILL;
+		else if (!(p->flags & PF_FILLED))
+			need[i] = CACHE_NEED_WAIT;
 		/* Without BUF (a prefetch), no access to count either. */
 		if (!need[i] && out) {
 			memcpy(out + done, page_data(c, p) + at, n);
@@ -900,18 +912,44 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 			page_used_ahead_locked(c, p);
 		}
 		pthread_mutex_unlock(&sh->lock);
-		if (need[i]) {
-			/* The caller ends it, even if someone else filled the
-			 * page meanwhile (fill_begin() false). */
-			nneed++;
-			fill_begin(f, index);
+		/* Put in since (filled, even): the other's to wait for. */
+		if (need[i] == CACHE_NEED_FILL &&
+		    fill_begin(f, index) != FILL_OURS)
+			need[i] = CACHE_NEED_WAIT;
+		if (need[i] == CACHE_NEED_FILL)
 			ATOMIC_ADD(&f->fills, 1);
-		}
+		if (need[i])
+			nneed++;
 		done += n;
 		off += n;
 		len -= n;
 	}
 	return nneed;
+}
+
+int
+cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at, uint32_t n,
+    void *buf)
+{
+	struct cache *c = f->c;
+	struct shard *sh = shard_of(f, index);
+	int r = -1;
+
+	pthread_mutex_lock(&sh->lock);
+	struct cpage *p = lookup_locked(sh, index);
+	if (p && !(p->flags & PF_FILLED)) {
+		r = 0;
+	} else if (p) {
+		if (buf) {
+			memcpy(buf, page_data(c, p) + at, n);
+			if (p->freq < 3)
+				p->freq++;
+			page_used_ahead_locked(c, p);
+		}
+		r = 1;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return r;
 }
 
 void

@@ -139,12 +139,26 @@ int cache_fill(struct cache_file *f, uint64_t index, const void *data);
  * A read that missed: copy every resident, filled page of [off, off+len)
  * into BUF now (so the reply reflects every write acknowledged before the
  * read), begin a fill of every other page, and set NEED[i] for the pages
- * (counted from off's page) that must come from the backend.  Returns the
- * number of such pages; each of them is ended by one cache_fill_end().
- * BUF NULL: a prefetch, which copies nothing and counts no access.
+ * (counted from off's page) that are not there: CACHE_NEED_FILL for those
+ * the caller must read from the backend, and end with one
+ * cache_fill_end(); CACHE_NEED_WAIT for those another read is filling,
+ * which the caller may take from the cache once it is done
+ * (cache_read_filled).  Returns how many pages are not there.  BUF NULL:
+ * a prefetch, which copies nothing and counts no access.
  */
+#define CACHE_NEED_FILL 1
+#define CACHE_NEED_WAIT 2
 uint32_t cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
     uint32_t len, uint8_t *need);
+
+/*
+ * Page INDEX, which another read was filling: 1 once it is resident, N
+ * bytes of it from AT copied into BUF (unless NULL); 0 while it is still
+ * being filled; -1 if it is not in the cache (that fill failed, or the
+ * page has gone since): read it from the backend.
+ */
+int cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at,
+    uint32_t n, void *buf);
 
 /* Drop the pages in [off, off+len) that are clean; dirty ones are zeroed
  * (and stay dirty) so that later reads see the zeroes.  Used by TRIM and

@@ -231,7 +231,8 @@ static int
 cfg_cache(struct cfg_load *ld, const config_setting_t *root,
     struct cache_conf *cc)
 {
-	static const char *const keys[] = { "size", "page_size", NULL };
+	static const char *const keys[] = { "size", "page_size",
+		"readahead_bytes", NULL };
 	config_setting_t *cache, *s;
 	uint64_t v, ram;
 	long pages, pagesz;
@@ -295,6 +296,16 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
+	if ((r = cfg_size(ld, cache, "readahead_bytes", &v, NULL)) == -1)
+		return -1;
+	if (r == 1 && v > CACHE_MAX_READAHEAD_BYTES) {
+		s = config_setting_get_member(cache, "readahead_bytes");
+		cfg_error(ld, s, "expected a size from 0 (off) to 64M, got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	if (r == 1)
+		cc->readahead_bytes = (uint32_t)v;
 	return 0;
 }
 
@@ -848,6 +859,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->cache.size_bytes = DEFAULT_CACHE_BYTES;
 	cfg->cache.size_pct = 0;
 	cfg->cache.page_size = DEFAULT_PAGE_SIZE;
+	cfg->cache.readahead_bytes = 4u << 20;
 
 	cfg->writeback.dirty_background.ratio_pct = 10;
 	cfg->writeback.dirty.ratio_pct = 20;

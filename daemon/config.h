@@ -46,6 +46,7 @@ struct cache_conf {
 	uint64_t size_bytes;            /* resolved: a percentage is of RAM */
 	unsigned size_pct;              /* nonzero if given as "N%" */
 	uint32_t page_size;             /* power of two, 512 .. 1M */
+	uint32_t readahead_bytes;       /* most read ahead at once, 0: off */
 };
 
 struct control_conf {
@@ -102,6 +103,7 @@ struct wbd_config {
 };
 
 #define CONFIG_NO_DEFAULT_EXPORT "none"
+#define CACHE_MAX_READAHEAD_BYTES (64u << 20)
 
 /*
  * Load PATH into *CFG (which is zeroed first).  On error returns -1 and

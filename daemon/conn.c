@@ -95,6 +95,7 @@ struct conn {
 	uint64_t err_seq;               /* export errors already reported */
 	bool flushed;                   /* client has sent FLUSH */
 	unsigned bad_requests;
+	struct fill_ra ra; /* its reading, for read-ahead */
 };
 
 static void conn_process(struct conn *c);
@@ -529,6 +530,7 @@ conn_submit(struct conn *c, struct request *req)
 	req->err_seq = c->err_seq;
 	req->flushed = c->flushed;
 	req->meta = c->view.meta;
+	req->ra = &c->ra;
 	enum export_verdict v = export_submit(c->exp, req);
 	c->flushed = req->flushed;
 	switch (v) {

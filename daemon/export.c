@@ -369,6 +369,8 @@ export_submit(struct export *e, struct request *req)
 
 	switch (n->type) {
 	case NBD_CMD_READ:
+		if (req->ra)
+			fill_readahead(&e->wt, req->ra, n->offset, n->count);
 		if (cache_read(e->cf, req->data, n->offset, n->count))
 			return EXPORT_REPLY;
 		break;

@@ -41,7 +41,7 @@ struct fill_read {
 	uint8_t *need, *tmp;
 	bool direct; /* tmp is inside buf */
 	uint64_t first, gen;
-	uint32_t lo, hi;
+	uint32_t npages, lo, hi; /* lo == npages: nothing to read */
 	struct backend_read br;
 };
 
@@ -57,6 +57,28 @@ bool fill_window_wanted(struct wb_target *t);
 /* Queue R on its device's read window (any thread); R->done runs on the
  * window's worker. */
 void fill_queue(struct fill_read *r);
+
+/*
+ * Read-ahead.  A client's reading, kept by its connection and touched on
+ * its I/O thread only: once READs follow each other (each starts where
+ * the last ended) a third time, the range after them is read into the
+ * cache in the background, a window at a time; the window starts at four
+ * times the read (at least 128 KiB) and doubles up to
+ * cache.readahead_bytes, and the next is read once the client is within
+ * half a window of the end.  Any other read ends the streak.  Pages read
+ * ahead count a read-ahead hit when a read finds them (cache_stats).
+ */
+struct fill_ra {
+	uint64_t next;   /* where a sequential read starts */
+	uint64_t ahead;  /* read ahead up to here */
+	uint32_t window; /* the next read-ahead's size */
+	unsigned streak; /* sequential reads in a row */
+};
+
+/* A READ of [OFF, OFF+LEN) of T by the client whose reading is RA (its
+ * I/O thread): read ahead if it is due. */
+void fill_readahead(struct wb_target *t, struct fill_ra *ra, uint64_t off,
+    uint32_t len);
 
 /* Bring page INDEX of T in from the backing device (a partial write). */
 int fill_page(struct wb_target *t, uint64_t index);

@@ -78,9 +78,11 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	if (oc->io_threads != nc->io_threads)
 		reload_note(msg, msglen, "io_threads changed: needs a restart");
 	if (oc->cache.size_bytes != nc->cache.size_bytes ||
-	    oc->cache.page_size != nc->cache.page_size)
-		reload_note(msg, msglen, "cache size or page size changed: "
-		    "needs a restart");
+	    oc->cache.page_size != nc->cache.page_size ||
+	    oc->cache.readahead_bytes != nc->cache.readahead_bytes)
+		reload_note(msg, msglen,
+		    "cache size, page size or "
+		    "readahead_bytes changed: needs a restart");
 	if (oc->writeback.max_io_bytes != nc->writeback.max_io_bytes)
 		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
 	if (!str_equal(oc->control.socket, nc->control.socket) ||

@@ -50,6 +50,7 @@ struct request {
 	bool err_seq_checked;           /* out: err_seq is to be kept */
 	bool flushed;                   /* in/out: the client sent a FLUSH */
 	unsigned meta;                  /* in: the metadata contexts selected */
+	struct fill_ra *ra;             /* in: the client's reading (fill.h) */
 	/* out: a reply the export encoded whole (BLOCK_STATUS), freed with
 	 * the request */
 	void *reply;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "wbdev.h"
@@ -21,11 +23,15 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 	dev->id = id;
 	pthread_mutex_init(&dev->read_lock, NULL);
 	dev->read_tail = &dev->read_head;
+	dev->read_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	snprintf(dev->name, sizeof dev->name, "%s", name);
 	snprintf(thread_name, sizeof thread_name, "flush-%s", name);
 	dev->targets = calloc(WB_DEV_MAX_TARGETS, sizeof *dev->targets);
-	dev->pool = dev->targets ? pool_new(thread_name, params) : NULL;
+	if (dev->targets && dev->read_wake >= 0)
+		dev->pool = pool_new(thread_name, params);
 	if (!dev->pool) {
+		if (dev->read_wake >= 0)
+			close(dev->read_wake);
 		pthread_mutex_destroy(&dev->read_lock);
 		free(dev->targets);
 		free(dev);
@@ -52,6 +58,7 @@ wb_dev_free(struct wb_dev *dev)
 	if (!dev)
 		return;
 	pool_free(dev->pool);
+	close(dev->read_wake);
 	pthread_mutex_destroy(&dev->read_lock);
 	free(dev->targets);
 	free(dev);

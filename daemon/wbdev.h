@@ -58,6 +58,7 @@ struct wb_dev {
 	struct fill_read *read_head, **read_tail;
 	bool read_running;
 	struct job read_job;
+	int read_wake; /* eventfd: a read was queued */
 };
 
 #define WB_DEV_MAX_TARGETS 256

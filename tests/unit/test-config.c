@@ -797,6 +797,34 @@ test_max_request_bytes(void **state)
 }
 
 static void
+test_readahead_bytes(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "ra.conf",
+		"cache = { readahead_bytes = \"1M\"; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.cache.readahead_bytes, 1u << 20);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "ra-off.conf",
+		"cache = { readahead_bytes = 0; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.cache.readahead_bytes, 0);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "ra-default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.cache.readahead_bytes, 4u << 20);
+	config_free(&f->cfg);
+	expect_error(f, "ra-big.conf",
+	    "cache = {\n  readahead_bytes = \"65M\";\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "cache.readahead_bytes", "expected a size from 0 (off) to 64M");
+}
+
+static void
 test_error_default_export_unknown(void **state)
 {
 	expect_error(*state, "default-unknown.conf",
@@ -1243,6 +1271,7 @@ main(void)
 		T(test_default_export),
 		T(test_error_default_export_unknown),
 		T(test_max_request_bytes),
+		T(test_readahead_bytes),
 		T(test_error_missing_name),
 		T(test_error_empty_name),
 		T(test_error_name_too_long),
