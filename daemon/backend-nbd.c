@@ -733,7 +733,7 @@ bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
 }
 
 /*
- * Submit CMD on C and wake whoever drives C.  0, or a negative errno:
+ * Submit CMD on C and wake whoever polls C.  0, or a negative errno:
  * -ENOTCONN if the connection has died (it is then counted lost).
  */
 static int
@@ -752,7 +752,14 @@ bn_start(struct backend_nbd *bn, struct bn_conn *c, enum bn_op op,
 		pthread_mutex_unlock(&bn->lock);
 		return -ENOTCONN;
 	}
-	if (write(c->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+	/* Only a thread in poll() on C needs waking: one that polls C later
+	 * sees the command (libnbd's direction), and whoever waits for it
+	 * drives C if nobody else does.  A write less per command. */
+	pthread_mutex_lock(&bn->lock);
+	bool polled = c->polling;
+	pthread_mutex_unlock(&bn->lock);
+	if (polled && write(c->wake_fd, &one, sizeof one) < 0 &&
+	    errno != EAGAIN)
 		log_debug("eventfd write: %s", strerror(errno));
 	return 0;
 }

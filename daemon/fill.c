@@ -228,24 +228,35 @@ fill_window_run(struct job *job)
 				r->done(r);
 			pthread_mutex_lock(&dev->read_lock);
 		}
-		if (n == 0 && !dev->read_head)
-			break;
-		pthread_mutex_unlock(&dev->read_lock);
-		/* The oldest, unless a read is queued first (then begin it:
-		 * a slow read must not hold back the ones behind it). */
-		if (n > 0 &&
-		    (n == cap ||
-			backend_read_wait(&ring[head]->br, dev->read_wake))) {
+		if (n == 0)
+			break; /* and nothing queued */
+		/*
+		 * The oldest, unless a read is queued first (then begin it:
+		 * a slow read must not hold back the ones behind it).  Woken
+		 * only while waiting (read_waiting): a write less per read
+		 * queued while the window is busy anyway.
+		 */
+		bool done = n == cap;
+		if (!done) {
+			dev->read_waiting = true;
+			pthread_mutex_unlock(&dev->read_lock);
+			done =
+			    backend_read_wait(&ring[head]->br, dev->read_wake);
+			pthread_mutex_lock(&dev->read_lock);
+			dev->read_waiting = false;
+			uint64_t v; /* nonblocking: EAGAIN if none */
+			if (!done)
+				(void)!read(dev->read_wake, &v, sizeof v);
+		}
+		if (done) {
 			struct fill_read *r = ring[head];
 			head = (head + 1) % FILL_WINDOW;
 			n--;
+			pthread_mutex_unlock(&dev->read_lock);
 			fill_end(r);
 			r->done(r);
-		} else {
-			uint64_t v; /* nonblocking: EAGAIN if none */
-			(void)!read(dev->read_wake, &v, sizeof v);
+			pthread_mutex_lock(&dev->read_lock);
 		}
-		pthread_mutex_lock(&dev->read_lock);
 	}
 	dev->read_running = false;
 	pthread_mutex_unlock(&dev->read_lock);
@@ -262,12 +273,13 @@ fill_queue(struct fill_read *r)
 	*dev->read_tail = r;
 	dev->read_tail = &r->next;
 	start = !dev->read_running;
+	bool wake = dev->read_waiting;
 	dev->read_running = true;
 	pthread_mutex_unlock(&dev->read_lock);
 	if (!start) {
 		/* Wake the window if it waits for a read in flight. */
 		uint64_t one = 1;
-		if (write(dev->read_wake, &one, sizeof one) < 0 &&
+		if (wake && write(dev->read_wake, &one, sizeof one) < 0 &&
 		    errno != EAGAIN)
 			log_debug("eventfd write: %s", strerror(errno));
 		return;

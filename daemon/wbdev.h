@@ -57,6 +57,7 @@ struct wb_dev {
 	pthread_mutex_t read_lock;
 	struct fill_read *read_head, **read_tail;
 	bool read_running;
+	bool read_waiting; /* for a read in flight: wake it */
 	struct job read_job;
 	int read_wake; /* eventfd: a read was queued */
 };
