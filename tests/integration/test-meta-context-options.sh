@@ -88,21 +88,27 @@ def block_status(c, off, length, flags=0, handle=7):
         if rflags & 1:
             return chunks, err
 
+def run(name, body):
+    """BODY(c) on a new connection past the greeting; print ok or FAIL."""
+    c = Raw(Args)
+    try:
+        c.greeting()
+        body(c)
+        print("ok   " + name)
+    except Exception as e:
+        print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
+        failures.append(name)
+    finally:
+        c.close()
+
 def case(name):
+    """An option case: the connection is still usable after it."""
     def wrap(fn):
-        c = Raw(Args)
-        try:
-            c.greeting()
+        def body(c):
             fn(c)
-            # The connection is still usable.
             _, t = option(c, LIST, payload("disk0", []))
             expect("a LIST after the case", t, REP_ACK)
-            print("ok   " + name)
-        except Exception as e:
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-            failures.append(name)
-        finally:
-            c.close()
+        run(name, body)
         return fn
     return wrap
 
@@ -178,11 +184,9 @@ def selected(c):
 def none_selected(c):
     expect("BLOCK_STATUS", block_status(c, 0, 4096), ({}, EINVAL))
 
-# Transmission: the case ends with a READ, not a LIST.
 def tx_case(name, sets, go, check):
-    c = Raw(Args)
-    try:
-        c.greeting()
+    """Transmission: SETs, GO, CHECK, then a READ still works."""
+    def body(c):
         structured(c)
         for exp, q, want in sets:
             _, t = option(c, SET, payload(exp, q) if q is not None else b"\0")
@@ -192,12 +196,7 @@ def tx_case(name, sets, go, check):
         check(c)
         c.request(CMD_READ, 0, 512, handle=9)
         expect("a READ after", c.reply(512, 0)[1], 0)
-        print("ok   " + name)
-    except Exception as e:
-        print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-        failures.append(name)
-    finally:
-        c.close()
+    run(name, body)
 
 both = ["base:allocation", "wbd:dirty"]
 tx_case("BLOCK_STATUS for the contexts selected", [("disk0", both, REP_ACK)],

@@ -120,6 +120,31 @@ if r != cmd.upper().encode():
 PY
 }
 
+# use_pause_control SOCKET: wait (up to 5 s) for the control socket of a
+# pause filter started with pause-control=SOCKET, and have the exit resume
+# it before the cleanup (wbd writes back at shutdown, which a paused
+# remote would hold).
+_PAUSE_SOCK=
+use_pause_control() {
+	local i
+	_PAUSE_SOCK=$1
+	for ((i = 0; i < 50; i++)); do
+		[[ -S $_PAUSE_SOCK ]] && break
+		sleep 0.1
+	done
+	[[ -S $_PAUSE_SOCK ]] || fail "the pause filter made no control socket"
+	trap _resume_then_cleanup EXIT
+}
+
+_resume_then_cleanup() {
+	local rc=$?
+	trap - ERR
+	set +e
+	pause_ctl "$_PAUSE_SOCK" r 5 >/dev/null 2>&1
+	(exit "$rc")
+	_remote_cleanup
+}
+
 _remote_cleanup() {
 	local rc=$? pid
 	trap - ERR

@@ -13,20 +13,7 @@ MiB=$((1 << 20))
 PAUSE=$T/pause.sock
 start_nbdkit kit --filter=pause memory 16M pause-control="$PAUSE"
 KIT=$KIT_SOCK
-for ((i = 0; i < 50; i++)); do
-	[[ -S $PAUSE ]] && break
-	sleep 0.1
-done
-[[ -S $PAUSE ]] || fail "the pause filter made no control socket"
-_resume_then_cleanup() {
-	local rc=$?
-	trap - ERR
-	set +e
-	pause_ctl "$PAUSE" r 5 >/dev/null 2>&1
-	(exit "$rc")
-	_remote_cleanup
-}
-trap _resume_then_cleanup EXIT
+use_pause_control "$PAUSE"
 
 add_remote_export disk0 "$(kit_uri "$KIT")"
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'

@@ -19,20 +19,7 @@ KLOG=$T/kit-requests.log
 start_nbdkit kit --filter=log --filter=pause memory 64M logfile="$KLOG" \
 	pause-control="$PAUSE"
 KIT=$KIT_SOCK
-for ((i = 0; i < 50; i++)); do
-	[[ -S $PAUSE ]] && break
-	sleep 0.1
-done
-[[ -S $PAUSE ]] || fail "the pause filter made no control socket"
-_resume_then_cleanup() {
-	local rc=$?
-	trap - ERR
-	set +e
-	pause_ctl "$PAUSE" r 5 >/dev/null 2>&1
-	(exit "$rc")
-	_remote_cleanup
-}
-trap _resume_then_cleanup EXIT
+use_pause_control "$PAUSE"
 
 # The data, written to the remote directly: wbd's cache starts empty.
 head -c 16M /dev/urandom >"$T/data"

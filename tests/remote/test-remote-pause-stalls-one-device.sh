@@ -20,23 +20,7 @@ start_nbdkit a --filter=pause --filter=delay memory 64M \
 A=$KIT_SOCK
 start_nbdkit b memory 64M
 B=$KIT_SOCK
-for ((i = 0; i < 50; i++)); do
-	[[ -S $PAUSE ]] && break
-	sleep 0.1
-done
-[[ -S $PAUSE ]] || fail "the pause filter made no control socket"
-
-# If the test stops while A is paused, resume it first: wbd writes back
-# at shutdown.
-_resume_then_cleanup() {
-	local rc=$?
-	trap - ERR
-	set +e
-	pause_ctl "$PAUSE" r 5 >/dev/null 2>&1
-	(exit "$rc")
-	_remote_cleanup
-}
-trap _resume_then_cleanup EXIT
+use_pause_control "$PAUSE"
 
 add_remote_export a "$(kit_uri "$A")"
 add_remote_export b "$(kit_uri "$B")"
