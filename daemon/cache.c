@@ -633,13 +633,20 @@ cache_oldest_dirty_ns(struct cache_file *f)
 
 /* --- reads and writes -------------------------------------------------- */
 
-/* A read found P: if it was read ahead, that paid off. */
+/*
+ * A read found P: one more use for S3-FIFO, unless it was read ahead and
+ * this is its first read, which counts a read-ahead hit instead (a page
+ * read once is read once, however it came in: a sequential scan read
+ * ahead must not look hot).
+ */
 static inline void
-page_used_ahead_locked(struct cache *c, struct cpage *p)
+page_accessed_locked(struct cache *c, struct cpage *p)
 {
 	if (p->flags & PF_AHEAD) {
 		p->flags &= ~PF_AHEAD;
 		ATOMIC_ADD(&c->ahead_hits, 1);
+	} else if (p->freq < 3) {
+		p->freq++;
 	}
 }
 
@@ -663,9 +670,7 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 			return false;
 		}
 		memcpy(out, page_data(c, p) + in, n);
-		if (p->freq < 3)
-			p->freq++;
-		page_used_ahead_locked(c, p);
+		page_accessed_locked(c, p);
 		pthread_mutex_unlock(&sh->lock);
 		out += n;
 		off += n;
@@ -907,9 +912,7 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 		/* Without BUF (a prefetch), no access to count either. */
 		if (!need[i] && out) {
 			memcpy(out + done, page_data(c, p) + at, n);
-			if (p->freq < 3)
-				p->freq++;
-			page_used_ahead_locked(c, p);
+			page_accessed_locked(c, p);
 		}
 		pthread_mutex_unlock(&sh->lock);
 		/* Put in since (filled, even): the other's to wait for. */
@@ -942,9 +945,7 @@ cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at, uint32_t n,
 	} else if (p) {
 		if (buf) {
 			memcpy(buf, page_data(c, p) + at, n);
-			if (p->freq < 3)
-				p->freq++;
-			page_used_ahead_locked(c, p);
+			page_accessed_locked(c, p);
 		}
 		r = 1;
 	}

@@ -1,14 +1,16 @@
 /*
  * fuzz-proto.c - the transmission phase's request check: the input's
  * first 11 bytes describe the export and the connection (size, 8 bytes;
- * transmission flags, 2; structured replies, 1), then come 28-byte
+ * transmission flags, 2; then a byte whose bit 0 says structured replies
+ * were negotiated, bit 1 a metadata context selected, bit 2 a client
+ * that did not agree on block sizes: 64 MiB requests), then come 28-byte
  * request headers, each decoded (proto_decode_request) and checked
  * (proto_check_request) as conn.c does, until a bad magic.
  *
  * Beyond not crashing: a header re-encodes to the same bytes, and a
  * request that passes the check is one wbd can carry out (a known
- * command, within the export, within the maximum block size, no write to
- * a read-only export).
+ * command, within the export, within the maximum request size, no write
+ * to a read-only export, BLOCK_STATUS only with a context selected).
  */
 #include <string.h>
 
@@ -30,10 +32,16 @@ fuzz_check_passed(const struct nbd_request *req,
 		return;
 	case NBD_CMD_READ:
 	case NBD_CMD_WRITE:
-		FUZZ_CHECK(req->count <= PROTO_MAX_REQUEST_BYTES);
+		FUZZ_CHECK(req->count <= (ev->max_request_bytes ?
+						 ev->max_request_bytes :
+						 PROTO_MAX_REQUEST_BYTES));
+		break;
+	case NBD_CMD_BLOCK_STATUS:
+		FUZZ_CHECK(ev->structured && ev->meta);
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
+	case NBD_CMD_CACHE:
 		break;
 	default:
 		FUZZ_CHECK(!"an unknown command passed the check");
@@ -42,7 +50,9 @@ fuzz_check_passed(const struct nbd_request *req,
 	FUZZ_CHECK(req->offset <= ev->size_bytes);
 	FUZZ_CHECK(req->count <= ev->size_bytes - req->offset);
 	if (ev->tflags & NBD_FLAG_READ_ONLY)
-		FUZZ_CHECK(req->type == NBD_CMD_READ);
+		FUZZ_CHECK(req->type == NBD_CMD_READ ||
+		    req->type == NBD_CMD_CACHE ||
+		    req->type == NBD_CMD_BLOCK_STATUS);
 }
 
 int
@@ -52,9 +62,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < VIEW_BYTES)
 		return 0;
+	memset(&ev, 0, sizeof ev);
 	ev.size_bytes = get_u64(data);
 	ev.tflags = get_u16(data + 8);
 	ev.structured = data[10] & 1;
+	ev.meta = (data[10] >> 1) & 1;
+	ev.max_request_bytes = (data[10] & 4) ? 64u << 20 : 0;
 	data += VIEW_BYTES;
 	size -= VIEW_BYTES;
 
