@@ -289,6 +289,22 @@ status_print(FILE *f, const json_t *ans)
 			"max_connections_per_client", 0),
 		    (unsigned long long)jget_u64(lim, "clients", 0),
 		    (unsigned long long)jget_u64(lim, "refused", 0));
+	if (lim && json_object_get(lim, "max_inflight_bytes")) {
+		char u[32], m[32], p[32], cb[32];
+		fprintf(f,
+		    "  %-18s %s of %s (max_inflight_bytes), peak %s, "
+		    "%llu wait(s); connection buffers %s\n",
+		    "in flight",
+		    wbctl_human(jget_u64(lim, "inflight_bytes", 0), u,
+			sizeof u),
+		    wbctl_human(jget_u64(lim, "max_inflight_bytes", 0), m,
+			sizeof m),
+		    wbctl_human(jget_u64(lim, "inflight_peak_bytes", 0), p,
+			sizeof p),
+		    (unsigned long long)jget_u64(lim, "inflight_waits", 0),
+		    wbctl_human(jget_u64(lim, "connection_buffer_bytes", 0), cb,
+			sizeof cb));
+	}
 
 	fprintf(f, "\nexports\n");
 	status_exports(f, json_object_get(ans, "exports"));

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "budget.h"
 #include "cfgread.h"
 #include "config.h"
 #include "settings.h"
@@ -713,14 +714,17 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 }
 
 /* limits = { max_connections; max_connections_per_client;
- * idle_timeout_s; } */
+ * idle_timeout_s; max_inflight_bytes; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
 {
 	static const char *const keys[] = { "max_connections",
-		"max_connections_per_client", "idle_timeout_s", NULL };
+		"max_connections_per_client", "idle_timeout_s",
+		"max_inflight_bytes", NULL };
 	config_setting_t *g;
+	char got[96];
+	int r;
 
 	if (cfg_group(ld, root, "limits", &g) == -1)
 		return -1;
@@ -733,8 +737,19 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		LIMITS_MAX_CONNECTIONS,
 		&lc->max_connections_per_client) == -1 ||
 	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &lc->idle_timeout_s) ==
-		-1)
+		-1 ||
+	    (r = cfg_size(ld, g, "max_inflight_bytes", &lc->max_inflight_bytes,
+		 NULL)) == -1)
 		return -1;
+	if (r == 1 &&
+	    (lc->max_inflight_bytes < BUDGET_MIN_BYTES ||
+		lc->max_inflight_bytes > BUDGET_MAX_BYTES)) {
+		config_setting_t *s =
+		    config_setting_get_member(g, "max_inflight_bytes");
+		cfg_error(ld, s, "expected a size from 64M to 1P, got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
 	return 0;
 }
 
@@ -826,6 +841,7 @@ config_defaults(struct wbd_config *cfg)
 
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;
+	cfg->limits.max_inflight_bytes = BUDGET_DEFAULT_BYTES;
 }
 
 void

@@ -71,6 +71,8 @@ struct limits_conf {
 	                                        (Unix socket), default 64 */
 	unsigned idle_timeout_s;             /* close a connection that sends
 	                                   nothing this long; 0 (default): off */
+	uint64_t max_inflight_bytes;         /* the memory budget of every
+	                                connection together (budget.h) */
 };
 
 struct wbd_config {

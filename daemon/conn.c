@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "buf.h"
 #include "conn.h"
 #include "export.h"
@@ -29,7 +30,6 @@
 #include "proto.h"
 #include "request.h"
 
-#define CONN_RBUF_BYTES         (128u << 10)
 #define CONN_MAX_INFLIGHT       256u
 #define CONN_MAX_INFLIGHT_BYTES (64u << 20)
 /* A client that sends options without reading the replies is not read
@@ -40,6 +40,8 @@
 #define CONN_LOG_BAD_REQUESTS   10
 /* A write held at the dirty limit looks again this often. */
 #define CONN_PACE_POLL_S        0.01
+/* A connection waiting for the memory budget looks again this often. */
+#define CONN_BUDGET_POLL_S 0.01
 /* A client must finish the handshake within this time. */
 #define CONN_HANDSHAKE_TIMEOUT_S 30.0
 
@@ -64,9 +66,12 @@ struct conn {
 	ev_timer hs_timer;      /* handshake deadline, then the idle
 	                                   timeout (limits.idle_timeout_s) */
 	ev_tstamp last_request; /* when the last request came */
+	ev_timer budget_timer;  /* waiting for the memory budget */
 	enum conn_state state;
 	bool reading;                   /* rw is started */
 	bool paused;                    /* stopped by back-pressure */
+	bool budget_wait;               /* paused until budget_timer */
+	bool budget_starved;            /* has waited since its last take */
 	bool closing;                   /* no more input; close when idle */
 	bool dead;                      /* socket closed */
 	bool flushing;                  /* inside conn_flush_out() */
@@ -89,9 +94,10 @@ struct conn {
 	size_t out_off;                 /* bytes of out_head already sent */
 
 	unsigned inflight;
-	size_t inflight_bytes;
+	size_t inflight_bytes;          /* request buffers, in the budget */
 	unsigned throttled;             /* replies held by throttling */
-	size_t hs_unsent;               /* handshake replies not yet sent */
+	size_t hs_unsent;               /* handshake replies not yet sent,
+	                                   in the budget */
 	uint64_t err_seq;               /* export errors already reported */
 	bool flushed;                   /* client has sent FLUSH */
 	unsigned bad_requests;
@@ -151,6 +157,8 @@ conn_close_socket(struct conn *c)
 	ev_io_stop(c->host->loop, &c->rw);
 	ev_io_stop(c->host->loop, &c->ww);
 	ev_timer_stop(c->host->loop, &c->hs_timer);
+	ev_timer_stop(c->host->loop, &c->budget_timer);
+	c->budget_wait = false;
 	c->reading = false;
 	close(c->fd);
 	c->fd = -1;
@@ -228,6 +236,7 @@ conn_hs_out_release(struct out *o)
 	struct conn *c = h->c;
 
 	c->hs_unsent -= o->bytes;
+	budget_give(c->host->budget, o->bytes);
 	free(h);
 	conn_maybe_resume(c);
 }
@@ -251,6 +260,7 @@ conn_queue_buf(struct conn *c, const struct buf *b)
 	h->out.release = conn_hs_out_release;
 	h->c = c;
 	c->hs_unsent += b->len;
+	budget_charge(c->host->budget, b->len);
 	conn_queue_out(c, &h->out);
 	return 0;
 }
@@ -354,6 +364,7 @@ conn_request_release(struct out *o)
 	c->inflight--;
 	if (req->data) {
 		c->inflight_bytes -= req->nbd.count;
+		budget_give(c->host->budget, req->nbd.count);
 		free(req->data);
 	}
 	free(req);
@@ -363,7 +374,8 @@ conn_request_release(struct out *o)
 static void
 conn_maybe_resume(struct conn *c)
 {
-	if (c->paused && !conn_over_limit(c) && !c->closing && !c->dead) {
+	if (c->paused && !c->budget_wait && !conn_over_limit(c) &&
+	    !c->closing && !c->dead) {
 		/*
 		 * Input may already be buffered: have the read callback parse
 		 * it even if the socket has nothing new.  Not parsed here, as
@@ -376,23 +388,34 @@ conn_maybe_resume(struct conn *c)
 	}
 }
 
+/* A request; with DATA, a buffer of its length, whose bytes the caller
+ * has taken from the budget (given back here if out of memory). */
 static struct request *
 conn_request_new(struct conn *c, const struct nbd_request *nbd, bool data)
 {
 	struct request *req = calloc(1, sizeof *req);
 
-	if (!req)
-		return NULL;
-	req->conn = c;
-	req->nbd = *nbd;
-	if (data) {
-		req->data = malloc(nbd->count);
+	if (req && data) {
+		/* Page-aligned when it can hold a page: a read miss fills it in
+		 * place, on an O_DIRECT backing too. */
+		if (nbd->count < 4096)
+			req->data = malloc(nbd->count);
+		else if (posix_memalign(&req->data, 4096, nbd->count) != 0)
+			req->data = NULL;
 		if (!req->data) {
 			free(req);
-			return NULL;
+			req = NULL;
 		}
-		c->inflight_bytes += nbd->count;
 	}
+	if (!req) {
+		if (data)
+			budget_give(c->host->budget, nbd->count);
+		return NULL;
+	}
+	req->conn = c;
+	req->nbd = *nbd;
+	if (data)
+		c->inflight_bytes += nbd->count;
 	req->out.release = conn_request_release;
 	c->inflight++;
 	return req;
@@ -548,13 +571,54 @@ conn_reply_error(struct conn *c, const struct nbd_request *nbd, uint32_t err)
 	conn_reply(req);
 }
 
-/* A complete request header has arrived. */
+/* --- the memory budget: when it is full, read nothing more ------------ */
+
 static void
-conn_handle_request(struct conn *c, const struct nbd_request *nbd)
+conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn *c = w->data;
+
+	c->budget_wait = false;
+	conn_maybe_resume(c);
+}
+
+/* Take N bytes (0: is there room at all?), or stop reading and look again
+ * in a moment. */
+static bool
+conn_budget_take(struct conn *c, size_t n)
+{
+	struct budget *b = c->host->budget;
+
+	if (budget_take(b, n, c->inflight_bytes + c->hs_unsent)) {
+		c->budget_starved = false;
+		return true;
+	}
+	if (!c->budget_starved)
+		budget_note_wait(b, n, c->peer);
+	c->budget_starved = true;
+	conn_stop_reading(c);
+	c->paused = true;
+	if (!c->budget_wait) {
+		c->budget_wait = true;
+		ev_timer_set(&c->budget_timer, CONN_BUDGET_POLL_S, 0);
+		ev_timer_start(c->host->loop, &c->budget_timer);
+	}
+	return false;
+}
+
+static bool
+conn_request_has_buffer(const struct nbd_request *nbd)
+{
+	return nbd->type == NBD_CMD_READ || nbd->type == NBD_CMD_WRITE;
+}
+
+/* A complete request header has arrived, checked (ERR, WHY); a buffer for
+ * its data is already taken from the budget. */
+static void
+conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
+    const char *why)
 {
 	c->last_request = ev_now(c->host->loop);
-	const char *why = "";
-	uint32_t err = proto_check_request(nbd, &c->view, &why);
 	uint32_t payload = proto_payload_bytes(nbd);
 
 	if (err == 0 && nbd->type == NBD_CMD_DISC) {
@@ -586,8 +650,8 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd)
 		return;
 	}
 
-	bool data = nbd->type == NBD_CMD_READ || nbd->type == NBD_CMD_WRITE;
-	struct request *req = conn_request_new(c, nbd, data);
+	struct request *req =
+	    conn_request_new(c, nbd, conn_request_has_buffer(nbd));
 	if (!req) {
 		log_warnx("%s: out of memory for a %u-byte %s", c->peer,
 		    nbd->count, proto_cmd_name(nbd->type));
@@ -712,6 +776,8 @@ conn_process(struct conn *c)
 				c->paused = true;
 				return;
 			}
+			if (!conn_budget_take(c, 0))
+				return;
 			if (avail < 16)
 				return;
 			if (get_u64(p) != NBD_OPT_MAGIC) {
@@ -779,6 +845,7 @@ conn_process(struct conn *c)
 
 		case CS_TX_HEADER: {
 			struct nbd_request nbd;
+			const char *why = "";
 			if (conn_over_limit(c)) {
 				conn_stop_reading(c);
 				c->paused = true;
@@ -792,8 +859,13 @@ conn_process(struct conn *c)
 				conn_close_socket(c);
 				return;
 			}
+			uint32_t err =
+			    proto_check_request(&nbd, &c->view, &why);
+			if (err == 0 && conn_request_has_buffer(&nbd) &&
+			    !conn_budget_take(c, nbd.count))
+				return;
 			c->rstart += NBD_REQUEST_SIZE;
-			conn_handle_request(c, &nbd);
+			conn_handle_request(c, &nbd, err, why);
 			break;
 		}
 
@@ -925,6 +997,8 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	ev_timer_init(&c->hs_timer, conn_hs_timeout_cb, CONN_HANDSHAKE_TIMEOUT_S,
 	    0);
 	c->hs_timer.data = c;
+	ev_timer_init(&c->budget_timer, conn_budget_cb, CONN_BUDGET_POLL_S, 0);
+	c->budget_timer.data = c;
 
 	c->next = h->conns;
 	if (h->conns)

@@ -10,6 +10,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Each connection's own input buffer, outside the memory budget: with
+ * limits.max_connections, part of wbd's fixed overhead. */
+#define CONN_RBUF_BYTES (128u << 10)
+
+struct budget;
 struct conn;
 struct export_table;
 struct job_owner;
@@ -20,6 +25,8 @@ struct conn_host {
 	struct ev_loop *loop;
 	struct job_owner *owner;        /* where their requests' jobs end */
 	struct export_table *exports;   /* what clients may ask for */
+	struct budget *budget;          /* limits.max_inflight_bytes, shared
+	                                   by every I/O thread */
 	unsigned index;                 /* for the log */
 	struct conn *conns;             /* doubly linked through conn->next */
 	unsigned n_conns;

@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "cache.h"
+#include "conn.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "export.h"
@@ -195,12 +196,22 @@ ctl_status_json_locked(struct daemon *d)
 		    "since_unix_ms", (json_int_t)(pi.since_realtime_ns /
 		    1000000)));
 	const struct limits_conf *lc = &d->cfg.limits;
-	json_t *limits = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I}",
+	struct budget_stats bs;
+	budget_get_stats(&d->budget, &bs);
+	unsigned conns = LOAD(&d->n_conns);
+	json_t *limits = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I,"
+				   " s:I, s:I, s:I, s:I, s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
 	    (int)lc->idle_timeout_s, "max_connections_per_client",
-	    (int)lc->max_connections_per_client, "connections",
-	    (int)LOAD(&d->n_conns), "clients", (int)slots_clients(d->slots),
-	    "refused", (json_int_t)LOAD(&d->refused_conns));
+	    (int)lc->max_connections_per_client, "connections", (int)conns,
+	    "clients", (int)slots_clients(d->slots), "refused",
+	    (json_int_t)LOAD(&d->refused_conns), "max_inflight_bytes",
+	    (json_int_t)bs.limit, "inflight_bytes", (json_int_t)bs.used,
+	    "inflight_peak_bytes", (json_int_t)bs.peak, "inflight_waits",
+	    (json_int_t)bs.waits, "inflight_reserve_bytes",
+	    (json_int_t)bs.reserve_bytes, "inflight_small_bytes",
+	    (json_int_t)bs.small_bytes, "connection_buffer_bytes",
+	    (json_int_t)conns * CONN_RBUF_BYTES);
 	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			 " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
 			 " s:o, s:o, s:o, s:o, s:o}",

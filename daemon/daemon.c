@@ -293,6 +293,7 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->host.idle_timeout_s =
 			    d->cfg.limits.idle_timeout_s;
 			d->io[i]->host.exports = &d->exports;
+			d->io[i]->host.budget = &d->budget;
 		}
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
@@ -498,6 +499,7 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 		.arg = d,
 		.spare_fd = -1 };
 	d->slots = slots_new(d->cfg.limits.max_connections_per_client);
+	budget_init(&d->budget, d->cfg.limits.max_inflight_bytes);
 	daemon_raise_nofile(d);
 	d->pending = pending_new();
 	d->opened = calloc(d->cfg.n_exports ? d->cfg.n_exports : 1,

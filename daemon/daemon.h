@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "budget.h"
 #include "config.h"
 #include "export-table.h"
 #include "listener.h"
@@ -42,6 +43,7 @@ struct daemon {
 	struct slots *slots;            /* per client (slots.c) */
 	unsigned long refused_conns;    /* atomic: refused by the limits */
 	struct ratelimit refuse_log;
+	struct budget budget; /* limits.max_inflight_bytes */
 
 	struct listeners listeners;
 	/* Opened before detaching, made exports by daemon_start. */

@@ -106,61 +106,77 @@ export_free(struct export *e)
 
 /* --- on a worker ------------------------------------------------------- */
 
-/* A read that missed: resident pages from the cache, the rest from the
- * backend (and into the cache). */
+/*
+ * A read that missed: resident pages from the cache, the rest from the
+ * backend (and into the cache).  Runs of whole pages inside the request are
+ * read straight into its buffer, which the memory budget already counts;
+ * a page the request covers only in part goes through one page of bounce
+ * buffer.  So a miss allocates nothing in proportion to its length.
+ */
 static int
 export_read_miss(struct export *e, struct request *req)
 {
 	uint32_t ps = e->wb->page_size;
-	uint64_t off = req->nbd.offset;
-	uint32_t len = req->nbd.count;
-	uint64_t first = off / ps, last = (off + len - 1) / ps;
+	uint64_t off = req->nbd.offset, end = off + req->nbd.count;
+	uint64_t first = off / ps, last = (end - 1) / ps;
 	uint32_t npages = (uint32_t)(last - first + 1);
-	uint8_t *need = malloc(npages);
+	uint8_t *need = malloc(npages), *bounce = NULL;
+	uint8_t *data = req->data;
 	int r = 0;
 
 	if (!need)
 		return -ENOMEM;
 	uint64_t gen = cache_fill_gen(e->cf);
-	if (cache_read_prepare(e->cf, req->data, off, len, need) == 0)
+	if (cache_read_prepare(e->cf, data, off, req->nbd.count, need) == 0)
 		goto out;
-
-	/* Read from the first to the last page needed, whole pages. */
-	uint32_t lo = 0, hi = npages - 1;
-	while (!need[lo])
-		lo++;
-	while (!need[hi])
-		hi--;
-	uint64_t rd_off = (first + lo) * ps;
-	uint64_t rd_len = (uint64_t)(hi - lo + 1) * ps;
-	uint8_t *tmp = malloc(rd_len);
-	if (!tmp) {
-		r = -ENOMEM;
-		for (uint32_t i = lo; i <= hi; i++)
-			if (need[i])
-				cache_fill_end(e->cf, first + i, NULL, gen);
-		goto out;
-	}
-	uint64_t avail = rd_off + rd_len > e->size_bytes ?
-	    e->size_bytes - rd_off : rd_len;
-	memset(tmp + avail, 0, rd_len - avail);
-	r = backend_pread(e->backend, tmp, (uint32_t)avail, rd_off);
-	for (uint32_t i = lo; i <= hi; i++) {
-		if (!need[i])
-			continue;
-		uint8_t *page = tmp + (uint64_t)(i - lo) * ps;
-		cache_fill_end(e->cf, first + i, r == 0 ? page : NULL, gen);
-		if (r != 0)
-			continue;
-		/* The part of this page inside the request. */
+	for (uint32_t i = 0, j; i < npages; i = j) {
 		uint64_t pstart = (first + i) * ps;
-		uint64_t from = pstart > off ? pstart : off;
-		uint64_t to = pstart + ps < off + len ? pstart + ps : off + len;
-		memcpy((uint8_t *)req->data + (from - off), page + (from - pstart),
-		    to - from);
+		if (!need[i]) {
+			j = i + 1;
+			continue;
+		}
+		if (r != 0) {
+			/* Failed: give up the pages still claimed. */
+			cache_fill_end(e->cf, first + i, NULL, gen);
+			j = i + 1;
+			continue;
+		}
+		if (pstart >= off && pstart + ps <= end) {
+			/* Whole pages: in place, as one read. */
+			for (j = i + 1; j < npages && need[j] &&
+			     (first + j + 1) * ps <= end;
+			     j++)
+				;
+			uint8_t *at = data + (pstart - off);
+			r = backend_pread(e->backend, at, (j - i) * ps, pstart);
+			for (uint32_t k = i; k < j; k++)
+				cache_fill_end(e->cf, first + k,
+				    r == 0 ? at + (uint64_t)(k - i) * ps : NULL,
+				    gen);
+			continue;
+		}
+		/* A page the request covers in part (or the export's short
+		 * last page): through the bounce page. */
+		j = i + 1;
+		if (!bounce && !(bounce = malloc(ps))) {
+			r = -ENOMEM;
+			cache_fill_end(e->cf, first + i, NULL, gen);
+			continue;
+		}
+		uint64_t avail =
+		    pstart + ps > e->size_bytes ? e->size_bytes - pstart : ps;
+		memset(bounce + avail, 0, ps - avail);
+		r = backend_pread(e->backend, bounce, (uint32_t)avail, pstart);
+		cache_fill_end(e->cf, first + i, r == 0 ? bounce : NULL, gen);
+		if (r == 0) {
+			uint64_t from = pstart > off ? pstart : off;
+			uint64_t to = pstart + ps < end ? pstart + ps : end;
+			memcpy(data + (from - off), bounce + (from - pstart),
+			    to - from);
+		}
 	}
-	free(tmp);
 out:
+	free(bounce);
 	free(need);
 	return r;
 }

@@ -5,7 +5,8 @@
  *      rejected and nothing changes;
  *   2. restart-only: settings that cannot change while running are
  *      compared and reported ("needs a restart"), not applied;
- *   3. remotes: new connection and I/O timeouts reach the open backends;
+ *   3. limits and remotes: a new memory budget applies at once; new
+ *      connection and I/O timeouts reach the open backends;
  *   4. exports: new ones are added (one whose remote does not answer
  *      waits), removed ones stop taking clients and are written back once
  *      idle, a changed cache mode applies at once;
@@ -89,9 +90,28 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	    !str_equal(oc->control.admin_group, nc->control.admin_group))
 		reload_note(msg, msglen, "control settings changed: needs a "
 		    "restart");
+	if (oc->limits.max_connections != nc->limits.max_connections ||
+	    oc->limits.max_connections_per_client !=
+		nc->limits.max_connections_per_client ||
+	    oc->limits.idle_timeout_s != nc->limits.idle_timeout_s)
+		reload_note(msg, msglen,
+		    "connection limits changed: needs a "
+		    "restart");
 }
 
-/* Phase 3: remote settings, for new connections and requests from now on. */
+/* Phase 3a: the memory budget applies at once (what is held stays held). */
+static void
+reload_limits(struct daemon *d, const struct wbd_config *nc, char *msg,
+    size_t msglen)
+{
+	if (d->cfg.limits.max_inflight_bytes == nc->limits.max_inflight_bytes)
+		return;
+	d->cfg.limits.max_inflight_bytes = nc->limits.max_inflight_bytes;
+	budget_set_limit(&d->budget, nc->limits.max_inflight_bytes);
+	reload_note(msg, msglen, "limits.max_inflight_bytes changed");
+}
+
+/* Phase 3b: remote settings, for new connections and requests from now on. */
 static void
 reload_remotes(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
@@ -237,6 +257,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 	}
 	pthread_mutex_lock(&d->tune_lock);
 	reload_restart_only(d, &nc, msg, msglen);
+	reload_limits(d, &nc, msg, msglen);
 	reload_remotes(d, &nc, msg, msglen);
 	reload_exports(d, &nc, msg, msglen);
 	reload_writeback(d, &nc, msg, msglen);
