@@ -161,14 +161,13 @@ access_parse_uid(const char *num, struct access_entry *e)
 	return 0;
 }
 
-/* Look NAME up as a user (GROUP false) or a group: its id in *ID. */
+/* Look NAME up as a user (GROUP false: its uid and primary gid) or a
+ * group (its gid in *ID).  0, ENOENT, or why the lookup failed. */
 static int
-access_lookup(const char *name, bool group, uint32_t *id, char *err,
-    size_t errlen)
+access_lookup(const char *name, bool group, uint32_t *id, uint32_t *gid)
 {
 	long sz = sysconf(group ? _SC_GETGR_R_SIZE_MAX : _SC_GETPW_R_SIZE_MAX);
 	size_t bufsz = sz > 0 ? (size_t)sz : 16384;
-	const char *what = group ? "group" : "user";
 	char *buf = NULL;
 	int r;
 
@@ -176,9 +175,7 @@ access_lookup(const char *name, bool group, uint32_t *id, char *err,
 		char *nb = realloc(buf, bufsz);
 		if (!nb) {
 			free(buf);
-			snprintf(err, errlen, "out of memory");
-			errno = ENOMEM;
-			return -1;
+			return ENOMEM;
 		}
 		buf = nb;
 		if (group) {
@@ -191,16 +188,43 @@ access_lookup(const char *name, bool group, uint32_t *id, char *err,
 		} else {
 			struct passwd pw, *res;
 			r = getpwnam_r(name, &pw, buf, bufsz, &res);
-			if (r == 0 && res)
+			if (r == 0 && res) {
 				*id = (uint32_t)res->pw_uid;
-			else if (r == 0)
+				*gid = (uint32_t)res->pw_gid;
+			} else if (r == 0) {
 				r = ENOENT;
+			}
 		}
 		if (r != ERANGE || bufsz >= (1u << 20))
 			break;
 		bufsz *= 2;
 	}
 	free(buf);
+	return r;
+}
+
+int
+access_user_ids(const char *name, uint32_t *uid, uint32_t *gid)
+{
+	return access_lookup(name, false, uid, gid);
+}
+
+int
+access_group_id(const char *name, uint32_t *gid)
+{
+	return access_lookup(name, true, gid, NULL);
+}
+
+/* "user:NAME" or "group:NAME" to its id in E. */
+static int
+access_parse_name(const char *name, bool group, struct access_entry *e,
+    char *err, size_t errlen)
+{
+	const char *what = group ? "group" : "user";
+	uint32_t gid;
+	int r = group ? access_group_id(name, &e->id) :
+			access_user_ids(name, &e->id, &gid);
+
 	if (r == 0)
 		return 0;
 	if (r == ENOENT)
@@ -211,7 +235,7 @@ access_lookup(const char *name, bool group, uint32_t *id, char *err,
 	else
 		snprintf(err, errlen, "cannot look up %s \"%s\": %s", what,
 		    name, strerror(r));
-	errno = EINVAL;
+	errno = r == ENOMEM ? ENOMEM : EINVAL;
 	return -1;
 }
 
@@ -255,9 +279,9 @@ access_parse(const char *s, struct access_entry *e, char *err, size_t errlen)
 				errno = EINVAL;
 				return -1;
 			}
-			return access_lookup(arg, false, &e->id, err, errlen);
+			return access_parse_name(arg, false, e, err, errlen);
 		case ACCESS_GID:
-			return access_lookup(arg, true, &e->id, err, errlen);
+			return access_parse_name(arg, true, e, err, errlen);
 		default:
 			if (strlen(arg) >= PEER_TLS_NAME_BYTES) {
 				snprintf(err, errlen,

@@ -70,6 +70,15 @@ access_list_equal(const struct access_list *a, const struct access_list *b);
 const struct access_entry *
 access_list_match(const struct access_list *l, const struct peer_ident *p);
 
+/*
+ * Name lookups, for the allow list and the rest of the configuration (at
+ * load time: they may block): the uid and primary gid of user NAME, the
+ * gid of group NAME.  0, ENOENT if there is none, or why the lookup failed
+ * (an errno).
+ */
+int access_user_ids(const char *name, uint32_t *uid, uint32_t *gid);
+int access_group_id(const char *name, uint32_t *gid);
+
 /* An export's current allow list; NULL: everyone may open it. */
 struct access_policy {
 	pthread_mutex_t lock;

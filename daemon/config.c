@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <libconfig.h>
 #include <limits.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,11 +202,60 @@ cfg_free_strings(char ***v, size_t *n)
 	*n = 0;
 }
 
+/* KEY of GROUP: an octal file mode such as "0660": 1 and *OUT, 0 if
+ * absent, -1. */
+static int
+cfg_mode(struct cfg_load *ld, const config_setting_t *g, const char *key,
+    unsigned *out)
+{
+	const char *str;
+	char got[96], *end;
+	int r;
+
+	if ((r = cfg_string(ld, g, key, 8, &str)) != 1)
+		return r;
+	unsigned long m = strtoul(str, &end, 8);
+	if (*end || m > 0777 || str[0] != '0') {
+		config_setting_t *s = config_setting_get_member(g, key);
+		cfg_error(ld, s,
+		    "expected an octal mode such as \"0660\", got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	*out = (unsigned)m;
+	return 1;
+}
+
+/* KEY of G names a group: its name in *NAME and its gid in *GID.  1, 0 if
+ * absent, -1 (an unknown group too). */
+static int
+cfg_group_name(struct cfg_load *ld, const config_setting_t *g, const char *key,
+    char **name, uint32_t *gid)
+{
+	const char *str;
+	int r;
+
+	if ((r = cfg_string(ld, g, key, 255, &str)) != 1)
+		return r;
+	if ((r = access_group_id(str, gid)) != 0) {
+		cfg_error(ld, config_setting_get_member(g, key),
+		    r == ENOENT ? "expected a known group, got \"%s\": no such "
+				  "group" :
+				  "cannot look up group \"%s\": %s",
+		    str, strerror(r));
+		return -1;
+	}
+	free(*name);
+	*name = NULL;
+	return cfg_strdup(ld, str, name) == -1 ? -1 : 1;
+}
+
 static int
 cfg_listen(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
-	static const char *const keys[] = { "tcp", "unix", NULL };
+	static const char *const keys[] = { "tcp", "unix", "unix_mode",
+		"unix_group", NULL };
 	config_setting_t *listen;
 	int r;
 
@@ -215,9 +265,12 @@ cfg_listen(struct cfg_load *ld, const config_setting_t *root,
 	cfg_free_strings(&cfg->listen_tcp, &cfg->n_listen_tcp);
 	if (cfg_check_keys(ld, listen, keys) == -1 ||
 	    cfg_listen_list(ld, listen, "tcp", WBD_DEFAULT_TCP, cfg_check_tcp,
-	    &cfg->listen_tcp, &cfg->n_listen_tcp) == -1 ||
+		&cfg->listen_tcp, &cfg->n_listen_tcp) == -1 ||
 	    cfg_listen_list(ld, listen, "unix", "/run/wbd/nbd.sock",
-	    cfg_check_unix, &cfg->listen_unix, &cfg->n_listen_unix) == -1)
+		cfg_check_unix, &cfg->listen_unix, &cfg->n_listen_unix) == -1 ||
+	    cfg_mode(ld, listen, "unix_mode", &cfg->unix_mode) == -1 ||
+	    cfg_group_name(ld, listen, "unix_group", &cfg->unix_group,
+		&cfg->unix_gid) == -1)
 		return -1;
 	if (cfg->n_listen_tcp + cfg->n_listen_unix == 0) {
 		cfg_error(ld, listen, "at least one listener expected, such as "
@@ -494,14 +547,55 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	return -1;
 }
 
+/* An export's allow = [ "127.0.0.0/8", "uid:1000", ... ] (access.h). */
+static int
+cfg_allow(struct cfg_load *ld, const config_setting_t *e,
+    struct export_conf *ex)
+{
+	config_setting_t *s = config_setting_get_member(e, "allow");
+	char got[96], err[384];
+
+	if (s == NULL)
+		return 0;
+	if (!config_setting_is_array(s) && !config_setting_is_list(s)) {
+		cfg_error(ld, s,
+		    "expected a list of strings such as "
+		    "[ \"127.0.0.1\", \"uid:1000\" ], got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	int n = config_setting_length(s);
+	if ((ex->allow = access_list_new((size_t)n)) == NULL) {
+		cfg_nomem(ld);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		config_setting_t *a = config_setting_get_elem(s, (unsigned)i);
+		if (config_setting_type(a) != CONFIG_TYPE_STRING) {
+			cfg_error(ld, a,
+			    "expected a string such as "
+			    "\"192.168.10.0/24\" or \"group:disk\", got %s",
+			    cfg_repr(a, got, sizeof got));
+			return -1;
+		}
+		if (access_list_add(ex->allow, config_setting_get_string(a),
+			err, sizeof err) == -1) {
+			if (errno == ENOMEM)
+				cfg_nomem(ld);
+			else
+				cfg_error(ld, a, "%s", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 cfg_export(struct cfg_load *ld, const config_setting_t *e,
     struct export_conf *ex)
 {
-	static const char *const keys[] = {
-		"name", "description", "backing", "size", "readonly",
-		"direct", "cache_mode", NULL
-	};
+	static const char *const keys[] = { "name", "description", "backing",
+		"size", "readonly", "direct", "cache_mode", "allow", NULL };
 	config_setting_t *s;
 	const char *str;
 	char got[96];
@@ -571,7 +665,7 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
-	return 0;
+	return cfg_allow(ld, e, ex);
 }
 
 static int
@@ -645,9 +739,8 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 	static const char *const keys[] = {
 		"socket", "mode", "group", "admin_group", NULL
 	};
-	config_setting_t *g, *s;
+	config_setting_t *g;
 	const char *str;
-	char got[96], *end;
 	int r;
 
 	if ((r = cfg_group(ld, root, "control", &g)) == -1)
@@ -665,18 +758,8 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_strdup(ld, str, &cc->socket) == -1)
 			return -1;
 	}
-	if ((r = cfg_string(ld, g, "mode", 8, &str)) == -1)
+	if (cfg_mode(ld, g, "mode", &cc->mode) == -1)
 		return -1;
-	if (r == 1) {
-		unsigned long m = strtoul(str, &end, 8);
-		if (*end || m > 0777 || str[0] != '0') {
-			s = config_setting_get_member(g, "mode");
-			cfg_error(ld, s, "expected an octal mode such as "
-			    "\"0660\", got %s", cfg_repr(s, got, sizeof got));
-			return -1;
-		}
-		cc->mode = (unsigned)m;
-	}
 	if ((r = cfg_string(ld, g, "group", 255, &str)) == -1)
 		return -1;
 	if (r == 1 && cfg_strdup(ld, str, &cc->group) == -1)
@@ -753,12 +836,52 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* user = "wbd"; group = "wbd"; (top level): who wbd runs as once
+ * started. */
+static int
+cfg_run_as(struct cfg_load *ld, const config_setting_t *root,
+    struct run_as_conf *ra)
+{
+	config_setting_t *s;
+	const char *str;
+	uint32_t gid;
+	int r;
+
+	if ((r = cfg_string(ld, root, "user", 255, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(root, "user");
+		if ((r = access_user_ids(str, &ra->uid, &ra->gid)) != 0) {
+			cfg_error(ld, s,
+			    r == ENOENT ? "expected a known user, "
+					  "got \"%s\": no such user" :
+					  "cannot look up user "
+					  "\"%s\": %s",
+			    str, strerror(r));
+			return -1;
+		}
+		if (cfg_strdup(ld, str, &ra->user) == -1)
+			return -1;
+	}
+	if ((r = cfg_group_name(ld, root, "group", &ra->group, &gid)) != 1)
+		return r;
+	if (!ra->user) {
+		cfg_error(ld, config_setting_get_member(root, "group"),
+		    "expected user = \"...\" with group: wbd changes to a user "
+		    "and that group together");
+		return -1;
+	}
+	ra->gid = gid;
+	return 0;
+}
+
 static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "exports", NULL };
+		"writeback", "control", "remote", "limits", "user", "group",
+		"exports", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -769,6 +892,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_remote(ld, root, &cfg->remote) == -1 ||
 	    cfg_limits(ld, root, &cfg->limits) == -1 ||
+	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
 	return 0;
@@ -817,6 +941,7 @@ config_defaults(struct wbd_config *cfg)
 			cfg->listen_tcp = NULL;
 		}
 	}
+	cfg->unix_mode = 0660;
 	cfg->io_threads = 0;
 
 	cfg->cache.size_bytes = DEFAULT_CACHE_BYTES;
@@ -858,15 +983,78 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].name);
 		free(cfg->exports[i].description);
 		free(cfg->exports[i].backing);
+		access_list_unref(cfg->exports[i].allow);
 	}
 	free(cfg->exports);
 	free(cfg->control.socket);
 	free(cfg->control.group);
 	free(cfg->control.admin_group);
+	free(cfg->unix_group);
+	free(cfg->run_as.user);
+	free(cfg->run_as.group);
 	for (i = 0; i < cfg->writeback.n_devices; i++)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);
 	memset(cfg, 0, sizeof *cfg);
+}
+
+bool
+config_export_open_to_all(const struct export_conf *ec)
+{
+	return ec->allow == NULL;
+}
+
+/* Does the TCP listener SPEC bind loopback addresses only? */
+static bool
+config_listen_loopback(const char *spec)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM },
+			*res, *ai;
+	char *host, *port;
+	bool loopback = true;
+
+	if (config_parse_hostport(spec, &host, &port) == -1)
+		return true; /* not a listener: nothing is bound */
+	if (strcmp(host, "localhost") == 0 || !*host) {
+		loopback = *host != '\0';
+	} else if (getaddrinfo(host, port, &hints, &res) == 0) {
+		for (ai = res; ai; ai = ai->ai_next) {
+			const struct sockaddr_in6 *s6 = (void *)ai->ai_addr;
+			const struct sockaddr_in *s4 = (void *)ai->ai_addr;
+			if (ai->ai_family == AF_INET6)
+				loopback &=
+				    IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+			else
+				loopback &= (ntohl(s4->sin_addr.s_addr) >>
+						24) == IN_LOOPBACKNET;
+		}
+		freeaddrinfo(res);
+	}
+	free(host);
+	free(port);
+	return loopback;
+}
+
+size_t
+config_exposed_listeners(const struct wbd_config *cfg, bool tls_on,
+    const char **out, size_t max)
+{
+	bool open_export = false;
+	size_t n = 0;
+
+	for (size_t i = 0; i < cfg->n_exports; i++)
+		open_export |= config_export_open_to_all(&cfg->exports[i]);
+	if (tls_on || !open_export)
+		return 0;
+	for (size_t i = 0; i < cfg->n_listen_tcp; i++) {
+		if (config_listen_loopback(cfg->listen_tcp[i]))
+			continue;
+		if (n < max)
+			out[n] = cfg->listen_tcp[i];
+		n++;
+	}
+	return n;
 }
 
 static const struct {

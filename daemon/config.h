@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "access.h"
 #include "ctl-proto.h"
 #include "settings.h"
 
@@ -39,6 +40,7 @@ struct export_conf {
 	bool readonly;
 	bool direct;                    /* O_DIRECT on a local backing */
 	enum cache_mode cache_mode;
+	struct access_list *allow;      /* NULL: everyone (no allow key) */
 	int line;                       /* where it was defined, for messages */
 };
 
@@ -75,6 +77,14 @@ struct limits_conf {
 	                                connection together (budget.h) */
 };
 
+/* The user and group wbd runs as once started (user = ...; group = ...;),
+ * resolved when the file is loaded. */
+struct run_as_conf {
+	char *user;  /* NULL: stay who it was started as */
+	char *group; /* NULL: the user's primary group */
+	uint32_t uid, gid;
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -82,6 +92,11 @@ struct wbd_config {
 	size_t n_listen_tcp;
 	char **listen_unix;             /* socket paths */
 	size_t n_listen_unix;
+	unsigned unix_mode; /* their file mode, default 0660 */
+	char *unix_group;   /* their group, may be NULL */
+	uint32_t unix_gid;  /* resolved unix_group */
+
+	struct run_as_conf run_as;
 
 	unsigned io_threads;            /* 0: one per CPU */
 
@@ -115,6 +130,18 @@ void config_free(struct wbd_config *cfg);
 /* The min/max ratio for device NAME ("MAJ:MIN"): an override or the default. */
 void config_device_ratios(const struct wbd_config *cfg, const char *name,
     unsigned *min_ratio, unsigned *max_ratio);
+
+/* Export EC lets in anyone who reaches a listener: it has no allow list. */
+bool config_export_open_to_all(const struct export_conf *ec);
+/*
+ * The TCP listeners of CFG open to whoever reaches them: with TLS off
+ * (TLS_ON false), bound to an address other than loopback, while some
+ * export is open to all.  Sets OUT[0..MAX) to those listeners (strings of
+ * cfg->listen_tcp) and returns how many there are.  A host name other than
+ * "localhost" is resolved.
+ */
+size_t config_exposed_listeners(const struct wbd_config *cfg, bool tls_on,
+    const char **out, size_t max);
 
 /*
  * Split a TCP listener, "host:port" or "[v6addr]:port" (port 1 to 65535,

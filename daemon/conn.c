@@ -27,6 +27,7 @@
 #include "handshake.h"
 #include "job.h"
 #include "log.h"
+#include "peer.h"
 #include "proto.h"
 #include "request.h"
 
@@ -79,6 +80,8 @@ struct conn {
 	                                   its end, then go in one writev */
 
 	struct hs_ctx hs;
+	struct peer_ident ident; /* who the allow lists see */
+	bool refusal_logged;     /* the log says so once */
 	struct export *exp;
 	struct proto_export_view view;
 
@@ -932,6 +935,7 @@ conn_maybe_finish(struct conn *c)
 	log_debug("%s: closed", c->peer);
 	h->conn_gone(h, c->client);
 	hs_ctx_clear(&c->hs);
+	peer_ident_clear(&c->ident);
 	free(c->rbuf);
 	free(c);
 }
@@ -963,6 +967,25 @@ conn_hs_nth(void *arg, size_t i)
 	return e ? &e->hs : NULL;
 }
 
+/* The export's allow list (access.h) decides; a refusal is logged once
+ * per connection. */
+static bool
+conn_hs_may_open(void *arg, const struct hs_export *he, bool listing)
+{
+	struct conn *c = arg;
+	struct export *e = container_of(he, struct export, hs);
+	char why[320];
+
+	if (access_policy_allows(&e->allow, &c->ident, why, sizeof why))
+		return true;
+	if (!listing && !c->refusal_logged) {
+		c->refusal_logged = true;
+		log_warnx("%s: export \"%s\" refused: %s", c->peer, e->name,
+		    why);
+	}
+	return false;
+}
+
 void
 conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 {
@@ -989,7 +1012,12 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	c->out_tail = &c->out_head;
 	c->hs.lookup = conn_hs_lookup;
 	c->hs.nth = conn_hs_nth;
+	c->hs.may_open = conn_hs_may_open;
 	c->hs.arg = c;
+	if (peer_ident_from_fd(&c->ident, fd) < 0 && errno != ENOTCONN)
+		log_warn("%s: cannot tell who the peer is; allow lists will "
+			 "refuse it",
+		    peer);
 	c->state = CS_HS_CLIENT_FLAGS;
 	ev_io_init(&c->rw, conn_read_cb, fd, EV_READ);
 	ev_io_init(&c->ww, conn_write_cb, fd, EV_WRITE);

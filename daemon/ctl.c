@@ -884,8 +884,7 @@ ctl_stop(struct daemon *d)
 	if (d->ctl_fd >= 0) {
 		close(d->ctl_fd);
 		d->ctl_fd = -1;
-		if (d->cfg.control.socket && unlink(d->cfg.control.socket) < 0 &&
-		    errno != ENOENT)
-			log_warn("cannot remove %s", d->cfg.control.socket);
+		if (d->cfg.control.socket)
+			unix_unlink(d->cfg.control.socket);
 	}
 }

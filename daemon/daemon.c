@@ -514,13 +514,45 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	return 0;
 }
 
+/* A listener anyone on the network may use to read and write exports
+ * deserves a warning at start. */
+static void
+daemon_warn_exposed(struct daemon *d)
+{
+	const bool tls_on = false; /* no TLS on the serving side */
+	const char *exposed[8];
+	char names[256] = "";
+	size_t n = config_exposed_listeners(&d->cfg, tls_on, exposed, 8);
+	size_t len = 0, shown = 0, open = 0;
+
+	for (size_t i = 0; i < d->cfg.n_exports; i++) {
+		const struct export_conf *ec = &d->cfg.exports[i];
+		if (!config_export_open_to_all(ec))
+			continue;
+		open++;
+		if (shown < 4 && len < sizeof names) {
+			len += (size_t)snprintf(names + len, sizeof names - len,
+			    "%s\"%.64s\"", shown ? ", " : "", ec->name);
+			shown++;
+		}
+	}
+	for (size_t i = 0; i < n && i < 8; i++)
+		log_warnx(
+		    "listen tcp %s: not a loopback address, and TLS is "
+		    "off: anyone who reaches it can read and write export%s "
+		    "%s%s, which ha%s no allow list (see \"Security\" in "
+		    "wbd(8))",
+		    exposed[i], open == 1 ? "" : "s", names,
+		    open > shown ? ", ..." : "", open == 1 ? "s" : "ve");
+}
+
 int
 daemon_open(struct daemon *d)
 {
 	if (daemon_open_backends(d, d->opened) < 0 ||
-	    listeners_open(&d->listeners, d->cfg.listen_tcp,
-	    d->cfg.n_listen_tcp, d->cfg.listen_unix, d->cfg.n_listen_unix) < 0)
+	    listeners_open(&d->listeners, &d->cfg) < 0)
 		return -1;
+	daemon_warn_exposed(d);
 	return 0;
 }
 

@@ -66,6 +66,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->dev = dev;
 	e->wb = wb;
 	e->cache_mode = ec->cache_mode;
+	access_policy_init(&e->allow, ec->allow);
 
 	e->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
 	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
@@ -98,6 +99,7 @@ export_free(struct export *e)
 	cache_file_free(e->cf);
 	backend_close(e->backend);
 	wb_target_destroy(&e->wt);
+	access_policy_destroy(&e->allow);
 	free(e->name);
 	free(e->backing);
 	free(e->description);

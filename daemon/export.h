@@ -7,7 +7,8 @@
  * does not change after creation (name, backend, device, cache file, size,
  * flags) is read without a lock; what does is atomic: cache_mode (reload,
  * wbctl tune), removed (reload, the tick), connections, write_seq, and the
- * writeback state in wt (see writeback.h).
+ * writeback state in wt (see writeback.h); the allow list is under its
+ * policy's own lock (access.h).
  */
 #ifndef WBD_EXPORT_H
 #define WBD_EXPORT_H
@@ -16,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "access.h"
 #include "backend.h"
 #include "config.h"
 #include "handshake.h"
@@ -45,6 +47,8 @@ struct export {
 	uint16_t tflags;
 	enum cache_mode cache_mode;     /* atomic: reload, wbctl tune */
 	struct hs_export hs;            /* what the handshake shows */
+	struct access_policy allow;     /* who may open it (reload
+	                                   replaces the list) */
 
 	uint64_t write_seq;             /* atomic: last write's sequence */
 	/* What writeback keeps for this export: the error sequence, the

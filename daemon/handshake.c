@@ -90,6 +90,12 @@ hs_reply_info_block_size(struct buf *out, uint32_t opt,
 	hs_reply(out, opt, NBD_REP_INFO, d, sizeof d);
 }
 
+static bool
+hs_may_open(struct hs_ctx *hs, const struct hs_export *e, bool listing)
+{
+	return !hs->may_open || hs->may_open(hs->arg, e, listing);
+}
+
 /* Copy a length-counted name out of an option; NULL if it holds a NUL. */
 static char *
 hs_dup_name(const uint8_t *p, uint32_t len)
@@ -123,6 +129,12 @@ hs_export_name(struct hs_ctx *hs, const uint8_t *data, uint32_t len,
 		/* NBD_OPT_EXPORT_NAME cannot report an error: hang up. */
 		log_warnx("handshake: EXPORT_NAME: unknown export \"%.64s\"",
 		    name ? name : "(invalid name)");
+		free(name);
+		return HS_CLOSE;
+	}
+	if (!hs_may_open(hs, e, false)) {
+		/* Refused (and logged) by the allow list: no error reply
+		 * exists either. */
 		free(name);
 		return HS_CLOSE;
 	}
@@ -177,6 +189,16 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 		free(name);
 		return HS_CONTINUE;
 	}
+	if (!hs_may_open(hs, e, false)) {
+		char msg[160];
+		snprintf(msg, sizeof msg,
+		    "export \"%.64s\" is not open to "
+		    "this client",
+		    name);
+		hs_reply_error(out, opt, NBD_REP_ERR_POLICY, msg);
+		free(name);
+		return HS_CONTINUE;
+	}
 
 	bool want_name = false, want_desc = false;
 	for (uint16_t i = 0; i < nreq; i++) {
@@ -215,6 +237,8 @@ hs_list(struct hs_ctx *hs, uint32_t len, struct buf *out)
 	}
 	const struct hs_export *e;
 	for (size_t i = 0; (e = hs->nth(hs->arg, i)) != NULL; i++) {
+		if (!hs_may_open(hs, e, true))
+			continue;
 		size_t n = strlen(e->name);
 		size_t d = e->description ? strlen(e->description) : 0;
 		buf_put_u64(out, NBD_REP_MAGIC);

@@ -36,6 +36,9 @@ struct hs_ctx {
 	/* Exports by name ("" is the default export), and by index. */
 	const struct hs_export *(*lookup)(void *arg, const char *name);
 	const struct hs_export *(*nth)(void *arg, size_t i);
+	/* May this client open E?  LISTING: only asked to decide whether LIST
+	 * shows E (nothing to log).  NULL: everyone may open everything. */
+	bool (*may_open)(void *arg, const struct hs_export *e, bool listing);
 	void *arg;
 
 	/* Negotiated so far. */

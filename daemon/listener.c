@@ -297,13 +297,23 @@ unix_listen(const char *path, const char *what, int mode)
 	return fd;
 }
 
+/* An NBD Unix socket, with listen.unix_mode and listen.unix_group. */
 static int
-listener_open_unix(struct listeners *ls, const char *path)
+listener_open_unix(struct listeners *ls, const char *path,
+    const struct wbd_config *cfg)
 {
-	int fd = unix_listen(path, "listen unix", -1);
+	int fd = unix_listen(path, "listen unix", (int)cfg->unix_mode);
 
 	if (fd < 0)
 		return -1;
+	if (cfg->unix_group &&
+	    chown(path, (uid_t)-1, (gid_t)cfg->unix_gid) < 0) {
+		log_warn("listen unix %s: chown to group %s", path,
+		    cfg->unix_group);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
 	char desc[128];
 	snprintf(desc, sizeof desc, "unix %s", path);
 	struct listener *l = listener_add(ls, fd, desc, false);
@@ -311,22 +321,37 @@ listener_open_unix(struct listeners *ls, const char *path)
 		unlink(path);
 		return -1;
 	}
-	log_info("listening on unix %s", path);
+	log_info("listening on unix %s (mode %04o%s%s)", path, cfg->unix_mode,
+	    cfg->unix_group ? ", group " : "",
+	    cfg->unix_group ? cfg->unix_group : "");
 	return 0;
 }
 
 int
-listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
-    char *const *unix_paths, size_t n_unix)
+listeners_open(struct listeners *ls, const struct wbd_config *cfg)
 {
 	ls->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	for (size_t i = 0; i < n_tcp; i++)
-		if (listener_open_tcp(ls, tcp[i]) < 0)
+	for (size_t i = 0; i < cfg->n_listen_tcp; i++)
+		if (listener_open_tcp(ls, cfg->listen_tcp[i]) < 0)
 			return -1;
-	for (size_t i = 0; i < n_unix; i++)
-		if (listener_open_unix(ls, unix_paths[i]) < 0)
+	for (size_t i = 0; i < cfg->n_listen_unix; i++)
+		if (listener_open_unix(ls, cfg->listen_unix[i], cfg) < 0)
 			return -1;
 	return 0;
+}
+
+void
+unix_unlink(const char *path)
+{
+	if (unlink(path) == 0 || errno == ENOENT)
+		return;
+	if (errno == EACCES || errno == EPERM)
+		/* wbd gave up root and may not write the directory. */
+		log_info("socket %s left in place (%s): the next start "
+			 "replaces it",
+		    path, strerror(errno));
+	else
+		log_warn("cannot remove %s", path);
 }
 
 void
@@ -351,8 +376,7 @@ listeners_close(struct listeners *ls)
 		ev_timer_stop(ls->loop, &l->pause);
 		close(l->fd);
 		if (l->unix_path) {
-			if (unlink(l->unix_path) < 0 && errno != ENOENT)
-				log_warn("cannot remove %s", l->unix_path);
+			unix_unlink(l->unix_path);
 			free(l->unix_path);
 		}
 		free(l);

@@ -26,10 +26,12 @@ struct listeners {
 	struct ratelimit accept_log;
 };
 
-/* Bind TCP ("host:port", "[v6]:port") and Unix listeners; -1 after
- * logging why (those bound stay, for listeners_close). */
-int listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
-    char *const *unix_paths, size_t n_unix);
+struct wbd_config;
+
+/* Bind CFG's TCP ("host:port", "[v6]:port") and Unix listeners (the
+ * latter with listen.unix_mode and unix_group); -1 after logging why
+ * (those bound stay, for listeners_close). */
+int listeners_open(struct listeners *ls, const struct wbd_config *cfg);
 void listeners_start(struct listeners *ls);
 /* Stop accepting, close the sockets and remove Unix socket files. */
 void listeners_close(struct listeners *ls);
@@ -41,5 +43,8 @@ void listeners_close(struct listeners *ls);
  * (WHAT names it in messages).
  */
 int unix_listen(const char *path, const char *what, int mode);
+/* Remove the socket file at PATH at exit; one wbd may no longer remove
+ * (it gave up root) is left, and said so. */
+void unix_unlink(const char *path);
 
 #endif

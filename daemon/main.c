@@ -1,7 +1,8 @@
 /*
  * main.c - wbd's entry point: options, usage, signals, and the order of
  * the daemon's lifecycle (daemon.c): load the configuration, open what can
- * fail on bad input, detach, start, serve, shut down, exit.
+ * fail on bad input, give up root (privs.c), detach, start, serve, shut
+ * down, exit.
  *
  * The main thread runs the default libev loop: listeners, signals and the
  * tick.  See docs/architecture.md.
@@ -18,6 +19,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
+#include "privs.h"
 #include "reload.h"
 
 static void
@@ -164,8 +166,10 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	/* Everything that can fail on bad input, before detaching. */
-	if (daemon_init(d, &cfg) < 0 || daemon_open(d) < 0 || ctl_open(d) < 0) {
+	/* Everything that can fail on bad input, before detaching; then
+	 * root (if configured) is given up for good. */
+	if (daemon_init(d, &cfg) < 0 || daemon_open(d) < 0 || ctl_open(d) < 0 ||
+	    privs_drop(&d->cfg.run_as) < 0) {
 		ctl_stop(d);
 		daemon_free(d);
 		log_warnx("start-up failed");

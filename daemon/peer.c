@@ -40,7 +40,7 @@ peer_set_addr(struct peer_ident *p, const struct sockaddr_storage *ss)
 }
 
 /* The supplementary groups of the process that connected. */
-static int
+static void
 peer_read_groups(struct peer_ident *p, int fd)
 {
 	socklen_t len = PEER_GROUPS_GUESS * sizeof(gid_t);
@@ -48,18 +48,17 @@ peer_read_groups(struct peer_ident *p, int fd)
 	for (int tries = 0; tries < 2; tries++) {
 		gid_t *g = malloc(len ? len : sizeof(gid_t));
 		if (!g)
-			return -1;
+			return;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
 			p->groups = g;
 			p->n_groups = len / sizeof(gid_t);
-			return 0;
+			return;
 		}
 		free(g);
 		/* ERANGE: LEN now says how much is needed. */
 		if (errno != ERANGE)
-			return -1;
+			return;
 	}
-	return -1;
 }
 
 int
@@ -88,8 +87,10 @@ peer_ident_from_fd(struct peer_ident *p, int fd)
 	p->uid = uc.uid;
 	p->gid = uc.gid;
 	p->has_cred = true;
-	/* Without the list (an old kernel), only the effective gid counts. */
-	return peer_read_groups(p, fd);
+	/* Without the list (an old kernel, no memory), only the effective
+	 * gid counts. */
+	peer_read_groups(p, fd);
+	return 0;
 }
 
 void

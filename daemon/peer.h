@@ -55,7 +55,8 @@ struct peer_ident {
 };
 
 /* Fill *P from the accepted socket FD: 0, or -1 with errno (P then holds
- * what could be read; PEER_UNKNOWN if nothing). */
+ * what could be read; PEER_UNKNOWN if nothing).  A Unix peer's group list
+ * is left empty if it cannot be read: its effective gid still counts. */
 int peer_ident_from_fd(struct peer_ident *p, int fd);
 /* Free what *P holds (the group list) and zero it. */
 void peer_ident_clear(struct peer_ident *p);

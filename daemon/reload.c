@@ -9,7 +9,8 @@
  *      connection and I/O timeouts reach the open backends;
  *   4. exports: new ones are added (one whose remote does not answer
  *      waits), removed ones stop taking clients and are written back once
- *      idle, a changed cache mode applies at once;
+ *      idle, a changed cache mode applies at once, a changed allow list
+ *      to the options of every connection from then on;
  *   5. writeback: thresholds, workers and device shares apply at once.
  *
  * Main thread (SIGHUP) or control thread (wbctl reload), under
@@ -76,6 +77,16 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	    nc->n_listen_tcp) || !strv_equal(oc->listen_unix,
 	    oc->n_listen_unix, nc->listen_unix, nc->n_listen_unix))
 		reload_note(msg, msglen, "listeners changed: needs a restart");
+	if (oc->unix_mode != nc->unix_mode ||
+	    !str_equal(oc->unix_group, nc->unix_group))
+		reload_note(msg, msglen,
+		    "unix_mode or unix_group changed: "
+		    "needs a restart");
+	if (!str_equal(oc->run_as.user, nc->run_as.user) ||
+	    !str_equal(oc->run_as.group, nc->run_as.group))
+		reload_note(msg, msglen,
+		    "user or group changed: needs a "
+		    "restart");
 	if (oc->io_threads != nc->io_threads)
 		reload_note(msg, msglen, "io_threads changed: needs a restart");
 	if (oc->cache.size_bytes != nc->cache.size_bytes ||
@@ -137,7 +148,9 @@ reload_add_export(struct daemon *d, const struct export_conf *ec,
 		return *waiting ? 0 : -1;
 	}
 	if (!b || daemon_install_export(d, ec, b) < 0) {
+		int err = errno;
 		log_warnx("reload: export \"%s\": cannot be added", ec->name);
+		errno = b ? 0 : err;
 		return -1;
 	}
 	return 0;
@@ -190,6 +203,13 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 		if (reload_add_export(d, ec, &waiting) == 0)
 			reload_note(msg, msglen, waiting ? "export \"%s\" waits "
 			    "for its remote" : "export \"%s\" added", ec->name);
+		else if (errno == EACCES || errno == EPERM)
+			reload_note(msg, msglen,
+			    "export \"%s\" could not be "
+			    "added: permission denied opening \"%s\"%s%s",
+			    ec->name, ec->backing,
+			    d->cfg.run_as.user ? " as user " : "",
+			    d->cfg.run_as.user ? d->cfg.run_as.user : "");
 		else
 			reload_note(msg, msglen, "export \"%s\" could not be "
 			    "added (see the log)", ec->name);
@@ -202,6 +222,11 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 	    !str_equal(e->description, ec->description))
 		reload_note(msg, msglen, "export \"%s\": backing, size, "
 		    "readonly, direct or description changed: needs a restart",
+		    e->name);
+	if (access_policy_set(&e->allow, ec->allow))
+		reload_note(msg, msglen,
+		    "export \"%s\": allow list changed "
+		    "(for new connections)",
 		    e->name);
 	if (e->cache_mode != ec->cache_mode) {
 		__atomic_store_n(&e->cache_mode, ec->cache_mode,

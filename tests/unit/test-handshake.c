@@ -334,6 +334,80 @@ test_list(void **state)
 	    NBD_REP_ERR_INVALID);
 }
 
+/* The allow list's verdict, as conn.c gives it: "ro" is not for this
+ * client; every question is counted. */
+static unsigned asked_open, asked_listing;
+
+static bool
+may_open_not_ro(void *arg, const struct hs_export *e, bool listing)
+{
+	if (listing)
+		asked_listing++;
+	else
+		asked_open++;
+	return strcmp(e->name, "ro") != 0;
+}
+
+static void
+test_refused_export(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t p[64];
+	uint16_t reqs[] = { NBD_INFO_BLOCK_SIZE };
+	const uint8_t *d;
+	uint32_t len;
+
+	f->hs.may_open = may_open_not_ro;
+	asked_open = asked_listing = 0;
+
+	/* INFO and GO: NBD_REP_ERR_POLICY, and the client may go on. */
+	size_t n = info_payload(p, "ro", reqs, 1);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_INFO, p, (uint32_t)n,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len),
+	    NBD_REP_ERR_POLICY);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len),
+	    NBD_REP_ERR_POLICY);
+	assert_non_null(memmem(d, len, "\"ro\"", 4));
+	assert_null(f->hs.chosen);
+	assert_int_equal(asked_open, 2);
+
+	/* LIST leaves it out, without it counting as a refusal. */
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_SERVER);
+	assert_memory_equal(d + 4, "disk0", 5);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_ACK);
+	assert_int_equal(asked_listing, 2);
+	assert_int_equal(asked_open, 2);
+
+	/* An export it may open still opens. */
+	n = info_payload(p, "disk0", reqs, 1);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_ptr_equal(f->hs.chosen, &exports[0]);
+	while (next_reply(f, NBD_OPT_GO, &d, &len) != NBD_REP_ACK)
+		;
+	assert_all_read(f);
+}
+
+/* EXPORT_NAME has no error reply: a refused client is hung up on. */
+static void
+test_refused_export_name_closes(void **state)
+{
+	struct fixture *f = *state;
+
+	f->hs.may_open = may_open_not_ro;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+			     (const uint8_t *)"ro", 2, &f->out),
+	    HS_CLOSE);
+	assert_int_equal(f->out.len, 0);
+	assert_null(f->hs.chosen);
+}
+
 static void
 test_structured_reply(void **state)
 {
@@ -400,6 +474,8 @@ main(void)
 		T(test_export_name_no_zeroes),
 		T(test_export_name_unknown_closes),
 		T(test_list),
+		T(test_refused_export),
+		T(test_refused_export_name_closes),
 		T(test_structured_reply),
 		T(test_abort),
 		T(test_unsupported_options),
