@@ -514,19 +514,17 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	return 0;
 }
 
-/* A listener anyone on the network may use to read and write exports
- * deserves a warning at start. */
-static void
-daemon_warn_exposed(struct daemon *d)
+void
+daemon_warn_exposed(const struct wbd_config *cfg)
 {
 	const bool tls_on = false; /* no TLS on the serving side */
 	const char *exposed[8];
 	char names[256] = "";
-	size_t n = config_exposed_listeners(&d->cfg, tls_on, exposed, 8);
+	size_t n = config_exposed_listeners(cfg, tls_on, exposed, 8);
 	size_t len = 0, shown = 0, open = 0;
 
-	for (size_t i = 0; i < d->cfg.n_exports; i++) {
-		const struct export_conf *ec = &d->cfg.exports[i];
+	for (size_t i = 0; i < cfg->n_exports; i++) {
+		const struct export_conf *ec = &cfg->exports[i];
 		if (!config_export_open_to_all(ec))
 			continue;
 		open++;
@@ -552,7 +550,7 @@ daemon_open(struct daemon *d)
 	if (daemon_open_backends(d, d->opened) < 0 ||
 	    listeners_open(&d->listeners, &d->cfg) < 0)
 		return -1;
-	daemon_warn_exposed(d);
+	daemon_warn_exposed(&d->cfg);
 	return 0;
 }
 

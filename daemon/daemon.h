@@ -94,6 +94,9 @@ int daemon_open(struct daemon *d);
 /* After detaching: the cache, the exports and their devices, the I/O
  * threads, the tick; then accept connections.  -1 after logging why. */
 int daemon_start(struct daemon *d);
+/* Warn about each TCP listener that lets anyone who reaches it read and
+ * write exports (config_exposed_listeners): at start and in wbd -n. */
+void daemon_warn_exposed(const struct wbd_config *cfg);
 /* Serve until daemon_stop. */
 void daemon_run(struct daemon *d);
 /* Ask the main loop to return (its thread: a signal handler). */

@@ -160,6 +160,7 @@ main(int argc, char **argv)
 	if (main_load_config(config_path, &cfg) < 0)
 		return 1;
 	if (check_only) {
+		daemon_warn_exposed(&cfg);
 		printf("configuration OK\n");
 		config_free(&cfg);
 		return 0;

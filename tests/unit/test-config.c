@@ -545,7 +545,8 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	expect_error(*state, "unknown-top.conf",
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
-	    "cache, writeback, control, remote, limits, exports");
+	    "cache, writeback, control, remote, limits, user, group, "
+	    "exports");
 }
 
 static void
@@ -1061,6 +1062,177 @@ test_error_listen_group_without_listeners(void **state)
 	    2, "listen", "at least one listener expected");
 }
 
+/* ---- Security: allow lists, user and group, socket permissions. ---- */
+
+static void
+test_allow_user_group_and_socket_permissions(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+
+	load_ok(f,
+	    write_conf(f, "security.conf",
+		"listen = { unix = [ \"/run/wbd/nbd.sock\" ];\n"
+		"           unix_mode = \"0600\"; unix_group = \"root\"; };\n"
+		"user = \"root\"; group = \"root\";\n"
+		"exports = (\n"
+		"  { name = \"a\"; backing = \"/a\";\n"
+		"    allow = [ \"127.0.0.0/8\", \"::1\", \"uid:1000\", "
+		"\"user:root\",\n"
+		"              \"group:root\", \"psk:alice\", \"cn:h1\" ]; },\n"
+		"  { name = \"b\"; backing = \"/b\"; allow = [ ]; },\n"
+		"  { name = \"c\"; backing = \"/c\"; }\n"
+		");\n"));
+	assert_int_equal(c->unix_mode, 0600);
+	assert_string_equal(c->unix_group, "root");
+	assert_int_equal(c->unix_gid, 0);
+	assert_string_equal(c->run_as.user, "root");
+	assert_string_equal(c->run_as.group, "root");
+	assert_int_equal(c->run_as.uid, 0);
+	assert_int_equal(c->run_as.gid, 0);
+	assert_non_null(c->exports[0].allow);
+	assert_int_equal(c->exports[0].allow->n, 7);
+	assert_string_equal(c->exports[0].allow->v[6].text, "cn:h1");
+	assert_non_null(c->exports[1].allow); /* empty: no one */
+	assert_int_equal(c->exports[1].allow->n, 0);
+	assert_null(c->exports[2].allow); /* absent: everyone */
+	assert_false(config_export_open_to_all(&c->exports[0]));
+	assert_false(config_export_open_to_all(&c->exports[1]));
+	assert_true(config_export_open_to_all(&c->exports[2]));
+}
+
+static void
+test_socket_mode_defaults_to_0660_and_no_user(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, write_conf(f, "plain.conf", EXPORTS_OK));
+	assert_int_equal(f->cfg.unix_mode, 0660);
+	assert_null(f->cfg.unix_group);
+	assert_null(f->cfg.run_as.user);
+}
+
+/* The user's primary group, unless group says otherwise. */
+static void
+test_user_alone_takes_its_primary_group(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, write_conf(f, "user.conf", "user = \"root\";\n" EXPORTS_OK));
+	assert_string_equal(f->cfg.run_as.user, "root");
+	assert_null(f->cfg.run_as.group);
+	assert_int_equal(f->cfg.run_as.gid, 0);
+}
+
+static void
+test_exposed_listeners(void **state)
+{
+	struct fixture *f = *state;
+	const char *out[4];
+
+	load_ok(f,
+	    write_conf(f, "exposed.conf",
+		"listen = { tcp = [ \"127.0.0.1:1\", \"0.0.0.0:2\", \"[::1]:3\",\n"
+		"                   \"[::]:4\", \"localhost:5\", \"127.9.9.9:6\" ]; "
+		"};\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; "
+		"allow = [ \"::1\" ]; },\n"
+		"            { name = \"b\"; backing = \"/b\"; } );\n"));
+	assert_int_equal(config_exposed_listeners(&f->cfg, false, out, 4), 2);
+	assert_string_equal(out[0], "0.0.0.0:2");
+	assert_string_equal(out[1], "[::]:4");
+	assert_int_equal(config_exposed_listeners(&f->cfg, false, out, 1), 2);
+	/* TLS in front of them, or an allow list on every export: none. */
+	assert_int_equal(config_exposed_listeners(&f->cfg, true, out, 4), 0);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "guarded.conf",
+		"listen = { tcp = [ \"0.0.0.0:2\" ]; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; "
+		"allow = [ \"10.0.0.0/8\" ]; } );\n"));
+	assert_int_equal(config_exposed_listeners(&f->cfg, false, out, 4), 0);
+}
+
+static void
+test_error_allow_bad_network(void **state)
+{
+	expect_error(*state, "allow-net.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    allow = [ \"127.0.0.1\",\n"
+	    "              \"192.168.10.5/24\" ]; }\n"
+	    ");\n",
+	    4, "exports[0].allow[1]", "such as \"192.168.10.0/24\"");
+}
+
+static void
+test_error_allow_unknown_user_and_group(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "allow-user.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    allow = [ \"user:no-such-user-wbd\" ]; }\n"
+	    ");\n",
+	    3, "exports[0].allow[0]", "expected a known user");
+	expect_error(f, "allow-group.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    allow = [ \"uid:0\", \"group:no-such-group-wbd\" ]; }\n"
+	    ");\n",
+	    3, "exports[0].allow[1]", "no such group");
+}
+
+static void
+test_error_allow_not_a_list_of_strings(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "allow-string.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "              allow = \"127.0.0.1\"; } );\n",
+	    2, "exports[0].allow", "expected a list of strings");
+	expect_error(f, "allow-int.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "              allow = ( \"uid:0\", 1000 ); } );\n",
+	    2, "exports[0].allow[1]", "expected a string");
+	expect_error(f, "allow-kind.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "              allow = [ \"gid:0\" ]; } );\n",
+	    2, "exports[0].allow[0]", "\"user:NAME\", \"group:NAME\"");
+}
+
+static void
+test_error_run_as(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "user.conf",
+	    EXPORTS_OK "user = \"no-such-user-wbd\";\n", 2, "user",
+	    "expected a known user, got \"no-such-user-wbd\"");
+	expect_error(f, "group.conf",
+	    EXPORTS_OK "user = \"root\";\ngroup = \"no-such-group-wbd\";\n", 3,
+	    "group", "no such group");
+	expect_error(f, "group-alone.conf", EXPORTS_OK "group = \"root\";\n", 2,
+	    "group", "expected user = \"...\" with group");
+}
+
+static void
+test_error_unix_mode_and_group(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "unix-mode.conf",
+	    EXPORTS_OK "listen = { unix = [ \"/s\" ];\n"
+		       "  unix_mode = \"660\"; };\n",
+	    3, "listen.unix_mode", "expected an octal mode such as \"0660\"");
+	expect_error(f, "unix-group.conf",
+	    EXPORTS_OK "listen = { unix = [ \"/s\" ];\n"
+		       "  unix_group = \"no-such-group-wbd\"; };\n",
+	    3, "listen.unix_group", "expected a known group");
+}
+
 /* A caller that passes no buffer still gets -1 and errno. */
 static void
 test_error_without_a_buffer(void **state)
@@ -1204,6 +1376,15 @@ main(void)
 		T(test_error_unix_path_too_long),
 		T(test_error_listen_group_without_listeners),
 		T(test_error_without_a_buffer),
+		T(test_allow_user_group_and_socket_permissions),
+		T(test_socket_mode_defaults_to_0660_and_no_user),
+		T(test_user_alone_takes_its_primary_group),
+		T(test_exposed_listeners),
+		T(test_error_allow_bad_network),
+		T(test_error_allow_unknown_user_and_group),
+		T(test_error_allow_not_a_list_of_strings),
+		T(test_error_run_as),
+		T(test_error_unix_mode_and_group),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
