@@ -498,10 +498,8 @@ static int
 cfg_export(struct cfg_load *ld, const config_setting_t *e,
     struct export_conf *ex)
 {
-	static const char *const keys[] = {
-		"name", "description", "backing", "size", "readonly",
-		"direct", "cache_mode", NULL
-	};
+	static const char *const keys[] = { "name", "description", "backing",
+		"size", "readonly", "direct", "cache_mode", "tls", NULL };
 	config_setting_t *s;
 	const char *str;
 	char got[96];
@@ -571,6 +569,96 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
+	if ((r = cfg_string(ld, e, "tls", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(e, "tls");
+		if (strcmp(str, "require") == 0) {
+			ex->tls_require = true;
+		} else if (strcmp(str, "optional") != 0) {
+			cfg_error(ld, s,
+			    "expected \"require\" or \"optional\", "
+			    "got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* tls = { mode; certificates; verify_peer; psk_file; priority; } */
+static int
+cfg_tls(struct cfg_load *ld, const config_setting_t *root, struct tls_conf *tc)
+{
+	static const char *const keys[] = { "mode", "certificates",
+		"verify_peer", "psk_file", "priority", NULL };
+	config_setting_t *g, *s;
+	const char *str;
+	char got[96], why[512];
+	int r;
+
+	if ((r = cfg_group(ld, root, "tls", &g)) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    (r = cfg_string(ld, g, "mode", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(g, "mode");
+		if (strcmp(str, "off") == 0)
+			tc->mode = TLS_OFF;
+		else if (strcmp(str, "on") == 0)
+			tc->mode = TLS_ON;
+		else if (strcmp(str, "require") == 0)
+			tc->mode = TLS_REQUIRE;
+		else {
+			cfg_error(ld, s,
+			    "expected \"off\", \"on\" or "
+			    "\"require\", got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	if ((r = cfg_string(ld, g, "certificates", PATH_MAX, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->certificates) == -1) ||
+	    (r = cfg_string(ld, g, "psk_file", PATH_MAX, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->psk_file) == -1) ||
+	    (r = cfg_string(ld, g, "priority", 1024, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->priority) == -1) ||
+	    cfg_bool(ld, g, "verify_peer", &tc->verify_peer) == -1)
+		return -1;
+	if (tc->certificates && tc->psk_file) {
+		cfg_error(ld, config_setting_get_member(g, "psk_file"),
+		    "expected either certificates or psk_file, not both: "
+		    "they are alternatives");
+		return -1;
+	}
+	if (tc->verify_peer && !tc->certificates) {
+		cfg_error(ld, config_setting_get_member(g, "verify_peer"),
+		    "expected verify_peer only with certificates (it checks a "
+		    "client certificate against ca-cert.pem)");
+		return -1;
+	}
+	if (tc->mode == TLS_OFF)
+		return 0;
+	if (!tc->certificates && !tc->psk_file) {
+		cfg_error(ld, g,
+		    "expected certificates = \"/dir\" or "
+		    "psk_file = \"/file\" with mode \"%s\"",
+		    tls_mode_name(tc->mode));
+		return -1;
+	}
+	/* Load them once to check them, as the daemon will. */
+	struct tls_creds *cr = tls_creds_load(tc, why, sizeof why);
+	if (!cr) {
+		cfg_error(ld,
+		    config_setting_get_member(g,
+			tc->psk_file ? "psk_file" : "certificates"),
+		    "%s", why);
+		return -1;
+	}
+	tls_creds_unref(cr);
 	return 0;
 }
 
@@ -758,7 +846,8 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "exports", NULL };
+		"writeback", "control", "remote", "limits", "tls", "exports",
+		NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -769,8 +858,21 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_remote(ld, root, &cfg->remote) == -1 ||
 	    cfg_limits(ld, root, &cfg->limits) == -1 ||
+	    cfg_tls(ld, root, &cfg->tls) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
+	for (size_t i = 0; i < cfg->n_exports; i++) {
+		if (!cfg->exports[i].tls_require || cfg->tls.mode != TLS_OFF)
+			continue;
+		const config_setting_t *e =
+		    config_setting_get_elem(config_setting_get_member(root,
+						"exports"),
+			(unsigned)i);
+		cfg_error(ld, config_setting_get_member(e, "tls"),
+		    "expected tls.mode \"on\" or \"require\" for a TLS-only "
+		    "export: TLS is off");
+		return -1;
+	}
 	return 0;
 }
 
@@ -863,6 +965,9 @@ config_free(struct wbd_config *cfg)
 	free(cfg->control.socket);
 	free(cfg->control.group);
 	free(cfg->control.admin_group);
+	free(cfg->tls.certificates);
+	free(cfg->tls.psk_file);
+	free(cfg->tls.priority);
 	for (i = 0; i < cfg->writeback.n_devices; i++)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);

@@ -15,6 +15,7 @@
 
 #include "ctl-proto.h"
 #include "settings.h"
+#include "tls.h"
 
 #define WBD_DEFAULT_CONFIG   "/etc/wbd/wbd.conf"
 #define WBD_DEFAULT_TCP      "127.0.0.1:10809"
@@ -39,6 +40,7 @@ struct export_conf {
 	bool readonly;
 	bool direct;                    /* O_DIRECT on a local backing */
 	enum cache_mode cache_mode;
+	bool tls_require;               /* tls = "require": TLS-only */
 	int line;                       /* where it was defined, for messages */
 };
 
@@ -90,6 +92,7 @@ struct wbd_config {
 	struct control_conf control;
 	struct remote_conf remote;
 	struct limits_conf limits;
+	struct tls_conf tls;
 
 	struct export_conf *exports;
 	size_t n_exports;

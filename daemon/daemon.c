@@ -294,6 +294,7 @@ daemon_start_io_threads(struct daemon *d)
 			    d->cfg.limits.idle_timeout_s;
 			d->io[i]->host.exports = &d->exports;
 			d->io[i]->host.budget = &d->budget;
+			d->io[i]->host.tls = &d->tls;
 		}
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
@@ -500,6 +501,7 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 		.spare_fd = -1 };
 	d->slots = slots_new(d->cfg.limits.max_connections_per_client);
 	budget_init(&d->budget, d->cfg.limits.max_inflight_bytes);
+	tls_server_init(&d->tls);
 	daemon_raise_nofile(d);
 	d->pending = pending_new();
 	d->opened = calloc(d->cfg.n_exports ? d->cfg.n_exports : 1,
@@ -514,12 +516,29 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	return 0;
 }
 
+/* The tls group: credentials loaded and checked before serving. */
+static int
+daemon_open_tls(struct daemon *d)
+{
+	struct tls_creds *cr = NULL;
+	char err[512];
+
+	if (d->cfg.tls.mode != TLS_OFF &&
+	    !(cr = tls_creds_load(&d->cfg.tls, err, sizeof err))) {
+		log_warnx("start-up: TLS: %s", err);
+		return -1;
+	}
+	tls_server_set(&d->tls, d->cfg.tls.mode, cr);
+	return 0;
+}
+
 int
 daemon_open(struct daemon *d)
 {
-	if (daemon_open_backends(d, d->opened) < 0 ||
+	if (daemon_open_tls(d) < 0 || daemon_open_backends(d, d->opened) < 0 ||
 	    listeners_open(&d->listeners, d->cfg.listen_tcp,
-	    d->cfg.n_listen_tcp, d->cfg.listen_unix, d->cfg.n_listen_unix) < 0)
+		d->cfg.n_listen_tcp, d->cfg.listen_unix,
+		d->cfg.n_listen_unix) < 0)
 		return -1;
 	return 0;
 }
@@ -613,6 +632,7 @@ daemon_free(struct daemon *d)
 	free(d->opened);
 	free(d->drain_jobs);
 	slots_free(d->slots);
+	tls_server_destroy(&d->tls);
 	if (d->pending) {
 		pending_stop(d->pending);
 		pending_free(d->pending);

@@ -23,6 +23,7 @@
 #include "export-table.h"
 #include "listener.h"
 #include "ratelimit.h"
+#include "tls.h"
 #include "writeback.h"
 
 struct backend;
@@ -43,7 +44,8 @@ struct daemon {
 	struct slots *slots;            /* per client (slots.c) */
 	unsigned long refused_conns;    /* atomic: refused by the limits */
 	struct ratelimit refuse_log;
-	struct budget budget; /* limits.max_inflight_bytes */
+	struct budget budget;  /* limits.max_inflight_bytes */
+	struct tls_server tls; /* the tls group, swapped by reload */
 
 	struct listeners listeners;
 	/* Opened before detaching, made exports by daemon_start. */

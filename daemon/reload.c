@@ -5,8 +5,10 @@
  *      rejected and nothing changes;
  *   2. restart-only: settings that cannot change while running are
  *      compared and reported ("needs a restart"), not applied;
- *   3. limits and remotes: a new memory budget applies at once; new
- *      connection and I/O timeouts reach the open backends;
+ *   3. TLS, limits and remotes: new TLS credentials (loaded before
+ *      anything changes) and a new memory budget apply at once, for new
+ *      connections; new connection and I/O timeouts reach the open
+ *      backends;
  *   4. exports: new ones are added (one whose remote does not answer
  *      waits), removed ones stop taking clients and are written back once
  *      idle, a changed cache mode applies at once;
@@ -99,7 +101,24 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 		    "restart");
 }
 
-/* Phase 3a: the memory budget applies at once (what is held stays held). */
+/* Phase 3a: TLS: the new mode and credentials (loaded before any change,
+ * so a broken key rejects the whole reload) for new connections. */
+static void
+reload_tls(struct daemon *d, struct wbd_config *nc, struct tls_creds *cr,
+    char *msg, size_t msglen)
+{
+	struct tls_conf old = d->cfg.tls;
+
+	d->cfg.tls = nc->tls;
+	nc->tls = old; /* freed with NC */
+	tls_server_set(&d->tls, d->cfg.tls.mode, cr);
+	if (d->cfg.tls.mode != TLS_OFF || old.mode != TLS_OFF)
+		reload_note(msg, msglen, "TLS %s%s",
+		    tls_mode_name(d->cfg.tls.mode),
+		    d->cfg.tls.mode != TLS_OFF ? ", credentials reloaded" : "");
+}
+
+/* Phase 3b: the memory budget applies at once (what is held stays held). */
 static void
 reload_limits(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
@@ -111,7 +130,7 @@ reload_limits(struct daemon *d, const struct wbd_config *nc, char *msg,
 	reload_note(msg, msglen, "limits.max_inflight_bytes changed");
 }
 
-/* Phase 3b: remote settings, for new connections and requests from now on. */
+/* Phase 3c: remote settings, for new connections and requests from now on. */
 static void
 reload_remotes(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
@@ -198,10 +217,12 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 	if (strcmp(e->backing, ec->backing) != 0 ||
 	    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
 	    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
-	    ec->direct != e->direct ||
+	    ec->direct != e->direct || ec->tls_require != e->hs.tls_only ||
 	    !str_equal(e->description, ec->description))
-		reload_note(msg, msglen, "export \"%s\": backing, size, "
-		    "readonly, direct or description changed: needs a restart",
+		reload_note(msg, msglen,
+		    "export \"%s\": backing, size, "
+		    "readonly, direct, tls or description changed: needs a "
+		    "restart",
 		    e->name);
 	if (e->cache_mode != ec->cache_mode) {
 		__atomic_store_n(&e->cache_mode, ec->cache_mode,
@@ -246,6 +267,7 @@ int
 daemon_reload(struct daemon *d, char *msg, size_t msglen)
 {
 	struct wbd_config nc;
+	struct tls_creds *cr = NULL;
 	char err[1024];
 
 	msg[0] = '\0';
@@ -255,8 +277,20 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		log_warnx("reload: %s", msg);
 		return -1;
 	}
+	if (nc.tls.mode != TLS_OFF &&
+	    !(cr = tls_creds_load(&nc.tls, err, sizeof err))) {
+		/* Changed on disk since config_load checked it. */
+		snprintf(msg, msglen,
+		    "configuration rejected, the running one "
+		    "stays: TLS: %s",
+		    err);
+		log_warnx("reload: %s", msg);
+		config_free(&nc);
+		return -1;
+	}
 	pthread_mutex_lock(&d->tune_lock);
 	reload_restart_only(d, &nc, msg, msglen);
+	reload_tls(d, &nc, cr, msg, msglen);
 	reload_limits(d, &nc, msg, msglen);
 	reload_remotes(d, &nc, msg, msglen);
 	reload_exports(d, &nc, msg, msglen);

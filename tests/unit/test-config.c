@@ -545,7 +545,7 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	expect_error(*state, "unknown-top.conf",
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
-	    "cache, writeback, control, remote, limits, exports");
+	    "cache, writeback, control, remote, limits, tls, exports");
 }
 
 static void
