@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "budget.h"
@@ -620,8 +621,18 @@ static void
 conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = w->data;
+	int err = 0;
+	socklen_t len = sizeof err;
 
 	c->budget_wait = false;
+	/* A client that has gone is not served what it left queued. */
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err) {
+		log_debug("%s: %s while waiting for the memory budget", c->peer,
+		    strerror(err));
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	}
 	conn_maybe_resume(c);
 }
 
