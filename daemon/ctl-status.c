@@ -173,6 +173,20 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 }
 
 /* The status; d->tune_lock held. */
+/* The tls group as it runs: mode, kind of credentials, verify_peer. */
+static json_t *
+ctl_tls_json(struct daemon *d)
+{
+	const struct tls_conf *tc = &d->cfg.tls;
+
+	return json_pack("{s:s, s:s?, s:b}", "mode", tls_mode_name(tc->mode),
+	    "credentials",
+	    tc->mode == TLS_OFF ? NULL :
+		tc->psk_file    ? "psk" :
+				  "x509",
+	    "verify_peer", tc->mode != TLS_OFF && tc->verify_peer);
+}
+
 static json_t *
 ctl_status_json_locked(struct daemon *d)
 {
@@ -214,7 +228,7 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)conns * CONN_RBUF_BYTES);
 	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			 " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
-			 " s:o, s:o, s:o, s:o, s:o}",
+			 " s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
 	    (json_int_t)((now_ns() - d->started_ns) / 1000000000u), "cache",
@@ -225,7 +239,7 @@ ctl_status_json_locked(struct daemon *d)
 	    "misses", (json_int_t)cs.misses, "evictions",
 	    (json_int_t)cs.evictions, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
-	    "limits", limits);
+	    "limits", limits, "tls", ctl_tls_json(d));
 }
 
 json_t *
