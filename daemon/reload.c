@@ -135,11 +135,13 @@ static void
 reload_remotes(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
 {
+	struct export *e;
+
 	if (memcmp(&d->cfg.remote, &nc->remote, sizeof nc->remote) == 0)
 		return;
 	d->cfg.remote = nc->remote;
-	for (size_t j = 0; j < daemon_n_exports(d); j++)
-		backend_reconfigure(d->exports.v[j]->backend, &d->cfg.remote);
+	export_table_foreach(&d->exports, j, e)
+		backend_reconfigure(e->backend, &d->cfg.remote);
 	reload_note(msg, msglen, "remote settings applied");
 }
 
@@ -167,11 +169,10 @@ reload_add_export(struct daemon *d, const struct export_conf *ec,
 static struct export *
 reload_find_export(struct daemon *d, const char *name, bool *leaving)
 {
-	struct export *live = NULL;
+	struct export *live = NULL, *e;
 
 	*leaving = false;
-	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports.v[j];
+	export_table_foreach(&d->exports, j, e) {
 		int state = __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE);
 		if (strcmp(e->name, name) != 0)
 			continue;
@@ -237,17 +238,16 @@ static void
 reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
 {
+	struct export *e;
+
 	pending_prune(d->pending, nc->exports, nc->n_exports, &nc->remote);
 	for (size_t i = 0; i < nc->n_exports; i++)
 		reload_export(d, &nc->exports[i], msg, msglen);
-	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports.v[j];
+	export_table_foreach(&d->exports, j, e) {
 		bool found = false;
 		for (size_t i = 0; i < nc->n_exports; i++)
 			found |= strcmp(e->name, nc->exports[i].name) == 0;
-		int expect = EXPORT_LIVE;
-		if (!found && __atomic_compare_exchange_n(&e->removed, &expect,
-		    EXPORT_REMOVING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		if (!found && daemon_remove_export(d, e))
 			reload_note(msg, msglen, "export \"%s\" removed: no new "
 			    "connections; written back once idle", e->name);
 	}
