@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <libconfig.h>
 #include <limits.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "budget.h"
 #include "cfgread.h"
 #include "config.h"
+#include "log.h"
 #include "settings.h"
 #include "size.h"
 #include "utf8.h"
@@ -33,6 +35,11 @@
 #define PAGE_SIZE_MAX           (1u << 20)
 #define IO_THREADS_MAX          1024u
 #define UNIX_PATH_BYTES         sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* A cache above this share of RAM is accepted with a warning. */
+#define CACHE_WARN_PCT 75u
+/* The largest file offset (off_t): no export can be larger. */
+#define EXPORT_MAX_BYTES ((uint64_t)INT64_MAX)
 
 #define DEFAULT_CACHE_BYTES     (256u << 20)
 #define DEFAULT_PAGE_SIZE       4096u
@@ -285,6 +292,17 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    size_human(ram, have, sizeof have),
 		    cfg_repr(s, got, sizeof got));
 		return -1;
+	}
+	if (ram && cc->size_bytes / CACHE_WARN_PCT > ram / 100) {
+		char have[32];
+		s = config_setting_get_member(cache, "size");
+		cfg_warn(ld, s ? s : cache,
+		    "%s is more than %u%% of this machine's memory (%s): "
+		    "little is left for wbd's connections and the rest of "
+		    "the system, and a process out of memory may be killed "
+		    "with acknowledged data still in its cache",
+		    size_human(cc->size_bytes, buf, sizeof buf), CACHE_WARN_PCT,
+		    size_human(ram, have, sizeof have));
 	}
 	if (cc->size_bytes < cc->page_size) {
 		s = config_setting_get_member(cache, "size");
@@ -550,6 +568,14 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	    cfg_bool(ld, e, "readonly", &ex->readonly) == -1 ||
 	    (r = cfg_bool(ld, e, "direct", &ex->direct)) == -1)
 		return -1;
+	if (ex->size_bytes > EXPORT_MAX_BYTES) {
+		s = config_setting_get_member(e, "size");
+		cfg_error(ld, s,
+		    "expected a size below 8E (the largest file "
+		    "offset), got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
 	/* O_DIRECT is a flag of a local descriptor; a remote has none. */
 	if (r == 1 && ex->direct && backend_is_uri(ex->backing)) {
 		cfg_error(ld, config_setting_get_member(e, "direct"),
@@ -725,6 +751,19 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* Does group NAME exist (thread-safe: a reload may run on the control
+ * thread)?  A lookup that fails for another reason says yes: start-up
+ * will tell. */
+static bool
+cfg_group_exists(const char *name)
+{
+	struct group gr, *found = NULL;
+	char buf[16384];
+	int r = getgrnam_r(name, &gr, buf, sizeof buf, &found);
+
+	return r != 0 || found != NULL;
+}
+
 /* control = { socket; mode; group; admin_group; } */
 static int
 cfg_control(struct cfg_load *ld, const config_setting_t *root,
@@ -767,10 +806,21 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 	}
 	if ((r = cfg_string(ld, g, "group", 255, &str)) == -1)
 		return -1;
+	if (r == 1 && !cfg_group_exists(str)) {
+		/* wbd could not give the socket to it: it would not start. */
+		cfg_error(ld, config_setting_get_member(g, "group"),
+		    "expected a group of this machine, got \"%s\"", str);
+		return -1;
+	}
 	if (r == 1 && cfg_strdup(ld, str, &cc->group) == -1)
 		return -1;
 	if ((r = cfg_string(ld, g, "admin_group", 255, &str)) == -1)
 		return -1;
+	if (r == 1 && !cfg_group_exists(str))
+		cfg_warn(ld, config_setting_get_member(g, "admin_group"),
+		    "no group \"%s\" on this machine: only root may change "
+		    "settings",
+		    str);
 	if (r == 1 && cfg_strdup(ld, str, &cc->admin_group) == -1)
 		return -1;
 	return 0;
@@ -890,6 +940,8 @@ config_load(const char *path, struct wbd_config *cfg, char *err,
 		cfg_nomem(&ld);
 	else if ((root = cfg_read_file(&ld)) != NULL)
 		rc = cfg_read(&ld, root, cfg);
+	cfg->warnings = ld.warnings;
+	ld.warnings = NULL;
 	cfg_end(&ld);
 	if (rc == -1) {
 		saved = errno;
@@ -968,10 +1020,23 @@ config_free(struct wbd_config *cfg)
 	free(cfg->tls.certificates);
 	free(cfg->tls.psk_file);
 	free(cfg->tls.priority);
+	free(cfg->warnings);
 	for (i = 0; i < cfg->writeback.n_devices; i++)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);
 	memset(cfg, 0, sizeof *cfg);
+}
+
+void
+config_log_warnings(const struct wbd_config *cfg, const char *prefix)
+{
+	const char *p = cfg->warnings;
+
+	while (p && *p) {
+		size_t len = strcspn(p, "\n");
+		log_warnx("%s%.*s", prefix, (int)len, p);
+		p += len + (p[len] == '\n');
+	}
 }
 
 static const struct {

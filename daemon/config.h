@@ -96,6 +96,10 @@ struct wbd_config {
 
 	struct export_conf *exports;
 	size_t n_exports;
+
+	/* What is allowed but unwise ("FILE:LINE: KEY: ..."), one a line,
+	 * each ending "\n"; NULL if nothing is. */
+	char *warnings;
 };
 
 /*
@@ -103,7 +107,8 @@ struct wbd_config {
  * writes "PATH:LINE: what was expected" into ERR (up to ERRLEN bytes;
  * "PATH: ..." when no line can be blamed, as for a missing file or a file
  * with no exports at all);
- * *CFG is then left empty.
+ * *CFG is then left empty.  A good file may carry warnings
+ * (cfg->warnings), for the caller to show.
  */
 int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errlen);
 
@@ -114,6 +119,9 @@ int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errl
 void config_defaults(struct wbd_config *cfg);
 
 void config_free(struct wbd_config *cfg);
+
+/* Log each of CFG's warnings, after PREFIX (such as "reload: "). */
+void config_log_warnings(const struct wbd_config *cfg, const char *prefix);
 
 /* The min/max ratio for device NAME ("MAJ:MIN"): an override or the default. */
 void config_device_ratios(const struct wbd_config *cfg, const char *name,

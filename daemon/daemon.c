@@ -380,8 +380,10 @@ daemon_start_io_threads(struct daemon *d)
 	if (n > DAEMON_MAX_IO_THREADS)
 		n = DAEMON_MAX_IO_THREADS;
 	d->io = calloc(n, sizeof *d->io);
-	if (!d->io)
+	if (!d->io) {
+		log_warn("cannot start the I/O threads");
 		return -1;
+	}
 
 	/* Threads inherit a full signal mask: signals go to the main loop. */
 	sigfillset(&all);
@@ -399,6 +401,8 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->host.tls = &d->tls;
 			d->io[i]->grace = &d->grace;
 		}
+		if (!d->io[i])
+			log_warn("cannot set up I/O thread %u", i);
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
 			d->io[i] = NULL;

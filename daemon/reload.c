@@ -288,6 +288,7 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		config_free(&nc);
 		return -1;
 	}
+	config_log_warnings(&nc, "reload: ");
 	pthread_mutex_lock(&d->tune_lock);
 	reload_restart_only(d, &nc, msg, msglen);
 	reload_tls(d, &nc, cr, msg, msglen);
