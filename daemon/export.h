@@ -71,7 +71,8 @@ struct export {
 	bool direct;                    /* as configured (O_DIRECT) */
 	int removed;                    /* atomic: enum export_state */
 	struct job retire_job;
-	unsigned long added; /* its place in the order of adding */
+	/* Its place in the order of adding: "" is the first still live. */
+	unsigned long added;
 	/* Removal (see above): the grace period under way (atomic: set by a
 	 * reload, read by the tick), wbctl flushes still holding it, and the
 	 * list of exports out of the table waiting to be freed (the tick). */
