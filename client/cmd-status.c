@@ -306,6 +306,16 @@ status_print(FILE *f, const json_t *ans)
 			sizeof cb));
 	}
 
+	const json_t *tls = json_object_get(ans, "tls");
+	if (tls)
+		fprintf(f, "  %-18s %s%s%s%s\n", "tls",
+		    jget_str(tls, "mode") ? jget_str(tls, "mode") : "?",
+		    jget_str(tls, "credentials") ? ", " : "",
+		    jget_str(tls, "credentials") ?
+			jget_str(tls, "credentials") :
+			"",
+		    jget_bool(tls, "verify_peer") ? ", verify_peer" : "");
+
 	fprintf(f, "\nexports\n");
 	status_exports(f, json_object_get(ans, "exports"));
 	status_waiting(f, json_object_get(ans, "waiting_exports"));

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <libconfig.h>
 #include <limits.h>
 #include <netdb.h>
@@ -25,6 +26,7 @@
 #include "budget.h"
 #include "cfgread.h"
 #include "config.h"
+#include "log.h"
 #include "settings.h"
 #include "size.h"
 #include "utf8.h"
@@ -34,6 +36,11 @@
 #define PAGE_SIZE_MAX           (1u << 20)
 #define IO_THREADS_MAX          1024u
 #define UNIX_PATH_BYTES         sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* A cache above this share of RAM is accepted with a warning. */
+#define CACHE_WARN_PCT 75u
+/* The largest file offset (off_t): no export can be larger. */
+#define EXPORT_MAX_BYTES ((uint64_t)INT64_MAX)
 
 #define DEFAULT_CACHE_BYTES     (256u << 20)
 #define DEFAULT_PAGE_SIZE       4096u
@@ -339,6 +346,17 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
+	if (ram && cc->size_bytes / CACHE_WARN_PCT > ram / 100) {
+		char have[32];
+		s = config_setting_get_member(cache, "size");
+		cfg_warn(ld, s ? s : cache,
+		    "%s is more than %u%% of this machine's memory (%s): "
+		    "little is left for wbd's connections and the rest of "
+		    "the system, and a process out of memory may be killed "
+		    "with acknowledged data still in its cache",
+		    size_human(cc->size_bytes, buf, sizeof buf), CACHE_WARN_PCT,
+		    size_human(ram, have, sizeof have));
+	}
 	if (cc->size_bytes < cc->page_size) {
 		s = config_setting_get_member(cache, "size");
 		if (s == NULL)
@@ -595,7 +613,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
     struct export_conf *ex)
 {
 	static const char *const keys[] = { "name", "description", "backing",
-		"size", "readonly", "direct", "cache_mode", "allow", NULL };
+		"size", "readonly", "direct", "cache_mode", "tls", "allow",
+		NULL };
 	config_setting_t *s;
 	const char *str;
 	char got[96];
@@ -646,6 +665,14 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	    cfg_bool(ld, e, "readonly", &ex->readonly) == -1 ||
 	    (r = cfg_bool(ld, e, "direct", &ex->direct)) == -1)
 		return -1;
+	if (ex->size_bytes > EXPORT_MAX_BYTES) {
+		s = config_setting_get_member(e, "size");
+		cfg_error(ld, s,
+		    "expected a size below 8E (the largest file "
+		    "offset), got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
 	/* O_DIRECT is a flag of a local descriptor; a remote has none. */
 	if (r == 1 && ex->direct && backend_is_uri(ex->backing)) {
 		cfg_error(ld, config_setting_get_member(e, "direct"),
@@ -665,7 +692,97 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
+	if ((r = cfg_string(ld, e, "tls", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(e, "tls");
+		if (strcmp(str, "require") == 0) {
+			ex->tls_require = true;
+		} else if (strcmp(str, "optional") != 0) {
+			cfg_error(ld, s,
+			    "expected \"require\" or \"optional\", "
+			    "got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
 	return cfg_allow(ld, e, ex);
+}
+
+/* tls = { mode; certificates; verify_peer; psk_file; priority; } */
+static int
+cfg_tls(struct cfg_load *ld, const config_setting_t *root, struct tls_conf *tc)
+{
+	static const char *const keys[] = { "mode", "certificates",
+		"verify_peer", "psk_file", "priority", NULL };
+	config_setting_t *g, *s;
+	const char *str;
+	char got[96], why[512];
+	int r;
+
+	if ((r = cfg_group(ld, root, "tls", &g)) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    (r = cfg_string(ld, g, "mode", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(g, "mode");
+		if (strcmp(str, "off") == 0)
+			tc->mode = TLS_OFF;
+		else if (strcmp(str, "on") == 0)
+			tc->mode = TLS_ON;
+		else if (strcmp(str, "require") == 0)
+			tc->mode = TLS_REQUIRE;
+		else {
+			cfg_error(ld, s,
+			    "expected \"off\", \"on\" or "
+			    "\"require\", got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	if ((r = cfg_string(ld, g, "certificates", PATH_MAX, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->certificates) == -1) ||
+	    (r = cfg_string(ld, g, "psk_file", PATH_MAX, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->psk_file) == -1) ||
+	    (r = cfg_string(ld, g, "priority", 1024, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->priority) == -1) ||
+	    cfg_bool(ld, g, "verify_peer", &tc->verify_peer) == -1)
+		return -1;
+	if (tc->certificates && tc->psk_file) {
+		cfg_error(ld, config_setting_get_member(g, "psk_file"),
+		    "expected either certificates or psk_file, not both: "
+		    "they are alternatives");
+		return -1;
+	}
+	if (tc->verify_peer && !tc->certificates) {
+		cfg_error(ld, config_setting_get_member(g, "verify_peer"),
+		    "expected verify_peer only with certificates (it checks a "
+		    "client certificate against ca-cert.pem)");
+		return -1;
+	}
+	if (tc->mode == TLS_OFF)
+		return 0;
+	if (!tc->certificates && !tc->psk_file) {
+		cfg_error(ld, g,
+		    "expected certificates = \"/dir\" or "
+		    "psk_file = \"/file\" with mode \"%s\"",
+		    tls_mode_name(tc->mode));
+		return -1;
+	}
+	/* Load them once to check them, as the daemon will. */
+	struct tls_creds *cr = tls_creds_load(tc, why, sizeof why);
+	if (!cr) {
+		cfg_error(ld,
+		    config_setting_get_member(g,
+			tc->psk_file ? "psk_file" : "certificates"),
+		    "%s", why);
+		return -1;
+	}
+	tls_creds_unref(cr);
+	return 0;
 }
 
 static int
@@ -731,6 +848,19 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* Does group NAME exist (thread-safe: a reload may run on the control
+ * thread)?  A lookup that fails for another reason says yes: start-up
+ * will tell. */
+static bool
+cfg_group_exists(const char *name)
+{
+	struct group gr, *found = NULL;
+	char buf[16384];
+	int r = getgrnam_r(name, &gr, buf, sizeof buf, &found);
+
+	return r != 0 || found != NULL;
+}
+
 /* control = { socket; mode; group; admin_group; } */
 static int
 cfg_control(struct cfg_load *ld, const config_setting_t *root,
@@ -762,10 +892,21 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 		return -1;
 	if ((r = cfg_string(ld, g, "group", 255, &str)) == -1)
 		return -1;
+	if (r == 1 && !cfg_group_exists(str)) {
+		/* wbd could not give the socket to it: it would not start. */
+		cfg_error(ld, config_setting_get_member(g, "group"),
+		    "expected a group of this machine, got \"%s\"", str);
+		return -1;
+	}
 	if (r == 1 && cfg_strdup(ld, str, &cc->group) == -1)
 		return -1;
 	if ((r = cfg_string(ld, g, "admin_group", 255, &str)) == -1)
 		return -1;
+	if (r == 1 && !cfg_group_exists(str))
+		cfg_warn(ld, config_setting_get_member(g, "admin_group"),
+		    "no group \"%s\" on this machine: only root may change "
+		    "settings",
+		    str);
 	if (r == 1 && cfg_strdup(ld, str, &cc->admin_group) == -1)
 		return -1;
 	return 0;
@@ -880,8 +1021,8 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "user", "group",
-		"exports", NULL };
+		"writeback", "control", "remote", "limits", "tls", "user",
+		"group", "exports", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -892,9 +1033,22 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_remote(ld, root, &cfg->remote) == -1 ||
 	    cfg_limits(ld, root, &cfg->limits) == -1 ||
+	    cfg_tls(ld, root, &cfg->tls) == -1 ||
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
+	for (size_t i = 0; i < cfg->n_exports; i++) {
+		if (!cfg->exports[i].tls_require || cfg->tls.mode != TLS_OFF)
+			continue;
+		const config_setting_t *e =
+		    config_setting_get_elem(config_setting_get_member(root,
+						"exports"),
+			(unsigned)i);
+		cfg_error(ld, config_setting_get_member(e, "tls"),
+		    "expected tls.mode \"on\" or \"require\" for a TLS-only "
+		    "export: TLS is off");
+		return -1;
+	}
 	return 0;
 }
 
@@ -912,6 +1066,8 @@ config_load(const char *path, struct wbd_config *cfg, char *err,
 		cfg_nomem(&ld);
 	else if ((root = cfg_read_file(&ld)) != NULL)
 		rc = cfg_read(&ld, root, cfg);
+	cfg->warnings = ld.warnings;
+	ld.warnings = NULL;
 	cfg_end(&ld);
 	if (rc == -1) {
 		saved = errno;
@@ -992,10 +1148,26 @@ config_free(struct wbd_config *cfg)
 	free(cfg->unix_group);
 	free(cfg->run_as.user);
 	free(cfg->run_as.group);
+	free(cfg->tls.certificates);
+	free(cfg->tls.psk_file);
+	free(cfg->tls.priority);
+	free(cfg->warnings);
 	for (i = 0; i < cfg->writeback.n_devices; i++)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);
 	memset(cfg, 0, sizeof *cfg);
+}
+
+void
+config_log_warnings(const struct wbd_config *cfg, const char *prefix)
+{
+	const char *p = cfg->warnings;
+
+	while (p && *p) {
+		size_t len = strcspn(p, "\n");
+		log_warnx("%s%.*s", prefix, (int)len, p);
+		p += len + (p[len] == '\n');
+	}
 }
 
 bool

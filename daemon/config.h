@@ -16,6 +16,7 @@
 #include "access.h"
 #include "ctl-proto.h"
 #include "settings.h"
+#include "tls.h"
 
 #define WBD_DEFAULT_CONFIG   "/etc/wbd/wbd.conf"
 #define WBD_DEFAULT_TCP      "127.0.0.1:10809"
@@ -40,6 +41,7 @@ struct export_conf {
 	bool readonly;
 	bool direct;                    /* O_DIRECT on a local backing */
 	enum cache_mode cache_mode;
+	bool tls_require;               /* tls = "require": TLS-only */
 	struct access_list *allow;      /* NULL: everyone (no allow key) */
 	int line;                       /* where it was defined, for messages */
 };
@@ -105,9 +107,14 @@ struct wbd_config {
 	struct control_conf control;
 	struct remote_conf remote;
 	struct limits_conf limits;
+	struct tls_conf tls;
 
 	struct export_conf *exports;
 	size_t n_exports;
+
+	/* What is allowed but unwise ("FILE:LINE: KEY: ..."), one a line,
+	 * each ending "\n"; NULL if nothing is. */
+	char *warnings;
 };
 
 /*
@@ -115,7 +122,8 @@ struct wbd_config {
  * writes "PATH:LINE: what was expected" into ERR (up to ERRLEN bytes;
  * "PATH: ..." when no line can be blamed, as for a missing file or a file
  * with no exports at all);
- * *CFG is then left empty.
+ * *CFG is then left empty.  A good file may carry warnings
+ * (cfg->warnings), for the caller to show.
  */
 int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errlen);
 
@@ -126,6 +134,9 @@ int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errl
 void config_defaults(struct wbd_config *cfg);
 
 void config_free(struct wbd_config *cfg);
+
+/* Log each of CFG's warnings, after PREFIX (such as "reload: "). */
+void config_log_warnings(const struct wbd_config *cfg, const char *prefix);
 
 /* The min/max ratio for device NAME ("MAJ:MIN"): an override or the default. */
 void config_device_ratios(const struct wbd_config *cfg, const char *name,

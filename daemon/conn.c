@@ -9,6 +9,11 @@
  * are queued as they complete; reading stops while too many requests or
  * bytes are in flight (back-pressure), and resumes as replies drain.
  *
+ * After NBD_OPT_STARTTLS the same machine runs over TLS: the option's
+ * reply goes out in the clear, then the TLS handshake is driven by the
+ * socket's readiness like everything else, and from then on every byte is
+ * read and written through the session (conn_recv, conn_send).
+ *
  * Lifetime: a connection is freed only when its socket is closed and no
  * request is in flight on a worker (c->inflight == 0).
  */
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "budget.h"
@@ -30,6 +36,7 @@
 #include "peer.h"
 #include "proto.h"
 #include "request.h"
+#include "tls.h"
 
 #define CONN_MAX_INFLIGHT       256u
 #define CONN_MAX_INFLIGHT_BYTES (64u << 20)
@@ -51,6 +58,8 @@ enum conn_state {
 	CS_HS_OPT_HEADER,       /* waiting for IHAVEOPT, option, length */
 	CS_HS_OPT_DATA,         /* waiting for an option's data */
 	CS_HS_OPT_DISCARD,      /* skipping an oversized option's data */
+	CS_TLS_START,           /* STARTTLS answered: sending the reply */
+	CS_TLS_HANDSHAKE,       /* in the TLS handshake */
 	CS_TX_HEADER,           /* waiting for a 28-byte request header */
 	CS_TX_PAYLOAD,          /* filling a WRITE's payload */
 	CS_TX_DISCARD,          /* skipping a rejected WRITE's payload */
@@ -80,7 +89,9 @@ struct conn {
 	                                   its end, then go in one writev */
 
 	struct hs_ctx hs;
-	struct peer_ident ident; /* who the allow lists see */
+	struct tls_session *tls; /* once STARTTLS began */
+	struct peer_ident ident; /* who the allow lists see (with the
+	                                TLS names once TLS is up) */
 	bool refusal_logged;     /* the log says so once */
 	struct export *exp;
 	struct proto_export_view view;
@@ -110,6 +121,22 @@ static void conn_process(struct conn *c);
 static void conn_flush_out(struct conn *c);
 static void conn_maybe_finish(struct conn *c);
 static void conn_maybe_resume(struct conn *c);
+static void conn_tls_step(struct conn *c);
+static void conn_tls_maybe_begin(struct conn *c);
+
+/* --- the socket, in the clear or through TLS ---------------------------- */
+
+static ssize_t
+conn_recv(struct conn *c, void *buf, size_t len)
+{
+	return c->tls ? tls_recv(c->tls, buf, len) : read(c->fd, buf, len);
+}
+
+static ssize_t
+conn_send(struct conn *c, const struct iovec *iov, int n)
+{
+	return c->tls ? tls_writev(c->tls, iov, n) : writev(c->fd, iov, n);
+}
 
 /* --- output ------------------------------------------------------------ */
 
@@ -161,6 +188,12 @@ conn_close_socket(struct conn *c)
 	ev_io_stop(c->host->loop, &c->ww);
 	ev_timer_stop(c->host->loop, &c->hs_timer);
 	ev_timer_stop(c->host->loop, &c->budget_timer);
+	if (c->tls) {
+		if (c->hs.tls_active)
+			tls_bye(c->tls);
+		tls_session_free(c->tls);
+		c->tls = NULL;
+	}
 	c->budget_wait = false;
 	c->reading = false;
 	close(c->fd);
@@ -194,7 +227,7 @@ conn_flush_out(struct conn *c)
 				n++;
 			}
 		}
-		ssize_t w = writev(c->fd, iov, n);
+		ssize_t w = conn_send(c, iov, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -302,10 +335,14 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct conn *c = w->data;
 	ssize_t n;
 
+	if (c->state == CS_TLS_HANDSHAKE) {
+		conn_tls_step(c);
+		return;
+	}
 	if (c->state == CS_TX_PAYLOAD && c->rstart == c->rend &&
 	    c->cur->nbd.count - c->cur_got >= CONN_DIRECT_READ_BYTES) {
 		/* Large payload: read it in place, no copy. */
-		n = read(c->fd, (char *)c->cur->data + c->cur_got,
+		n = conn_recv(c, (char *)c->cur->data + c->cur_got,
 		    c->cur->nbd.count - c->cur_got);
 		if (n > 0)
 			c->cur_got += (uint32_t)n;
@@ -320,7 +357,7 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		 * look like the client's end of file. */
 		if (c->rend == CONN_RBUF_BYTES)
 			goto process;
-		n = read(c->fd, c->rbuf + c->rend, CONN_RBUF_BYTES - c->rend);
+		n = conn_recv(c, c->rbuf + c->rend, CONN_RBUF_BYTES - c->rend);
 		if (n > 0)
 			c->rend += (size_t)n;
 	}
@@ -328,7 +365,9 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		/* Woken to parse what is already buffered (see resume). */
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 			goto process;
-		if (errno != ECONNRESET)
+		if (errno == EPROTO && c->tls)
+			log_warnx("%s: TLS error; disconnecting", c->peer);
+		else if (errno != ECONNRESET)
 			log_warn("%s: read", c->peer);
 		conn_close_socket(c);
 		conn_maybe_finish(c);
@@ -353,6 +392,10 @@ process:
 	c->corked = false;
 	if (!c->dead && c->out_head && !ev_is_active(&c->ww))
 		conn_flush_out(c);
+	conn_tls_maybe_begin(c);
+	/* Decrypted input already held by TLS wakes no socket event. */
+	if (c->tls && c->reading && tls_pending(c->tls))
+		ev_feed_event(loop, &c->rw, EV_READ);
 	conn_maybe_finish(c);
 }
 
@@ -580,8 +623,18 @@ static void
 conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = w->data;
+	int err = 0;
+	socklen_t len = sizeof err;
 
 	c->budget_wait = false;
+	/* A client that has gone is not served what it left queued. */
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err) {
+		log_debug("%s: %s while waiting for the memory budget", c->peer,
+		    strerror(err));
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	}
 	conn_maybe_resume(c);
 }
 
@@ -750,6 +803,11 @@ conn_handle_option(struct conn *c, const uint8_t *data)
 	case HS_CLOSE:
 		conn_close_gracefully(c);
 		break;
+	case HS_STARTTLS:
+		/* Nothing more in the clear: the reply goes out, then TLS. */
+		conn_stop_reading(c);
+		c->state = CS_TLS_START;
+		break;
 	}
 }
 
@@ -887,6 +945,8 @@ conn_process(struct conn *c)
 			break;
 		}
 
+		case CS_TLS_START:
+		case CS_TLS_HANDSHAKE:
 		case CS_DONE:
 			return;
 		}
@@ -900,8 +960,94 @@ conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct conn *c = w->data;
 
+	if (c->state == CS_TLS_HANDSHAKE) {
+		conn_tls_step(c);
+		return;
+	}
 	conn_flush_out(c);
+	conn_tls_maybe_begin(c);
 	conn_maybe_finish(c);
+}
+
+/* --- TLS: the handshake after STARTTLS --------------------------------- */
+
+/* One step of the TLS handshake, when the socket is ready for it. */
+static void
+conn_tls_step(struct conn *c)
+{
+	struct ev_loop *loop = c->host->loop;
+	char err[256], desc[64];
+
+	switch (tls_handshake(c->tls, err, sizeof err)) {
+	case TLS_AGAIN:
+		if (tls_wants_write(c->tls)) {
+			conn_stop_reading(c);
+			ev_io_start(loop, &c->ww);
+		} else {
+			ev_io_stop(loop, &c->ww);
+			c->reading = true;
+			ev_io_start(loop, &c->rw);
+		}
+		return;
+	case TLS_FAILED:
+		log_warnx("%s: TLS handshake failed: %s; disconnecting",
+		    c->peer, err);
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	case TLS_DONE:
+		break;
+	}
+	ev_io_stop(loop, &c->ww);
+	c->hs.tls_active = true;
+	/* The TLS identity, for the allow lists (peer.h). */
+	const char *psk = tls_session_psk(c->tls);
+	if (psk)
+		peer_set_tls_name(c->ident.tls_psk, psk, strlen(psk));
+	if (!tls_session_cn(c->tls, c->ident.tls_cn, sizeof c->ident.tls_cn))
+		c->ident.tls_cn[0] = '\0';
+	tls_session_describe(c->tls, desc, sizeof desc);
+	log_info("%s: TLS up (%s)%s%s%s%s", c->peer, desc,
+	    c->ident.tls_psk[0] ? ", PSK user " : "", c->ident.tls_psk,
+	    c->ident.tls_cn[0] ? ", certificate CN " : "", c->ident.tls_cn);
+	/* The options start over, encrypted. */
+	c->state = CS_HS_OPT_HEADER;
+	c->reading = true;
+	ev_io_start(loop, &c->rw);
+	if (tls_pending(c->tls))
+		ev_feed_event(loop, &c->rw, EV_READ);
+}
+
+/* STARTTLS's reply has gone out: begin TLS, with what the client already
+ * sent of its handshake. */
+static void
+conn_tls_maybe_begin(struct conn *c)
+{
+	struct tls_creds *cr = NULL;
+
+	if (c->state != CS_TLS_START || c->dead || c->out_head)
+		return;
+	if (c->host->tls)
+		tls_server_get(c->host->tls, &cr);
+	if (!cr) {
+		log_warnx("%s: TLS was turned off by a reload; disconnecting",
+		    c->peer);
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	}
+	c->tls = tls_session_new(cr, c->fd, c->rbuf + c->rstart,
+	    c->rend - c->rstart);
+	tls_creds_unref(cr);
+	if (!c->tls) {
+		log_warnx("%s: out of memory for TLS", c->peer);
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	}
+	c->rstart = c->rend = 0;
+	c->state = CS_TLS_HANDSHAKE;
+	conn_tls_step(c);
 }
 
 /* Free C if it is closing and nothing is left in flight or queued. */
@@ -1010,6 +1156,12 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	snprintf(c->client, sizeof c->client, "%s", client);
 	c->out_tail = &c->out_head;
+	if (h->tls) {
+		/* One mode for the whole connection, as the spec asks. */
+		enum tls_mode m = tls_server_get(h->tls, NULL);
+		c->hs.tls_offered = m != TLS_OFF;
+		c->hs.tls_required = m == TLS_REQUIRE;
+	}
 	c->hs.lookup = conn_hs_lookup;
 	c->hs.nth = conn_hs_nth;
 	c->hs.may_open = conn_hs_may_open;

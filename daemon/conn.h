@@ -16,6 +16,7 @@
 
 struct budget;
 struct conn;
+struct tls_server;
 struct export_table;
 struct job_owner;
 
@@ -27,6 +28,7 @@ struct conn_host {
 	struct export_table *exports;   /* what clients may ask for */
 	struct budget *budget;          /* limits.max_inflight_bytes, shared
 	                                   by every I/O thread */
+	struct tls_server *tls;         /* the tls group now; NULL: off */
 	unsigned index;                 /* for the log */
 	struct conn *conns;             /* doubly linked through conn->next */
 	unsigned n_conns;

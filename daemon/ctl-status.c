@@ -117,16 +117,17 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 
 	pool_get_stats(dev->pool, &st);
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-		struct export *e = container_of(dev->targets[i], struct export,
-		    wt);
+		struct wb_target *t = wb_dev_target(dev, i);
+		if (!t)
+			continue;
+		struct export *e = container_of(t, struct export, wt);
 		if (!export_retired(e))
 			json_array_append_new(names, json_string(e->name));
 		wb_pages += cache_file_writeback_pages(e->cf);
 	}
 	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
 	json_t *remote = json_null();
-	struct backend *b = wb_dev_n_targets(dev) ?
-	    dev->targets[0]->backend : NULL;
+	struct backend *b = wb_dev_backend(dev);
 	struct backend_state bs;
 	if (b && (b->caps & BACKEND_REMOTE) && backend_get_state(b, &bs)) {
 		remote = json_pack("{s:b, s:I, s:i, s:i, s:o}",
@@ -173,18 +174,33 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 }
 
 /* The status; d->tune_lock held. */
+/* The tls group as it runs: mode, kind of credentials, verify_peer. */
+static json_t *
+ctl_tls_json(struct daemon *d)
+{
+	const struct tls_conf *tc = &d->cfg.tls;
+
+	return json_pack("{s:s, s:s?, s:b}", "mode", tls_mode_name(tc->mode),
+	    "credentials",
+	    tc->mode == TLS_OFF ? NULL :
+		tc->psk_file    ? "psk" :
+				  "x509",
+	    "verify_peer", tc->mode != TLS_OFF && tc->verify_peer);
+}
+
 static json_t *
 ctl_status_json_locked(struct daemon *d)
 {
 	struct cache_stats cs;
 	uint64_t ps = d->wb.page_size;
 	json_t *exports = json_array(), *devices = json_array();
+	struct export *e;
 
 	cache_get_stats(d->cache, &cs);
-	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		if (!export_retired(d->exports.v[i]))
+	export_table_foreach(&d->exports, i, e)
+		if (!export_retired(e))
 			json_array_append_new(exports,
-			    ctl_export_json(d, d->exports.v[i], true));
+			    ctl_export_json(d, e, true));
 	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
 	json_t *waiting = json_array();
@@ -214,7 +230,7 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)conns * CONN_RBUF_BYTES);
 	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			 " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
-			 " s:o, s:o, s:o, s:o, s:o}",
+			 " s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
 	    (json_int_t)((now_ns() - d->started_ns) / 1000000000u), "cache",
@@ -225,7 +241,7 @@ ctl_status_json_locked(struct daemon *d)
 	    "misses", (json_int_t)cs.misses, "evictions",
 	    (json_int_t)cs.evictions, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
-	    "limits", limits);
+	    "limits", limits, "tls", ctl_tls_json(d));
 }
 
 json_t *
@@ -241,11 +257,11 @@ json_t *
 ctl_exports_json(struct daemon *d)
 {
 	json_t *a = json_array();
+	struct export *e;
 
-	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		if (!export_retired(d->exports.v[i]))
-			json_array_append_new(a, ctl_export_json(d,
-			    d->exports.v[i], false));
+	export_table_foreach(&d->exports, i, e)
+		if (!export_retired(e))
+			json_array_append_new(a, ctl_export_json(d, e, false));
 	return json_pack("{s:b, s:i, s:o}", "ok", 1, "v", CTL_PROTOCOL_VERSION,
 	    "exports", a);
 }

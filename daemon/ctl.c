@@ -96,7 +96,7 @@ struct ctl_flush {
 	bool progress;
 	uint64_t total_bytes;           /* dirty when the flush began */
 	ev_timer progress_t;
-	struct export **exports;
+	struct export **exports;        /* each held (export_hold) */
 	struct ctl_flush_job *jobs;     /* one per export */
 	struct ctl_flush_job queued;    /* drops the +1 */
 	size_t n;
@@ -217,6 +217,8 @@ ctl_flush_free(struct ctl_flush *fl, struct ev_loop *loop)
 {
 	ev_timer_stop(loop, &fl->progress_t);
 	json_decref(fl->names);
+	for (size_t i = 0; i < fl->n; i++)
+		export_release(fl->exports[i]);
 	free(fl->exports);
 	free(fl->jobs);
 	free(fl);
@@ -308,8 +310,10 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 	ev_timer_init(&fl->progress_t, ctl_flush_progress_cb, CTL_PROGRESS_S,
 	    CTL_PROGRESS_S);
 	fl->progress_t.data = fl;
-	fl->exports = calloc(d->exports.n + 1, sizeof *fl->exports);
-	fl->jobs = calloc(d->exports.n + 1, sizeof *fl->jobs);
+	size_t slots = export_table_count(&d->exports);
+	struct export *e;
+	fl->exports = calloc(slots + 1, sizeof *fl->exports);
+	fl->jobs = calloc(slots + 1, sizeof *fl->jobs);
 	fl->names = json_array();
 	if (!fl->exports || !fl->jobs || !fl->names) {
 		ctl_flush_free(fl, cl->cs->io->loop);
@@ -322,25 +326,30 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	if (!names || json_array_size(names) == 0) {
-		for (i = 0; i < daemon_n_exports(d) && fl->n < d->exports.n; i++)
-			if (!export_retired(d->exports.v[i]))
-				fl->exports[fl->n++] = d->exports.v[i];
+		export_table_foreach(&d->exports, j, e) {
+			if (j < slots && !export_retired(e)) {
+				export_hold(e);
+				fl->exports[fl->n++] = e;
+			}
+		}
 	} else {
 		json_array_foreach(names, i, v) {
-			struct export *e = json_is_string(v) ?
-			    export_table_find(&d->exports, json_string_value(v)) : NULL;
-			if (!e || !*json_string_value(v)) {
+			const char *name = json_string_value(v); /* or NULL */
+			e = name ? export_table_find(&d->exports, name) : NULL;
+			if (!e || !*name) {
 				ctl_flush_free(fl, cl->cs->io->loop);
-				ctl_error(cl, "ENOENT", "no export named \"%s\"",
-				    json_is_string(v) ? json_string_value(v) :
-				    "(not a string)");
+				ctl_error(cl, "ENOENT",
+				    "no export named \"%s\"",
+				    name ? name : "(not a string)");
 				return;
 			}
 			bool dup = false;
 			for (size_t j = 0; j < fl->n; j++)
 				dup |= fl->exports[j] == e;
-			if (!dup && fl->n < d->exports.n)
+			if (!dup && fl->n < slots) {
+				export_hold(e);
 				fl->exports[fl->n++] = e;
+			}
 		}
 	}
 	for (i = 0; i < fl->n; i++) {
@@ -809,8 +818,10 @@ ctl_start(struct daemon *d)
 	if (d->ctl_fd < 0)
 		return 0;
 	struct ctl_state *cs = calloc(1, sizeof *cs);
-	if (!cs)
+	if (!cs) {
+		log_warn("control socket");
 		return -1;
+	}
 	cs->d = d;
 	if (d->cfg.control.admin_group) {
 		struct group *g = getgrnam(d->cfg.control.admin_group);
@@ -825,9 +836,11 @@ ctl_start(struct daemon *d)
 	}
 	cs->io = ioloop_new(d, 0);
 	if (!cs->io) {
+		log_warn("control socket: cannot set up its thread");
 		free(cs);
 		return -1;
 	}
+	cs->io->grace = &d->grace;
 	ev_io_init(&cs->accept_w, ctl_accept_cb, d->ctl_fd, EV_READ);
 	cs->accept_w.data = cs;
 	ev_io_start(cs->io->loop, &cs->accept_w);

@@ -7,8 +7,8 @@
  * every export back on its own device's pool, all devices at once) and
  * daemon_free, all on the main thread.  Also: the device table, installing
  * an export, handing accepted sockets to I/O threads, and the tick
- * (periodic writeback, removed exports retired, waiting exports
- * installed).  Reload is in reload.c.
+ * (periodic writeback, removed exports written back and freed, waiting
+ * exports installed).  Reload is in reload.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,6 +26,7 @@
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
+#include "lock.h"
 #include "log.h"
 #include "nbd-proto.h"
 #include "pending.h"
@@ -42,6 +43,9 @@
 #define DAEMON_DRAIN_ATTEMPTS   5
 #define DAEMON_REFUSE_LOG_NS (10ull * 1000000000ull)
 
+_Static_assert(WB_DEV_MAX_TARGETS >= EXPORT_TABLE_MAX,
+    "a device takes every export the table holds");
+
 struct wb_dev *
 daemon_get_dev(struct daemon *d, const struct backend *b)
 {
@@ -51,7 +55,7 @@ daemon_get_dev(struct daemon *d, const struct backend *b)
 		if (d->devs[i]->id == b->dev)
 			return d->devs[i];
 	settings_pool_params(&d->cfg.writeback, &pp);
-	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp);
+	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp, &d->grace);
 	if (!dev)
 		return NULL;
 	config_device_ratios(&d->cfg, dev->name, &dev->min_ratio,
@@ -66,40 +70,133 @@ daemon_get_dev(struct daemon *d, const struct backend *b)
 	return dev;
 }
 
-/* A removed export: written back once idle (on its pool), then retired. */
+/* --- removed exports (see export.h for the steps) --------------------- */
+
+bool
+daemon_remove_export(struct daemon *d, struct export *e)
+{
+	int expect = EXPORT_LIVE;
+
+	if (!__atomic_compare_exchange_n(&e->removed, &expect, EXPORT_REMOVING,
+		false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	/* Taken after the handshake stopped finding it: once it is over, a
+	 * handshake that found it before has counted its connection. */
+	__atomic_store_n(&e->grace_token, grace_start(&d->grace),
+	    __ATOMIC_RELEASE);
+	return true;
+}
+
+/* Step 2, on E's pool: everything written back and flushed, then RETIRED;
+ * on failure REMOVING again (its data stays dirty), tried on a later tick.
+ * The last thing it does with E is to say so. */
 static void
 daemon_retire_run(struct job *job)
 {
-	struct export *e = (struct export *)((char *)job -
-	    offsetof(struct export, retire_job));
+	struct export *e = container_of(job, struct export, retire_job);
 
 	if (export_flush(e, UINT64_MAX, WB_REASON_SYNC) == 0) {
 		log_info("export \"%s\" removed: written back and no longer "
 		    "served", e->name);
 		__atomic_store_n(&e->removed, EXPORT_RETIRED, __ATOMIC_RELEASE);
 	} else {
-		/* Tried again on the next tick; the data stays dirty. */
 		__atomic_store_n(&e->removed, EXPORT_REMOVING, __ATOMIC_RELEASE);
 	}
 }
 
+/* Step 2: a removed export no handshake can still reach, with no client
+ * left, is written back. */
 static void
-daemon_retire_exports(struct daemon *d)
+daemon_sync_removed(struct daemon *d, struct export *e)
 {
-	size_t n = daemon_n_exports(d);
+	uint64_t token = __atomic_load_n(&e->grace_token, __ATOMIC_ACQUIRE);
+	int expect = EXPORT_REMOVING;
 
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports.v[i];
-		int expect = EXPORT_REMOVING;
-		if (__atomic_load_n(&e->connections, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&e->removed, &expect,
-		    EXPORT_WRITING_BACK, false, __ATOMIC_ACQ_REL,
-		    __ATOMIC_RELAXED)) {
-			memset(&e->retire_job, 0, sizeof e->retire_job);
-			e->retire_job.run = daemon_retire_run;
-			pool_submit(e->dev->pool, &e->retire_job);
+	if (token == 0 || !grace_done(&d->grace, token) ||
+	    __atomic_load_n(&e->connections, __ATOMIC_ACQUIRE) != 0)
+		return;
+	if (!__atomic_compare_exchange_n(&e->removed, &expect,
+		EXPORT_WRITING_BACK, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	memset(&e->retire_job, 0, sizeof e->retire_job);
+	e->retire_job.run = daemon_retire_run;
+	pool_submit(e->dev->pool, &e->retire_job);
+}
+
+/* Step 3: a written-back export leaves the table and its device; it is
+ * freed once no reader can hold it.  tune_lock held (the tables' writer). */
+static void
+daemon_unlink_retired_locked(struct daemon *d, struct export *e)
+{
+	uint64_t cached, dirty;
+
+	lock_assert_held(&d->tune_lock);
+	cache_file_stats(e->cf, &cached, &dirty);
+	if (dirty || cache_file_writeback_pages(e->cf)) {
+		/* Never drop dirty data: written back again first. */
+		log_warnx("export \"%s\": dirty again after its final "
+			  "writeback; writing it back again",
+		    e->name);
+		__atomic_store_n(&e->removed, EXPORT_REMOVING,
+		    __ATOMIC_RELEASE);
+		return;
+	}
+	export_table_remove(&d->exports, e);
+	wb_dev_remove_target(e->dev, &e->wt);
+	__atomic_store_n(&e->grace_token, grace_start(&d->grace),
+	    __ATOMIC_RELEASE);
+	e->freeing_next = d->freeing;
+	d->freeing = e;
+}
+
+/* Step 4: free what no reader, connection or wbctl flush can hold. */
+static void
+daemon_free_removed(struct daemon *d)
+{
+	struct export **p = &d->freeing;
+
+	while (*p) {
+		struct export *e = *p;
+		uint64_t token =
+		    __atomic_load_n(&e->grace_token, __ATOMIC_ACQUIRE);
+		if (!grace_done(&d->grace, token) ||
+		    __atomic_load_n(&e->holds, __ATOMIC_ACQUIRE) != 0) {
+			p = &e->freeing_next;
+			continue;
+		}
+		*p = e->freeing_next;
+		log_debug("export \"%s\": freed", e->name);
+		export_free(e);
+	}
+}
+
+/* The tick's part in removing exports: each step that can be taken. */
+static void
+daemon_reap_exports(struct daemon *d)
+{
+	int locked = 0; /* 1 held, -1 busy: next tick */
+	struct export *e;
+
+	export_table_foreach(&d->exports, i, e) {
+		switch (__atomic_load_n(&e->removed, __ATOMIC_ACQUIRE)) {
+		case EXPORT_REMOVING:
+			daemon_sync_removed(d, e);
+			break;
+		case EXPORT_RETIRED:
+			/* Never waits: a reload may hold it for a while. */
+			if (locked == 0)
+				locked =
+				    pthread_mutex_trylock(&d->tune_lock) == 0 ?
+				    1 :
+				    -1;
+			if (locked > 0)
+				daemon_unlink_retired_locked(d, e);
+			break;
 		}
 	}
+	if (locked > 0)
+		pthread_mutex_unlock(&d->tune_lock);
+	daemon_free_removed(d);
 }
 
 /* Refuse a client: closed at once, one log line every 10 s at most. */
@@ -150,8 +247,10 @@ int
 daemon_install_export(struct daemon *d, const struct export_conf *ec,
     struct backend *b)
 {
-	if (daemon_n_exports(d) >= EXPORT_TABLE_MAX) {
-		log_warnx("export \"%s\": the export table is full (%u)",
+	if (!export_table_has_room(&d->exports)) {
+		log_warnx(
+		    "export \"%s\": the export table is full (%u "
+		    "exports, counting removed ones not yet written back)",
 		    ec->name, EXPORT_TABLE_MAX);
 		backend_close(b);
 		return -1;
@@ -229,8 +328,11 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 {
 	if (daemon_create_cache(d) < 0)
 		return -1;
-	if (d->cfg.n_exports > EXPORT_TABLE_MAX)
+	if (d->cfg.n_exports > EXPORT_TABLE_MAX) {
+		log_warnx("%zu exports: the export table holds %u",
+		    d->cfg.n_exports, EXPORT_TABLE_MAX);
 		return -1;
+	}
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		struct backend *b = backends[i];
 		if (!b)
@@ -278,8 +380,10 @@ daemon_start_io_threads(struct daemon *d)
 	if (n > DAEMON_MAX_IO_THREADS)
 		n = DAEMON_MAX_IO_THREADS;
 	d->io = calloc(n, sizeof *d->io);
-	if (!d->io)
+	if (!d->io) {
+		log_warn("cannot start the I/O threads");
 		return -1;
+	}
 
 	/* Threads inherit a full signal mask: signals go to the main loop. */
 	sigfillset(&all);
@@ -294,7 +398,11 @@ daemon_start_io_threads(struct daemon *d)
 			    d->cfg.limits.idle_timeout_s;
 			d->io[i]->host.exports = &d->exports;
 			d->io[i]->host.budget = &d->budget;
+			d->io[i]->host.tls = &d->tls;
+			d->io[i]->grace = &d->grace;
 		}
+		if (!d->io[i])
+			log_warn("cannot set up I/O thread %u", i);
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
 			d->io[i] = NULL;
@@ -336,7 +444,7 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	unsigned cs = __atomic_load_n(&d->wb.writeback_cs, __ATOMIC_RELAXED);
 	uint64_t now = now_ns();
 
-	daemon_retire_exports(d);
+	daemon_reap_exports(d);
 	daemon_install_ready(d);
 	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
 		return;
@@ -396,17 +504,17 @@ daemon_drain_all(struct daemon *d)
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 	unsigned running = 0;
-	size_t n = daemon_n_exports(d); /* tune_lock held: no reload adds */
-	struct drain_job *jobs = d->drain_jobs;
+	struct drain_job *jobs = d->drain_jobs; /* by slot */
+	struct export *e;
 
 	cache_get_stats(d->cache, &st);
 	if (st.dirty_pages + st.writeback_pages)
 		log_info("shutdown: writing back %s of dirty data",
 		    size_human((st.dirty_pages + st.writeback_pages) *
 		    d->wb.page_size, b, sizeof b));
+	/* tune_lock held: no reload adds or removes, and the tick is over. */
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports.v[i];
+	export_table_foreach(&d->exports, i, e) {
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
 		jobs[i] = (struct drain_job){
@@ -419,8 +527,7 @@ daemon_drain_all(struct daemon *d)
 	while (running > 0)
 		pthread_cond_wait(&cond, &lock);
 	pthread_mutex_unlock(&lock);
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports.v[i];
+	export_table_foreach(&d->exports, i, e) {
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
 		if (jobs[i].r < 0) {
@@ -492,7 +599,8 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	d->ctl_fd = -1;
 	d->started_ns = now_ns();
-	pthread_mutex_init(&d->tune_lock, NULL);
+	lock_init(&d->tune_lock);
+	grace_init(&d->grace);
 	d->loop = ev_default_loop(EVFLAG_AUTO);
 	d->listeners = (struct listeners){ .loop = d->loop,
 		.accept = daemon_accept,
@@ -500,6 +608,7 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 		.spare_fd = -1 };
 	d->slots = slots_new(d->cfg.limits.max_connections_per_client);
 	budget_init(&d->budget, d->cfg.limits.max_inflight_bytes);
+	tls_server_init(&d->tls);
 	daemon_raise_nofile(d);
 	d->pending = pending_new();
 	d->opened = calloc(d->cfg.n_exports ? d->cfg.n_exports : 1,
@@ -517,7 +626,7 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 void
 daemon_warn_exposed(const struct wbd_config *cfg)
 {
-	const bool tls_on = false; /* no TLS on the serving side */
+	const bool tls_on = cfg->tls.mode != TLS_OFF;
 	const char *exposed[8];
 	char names[256] = "";
 	size_t n = config_exposed_listeners(cfg, tls_on, exposed, 8);
@@ -544,10 +653,26 @@ daemon_warn_exposed(const struct wbd_config *cfg)
 		    open > shown ? ", ..." : "", open == 1 ? "s" : "ve");
 }
 
+/* The tls group: credentials loaded and checked before serving. */
+static int
+daemon_open_tls(struct daemon *d)
+{
+	struct tls_creds *cr = NULL;
+	char err[512];
+
+	if (d->cfg.tls.mode != TLS_OFF &&
+	    !(cr = tls_creds_load(&d->cfg.tls, err, sizeof err))) {
+		log_warnx("start-up: TLS: %s", err);
+		return -1;
+	}
+	tls_server_set(&d->tls, d->cfg.tls.mode, cr);
+	return 0;
+}
+
 int
 daemon_open(struct daemon *d)
 {
-	if (daemon_open_backends(d, d->opened) < 0 ||
+	if (daemon_open_tls(d) < 0 || daemon_open_backends(d, d->opened) < 0 ||
 	    listeners_open(&d->listeners, &d->cfg) < 0)
 		return -1;
 	daemon_warn_exposed(&d->cfg);
@@ -636,13 +761,19 @@ daemon_free(struct daemon *d)
 	for (size_t i = 0; d->devs && i < d->n_devs; i++)
 		wb_dev_free(d->devs[i]);
 	free(d->devs);
-	if (d->exports.v)
+	if (d->exports.slots.v)
 		export_table_free(&d->exports);
+	while (d->freeing) {
+		struct export *e = d->freeing;
+		d->freeing = e->freeing_next;
+		export_free(e);
+	}
 	for (size_t i = 0; d->opened && i < d->cfg.n_exports; i++)
 		backend_close(d->opened[i]);
 	free(d->opened);
 	free(d->drain_jobs);
 	slots_free(d->slots);
+	tls_server_destroy(&d->tls);
 	if (d->pending) {
 		pending_stop(d->pending);
 		pending_free(d->pending);
@@ -652,5 +783,6 @@ daemon_free(struct daemon *d)
 	if (d->loop)
 		ev_loop_destroy(d->loop);
 	pthread_mutex_destroy(&d->tune_lock);
+	grace_destroy(&d->grace);
 }
 

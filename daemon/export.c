@@ -88,6 +88,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->hs.size_bytes = e->size_bytes;
 	e->hs.tflags = e->tflags;
 	e->hs.max_block_bytes = PROTO_MAX_REQUEST_BYTES;
+	e->hs.tls_only = ec->tls_require;
 	return e;
 }
 

@@ -132,6 +132,13 @@ hs_export_name(struct hs_ctx *hs, const uint8_t *data, uint32_t len,
 		free(name);
 		return HS_CLOSE;
 	}
+	if (e->tls_only && !hs->tls_active) {
+		log_warnx("handshake: EXPORT_NAME: export \"%.64s\" requires "
+			  "TLS; disconnecting",
+		    name);
+		free(name);
+		return HS_CLOSE;
+	}
 	if (!hs_may_open(hs, e, false)) {
 		/* Refused (and logged) by the allow list: no error reply
 		 * exists either. */
@@ -189,12 +196,19 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 		free(name);
 		return HS_CONTINUE;
 	}
+	if (e->tls_only && !hs->tls_active) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "export \"%.64s\" requires TLS",
+		    name);
+		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
+		hs_reply_error(out, opt, NBD_REP_ERR_TLS_REQD, msg);
+		free(name);
+		return HS_CONTINUE;
+	}
 	if (!hs_may_open(hs, e, false)) {
 		char msg[160];
 		snprintf(msg, sizeof msg,
-		    "export \"%.64s\" is not open to "
-		    "this client",
-		    name);
+		    "export \"%.64s\" is not open to this client", name);
 		hs_reply_error(out, opt, NBD_REP_ERR_POLICY, msg);
 		free(name);
 		return HS_CONTINUE;
@@ -237,6 +251,8 @@ hs_list(struct hs_ctx *hs, uint32_t len, struct buf *out)
 	}
 	const struct hs_export *e;
 	for (size_t i = 0; (e = hs->nth(hs->arg, i)) != NULL; i++) {
+		if (e->tls_only && !hs->tls_active)
+			continue; /* the spec allows leaving them out */
 		if (!hs_may_open(hs, e, true))
 			continue;
 		size_t n = strlen(e->name);
@@ -252,11 +268,51 @@ hs_list(struct hs_ctx *hs, uint32_t len, struct buf *out)
 	hs_reply(out, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
+static enum hs_action
+hs_starttls(struct hs_ctx *hs, uint32_t len, struct buf *out)
+{
+	uint32_t opt = NBD_OPT_STARTTLS;
+
+	if (len != 0) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "STARTTLS takes no data");
+		return HS_CONTINUE;
+	}
+	if (!hs->tls_offered) {
+		hs_reply_error(out, opt, NBD_REP_ERR_POLICY,
+		    "TLS is not enabled on this server");
+		return HS_CONTINUE;
+	}
+	if (hs->tls_active) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "TLS is already active");
+		return HS_CONTINUE;
+	}
+	/* What was negotiated in the clear does not carry over. */
+	hs->structured = false;
+	hs_reply(out, opt, NBD_REP_ACK, NULL, 0);
+	return HS_STARTTLS;
+}
+
 enum hs_action
 hs_option(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
     struct buf *out)
 {
+	if (hs->tls_required && !hs->tls_active && opt != NBD_OPT_STARTTLS &&
+	    opt != NBD_OPT_ABORT) {
+		if (opt == NBD_OPT_EXPORT_NAME) {
+			/* It cannot be answered with an error: hang up. */
+			log_warnx("handshake: EXPORT_NAME without TLS, which "
+				  "tls.mode requires; disconnecting");
+			return HS_CLOSE;
+		}
+		hs_reply_error(out, opt, NBD_REP_ERR_TLS_REQD,
+		    "TLS is required: send STARTTLS first");
+		return HS_CONTINUE;
+	}
 	switch (opt) {
+	case NBD_OPT_STARTTLS:
+		return hs_starttls(hs, len, out);
 	case NBD_OPT_EXPORT_NAME:
 		return hs_export_name(hs, data, len, out);
 	case NBD_OPT_ABORT:

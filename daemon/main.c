@@ -86,8 +86,8 @@ main_signals_start(struct main_signals *s, struct daemon *d)
 }
 
 /* Load the configuration at PATH into *CFG, its path made absolute (a
- * reload rereads it after daemon() has moved to "/").  0, or -1 after
- * printing why. */
+ * reload rereads it after daemon() has moved to "/").  0 after printing
+ * its warnings, or -1 after printing why. */
 static int
 main_load_config(const char *path, struct wbd_config *cfg)
 {
@@ -97,6 +97,10 @@ main_load_config(const char *path, struct wbd_config *cfg)
 		fprintf(stderr, "wbd: %s\n", err);
 		return -1;
 	}
+	/* As the errors are (each line of cfg->warnings ends in "\n"). */
+	for (const char *p = cfg->warnings; p && *p; p = strchr(p, '\n') + 1)
+		fprintf(stderr, "wbd: warning: %.*s\n", (int)strcspn(p, "\n"),
+		    p);
 	char *abs = realpath(path, NULL);
 	if (abs) {
 		free(cfg->path);

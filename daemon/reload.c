@@ -5,8 +5,10 @@
  *      rejected and nothing changes;
  *   2. restart-only: settings that cannot change while running are
  *      compared and reported ("needs a restart"), not applied;
- *   3. limits and remotes: a new memory budget applies at once; new
- *      connection and I/O timeouts reach the open backends;
+ *   3. TLS, limits and remotes: new TLS credentials (loaded before
+ *      anything changes) and a new memory budget apply at once, for new
+ *      connections; new connection and I/O timeouts reach the open
+ *      backends;
  *   4. exports: new ones are added (one whose remote does not answer
  *      waits), removed ones stop taking clients and are written back once
  *      idle, a changed cache mode applies at once, a changed allow list
@@ -110,7 +112,24 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 		    "restart");
 }
 
-/* Phase 3a: the memory budget applies at once (what is held stays held). */
+/* Phase 3a: TLS: the new mode and credentials (loaded before any change,
+ * so a broken key rejects the whole reload) for new connections. */
+static void
+reload_tls(struct daemon *d, struct wbd_config *nc, struct tls_creds *cr,
+    char *msg, size_t msglen)
+{
+	struct tls_conf old = d->cfg.tls;
+
+	d->cfg.tls = nc->tls;
+	nc->tls = old; /* freed with NC */
+	tls_server_set(&d->tls, d->cfg.tls.mode, cr);
+	if (d->cfg.tls.mode != TLS_OFF || old.mode != TLS_OFF)
+		reload_note(msg, msglen, "TLS %s%s",
+		    tls_mode_name(d->cfg.tls.mode),
+		    d->cfg.tls.mode != TLS_OFF ? ", credentials reloaded" : "");
+}
+
+/* Phase 3b: the memory budget applies at once (what is held stays held). */
 static void
 reload_limits(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
@@ -122,16 +141,18 @@ reload_limits(struct daemon *d, const struct wbd_config *nc, char *msg,
 	reload_note(msg, msglen, "limits.max_inflight_bytes changed");
 }
 
-/* Phase 3b: remote settings, for new connections and requests from now on. */
+/* Phase 3c: remote settings, for new connections and requests from now on. */
 static void
 reload_remotes(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
 {
+	struct export *e;
+
 	if (memcmp(&d->cfg.remote, &nc->remote, sizeof nc->remote) == 0)
 		return;
 	d->cfg.remote = nc->remote;
-	for (size_t j = 0; j < daemon_n_exports(d); j++)
-		backend_reconfigure(d->exports.v[j]->backend, &d->cfg.remote);
+	export_table_foreach(&d->exports, j, e)
+		backend_reconfigure(e->backend, &d->cfg.remote);
 	reload_note(msg, msglen, "remote settings applied");
 }
 
@@ -161,11 +182,10 @@ reload_add_export(struct daemon *d, const struct export_conf *ec,
 static struct export *
 reload_find_export(struct daemon *d, const char *name, bool *leaving)
 {
-	struct export *live = NULL;
+	struct export *live = NULL, *e;
 
 	*leaving = false;
-	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports.v[j];
+	export_table_foreach(&d->exports, j, e) {
 		int state = __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE);
 		if (strcmp(e->name, name) != 0)
 			continue;
@@ -218,10 +238,12 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 	if (strcmp(e->backing, ec->backing) != 0 ||
 	    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
 	    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
-	    ec->direct != e->direct ||
+	    ec->direct != e->direct || ec->tls_require != e->hs.tls_only ||
 	    !str_equal(e->description, ec->description))
-		reload_note(msg, msglen, "export \"%s\": backing, size, "
-		    "readonly, direct or description changed: needs a restart",
+		reload_note(msg, msglen,
+		    "export \"%s\": backing, size, "
+		    "readonly, direct, tls or description changed: needs a "
+		    "restart",
 		    e->name);
 	if (access_policy_set(&e->allow, ec->allow))
 		reload_note(msg, msglen,
@@ -241,17 +263,16 @@ static void
 reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
 {
+	struct export *e;
+
 	pending_prune(d->pending, nc->exports, nc->n_exports, &nc->remote);
 	for (size_t i = 0; i < nc->n_exports; i++)
 		reload_export(d, &nc->exports[i], msg, msglen);
-	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports.v[j];
+	export_table_foreach(&d->exports, j, e) {
 		bool found = false;
 		for (size_t i = 0; i < nc->n_exports; i++)
 			found |= strcmp(e->name, nc->exports[i].name) == 0;
-		int expect = EXPORT_LIVE;
-		if (!found && __atomic_compare_exchange_n(&e->removed, &expect,
-		    EXPORT_REMOVING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		if (!found && daemon_remove_export(d, e))
 			reload_note(msg, msglen, "export \"%s\" removed: no new "
 			    "connections; written back once idle", e->name);
 	}
@@ -271,6 +292,7 @@ int
 daemon_reload(struct daemon *d, char *msg, size_t msglen)
 {
 	struct wbd_config nc;
+	struct tls_creds *cr = NULL;
 	char err[1024];
 
 	msg[0] = '\0';
@@ -280,8 +302,21 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		log_warnx("reload: %s", msg);
 		return -1;
 	}
+	if (nc.tls.mode != TLS_OFF &&
+	    !(cr = tls_creds_load(&nc.tls, err, sizeof err))) {
+		/* Changed on disk since config_load checked it. */
+		snprintf(msg, msglen,
+		    "configuration rejected, the running one "
+		    "stays: TLS: %s",
+		    err);
+		log_warnx("reload: %s", msg);
+		config_free(&nc);
+		return -1;
+	}
+	config_log_warnings(&nc, "reload: ");
 	pthread_mutex_lock(&d->tune_lock);
 	reload_restart_only(d, &nc, msg, msglen);
+	reload_tls(d, &nc, cr, msg, msglen);
 	reload_limits(d, &nc, msg, msglen);
 	reload_remotes(d, &nc, msg, msglen);
 	reload_exports(d, &nc, msg, msglen);

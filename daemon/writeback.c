@@ -171,11 +171,25 @@ wb_dev_dirty_pages(struct wb_dev *dev)
 	uint64_t sum = 0;
 
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
 		uint64_t cached, dirty;
-		cache_file_stats(dev->targets[i]->cf, &cached, &dirty);
+		if (!t)
+			continue;
+		cache_file_stats(t->cf, &cached, &dirty);
 		sum += dirty;
 	}
 	return sum;
+}
+
+struct backend *
+wb_dev_backend(struct wb_dev *dev)
+{
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
+		if (t)
+			return t->backend;
+	}
+	return NULL;
 }
 
 void
@@ -431,8 +445,7 @@ struct wb_window {
 static void
 wb_window_init(struct wb_window *win, struct wb_dev *dev)
 {
-	struct backend *b = wb_dev_n_targets(dev) ?
-	    dev->targets[0]->backend : NULL;
+	struct backend *b = wb_dev_backend(dev);
 
 	win->head = win->n = 0;
 	win->err = 0;
@@ -607,7 +620,9 @@ wb_background_run(struct job *job)
 			break;
 		progress = false;
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-			struct wb_target *t = dev->targets[i];
+			struct wb_target *t = wb_dev_target(dev, i);
+			if (!t)
+				continue;
 			if (!wb_background_due(t->wb, dev,
 				cache_dirty_pages(t->wb->cache),
 				wb_dev_dirty_pages(dev)))
@@ -639,8 +654,10 @@ wb_periodic_run(struct job *job)
 	wb_window_init(&win, dev);
 	if (!wb_backing_off(dev)) {
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-			struct wb_target *t = dev->targets[i];
+			struct wb_target *t = wb_dev_target(dev, i);
 			struct wb_thresholds th;
+			if (!t)
+				continue;
 			wb_ctl_snapshot(t->wb, &th);
 			uint64_t now = now_ns();
 			uint64_t cutoff =

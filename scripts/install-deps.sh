@@ -10,10 +10,13 @@ PACKAGES=(
 	# build
 	meson ninja-build pkg-config gcc libc6-dev
 	libev-dev libconfig-dev libnbd-dev libcmocka-dev libjansson-dev libsystemd-dev
+	libgnutls28-dev
 	# tests: real NBD clients and servers
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
 	# tests and scripts
 	jq tmux procps util-linux
+	# tests: TLS certificates and PSK keys made on the fly
+	gnutls-bin
 	# tests: the source tree's own checks (layers, format)
 	git clang-format
 	# tests: the ThreadSanitizer build (scripts/test-tsan.sh) and fuzzing

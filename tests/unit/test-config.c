@@ -545,7 +545,7 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	expect_error(*state, "unknown-top.conf",
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
-	    "cache, writeback, control, remote, limits, user, group, "
+	    "cache, writeback, control, remote, limits, tls, user, group, "
 	    "exports");
 }
 
@@ -1299,10 +1299,44 @@ test_error_device_ratios(void **state)
 	    EXPORTS_OK, 1, NULL, "colour");
 }
 
+/* What cannot start is an error; what is unwise, a warning with its line
+ * (the file still loads). */
+static void
+test_error_export_beyond_the_largest_offset(void **state)
+{
+	expect_error(*state, "8e.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\"; size = \"8E\"; }\n"
+	    ");\n",
+	    2, "exports[0].size", "below 8E");
+}
+
+static void
+test_a_cache_of_most_of_memory_is_a_warning(void **state)
+{
+	struct fixture *f = *state;
+	char where[600];
+
+	load_ok(f, write_conf(f, "plain.conf", EXPORTS_OK));
+	assert_null(f->cfg.warnings);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "most.conf",
+		"cache = {\n  size = \"90%\"; };\n" EXPORTS_OK));
+	assert_non_null(f->cfg.warnings);
+	snprintf(where, sizeof where, "%s:2: cache.size: ", f->path);
+	if (strncmp(f->cfg.warnings, where, strlen(where)) != 0 ||
+	    strstr(f->cfg.warnings, "75%") == NULL)
+		fail_msg("warning \"%s\"", f->cfg.warnings);
+	assert_int_equal(strchr(f->cfg.warnings, '\n')[1], '\0');
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		T(test_error_export_beyond_the_largest_offset),
+		T(test_a_cache_of_most_of_memory_is_a_warning),
 		T(test_error_max_io_bytes_not_a_power_of_two),
 		T(test_device_ratios),
 		T(test_error_device_ratios),

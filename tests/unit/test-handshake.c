@@ -442,9 +442,9 @@ static void
 test_unsupported_options(void **state)
 {
 	struct fixture *f = *state;
-	const uint32_t opts[] = { NBD_OPT_STARTTLS, NBD_OPT_PEEK_EXPORT,
-	    NBD_OPT_LIST_META_CONTEXT, NBD_OPT_SET_META_CONTEXT,
-	    NBD_OPT_EXTENDED_HEADERS, 12345, 0xffffffffu };
+	const uint32_t opts[] = { NBD_OPT_PEEK_EXPORT,
+		NBD_OPT_LIST_META_CONTEXT, NBD_OPT_SET_META_CONTEXT,
+		NBD_OPT_EXTENDED_HEADERS, 12345, 0xffffffffu };
 	const uint8_t *d;
 	uint32_t len;
 
@@ -457,12 +457,152 @@ test_unsupported_options(void **state)
 	assert_all_read(f);
 }
 
+/* STARTTLS: refused by policy when TLS is off, checked, then accepted
+ * once; what was negotiated in the clear is forgotten. */
+static void
+test_starttls(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ERR_POLICY);
+
+	f->hs.tls_offered = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS,
+			     (const uint8_t *)"x", 1, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ERR_INVALID);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
+	    NBD_REP_ACK);
+	assert_true(f->hs.structured);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS, NULL, 0, &f->out),
+	    HS_STARTTLS);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ACK);
+	assert_int_equal(len, 0);
+	assert_false(f->hs.structured);
+
+	f->hs.tls_active = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ERR_INVALID);
+	assert_all_read(f);
+}
+
+/* tls.mode "require": every option but STARTTLS and ABORT gets TLS_REQD
+ * (EXPORT_NAME, which cannot, hangs up) until TLS is up. */
+static void
+test_tls_required(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+	uint8_t p[64];
+	size_t n = info_payload(p, "disk0", NULL, 0);
+	const uint32_t opts[] = { NBD_OPT_LIST, NBD_OPT_INFO, NBD_OPT_GO,
+		NBD_OPT_STRUCTURED_REPLY, 12345 };
+
+	f->hs.tls_offered = f->hs.tls_required = true;
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		assert_int_equal(hs_option(&f->hs, opts[i], p, (uint32_t)n,
+				     &f->out),
+		    HS_CONTINUE);
+		assert_int_equal(next_reply(f, opts[i], &d, &len),
+		    NBD_REP_ERR_TLS_REQD);
+	}
+	assert_false(f->hs.structured);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+			     (const uint8_t *)"disk0", 5, &f->out),
+	    HS_CLOSE);
+	assert_all_read(f);
+
+	f->hs.tls_active = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+}
+
+static const struct hs_export tls_exports[] = {
+	{ .name = "open",
+	    .size_bytes = 4096,
+	    .tflags = NBD_FLAG_HAS_FLAGS,
+	    .max_block_bytes = 32 << 20 },
+	{ .name = "secret",
+	    .size_bytes = 4096,
+	    .tflags = NBD_FLAG_HAS_FLAGS,
+	    .max_block_bytes = 32 << 20,
+	    .tls_only = true },
+};
+
+static const struct hs_export *
+tls_lookup(void *arg, const char *name)
+{
+	for (size_t i = 0; i < 2; i++)
+		if (strcmp(tls_exports[i].name, name) == 0)
+			return &tls_exports[i];
+	return NULL;
+}
+
+static const struct hs_export *
+tls_nth(void *arg, size_t i)
+{
+	return i < 2 ? &tls_exports[i] : NULL;
+}
+
+/* A TLS-only export on a server where TLS is optional: TLS_REQD for it
+ * alone, left out of LIST, until TLS is up. */
+static void
+test_tls_only_export(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+	uint8_t p[64];
+	size_t n = info_payload(p, "secret", NULL, 0);
+
+	f->hs.lookup = tls_lookup;
+	f->hs.nth = tls_nth;
+	f->hs.tls_offered = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_INFO, p, (uint32_t)n,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len),
+	    NBD_REP_ERR_TLS_REQD);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_SERVER);
+	assert_int_equal(get_u32(d), 4);
+	assert_memory_equal(d + 4, "open", 4);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_ACK);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+			     (const uint8_t *)"secret", 6, &f->out),
+	    HS_CLOSE);
+	assert_all_read(f);
+
+	f->hs.tls_active = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+}
+
 int
 main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_greeting),
+		T(test_starttls),
+		T(test_tls_required),
+		T(test_tls_only_export),
 		T(test_client_flags),
 		T(test_go_known_export),
 		T(test_info_does_not_enter_transmission),
