@@ -337,6 +337,7 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (c->state == CS_TLS_HANDSHAKE) {
 		conn_tls_step(c);
+		conn_maybe_finish(c);
 		return;
 	}
 	if (c->state == CS_TX_PAYLOAD && c->rstart == c->rend &&
@@ -962,6 +963,7 @@ conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (c->state == CS_TLS_HANDSHAKE) {
 		conn_tls_step(c);
+		conn_maybe_finish(c);
 		return;
 	}
 	conn_flush_out(c);
@@ -971,7 +973,9 @@ conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 /* --- TLS: the handshake after STARTTLS --------------------------------- */
 
-/* One step of the TLS handshake, when the socket is ready for it. */
+/* One step of the TLS handshake, when the socket is ready for it.  On
+ * failure the socket is closed; the caller then calls conn_maybe_finish
+ * (C may be freed there, so only as its last use of C). */
 static void
 conn_tls_step(struct conn *c)
 {
@@ -993,7 +997,6 @@ conn_tls_step(struct conn *c)
 		log_warnx("%s: TLS handshake failed: %s; disconnecting",
 		    c->peer, err);
 		conn_close_socket(c);
-		conn_maybe_finish(c);
 		return;
 	case TLS_DONE:
 		break;
@@ -1019,7 +1022,8 @@ conn_tls_step(struct conn *c)
 }
 
 /* STARTTLS's reply has gone out: begin TLS, with what the client already
- * sent of its handshake. */
+ * sent of its handshake.  As conn_tls_step, it only closes the socket on
+ * failure: the caller calls conn_maybe_finish. */
 static void
 conn_tls_maybe_begin(struct conn *c)
 {
@@ -1033,7 +1037,6 @@ conn_tls_maybe_begin(struct conn *c)
 		log_warnx("%s: TLS was turned off by a reload; disconnecting",
 		    c->peer);
 		conn_close_socket(c);
-		conn_maybe_finish(c);
 		return;
 	}
 	c->tls = tls_session_new(cr, c->fd, c->rbuf + c->rstart,
@@ -1042,7 +1045,6 @@ conn_tls_maybe_begin(struct conn *c)
 	if (!c->tls) {
 		log_warnx("%s: out of memory for TLS", c->peer);
 		conn_close_socket(c);
-		conn_maybe_finish(c);
 		return;
 	}
 	c->rstart = c->rend = 0;
