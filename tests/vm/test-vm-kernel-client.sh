@@ -136,10 +136,42 @@ prepare_kernel() {
 	mv -T "$new" "$2" 2>/dev/null || rm -rf "$new"
 }
 
-# get_kernel: set KDIR to a prepared kernel, downloading it if need be.
-KDIR=
+# kernel_from_apt: set KDIR to the kernel linux-image-amd64 depends on now,
+# downloading and preparing it unless it is cached; or set WHY, return 1.
+WHY=
+kernel_from_apt() {
+	local pkg ver key
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+		awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
+	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" { print $2 }')
+	if [[ -z $pkg || -z $ver || $ver == "(none)" ]]; then
+		WHY="apt knows no linux-image-amd64"
+		return 1
+	fi
+	key=${pkg}_$ver
+	if [[ ! -f $CACHE/$key/ok ]]; then
+		say "downloading $pkg $ver into $CACHE"
+		rm -rf "$T/deb"
+		mkdir -p "$T/deb"
+		if ! (cd "$T/deb" && apt-get -qq -o APT::Sandbox::User="$(id -un)" \
+		    download "$pkg=$ver"); then
+			WHY="apt-get download $pkg=$ver failed"
+			return 1
+		fi
+		if ! prepare_kernel "$T"/deb/*.deb "$CACHE/$key"; then
+			WHY="cannot take nbd.ko and ext4 out of $pkg $ver"
+			return 1
+		fi
+		rm -rf "$T/deb"
+	fi
+	KDIR=$CACHE/$key
+}
+
+# get_kernel: set KDIR to a prepared kernel: the one in WBD_VM_KERNEL_DEB,
+# else apt's current one (after an apt-get update if apt's lists are
+# missing or out of date and we are root), else the newest cached one.
 get_kernel() {
-	local deb pkg ver key
+	local deb key
 	if [[ -n ${WBD_VM_KERNEL_DEB:-} ]]; then
 		deb=$WBD_VM_KERNEL_DEB
 		[[ -f $deb ]] || skip "WBD_VM_KERNEL_DEB=$deb does not exist"
@@ -149,31 +181,13 @@ get_kernel() {
 		KDIR=$CACHE/$key
 		return
 	fi
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
-	ver=$(apt-cache policy "$pkg" 2>/dev/null | awk '$1 == "Candidate:" { print $2 }')
-	if [[ -z $pkg || -z $ver || $ver == "(none)" ]]; then
-		KDIR=$(newest_cached) ||
-			skip "apt knows no linux-image-amd64 (run apt-get update) and no kernel is cached in $CACHE"
-		say "apt knows no linux-image-amd64; using the cached $(basename "$KDIR")"
-		return
+	kernel_from_apt && return
+	if ((EUID == 0)); then
+		say "$WHY; running apt-get update"
+		apt-get update -qq >/dev/null 2>&1 && kernel_from_apt && return
 	fi
-	key=${pkg}_$ver
-	if [[ ! -f $CACHE/$key/ok ]]; then
-		say "downloading $pkg $ver into $CACHE"
-		rm -rf "$T/deb"
-		mkdir -p "$T/deb"
-		if ! (cd "$T/deb" && apt-get -qq -o APT::Sandbox::User="$(id -un)" \
-		    download "$pkg=$ver"); then
-			KDIR=$(newest_cached) || skip "apt-get download $pkg=$ver failed"
-			say "download failed; using the cached $(basename "$KDIR")"
-			return
-		fi
-		prepare_kernel "$T"/deb/*.deb "$CACHE/$key" ||
-			skip "cannot take nbd.ko and ext4 out of $pkg $ver"
-		rm -rf "$T/deb"
-	fi
-	KDIR=$CACHE/$key
+	KDIR=$(newest_cached) || skip "$WHY, and no kernel is cached in $CACHE"
+	say "$WHY; using the cached $(basename "$KDIR")"
 }
 
 get_kernel
