@@ -96,13 +96,19 @@ start_wbd() {
 	until nbd-client -l 127.0.0.1 "$PORT" 2>/dev/null | grep -qx disk0; do
 		kill -0 "$WBD_PID" 2>/dev/null || fail "wbd exited during start-up"
 		i=$((i + 1))
-		[ "$i" -lt 600 ] || fail "wbd did not list its export within 60 s"
+		[ "$i" -lt 600 ] || fail "wbd did not list its export after 600 tries"
 		sleep 0.1
 	done
 }
 
 stop_wbd() {
 	kill -TERM "$WBD_PID"
+	i=0
+	while [ -d "/proc/$WBD_PID" ] && ! grep -q '^State:.*Z' "/proc/$WBD_PID/status"; do
+		i=$((i + 1))
+		[ "$i" -lt 1200 ] || fail "wbd still runs 120 s after SIGTERM"
+		sleep 0.1
+	done
 	wait "$WBD_PID"
 	rc=$?
 	[ "$rc" -eq 0 ] || fail "wbd exited with status $rc after SIGTERM"
