@@ -23,6 +23,11 @@ PACKAGES=(
 	# (scripts/fuzz.sh): clang, libFuzzer and the sanitizer runtimes,
 	# llvm-symbolizer for readable crash reports
 	clang libclang-rt-dev llvm
+	# tests: the kernel's NBD client in a VM (tests/vm): qemu, and what
+	# goes into the guest's initramfs besides wbd and the kernel
+	# (busybox, nbd-client, e2fsprogs; kmod's depmod/modprobe pick the
+	# modules, cpio packs them)
+	qemu-system-x86 busybox-static e2fsprogs kmod cpio
 )
 
 if [[ -n ${WBD_SKIP_DEPS:-} ]]; then

@@ -50,8 +50,8 @@ mkdir -p "$T/home/.pki"
 cp -r "$T/client" "$T/home/.pki/libnbd"
 HOME=$T/home fio --name=tls --ioengine=nbd --uri="nbds://127.0.0.1:$PORT/disk0" \
 	--rw=randwrite --bs=4k --size=8M --iodepth=16 --verify=crc32c \
-	--do_verify=1 --output="$T/fio.out" >/dev/null 2>&1 ||
-	{ cat "$T/fio.out"; fail "fio over nbds:// failed"; }
+	--do_verify=1 --output="$T/fio.out" >"$T/fio.err" 2>&1 ||
+	{ cat "$T/fio.out" "$T/fio.err"; tail -20 "$LOG"; fail "fio over nbds:// failed"; }
 grep -q 'err= 0' "$T/fio.out" || { cat "$T/fio.out"; fail "fio reported errors"; }
 
 # The TLS-only export: refused in the clear, served over TLS.
