@@ -4,9 +4,9 @@
  *
  * Gathered once by the connection's I/O thread from the accepted socket
  * (peer_ident_from_fd: the address of a TCP peer; the credentials of a
- * Unix-socket peer), completed by TLS once its handshake is done (the PSK
- * username or the client certificate's common name), and read by that
- * thread alone.
+ * Unix-socket peer), completed by conn.c once the TLS handshake is done
+ * (conn_tls_step: the PSK username, the verified client certificate's
+ * common name), and read by that thread alone.
  */
 #ifndef WBD_PEER_H
 #define WBD_PEER_H

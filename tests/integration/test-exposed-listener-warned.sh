@@ -3,7 +3,8 @@
 # export that has no allow list, is warned about once, naming the address
 # and the exports: by wbd -n, and at start (in a network namespace of its
 # own, which has only a loopback interface, so nothing is exposed).  No
-# warning when every export has an allow list, or for loopback listeners.
+# warning when every export has an allow list, when TLS is on, or for
+# loopback listeners.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 
 P=$(free_port)
@@ -37,6 +38,14 @@ grep -q "127.0.0.1:$P: not a loopback" <<<"$OUT" && fail "loopback warned about:
 conf "$T/guarded.conf" "\"0.0.0.0:$P\"" 'allow = [ "uid:0" ];'
 check "$T/guarded.conf"
 grep -q 'loopback' <<<"$OUT" && fail "warned although every export has an allow list: $OUT"
+
+if command -v psktool >/dev/null 2>&1; then
+	psktool -u alice -p "$T/keys.psk" >/dev/null 2>&1 || fail "psktool failed"
+	conf "$T/tls.conf" "\"0.0.0.0:$P\""
+	echo "tls = { mode = \"on\"; psk_file = \"$T/keys.psk\"; };" >>"$T/tls.conf"
+	check "$T/tls.conf"
+	grep -q 'loopback' <<<"$OUT" && fail "warned although TLS is on: $OUT"
+fi
 
 conf "$T/loopback.conf" "\"127.0.0.1:$P\", \"[::1]:$P\", \"localhost:$P\""
 check "$T/loopback.conf"
