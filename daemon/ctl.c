@@ -37,7 +37,7 @@
 #include "ioloop.h"
 #include "listener.h"
 #include "log.h"
-#include "reload.h"
+#include "service.h"
 #include "ratelimit.h"
 #include "utf8.h"
 #include "wbdev.h"
@@ -441,7 +441,7 @@ ctl_cmd_reload(struct ctl_client *cl)
 
 	log_info("control: reload requested by uid %u (pid %d)",
 	    (unsigned)cl->uid, (int)cl->pid);
-	if (daemon_reload(cl->cs->d, msg, sizeof msg) < 0) {
+	if (service_reload(cl->cs->d, msg, sizeof msg) < 0) {
 		ctl_error(cl, "EINVAL", "%s", msg);
 		return;
 	}

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -28,6 +29,7 @@
 #include "ioloop.h"
 #include "log.h"
 #include "nbd-proto.h"
+#include "notify.h"
 #include "pending.h"
 #include "pool.h"
 #include "settings.h"
@@ -41,6 +43,10 @@
 /* Shutdown retries a failing device this many times (1, 2, 4, 8 s apart). */
 #define DAEMON_DRAIN_ATTEMPTS   5
 #define DAEMON_REFUSE_LOG_NS (10ull * 1000000000ull)
+/* A long drain is reported this often, and asks the service manager
+ * for this much more time each time. */
+#define DAEMON_DRAIN_REPORT_S 5
+#define DAEMON_DRAIN_EXTEND_S 60
 
 struct wb_dev *
 daemon_get_dev(struct daemon *d, const struct backend *b)
@@ -382,6 +388,41 @@ drain_job_done(struct job *job)
 }
 
 /*
+ * Wait, LOCK held, until no drain job is left RUNNING.  Every
+ * DAEMON_DRAIN_REPORT_S: a line in the log with what is left, and the
+ * same to the service manager with more time (EXTEND_TIMEOUT_USEC), so
+ * that a slow drain is never killed half-way by TimeoutStopSec=.  The
+ * drain itself is bounded (DAEMON_DRAIN_ATTEMPTS per export).
+ */
+static void
+daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
+    unsigned *running)
+{
+	uint64_t next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
+	struct cache_stats st;
+	char left[32], line[160];
+
+	while (*running > 0) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(cond, lock, &until);
+		if (*running == 0 || now_ns() < next_ns)
+			continue;
+		next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
+		cache_get_stats(d->cache, &st);
+		uint64_t pages = st.dirty_pages + st.writeback_pages;
+		size_human(pages * d->wb.page_size, left, sizeof left);
+		snprintf(line, sizeof line,
+		    "stopping: writing back, %s of "
+		    "dirty data left, %u export(s) not finished",
+		    left, *running);
+		log_info("%s", line);
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+	}
+}
+
+/*
  * Write back everything (shutdown): every export on its own device's
  * workers, all devices at once, so a device that fails or is slow holds up
  * no other.  Returns the number of exports left dirty or unflushed.
@@ -399,10 +440,15 @@ daemon_drain_all(struct daemon *d)
 	struct drain_job *jobs = d->drain_jobs;
 
 	cache_get_stats(d->cache, &st);
-	if (st.dirty_pages + st.writeback_pages)
-		log_info("shutdown: writing back %s of dirty data",
-		    size_human((st.dirty_pages + st.writeback_pages) *
-		    d->wb.page_size, b, sizeof b));
+	uint64_t pages = st.dirty_pages + st.writeback_pages;
+	if (pages) {
+		char line[96];
+		size_human(pages * d->wb.page_size, b, sizeof b);
+		snprintf(line, sizeof line,
+		    "stopping: writing back %s of dirty data", b);
+		log_info("shutdown: writing back %s of dirty data", b);
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+	}
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < n; i++) {
 		struct export *e = d->exports.v[i];
@@ -415,8 +461,7 @@ daemon_drain_all(struct daemon *d)
 		running++;
 		pool_submit(e->dev->pool, &jobs[i].job);
 	}
-	while (running > 0)
-		pthread_cond_wait(&cond, &lock);
+	daemon_drain_wait(d, &lock, &cond, &running);
 	pthread_mutex_unlock(&lock);
 	for (size_t i = 0; i < n; i++) {
 		struct export *e = d->exports.v[i];
@@ -565,6 +610,10 @@ daemon_shutdown(struct daemon *d)
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	listeners_close(&d->listeners);
+	/* The I/O threads cut a connection that takes longer than 30 s. */
+	if (d->n_io)
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull,
+		    "stopping: finishing the requests in flight");
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_drain(d->io[i]);
 	for (unsigned i = 0; i < d->n_io; i++)

@@ -18,7 +18,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
-#include "reload.h"
+#include "service.h"
 
 static void
 usage(FILE *f)
@@ -67,7 +67,7 @@ main_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	char msg[1024];
 
 	log_info("received SIGHUP: rereading %s", s->d->cfg.path);
-	daemon_reload(s->d, msg, sizeof msg);
+	service_reload(s->d, msg, sizeof msg);
 }
 
 static void
@@ -121,6 +121,7 @@ main(int argc, char **argv)
 	static struct daemon dstate;
 	struct daemon *d = &dstate;
 	struct main_signals sigs;
+	struct service svc = { 0 };
 	struct wbd_config cfg;
 
 	while ((ch = getopt_long(argc, argv, "c:fnvVh", longopts, NULL)) != -1) {
@@ -186,12 +187,16 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	daemon_run(d);
+	bool ok = service_start(&svc, d) == 0;
+	if (ok)
+		daemon_run(d);
 
 	/* Stop accepting, finish what is in flight, write everything back;
 	 * the control socket answers until the end. */
+	service_stop(&svc);
 	int failed = daemon_shutdown(d);
 	ctl_stop(d);
+	service_free(&svc);
 	daemon_free(d);
-	return failed ? 1 : 0;
+	return failed || !ok ? 1 : 0;
 }
