@@ -103,6 +103,20 @@ log_warnx(const char *fmt, ...)
 }
 
 void
+log_error(const char *fmt, ...)
+{
+	int saved = errno;
+	LOG_BODY(LOG_ERR, saved);
+	errno = saved;
+}
+
+void
+log_errorx(const char *fmt, ...)
+{
+	LOG_BODY(LOG_ERR, 0);
+}
+
+void
 log_info(const char *fmt, ...)
 {
 	LOG_BODY(LOG_INFO, 0);

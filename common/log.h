@@ -1,7 +1,8 @@
 /*
  * log.h - wbd's small logging API, in the OpenBSD daemons' style.
  *
- * log_warn() appends strerror(errno), log_warnx() does not.  Messages go to
+ * log_warn() and log_error() append strerror(errno), log_warnx() and
+ * log_errorx() do not.  Messages go to
  * stderr while the daemon runs in the foreground and to syslog otherwise.
  * Every function is safe to call from any thread.
  */
@@ -19,6 +20,9 @@ int log_get_verbosity(void);
 
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An error: what stops wbd from starting, or data it cannot keep. */
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_errorx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*

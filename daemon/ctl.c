@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "buf.h"
 #include "cache.h"
 #include "clock.h"
@@ -778,17 +779,26 @@ ctl_open(struct daemon *d)
 		log_info("control socket disabled (control.socket = \"none\")");
 		return 0;
 	}
+	/* A socket from systemd has the mode and group its unit gave it
+	 * (SocketMode=, SocketGroup=). */
+	d->ctl_fd = activation_claim_unix(&d->act, cc->socket);
+	if (d->ctl_fd >= 0) {
+		d->ctl_passed = true;
+		log_info("control socket %s (socket from systemd)", cc->socket);
+		return 0;
+	}
 	d->ctl_fd = unix_listen(cc->socket, "control socket", (int)cc->mode);
 	if (d->ctl_fd < 0)
 		return -1;
 	if (cc->group) {
 		struct group *g = getgrnam(cc->group);
 		if (!g) {
-			log_warnx("control.group \"%s\": no such group", cc->group);
+			log_errorx("control.group \"%s\": no such group",
+			    cc->group);
 			goto fail;
 		}
 		if (chown(cc->socket, (uid_t)-1, g->gr_gid) < 0) {
-			log_warn("control socket %s: chown to group %s",
+			log_error("control socket %s: chown to group %s",
 			    cc->socket, cc->group);
 			goto fail;
 		}
@@ -884,8 +894,8 @@ ctl_stop(struct daemon *d)
 	if (d->ctl_fd >= 0) {
 		close(d->ctl_fd);
 		d->ctl_fd = -1;
-		if (d->cfg.control.socket && unlink(d->cfg.control.socket) < 0 &&
-		    errno != ENOENT)
+		if (d->cfg.control.socket && !d->ctl_passed &&
+		    unlink(d->cfg.control.socket) < 0 && errno != ENOENT)
 			log_warn("cannot remove %s", d->cfg.control.socket);
 	}
 }

@@ -560,9 +560,11 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 int
 daemon_open(struct daemon *d)
 {
-	if (daemon_open_backends(d, d->opened) < 0 ||
-	    listeners_open(&d->listeners, d->cfg.listen_tcp,
-	    d->cfg.n_listen_tcp, d->cfg.listen_unix, d->cfg.n_listen_unix) < 0)
+	if (activation_take(&d->act) < 0 ||
+	    daemon_open_backends(d, d->opened) < 0 ||
+	    listeners_open(&d->listeners, &d->act, d->cfg.listen_tcp,
+		d->cfg.n_listen_tcp, d->cfg.listen_unix,
+		d->cfg.n_listen_unix) < 0)
 		return -1;
 	return 0;
 }
@@ -579,6 +581,8 @@ daemon_start(struct daemon *d)
 	    DAEMON_TICK_S);
 	d->periodic.data = d;
 	ev_timer_start(d->loop, &d->periodic);
+	if (listeners_adopt_rest(&d->listeners, &d->act) < 0)
+		return -1;
 	listeners_start(&d->listeners);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
 	    "writeback device(s)%s", WBD_VERSION, daemon_n_exports(d), d->n_io,
@@ -647,6 +651,7 @@ void
 daemon_free(struct daemon *d)
 {
 	listeners_close(&d->listeners);
+	activation_free(&d->act);
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_free(d->io[i]);
 	free(d->io);

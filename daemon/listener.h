@@ -26,10 +26,16 @@ struct listeners {
 	struct ratelimit accept_log;
 };
 
-/* Bind TCP ("host:port", "[v6]:port") and Unix listeners; -1 after
- * logging why (those bound stay, for listeners_close). */
-int listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
-    char *const *unix_paths, size_t n_unix);
+struct activation;
+
+/* Bind TCP ("host:port", "[v6]:port") and Unix listeners, or take the
+ * socket systemd passed for the address from ACT; -1 after logging why
+ * (those bound stay, for listeners_close). */
+int listeners_open(struct listeners *ls, struct activation *act,
+    char *const *tcp, size_t n_tcp, char *const *unix_paths, size_t n_unix);
+/* Serve every socket of ACT that nothing claimed too; -1 if out of
+ * memory. */
+int listeners_adopt_rest(struct listeners *ls, struct activation *act);
 void listeners_start(struct listeners *ls);
 /* Stop accepting, close the sockets and remove Unix socket files. */
 void listeners_close(struct listeners *ls);
