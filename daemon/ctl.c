@@ -819,8 +819,10 @@ ctl_start(struct daemon *d)
 	if (d->ctl_fd < 0)
 		return 0;
 	struct ctl_state *cs = calloc(1, sizeof *cs);
-	if (!cs)
+	if (!cs) {
+		log_errorx("control socket: out of memory");
 		return -1;
+	}
 	cs->d = d;
 	if (d->cfg.control.admin_group) {
 		struct group *g = getgrnam(d->cfg.control.admin_group);
@@ -835,6 +837,7 @@ ctl_start(struct daemon *d)
 	}
 	cs->io = ioloop_new(d, 0);
 	if (!cs->io) {
+		log_errorx("control socket: out of memory");
 		free(cs);
 		return -1;
 	}

@@ -188,18 +188,34 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 static int
 daemon_open_backends(struct daemon *d, struct backend **backends)
 {
+	char why[512];
+
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
+		/* What goes wrong is said once: a warning if the export
+		 * waits for its remote, an error with the file and line if
+		 * wbd cannot start. */
+		log_capture_begin(why, sizeof why);
 		backends[i] = backing_open(ec, &d->cfg.remote);
-		if (!backends[i] && pending_wanted(ec, errno) &&
-		    pending_add(d->pending, ec, &d->cfg.remote) == 0)
-			continue;       /* served once its remote answers */
-		if (!backends[i]) {
-			log_warnx("%s:%d: export \"%s\": cannot open backing "
-			    "\"%s\"", d->cfg.path, ec->line, ec->name,
-			    ec->backing);
-			return -1;
+		int err = errno;
+		log_capture_end();
+		if (backends[i] ||
+		    (pending_wanted(ec, err) &&
+			pending_add(d->pending, ec, &d->cfg.remote) == 0)) {
+			if (why[0])
+				log_warnx("%s", why);
+			continue; /* without a backend: served once its
+					   remote answers */
 		}
+		if (why[0])
+			log_errorx("%s:%d: export \"%s\": %s", d->cfg.path,
+			    ec->line, ec->name, why);
+		else
+			log_errorx("%s:%d: export \"%s\": cannot open backing "
+				   "\"%s\": %s",
+			    d->cfg.path, ec->line, ec->name, ec->backing,
+			    strerror(err));
+		return -1;
 	}
 	return 0;
 }
@@ -216,7 +232,7 @@ daemon_create_cache(struct daemon *d)
 
 	d->cache = cache_new(&cp);
 	if (!d->cache) {
-		log_warn("cannot set up a %llu-byte cache",
+		log_error("cannot set up a %llu-byte cache",
 		    (unsigned long long)cp.size_bytes);
 		return -1;
 	}
@@ -242,8 +258,17 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 		if (!b)
 			continue;       /* waiting for its remote */
 		backends[i] = NULL;     /* the export's, or closed */
-		if (daemon_install_export(d, &d->cfg.exports[i], b) < 0)
+		char why[512];
+		log_capture_begin(why, sizeof why);
+		int r = daemon_install_export(d, &d->cfg.exports[i], b);
+		log_capture_end();
+		if (r < 0) {
+			log_errorx("%s:%d: %s", d->cfg.path,
+			    d->cfg.exports[i].line, why);
 			return -1;
+		}
+		if (why[0])
+			log_warnx("%s", why);
 	}
 	return 0;
 }
@@ -284,8 +309,10 @@ daemon_start_io_threads(struct daemon *d)
 	if (n > DAEMON_MAX_IO_THREADS)
 		n = DAEMON_MAX_IO_THREADS;
 	d->io = calloc(n, sizeof *d->io);
-	if (!d->io)
+	if (!d->io) {
+		log_errorx("start-up: out of memory");
 		return -1;
+	}
 
 	/* Threads inherit a full signal mask: signals go to the main loop. */
 	sigfillset(&all);
@@ -300,6 +327,8 @@ daemon_start_io_threads(struct daemon *d)
 			    d->cfg.limits.idle_timeout_s;
 			d->io[i]->host.exports = &d->exports;
 		}
+		if (!d->io[i])
+			log_errorx("start-up: out of memory");
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
 			d->io[i] = NULL;
@@ -471,19 +500,23 @@ daemon_drain_all(struct daemon *d)
 			uint64_t cached, dirty;
 			cache_file_stats(e->cf, &cached, &dirty);
 			if (dirty)
-				log_warnx("SHUTDOWN WITH DATA NOT WRITTEN BACK: "
+				log_errorx(
+				    "SHUTDOWN WITH DATA NOT WRITTEN BACK: "
 				    "export \"%s\" (%s, device %s) still holds "
 				    "%s of dirty data that could not be written: "
-				    "it is LOST when wbd exits", e->name,
-				    e->backend->description, e->dev->name,
+				    "it is LOST when wbd exits",
+				    e->name, e->backend->description,
+				    e->dev->name,
 				    size_human(dirty * d->wb.page_size, b,
-				    sizeof b));
+					sizeof b));
 			else
-				log_warnx("SHUTDOWN WITHOUT A FINAL FLUSH: export "
+				log_errorx(
+				    "SHUTDOWN WITHOUT A FINAL FLUSH: export "
 				    "\"%s\" (%s, device %s): everything was "
 				    "written, but the device's flush failed, so "
-				    "it may not be durable", e->name,
-				    e->backend->description, e->dev->name);
+				    "it may not be durable",
+				    e->name, e->backend->description,
+				    e->dev->name);
 			left++;
 		}
 	}
@@ -551,7 +584,7 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	d->drain_jobs = calloc(EXPORT_TABLE_MAX, sizeof *d->drain_jobs);
 	if (!d->loop || !d->pending || !d->opened || !d->devs || !d->slots ||
 	    !d->drain_jobs || export_table_init(&d->exports) < 0) {
-		log_warnx("start-up: out of memory");
+		log_errorx("start-up: out of memory");
 		return -1;
 	}
 	return 0;
@@ -639,8 +672,9 @@ daemon_shutdown(struct daemon *d)
 		d->devs[i]->pool = NULL;
 	}
 	if (failed)
-		log_warnx("shutdown: %d export(s) could not be written back "
-		    "and flushed", failed);
+		log_errorx("shutdown: %d export(s) could not be written back "
+			   "and flushed",
+		    failed);
 	else
 		log_info("shutdown complete: all dirty data written back and "
 		    "flushed");

@@ -92,7 +92,10 @@ main_load_config(const char *path, struct wbd_config *cfg)
 	char err[1024];
 
 	if (config_load(path, cfg, err, sizeof err) < 0) {
-		fprintf(stderr, "wbd: %s\n", err);
+		if (log_to_journal())
+			log_errorx("%s", err);
+		else
+			fprintf(stderr, "wbd: %s\n", err);
 		return -1;
 	}
 	char *abs = realpath(path, NULL);
@@ -166,10 +169,10 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Everything that can fail on bad input, before detaching. */
+	/* Each failure below has logged its cause, once, as an error. */
 	if (daemon_init(d, &cfg) < 0 || daemon_open(d) < 0 || ctl_open(d) < 0) {
 		ctl_stop(d);
 		daemon_free(d);
-		log_warnx("start-up failed");
 		return 1;
 	}
 	if (!foreground) {
@@ -180,7 +183,6 @@ main(int argc, char **argv)
 	}
 	main_signals_start(&sigs, d);
 	if (daemon_start(d) < 0 || ctl_start(d) < 0) {
-		log_warnx("start-up failed");
 		daemon_shutdown(d);
 		ctl_stop(d);
 		daemon_free(d);
