@@ -170,7 +170,7 @@ test_shipped_conf_loads(void **state)
 	assert_string_equal(e->name, "disk0");
 	assert_string_equal(e->backing, "/var/lib/wbd/disk0.img");
 	assert_non_null(e->description);
-	assert_true(e->size_bytes == 10 * GiB);
+	assert_true(e->size_bytes == 64 * MiB);
 	assert_false(e->readonly);
 	assert_int_equal(e->cache_mode, CACHE_WRITEBACK);
 	assert_true(e->line > 0);
