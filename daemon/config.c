@@ -738,12 +738,31 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* memory = { lock; } */
+static int
+cfg_memory(struct cfg_load *ld, const config_setting_t *root,
+    struct memory_conf *mc)
+{
+	static const char *const keys[] = { "lock", NULL };
+	config_setting_t *g;
+
+	if (cfg_group(ld, root, "memory", &g) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    cfg_bool(ld, g, "lock", &mc->lock) == -1)
+		return -1;
+	return 0;
+}
+
 static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "exports", NULL };
+		"writeback", "control", "remote", "limits", "memory", "exports",
+		NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -754,6 +773,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_remote(ld, root, &cfg->remote) == -1 ||
 	    cfg_limits(ld, root, &cfg->limits) == -1 ||
+	    cfg_memory(ld, root, &cfg->memory) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
 	return 0;

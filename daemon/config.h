@@ -73,6 +73,12 @@ struct limits_conf {
 	                                   nothing this long; 0 (default): off */
 };
 
+/* memory = { lock; }: the process's memory, for a kernel client on the
+ * same host (docs/service.md). */
+struct memory_conf {
+	bool lock; /* mlockall at start; default false */
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -88,6 +94,7 @@ struct wbd_config {
 	struct control_conf control;
 	struct remote_conf remote;
 	struct limits_conf limits;
+	struct memory_conf memory;
 
 	struct export_conf *exports;
 	size_t n_exports;

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -19,6 +22,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "service.h"
+#include "size.h"
 
 static void
 usage(FILE *f)
@@ -81,6 +85,79 @@ main_signals_start(struct main_signals *s, struct daemon *d)
 	ev_signal_start(d->loop, &s->term);
 	ev_signal_start(d->loop, &s->intr);
 	ev_signal_start(d->loop, &s->hup);
+}
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57 /* Linux 5.6 */
+#endif
+/* What memory.lock wants beyond the cache: code, stacks, buffers. */
+#define MAIN_MEMLOCK_MARGIN_BYTES (256ull << 20)
+
+/*
+ * A kernel client (nbd.ko) on this host writes back through wbd: if wbd's
+ * own allocations wait on reclaim that waits on that writeback, both
+ * stop.  PR_SET_IO_FLUSHER makes the kernel spare wbd that (no I/O in its
+ * reclaim, no dirty throttling).  Set before any thread starts, so every
+ * thread inherits it; it needs CAP_SYS_RESOURCE.
+ */
+static void
+main_io_flusher(void)
+{
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) == 0)
+		log_info("PR_SET_IO_FLUSHER set: safe for a kernel NBD client "
+			 "on this host");
+	else if (errno == EINVAL)
+		log_info("PR_SET_IO_FLUSHER: not in this kernel (Linux 5.6 "
+			 "and later)");
+	else if (errno == EPERM)
+		log_info("PR_SET_IO_FLUSHER not permitted (it needs "
+			 "CAP_SYS_RESOURCE): a kernel NBD client on this host "
+			 "may stall under memory pressure; see "
+			 "docs/service.md");
+	else
+		log_warn("PR_SET_IO_FLUSHER");
+}
+
+/*
+ * memory.lock: every page wbd has and will have stays in RAM (mlockall),
+ * so that serving a kernel client never waits for swap.  Pages are locked
+ * as they are first touched (MCL_ONFAULT), the cache as it fills.  An
+ * unprivileged wbd needs a locked-memory limit above the cache: that is
+ * checked before detaching, not discovered when the cache can no longer
+ * grow.
+ */
+static int
+main_lock_memory_check(const struct wbd_config *cfg)
+{
+	uint64_t want = cfg->cache.size_bytes + MAIN_MEMLOCK_MARGIN_BYTES;
+	struct rlimit rl;
+	char a[32], b[32];
+
+	if (!cfg->memory.lock || geteuid() == 0 ||
+	    getrlimit(RLIMIT_MEMLOCK, &rl) < 0 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return 0;
+	log_errorx("memory.lock: the locked-memory limit (%s) is below the "
+		   "cache and what wbd needs besides (%s): raise it "
+		   "(LimitMEMLOCK=infinity, ulimit -l) or turn memory.lock off",
+	    size_human(rl.rlim_cur, a, sizeof a),
+	    size_human(want, b, sizeof b));
+	return -1;
+}
+
+/* After detaching: locks are not inherited across fork. */
+static int
+main_lock_memory(const struct wbd_config *cfg)
+{
+	if (!cfg->memory.lock)
+		return 0;
+	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0 &&
+	    (errno != EINVAL || mlockall(MCL_CURRENT | MCL_FUTURE) < 0)) {
+		log_error("memory.lock: mlockall");
+		return -1;
+	}
+	log_info("memory.lock: wbd's memory is locked in RAM");
+	return 0;
 }
 
 /* Load the configuration at PATH into *CFG, its path made absolute (a
@@ -169,8 +246,10 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Everything that can fail on bad input, before detaching. */
+	main_io_flusher();
 	/* Each failure below has logged its cause, once, as an error. */
-	if (daemon_init(d, &cfg) < 0 || daemon_open(d) < 0 || ctl_open(d) < 0) {
+	if (daemon_init(d, &cfg) < 0 || main_lock_memory_check(&d->cfg) < 0 ||
+	    daemon_open(d) < 0 || ctl_open(d) < 0) {
 		ctl_stop(d);
 		daemon_free(d);
 		return 1;
@@ -182,7 +261,8 @@ main(int argc, char **argv)
 		log_init("wbd", LOG_TO_SYSLOG, verbosity);
 	}
 	main_signals_start(&sigs, d);
-	if (daemon_start(d) < 0 || ctl_start(d) < 0) {
+	if (main_lock_memory(&d->cfg) < 0 || daemon_start(d) < 0 ||
+	    ctl_start(d) < 0) {
 		daemon_shutdown(d);
 		ctl_stop(d);
 		daemon_free(d);
