@@ -28,25 +28,32 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-"Usage: wbd [OPTION]...\n"
-"Serve NBD exports from a write-back memory cache.\n"
-"\n"
-"  -c, --config=FILE     configuration file (default " WBD_DEFAULT_CONFIG ")\n"
-"  -f, --foreground      stay in the foreground and log to stderr\n"
-"  -n, --check-config    check the configuration, print \"configuration OK\"\n"
-"                        or the error, and exit (0 if OK, 1 if not)\n"
-"  -v, --verbose         log more (repeat for debug detail)\n"
-"  -V, --version         print the version and exit\n"
-"  -h, --help            print this help and exit\n"
-"\n"
-"Signals: SIGTERM or SIGINT finish the requests in flight, flush every\n"
-"backing device and exit.\n"
-"\n"
-"Connect with, for example:\n"
-"  nbdinfo nbd://127.0.0.1:10809/EXPORT\n"
-"  nbdinfo 'nbd+unix:///EXPORT?socket=/run/wbd/nbd.sock'\n"
-"\n"
-"See wbd(8) and docs/ for the configuration file.\n");
+	    "Usage: wbd [OPTION]...\n"
+	    "Serve NBD exports from a write-back memory cache.\n"
+	    "\n"
+	    "  -c, --config=FILE     configuration file (default " WBD_DEFAULT_CONFIG
+	    ")\n"
+	    "  -f, --foreground      stay in the foreground and log to stderr\n"
+	    "  -n, --check-config    check the configuration, print \"configuration OK\"\n"
+	    "                        or the error, and exit (0 if OK, 1 if not)\n"
+	    "  -v, --verbose         log more (repeat for debug detail)\n"
+	    "  -V, --version         print the version and exit\n"
+	    "  -h, --help            print this help and exit\n"
+	    "\n"
+	    "Signals: SIGTERM or SIGINT finish the requests in flight, write all\n"
+	    "dirty data back, flush every backing device and exit; SIGHUP rereads\n"
+	    "the configuration file (as \"wbctl reload\" does, which also reports\n"
+	    "whether it was applied).\n"
+	    "\n"
+	    "Under systemd (wbd.service, Type=notify) wbd reports readiness and\n"
+	    "status, takes sockets from wbd.socket and logs with journal priorities.\n"
+	    "\n"
+	    "Connect with, for example:\n"
+	    "  nbdinfo nbd://127.0.0.1:10809/EXPORT\n"
+	    "  nbdinfo 'nbd+unix:///EXPORT?socket=/run/wbd/nbd.sock'\n"
+	    "\n"
+	    "See wbd(8), wbd.conf(5) and the docs (/usr/share/doc/wbd when packaged,\n"
+	    "docs/ in the sources).\n");
 }
 
 struct main_signals {

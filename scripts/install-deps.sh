@@ -14,8 +14,9 @@ PACKAGES=(
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
 	# tests and scripts
 	jq tmux procps util-linux
-	# tests: the source tree's own checks (layers, format)
-	git clang-format
+	# tests: the source tree's own checks (layers, format), the manual
+	# pages (mandoc -T lint)
+	git clang-format mandoc
 	# tests: the ThreadSanitizer build (scripts/test-tsan.sh) and fuzzing
 	# (scripts/fuzz.sh): clang, libFuzzer and the sanitizer runtimes,
 	# llvm-symbolizer for readable crash reports
