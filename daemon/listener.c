@@ -261,6 +261,17 @@ unix_socket_is_live(const struct sockaddr_un *sun)
 	return live;
 }
 
+bool
+listener_unix_in_use(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof sun.sun_path)
+		return false;
+	strcpy(sun.sun_path, path);
+	return unix_socket_is_live(&sun);
+}
+
 int
 unix_listen(const char *path, const char *what, int mode)
 {

@@ -6,6 +6,7 @@
 #define WBD_LISTENER_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct listener;
@@ -39,6 +40,9 @@ int listeners_adopt_rest(struct listeners *ls, struct activation *act);
 void listeners_start(struct listeners *ls);
 /* Stop accepting, close the sockets and remove Unix socket files. */
 void listeners_close(struct listeners *ls);
+
+/* Does a live server accept on the Unix socket at PATH? */
+bool listener_unix_in_use(const char *path);
 
 /*
  * Bind and listen on a Unix socket at PATH, refusing a path a live server

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -246,8 +247,14 @@ main(int argc, char **argv)
 	if (main_load_config(config_path, &cfg) < 0)
 		return 1;
 	if (check_only) {
-		printf("configuration OK\n");
+		/* Run by systemd (ExecStartPre=), wbd.socket may hold the
+		 * listeners: they are not checked then. */
+		int problems =
+		    check_host(&cfg, getenv("INVOCATION_ID") == NULL);
 		config_free(&cfg);
+		if (problems)
+			return 1;
+		printf("configuration OK\n");
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
