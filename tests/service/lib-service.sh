@@ -8,6 +8,8 @@
 #                              wait until a line of $NOTES after line AFTER
 #                              (default 0) matches REGEX; sets NOTE_LINE
 #   notes_lines                the number of lines in $NOTES now
+#   wait_log REGEX SECS        wait until a line of $LOG matches the
+#                              extended REGEX; false if none within SECS
 
 : "${SRCDIR:?SRCDIR must name tests/service}"
 SERVICE_DIR=$SRCDIR
@@ -50,4 +52,13 @@ wait_note() {
 	printf -- '--- %s ---\n' "$NOTES" >&2
 	cat "$NOTES" >&2
 	fail "no notification matching /$re/ after line $after within $secs s"
+}
+
+wait_log() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		grep -Eq -- "$1" "$LOG" && return 0
+		sleep 0.1
+	done
+	return 1
 }

@@ -40,18 +40,10 @@ PY
 client=$!
 _PIDS+=("$client")
 
-for ((i = 0; i < 100; i++)); do
-	grep -q 'watchdog: the workers of device 43:[0-9]* (flush-43:[0-9]*) did not answer' "$LOG" && break
-	sleep 0.1
-done
-grep -q 'watchdog: .* did not answer' "$LOG" ||
+wait_log 'watchdog: the workers of device 43:[0-9]* \(flush-43:[0-9]*\) did not answer' 10 ||
 	fail "no thread was reported silent while the worker was stuck"
 mark=$(notes_lines)
-for ((i = 0; i < 300; i++)); do
-	grep -q 'watchdog: every thread answers again' "$LOG" && break
-	sleep 0.1
-done
-grep -q 'watchdog: every thread answers again' "$LOG" ||
+wait_log 'watchdog: every thread answers again' 30 ||
 	fail "the threads did not answer again after the slow write"
 fed=$(tail -n +"$((mark + 1))" "$NOTES" | grep -c '^WATCHDOG=1$' || true)
 # The recovery's own WATCHDOG=1 may already be there.
