@@ -12,6 +12,11 @@
  * that does not answer), a block device's size, the cache's memory, a
  * port taken between the check and the start.
  *
+ * A live server on the control socket is taken for the wbd this file is
+ * checked for before a reload: its sockets are not checked then (a note
+ * says so).  Run by systemd as ExecStartPre= (a start), a live control
+ * socket is an error and the listeners are left to wbd.socket.
+ *
  * Main thread, before anything starts; nothing is left open or created.
  */
 #include <errno.h>
@@ -195,22 +200,34 @@ check_tcp(const struct wbd_config *cfg, size_t i)
 }
 
 int
-check_host(const struct wbd_config *cfg, bool listeners)
+check_host(const struct wbd_config *cfg, bool for_start)
 {
+	const char *ctl = cfg->control.socket;
 	int problems = 0;
 
 	for (size_t i = 0; i < cfg->n_exports; i++)
 		problems += check_backing(cfg, i);
-	if (cfg->control.socket)
-		problems +=
-		    check_unix(cfg, "control.socket", cfg->control.socket);
 	if (cfg->control.group && !getgrnam(cfg->control.group)) {
 		check_report(cfg, 0, "control.group: no group \"%s\"",
 		    cfg->control.group);
 		problems++;
 	}
-	if (!listeners)
+	if (for_start) {
+		/* wbd.socket may hold the listeners; the control socket is
+		 * wbd's own, and nothing else may hold it. */
+		return problems +
+		    (ctl ? check_unix(cfg, "control.socket", ctl) : 0);
+	}
+	if (ctl && listener_unix_in_use(ctl)) {
+		fprintf(stderr,
+		    "wbd: note: a wbd runs on control.socket %s: "
+		    "the sockets are taken to be its own (a check "
+		    "before a reload) and not checked\n",
+		    ctl);
 		return problems;
+	}
+	if (ctl)
+		problems += check_unix(cfg, "control.socket", ctl);
 	for (size_t i = 0; i < cfg->n_listen_unix; i++) {
 		char key[48];
 		snprintf(key, sizeof key, "listen.unix[%zu]", i);

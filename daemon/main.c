@@ -247,10 +247,9 @@ main(int argc, char **argv)
 	if (main_load_config(config_path, &cfg) < 0)
 		return 1;
 	if (check_only) {
-		/* Run by systemd (ExecStartPre=), wbd.socket may hold the
-		 * listeners: they are not checked then. */
-		int problems =
-		    check_host(&cfg, getenv("INVOCATION_ID") == NULL);
+		/* Run by systemd: the unit's ExecStartPre=, before a start. */
+		bool for_start = getenv("INVOCATION_ID") != NULL;
+		int problems = check_host(&cfg, for_start);
 		config_free(&cfg);
 		if (problems)
 			return 1;

@@ -24,6 +24,9 @@ echo 'memory = { lock = true; };' >>"$CONF"
 start_wbd
 grep -q 'memory.lock: wbd.s memory is locked in RAM' "$LOG" ||
 	fail "no log line for memory.lock"
+# AddressSanitizer's runtime makes mlockall a no-op: VmLck says nothing.
+asan=
+[[ $(ldd "$WBD" 2>/dev/null) == *libasan* ]] && asan=1
 before=$(vmlck_kib "$WBD_PID")
 "$PYTHON" - "$(uri_unix)" <<'PY' || fail "could not write through libnbd"
 import nbd, sys
@@ -33,7 +36,7 @@ h.pwrite(b"\x33" * (8 << 20), 0)
 h.shutdown()
 PY
 after=$(vmlck_kib "$WBD_PID")
-((after >= before + 8192)) ||
+((asan || after >= before + 8192)) ||
 	fail "VmLck did not grow with 8 MiB cached: $before kB, then $after kB"
 log "VmLck $before kB, $after kB after 8 MiB written"
 stop_wbd
