@@ -179,6 +179,7 @@ write_wbd_conf() {
 	cat >"$1" <<-EOF
 	# written by bench/run.sh
 	listen = { unix = [ "$2" ]; };
+	control = { socket = "${2%.sock}-control.sock"; };
 	cache = { size = "$5"; page_size = "4K"; };
 	writeback = { $6 };
 	exports = (

@@ -1016,13 +1016,31 @@ cfg_run_as(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* memory = { lock; } */
+static int
+cfg_memory(struct cfg_load *ld, const config_setting_t *root,
+    struct memory_conf *mc)
+{
+	static const char *const keys[] = { "lock", NULL };
+	config_setting_t *g;
+
+	if (cfg_group(ld, root, "memory", &g) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    cfg_bool(ld, g, "lock", &mc->lock) == -1)
+		return -1;
+	return 0;
+}
+
 static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "tls", "user",
-		"group", "exports", NULL };
+		"writeback", "control", "remote", "limits", "memory", "tls",
+		"user", "group", "exports", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -1035,6 +1053,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_limits(ld, root, &cfg->limits) == -1 ||
 	    cfg_tls(ld, root, &cfg->tls) == -1 ||
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
+	    cfg_memory(ld, root, &cfg->memory) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
 	for (size_t i = 0; i < cfg->n_exports; i++) {

@@ -87,6 +87,12 @@ struct run_as_conf {
 	uint32_t uid, gid;
 };
 
+/* memory = { lock; }: the process's memory, for a kernel client on the
+ * same host (docs/service.md). */
+struct memory_conf {
+	bool lock; /* mlockall at start; default false */
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -108,6 +114,7 @@ struct wbd_config {
 	struct remote_conf remote;
 	struct limits_conf limits;
 	struct tls_conf tls;
+	struct memory_conf memory;
 
 	struct export_conf *exports;
 	size_t n_exports;

@@ -77,6 +77,7 @@ struct conn {
 	                                   timeout (limits.idle_timeout_s) */
 	ev_tstamp last_request; /* when the last request came */
 	ev_timer budget_timer;  /* waiting for the memory budget */
+	ev_tstamp connected_at; /* when it chose its export */
 	enum conn_state state;
 	bool reading;                   /* rw is started */
 	bool paused;                    /* stopped by back-pressure */
@@ -767,6 +768,7 @@ conn_enter_transmission(struct conn *c)
 	c->err_seq = export_err_seq(c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
+	c->connected_at = ev_now(c->host->loop);
 	ev_timer_stop(c->host->loop, &c->hs_timer);
 	if (c->host->idle_timeout_s) {
 		c->last_request = ev_now(c->host->loop);
@@ -1080,7 +1082,11 @@ conn_maybe_finish(struct conn *c)
 	h->n_conns--;
 	if (c->exp)
 		__atomic_sub_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
-	log_debug("%s: closed", c->peer);
+	if (c->exp)
+		log_info("%s: connection to export \"%s\" closed after %.1f s",
+		    c->peer, c->exp->name, ev_now(h->loop) - c->connected_at);
+	else
+		log_debug("%s: closed", c->peer);
 	h->conn_gone(h, c->client);
 	hs_ctx_clear(&c->hs);
 	peer_ident_clear(&c->ident);

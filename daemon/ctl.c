@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "buf.h"
 #include "cache.h"
 #include "clock.h"
@@ -37,7 +38,7 @@
 #include "ioloop.h"
 #include "listener.h"
 #include "log.h"
-#include "reload.h"
+#include "service.h"
 #include "ratelimit.h"
 #include "utf8.h"
 #include "wbdev.h"
@@ -450,7 +451,7 @@ ctl_cmd_reload(struct ctl_client *cl)
 
 	log_info("control: reload requested by uid %u (pid %d)",
 	    (unsigned)cl->uid, (int)cl->pid);
-	if (daemon_reload(cl->cs->d, msg, sizeof msg) < 0) {
+	if (service_reload(cl->cs->d, msg, sizeof msg) < 0) {
 		ctl_error(cl, "EINVAL", "%s", msg);
 		return;
 	}
@@ -787,17 +788,26 @@ ctl_open(struct daemon *d)
 		log_info("control socket disabled (control.socket = \"none\")");
 		return 0;
 	}
+	/* A socket from systemd has the mode and group its unit gave it
+	 * (SocketMode=, SocketGroup=). */
+	d->ctl_fd = activation_claim_unix(&d->act, cc->socket);
+	if (d->ctl_fd >= 0) {
+		d->ctl_passed = true;
+		log_info("control socket %s (socket from systemd)", cc->socket);
+		return 0;
+	}
 	d->ctl_fd = unix_listen(cc->socket, "control socket", (int)cc->mode);
 	if (d->ctl_fd < 0)
 		return -1;
 	if (cc->group) {
 		struct group *g = getgrnam(cc->group);
 		if (!g) {
-			log_warnx("control.group \"%s\": no such group", cc->group);
+			log_errorx("control.group \"%s\": no such group",
+			    cc->group);
 			goto fail;
 		}
 		if (chown(cc->socket, (uid_t)-1, g->gr_gid) < 0) {
-			log_warn("control socket %s: chown to group %s",
+			log_error("control socket %s: chown to group %s",
 			    cc->socket, cc->group);
 			goto fail;
 		}
@@ -819,7 +829,7 @@ ctl_start(struct daemon *d)
 		return 0;
 	struct ctl_state *cs = calloc(1, sizeof *cs);
 	if (!cs) {
-		log_warn("control socket");
+		log_errorx("control socket: out of memory");
 		return -1;
 	}
 	cs->d = d;
@@ -836,7 +846,8 @@ ctl_start(struct daemon *d)
 	}
 	cs->io = ioloop_new(d, 0);
 	if (!cs->io) {
-		log_warn("control socket: cannot set up its thread");
+		log_errorx("control socket: cannot set up its thread: out of "
+			   "memory");
 		free(cs);
 		return -1;
 	}
@@ -897,7 +908,8 @@ ctl_stop(struct daemon *d)
 	if (d->ctl_fd >= 0) {
 		close(d->ctl_fd);
 		d->ctl_fd = -1;
-		if (d->cfg.control.socket)
+		/* A socket systemd passed is the socket unit's to remove. */
+		if (d->cfg.control.socket && !d->ctl_passed)
 			unix_unlink(d->cfg.control.socket);
 	}
 }

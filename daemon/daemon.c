@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -29,6 +30,7 @@
 #include "lock.h"
 #include "log.h"
 #include "nbd-proto.h"
+#include "notify.h"
 #include "pending.h"
 #include "pool.h"
 #include "settings.h"
@@ -42,6 +44,10 @@
 /* Shutdown retries a failing device this many times (1, 2, 4, 8 s apart). */
 #define DAEMON_DRAIN_ATTEMPTS   5
 #define DAEMON_REFUSE_LOG_NS (10ull * 1000000000ull)
+/* A long drain is reported this often, and asks the service manager
+ * for this much more time each time. */
+#define DAEMON_DRAIN_REPORT_S 5
+#define DAEMON_DRAIN_EXTEND_S 60
 
 _Static_assert(WB_DEV_MAX_TARGETS >= EXPORT_TABLE_MAX,
     "a device takes every export the table holds");
@@ -281,18 +287,34 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 static int
 daemon_open_backends(struct daemon *d, struct backend **backends)
 {
+	char why[512];
+
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
+		/* What goes wrong is said once: a warning if the export
+		 * waits for its remote, an error with the file and line if
+		 * wbd cannot start. */
+		log_capture_begin(why, sizeof why);
 		backends[i] = backing_open(ec, &d->cfg.remote);
-		if (!backends[i] && pending_wanted(ec, errno) &&
-		    pending_add(d->pending, ec, &d->cfg.remote) == 0)
-			continue;       /* served once its remote answers */
-		if (!backends[i]) {
-			log_warnx("%s:%d: export \"%s\": cannot open backing "
-			    "\"%s\"", d->cfg.path, ec->line, ec->name,
-			    ec->backing);
-			return -1;
+		int err = errno;
+		log_capture_end();
+		if (backends[i] ||
+		    (pending_wanted(ec, err) &&
+			pending_add(d->pending, ec, &d->cfg.remote) == 0)) {
+			if (why[0])
+				log_warnx("%s", why);
+			continue; /* without a backend: served once its
+					   remote answers */
 		}
+		if (why[0])
+			log_errorx("%s:%d: export \"%s\": %s", d->cfg.path,
+			    ec->line, ec->name, why);
+		else
+			log_errorx("%s:%d: export \"%s\": cannot open backing "
+				   "\"%s\": %s",
+			    d->cfg.path, ec->line, ec->name, ec->backing,
+			    strerror(err));
+		return -1;
 	}
 	return 0;
 }
@@ -309,7 +331,7 @@ daemon_create_cache(struct daemon *d)
 
 	d->cache = cache_new(&cp);
 	if (!d->cache) {
-		log_warn("cannot set up a %llu-byte cache",
+		log_error("cannot set up a %llu-byte cache",
 		    (unsigned long long)cp.size_bytes);
 		return -1;
 	}
@@ -338,8 +360,17 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 		if (!b)
 			continue;       /* waiting for its remote */
 		backends[i] = NULL;     /* the export's, or closed */
-		if (daemon_install_export(d, &d->cfg.exports[i], b) < 0)
+		char why[512];
+		log_capture_begin(why, sizeof why);
+		int r = daemon_install_export(d, &d->cfg.exports[i], b);
+		log_capture_end();
+		if (r < 0) {
+			log_errorx("%s:%d: %s", d->cfg.path,
+			    d->cfg.exports[i].line, why);
 			return -1;
+		}
+		if (why[0])
+			log_warnx("%s", why);
 	}
 	return 0;
 }
@@ -381,7 +412,7 @@ daemon_start_io_threads(struct daemon *d)
 		n = DAEMON_MAX_IO_THREADS;
 	d->io = calloc(n, sizeof *d->io);
 	if (!d->io) {
-		log_warn("cannot start the I/O threads");
+		log_errorx("start-up: out of memory for the I/O threads");
 		return -1;
 	}
 
@@ -402,7 +433,8 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->grace = &d->grace;
 		}
 		if (!d->io[i])
-			log_warn("cannot set up I/O thread %u", i);
+			log_errorx("start-up: out of memory for I/O thread %u",
+			    i);
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
 			d->io[i] = NULL;
@@ -491,6 +523,41 @@ drain_job_done(struct job *job)
 }
 
 /*
+ * Wait, LOCK held, until no drain job is left RUNNING.  Every
+ * DAEMON_DRAIN_REPORT_S: a line in the log with what is left, and the
+ * same to the service manager with more time (EXTEND_TIMEOUT_USEC), so
+ * that a slow drain is never killed half-way by TimeoutStopSec=.  The
+ * drain itself is bounded (DAEMON_DRAIN_ATTEMPTS per export).
+ */
+static void
+daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
+    unsigned *running)
+{
+	uint64_t next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
+	struct cache_stats st;
+	char left[32], line[160];
+
+	while (*running > 0) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(cond, lock, &until);
+		if (*running == 0 || now_ns() < next_ns)
+			continue;
+		next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
+		cache_get_stats(d->cache, &st);
+		uint64_t pages = st.dirty_pages + st.writeback_pages;
+		size_human(pages * d->wb.page_size, left, sizeof left);
+		snprintf(line, sizeof line,
+		    "stopping: writing back, %s of "
+		    "dirty data left, %u export(s) not finished",
+		    left, *running);
+		log_info("%s", line);
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+	}
+}
+
+/*
  * Write back everything (shutdown): every export on its own device's
  * workers, all devices at once, so a device that fails or is slow holds up
  * no other.  Returns the number of exports left dirty or unflushed.
@@ -508,11 +575,16 @@ daemon_drain_all(struct daemon *d)
 	struct export *e;
 
 	cache_get_stats(d->cache, &st);
-	if (st.dirty_pages + st.writeback_pages)
-		log_info("shutdown: writing back %s of dirty data",
-		    size_human((st.dirty_pages + st.writeback_pages) *
-		    d->wb.page_size, b, sizeof b));
 	/* tune_lock held: no reload adds or removes, and the tick is over. */
+	uint64_t pages = st.dirty_pages + st.writeback_pages;
+	if (pages) {
+		char line[96];
+		size_human(pages * d->wb.page_size, b, sizeof b);
+		snprintf(line, sizeof line,
+		    "stopping: writing back %s of dirty data", b);
+		log_info("shutdown: writing back %s of dirty data", b);
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+	}
 	pthread_mutex_lock(&lock);
 	export_table_foreach(&d->exports, i, e) {
 		if (e->tflags & NBD_FLAG_READ_ONLY)
@@ -524,8 +596,7 @@ daemon_drain_all(struct daemon *d)
 		running++;
 		pool_submit(e->dev->pool, &jobs[i].job);
 	}
-	while (running > 0)
-		pthread_cond_wait(&cond, &lock);
+	daemon_drain_wait(d, &lock, &cond, &running);
 	pthread_mutex_unlock(&lock);
 	export_table_foreach(&d->exports, i, e) {
 		if (e->tflags & NBD_FLAG_READ_ONLY)
@@ -534,19 +605,23 @@ daemon_drain_all(struct daemon *d)
 			uint64_t cached, dirty;
 			cache_file_stats(e->cf, &cached, &dirty);
 			if (dirty)
-				log_warnx("SHUTDOWN WITH DATA NOT WRITTEN BACK: "
+				log_errorx(
+				    "SHUTDOWN WITH DATA NOT WRITTEN BACK: "
 				    "export \"%s\" (%s, device %s) still holds "
 				    "%s of dirty data that could not be written: "
-				    "it is LOST when wbd exits", e->name,
-				    e->backend->description, e->dev->name,
+				    "it is LOST when wbd exits",
+				    e->name, e->backend->description,
+				    e->dev->name,
 				    size_human(dirty * d->wb.page_size, b,
-				    sizeof b));
+					sizeof b));
 			else
-				log_warnx("SHUTDOWN WITHOUT A FINAL FLUSH: export "
+				log_errorx(
+				    "SHUTDOWN WITHOUT A FINAL FLUSH: export "
 				    "\"%s\" (%s, device %s): everything was "
 				    "written, but the device's flush failed, so "
-				    "it may not be durable", e->name,
-				    e->backend->description, e->dev->name);
+				    "it may not be durable",
+				    e->name, e->backend->description,
+				    e->dev->name);
 			left++;
 		}
 	}
@@ -617,7 +692,7 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	d->drain_jobs = calloc(EXPORT_TABLE_MAX, sizeof *d->drain_jobs);
 	if (!d->loop || !d->pending || !d->opened || !d->devs || !d->slots ||
 	    !d->drain_jobs || export_table_init(&d->exports) < 0) {
-		log_warnx("start-up: out of memory");
+		log_errorx("start-up: out of memory");
 		return -1;
 	}
 	return 0;
@@ -672,8 +747,9 @@ daemon_open_tls(struct daemon *d)
 int
 daemon_open(struct daemon *d)
 {
-	if (daemon_open_tls(d) < 0 || daemon_open_backends(d, d->opened) < 0 ||
-	    listeners_open(&d->listeners, &d->cfg) < 0)
+	if (daemon_open_tls(d) < 0 || activation_take(&d->act) < 0 ||
+	    daemon_open_backends(d, d->opened) < 0 ||
+	    listeners_open(&d->listeners, &d->act, &d->cfg) < 0)
 		return -1;
 	daemon_warn_exposed(&d->cfg);
 	return 0;
@@ -691,6 +767,8 @@ daemon_start(struct daemon *d)
 	    DAEMON_TICK_S);
 	d->periodic.data = d;
 	ev_timer_start(d->loop, &d->periodic);
+	if (listeners_adopt_rest(&d->listeners, &d->act) < 0)
+		return -1;
 	listeners_start(&d->listeners);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
 	    "writeback device(s)%s", WBD_VERSION, daemon_n_exports(d), d->n_io,
@@ -722,6 +800,10 @@ daemon_shutdown(struct daemon *d)
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	listeners_close(&d->listeners);
+	/* The I/O threads cut a connection that takes longer than 30 s. */
+	if (d->n_io)
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull,
+		    "stopping: finishing the requests in flight");
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_drain(d->io[i]);
 	for (unsigned i = 0; i < d->n_io; i++)
@@ -743,8 +825,9 @@ daemon_shutdown(struct daemon *d)
 		d->devs[i]->pool = NULL;
 	}
 	if (failed)
-		log_warnx("shutdown: %d export(s) could not be written back "
-		    "and flushed", failed);
+		log_errorx("shutdown: %d export(s) could not be written back "
+			   "and flushed",
+		    failed);
 	else
 		log_info("shutdown complete: all dirty data written back and "
 		    "flushed");
@@ -755,6 +838,7 @@ void
 daemon_free(struct daemon *d)
 {
 	listeners_close(&d->listeners);
+	activation_free(&d->act);
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_free(d->io[i]);
 	free(d->io);

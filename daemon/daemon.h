@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "activation.h"
 #include "config.h"
 #include "export-table.h"
 #include "grace.h"
@@ -50,6 +51,9 @@ struct daemon {
 	struct tls_server tls; /* the tls group, swapped by reload */
 
 	struct listeners listeners;
+	/* Sockets systemd passed, until claimed (daemon_open, ctl_open) or
+	 * served as extra listeners (daemon_start). */
+	struct activation act;
 	/* Opened before detaching, made exports by daemon_start. */
 	struct backend **opened;
 
@@ -75,6 +79,7 @@ struct daemon {
 
 	/* The control socket (ctl.c) and its thread. */
 	int ctl_fd;
+	bool ctl_passed; /* ctl_fd came from systemd */
 	struct ioloop *ctl_io;
 	struct ctl_state *ctl;
 	/* Serialises tune and reload (control thread, main thread). */
@@ -99,9 +104,9 @@ struct daemon {
 
 /* Set up D for CFG (which it takes over); 0, or -1 if out of memory. */
 int daemon_init(struct daemon *d, struct wbd_config *cfg);
-/* Everything that can fail on bad input, before detaching: the backing
- * devices (an unreachable remote waits) and the listeners.  -1 after
- * logging why. */
+/* Everything that can fail on bad input, before detaching: the sockets
+ * systemd passed, the backing devices (an unreachable remote waits) and
+ * the listeners.  -1 after logging why. */
 int daemon_open(struct daemon *d);
 /* After detaching: the cache, the exports and their devices, the I/O
  * threads, the tick; then accept connections.  -1 after logging why. */

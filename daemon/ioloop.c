@@ -164,7 +164,7 @@ ioloop_start_named(struct ioloop *io, const char *name)
 
 	if (r != 0) {
 		errno = r;
-		log_warn("cannot start thread %s", name);
+		log_error("cannot start thread %s", name);
 		return -1;
 	}
 	pthread_setname_np(io->thread, name);

@@ -6,6 +6,7 @@
 #define WBD_LISTENER_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct listener;
@@ -26,15 +27,24 @@ struct listeners {
 	struct ratelimit accept_log;
 };
 
+struct activation;
 struct wbd_config;
 
 /* Bind CFG's TCP ("host:port", "[v6]:port") and Unix listeners (the
- * latter with listen.unix_mode and unix_group); -1 after logging why
- * (those bound stay, for listeners_close). */
-int listeners_open(struct listeners *ls, const struct wbd_config *cfg);
+ * latter with listen.unix_mode and unix_group), or take the socket systemd
+ * passed for the address from ACT; -1 after logging why (those bound
+ * stay, for listeners_close). */
+int listeners_open(struct listeners *ls, struct activation *act,
+    const struct wbd_config *cfg);
+/* Serve every socket of ACT that nothing claimed too; -1 if out of
+ * memory. */
+int listeners_adopt_rest(struct listeners *ls, struct activation *act);
 void listeners_start(struct listeners *ls);
 /* Stop accepting, close the sockets and remove Unix socket files. */
 void listeners_close(struct listeners *ls);
+
+/* Does a live server accept on the Unix socket at PATH? */
+bool listener_unix_in_use(const char *path);
 
 /*
  * Bind and listen on a Unix socket at PATH, refusing a path a live server

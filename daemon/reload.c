@@ -97,6 +97,9 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 		    "needs a restart");
 	if (oc->writeback.max_io_bytes != nc->writeback.max_io_bytes)
 		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
+	if (oc->memory.lock != nc->memory.lock)
+		reload_note(msg, msglen,
+		    "memory.lock changed: needs a restart");
 	if (!str_equal(oc->control.socket, nc->control.socket) ||
 	    oc->control.mode != nc->control.mode ||
 	    !str_equal(oc->control.group, nc->control.group) ||

@@ -19,6 +19,9 @@ PACKAGES=(
 	gnutls-bin
 	# tests: the source tree's own checks (layers, format)
 	git clang-format
+	# tests: the source tree's own checks (layers, format), the manual
+	# pages (mandoc -T lint)
+	git clang-format mandoc
 	# tests: the ThreadSanitizer build (scripts/test-tsan.sh) and fuzzing
 	# (scripts/fuzz.sh): clang, libFuzzer and the sanitizer runtimes,
 	# llvm-symbolizer for readable crash reports

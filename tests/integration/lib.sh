@@ -204,6 +204,13 @@ SPAWNED_PID=
 spawn_wbd() {
 	local conf=$1 logf=$2
 	shift 2
+	# The built-in control socket, /run/wbd/control.sock, is the packaged
+	# service's: a test that took it would show up in its wbctl status,
+	# or stop it from starting.
+	grep -Eq '^[[:space:]]*control[[:space:]]*=' "$conf" ||
+		fail "$conf names no control socket: wbd would take the packaged /run/wbd/control.sock"
+	! grep -q '/run/wbd/' "$conf" ||
+		fail "$conf uses /run/wbd/, the packaged service's directory"
 	_LOGS+=("$logf")
 	"$WBD" -f -c "$conf" "$@" >>"$logf" 2>&1 &
 	SPAWNED_PID=$!

@@ -170,7 +170,7 @@ test_shipped_conf_loads(void **state)
 	assert_string_equal(e->name, "disk0");
 	assert_string_equal(e->backing, "/var/lib/wbd/disk0.img");
 	assert_non_null(e->description);
-	assert_true(e->size_bytes == 10 * GiB);
+	assert_true(e->size_bytes == 64 * MiB);
 	assert_false(e->readonly);
 	assert_int_equal(e->cache_mode, CACHE_WRITEBACK);
 	assert_true(e->line > 0);
@@ -545,8 +545,8 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	expect_error(*state, "unknown-top.conf",
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
-	    "cache, writeback, control, remote, limits, tls, user, group, "
-	    "exports");
+	    "cache, writeback, control, remote, limits, memory, tls, user, "
+	    "group, exports");
 }
 
 static void
@@ -622,6 +622,24 @@ test_error_direct_not_a_bool(void **state)
 	    "    direct = 1; }\n"
 	    ");\n",
 	    3, "exports[0].direct", "expected true or false, got 1");
+}
+
+static void
+test_memory_lock(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, write_conf(f, "memory-default.conf", EXPORTS_OK));
+	assert_false(f->cfg.memory.lock);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "memory-lock.conf",
+		"memory = { lock = true; };\n" EXPORTS_OK));
+	assert_true(f->cfg.memory.lock);
+	config_free(&f->cfg);
+	expect_error(f, "memory-lock-int.conf",
+	    "memory = { lock = 1; };\n" EXPORTS_OK, 1, "memory.lock",
+	    "expected true or false, got 1");
 }
 
 static void
@@ -1368,6 +1386,7 @@ main(void)
 		T(test_error_bool_where_size_expected),
 		T(test_error_string_where_bool_expected),
 		T(test_error_direct_not_a_bool),
+		T(test_memory_lock),
 		T(test_error_direct_with_an_nbd_backing),
 		T(test_error_unknown_key_near_direct),
 		T(test_error_number_where_string_expected),
