@@ -143,10 +143,12 @@ stop_wbd "$SPAWNED_PID"
 # A start-up failure names its cause, not only "start-up failed".
 printf 'listen = { unix = [ "%s" ]; };\ncontrol = { socket = "none"; };\nexports = ( { name = "x"; backing = "%s"; size = "1M"; } );\n' \
 	"$T/fail.sock" "$T/no-such-dir/x.img" >"$T/fail.conf"
-check 0 -n -c "$T/fail.conf"
+check 1 -n -c "$T/fail.conf"
+grep -q "fail.conf:3: .*no-such-dir" <<<"$OUT" ||
+	fail "wbd -n: expected the missing directory with FILE:LINE, got: $OUT"
 check 1 -f -c "$T/fail.conf"
-grep -q "start-up failed" <<<"$OUT" && grep -q "no-such-dir/x.img" <<<"$OUT" ||
-	fail "a failed start-up: expected its cause (the backing), got: $OUT"
+grep -q "error: .*no-such-dir" <<<"$OUT" ||
+	fail "a failed start-up: expected its cause (the backing's directory), got: $OUT"
 
 # Export names are UTF-8 (the protocol's strings are, and wbctl's JSON):
 # a name that is not is refused with its line.

@@ -43,7 +43,7 @@ grep -q "control socket $CTL (socket from systemd)" "$LOG" ||
 	fail "wbd did not use the passed control socket"
 grep -q "listening on unix $EXTRA (socket from systemd named extra, not in listen)" "$LOG" ||
 	fail "the passed socket missing from listen is not served"
-grep -q "listening on unix $OWN\$" "$LOG" ||
+grep -q "listening on unix $OWN (mode " "$LOG" ||
 	fail "wbd did not bind $OWN, which was not passed"
 
 nbdinfo "$(uri_tcp disk0)" >/dev/null || fail "not served on the passed TCP socket"
