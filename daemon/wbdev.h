@@ -13,6 +13,7 @@
 #include "job.h"
 #include "pool.h"
 #include "ratelimit.h"
+#include "stats.h"
 
 struct wb_target;
 
@@ -46,6 +47,9 @@ struct wb_dev {
 
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;
+
+	/* Runs written back, by reason, and how long they took. */
+	struct stats_wb stats;
 };
 
 #define WB_DEV_MAX_TARGETS 256
