@@ -77,6 +77,11 @@ struct limits_conf {
 	                                connection together (budget.h) */
 };
 
+/* The HTTP endpoint for Prometheus (metrics-http.c). */
+struct metrics_conf {
+	char *listen; /* "host:port"; NULL: off (default) */
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -93,6 +98,7 @@ struct wbd_config {
 	struct remote_conf remote;
 	struct limits_conf limits;
 	struct tls_conf tls;
+	struct metrics_conf metrics;
 
 	struct export_conf *exports;
 	size_t n_exports;

@@ -18,6 +18,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics-http.h"
 #include "reload.h"
 
 static void
@@ -122,6 +123,7 @@ main(int argc, char **argv)
 	struct daemon *d = &dstate;
 	struct main_signals sigs;
 	struct wbd_config cfg;
+	struct metrics_http *mh = NULL;
 
 	while ((ch = getopt_long(argc, argv, "c:fnvVh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -165,7 +167,8 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Everything that can fail on bad input, before detaching. */
-	if (daemon_init(d, &cfg) < 0 || daemon_open(d) < 0 || ctl_open(d) < 0) {
+	if (daemon_init(d, &cfg) < 0 || daemon_open(d) < 0 || ctl_open(d) < 0 ||
+	    metrics_http_open(d, &mh) < 0) {
 		ctl_stop(d);
 		daemon_free(d);
 		log_warnx("start-up failed");
@@ -178,9 +181,11 @@ main(int argc, char **argv)
 		log_init("wbd", LOG_TO_SYSLOG, verbosity);
 	}
 	main_signals_start(&sigs, d);
-	if (daemon_start(d) < 0 || ctl_start(d) < 0) {
+	if (daemon_start(d) < 0 || ctl_start(d) < 0 ||
+	    metrics_http_start(mh) < 0) {
 		log_warnx("start-up failed");
 		daemon_shutdown(d);
+		metrics_http_stop(mh);
 		ctl_stop(d);
 		daemon_free(d);
 		return 1;
@@ -191,6 +196,7 @@ main(int argc, char **argv)
 	/* Stop accepting, finish what is in flight, write everything back;
 	 * the control socket answers until the end. */
 	int failed = daemon_shutdown(d);
+	metrics_http_stop(mh);
 	ctl_stop(d);
 	daemon_free(d);
 	return failed ? 1 : 0;
