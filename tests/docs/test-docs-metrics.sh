@@ -4,7 +4,8 @@
 # family has samples) is in its tables with its type and labels, and the
 # tables name none that wbd lacks; every value of the command, op and
 # reason labels is in its Labels row, and the histogram bounds are the
-# ones listed.
+# ones listed.  And the Grafana dashboard (docs/grafana-wbd.json) queries
+# only metrics wbd exposes.
 source "${SRCDIR:?SRCDIR must name tests/metrics}/lib-metrics.sh"
 : "${DOCDIR:?DOCDIR must name docs/}"
 need_python_nbd
@@ -17,8 +18,8 @@ add_remote_export r0 "$(kit_uri "$KIT_SOCK")"
 start_wbd
 wbctl metrics >"$T/metrics.prom" || fail "wbctl metrics failed"
 
-"$MPY" - "$T/metrics.prom" "$DOCDIR/metrics.md" <<'PY' || fail "see above"
-import re, sys
+"$MPY" - "$T/metrics.prom" "$DOCDIR/metrics.md" "$DOCDIR/grafana-wbd.json" <<'PY' || fail "see above"
+import json, re, sys
 from metrics import families
 text = open(sys.argv[1]).read()
 doc = open(sys.argv[2]).read()
@@ -76,6 +77,18 @@ else:
     if doc_bounds != {float(b) for b in bounds if b != "+Inf"}:
         errs.append("histogram bounds: documented %s, exposed %s"
                     % (sorted(doc_bounds), sorted(bounds)))
+# The dashboard's queries.
+dash = json.load(open(sys.argv[3]))
+exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+exprs += [v["definition"] for v in dash["templating"]["list"]
+          if "definition" in v]
+for expr in exprs:
+    for name in re.findall(r"\bwbd_[a-z0-9_]+", expr):
+        base = re.sub(r"_(bucket|count|sum)$", "", name)
+        if name not in exposed and not (base in exposed and
+                                         exposed[base][0] == "histogram"):
+            errs.append("grafana-wbd.json queries %s, which wbd does not "
+                        "expose" % name)
 for e in errs:
     print("FAIL: " + e)
 if errs:
