@@ -31,6 +31,8 @@ enum metrics_type {
 	COUNTER
 };
 
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
 /* A metric read from one member of a status object ("a.b": nested). */
 struct metrics_row {
 	const char *key;
@@ -398,60 +400,117 @@ metrics_device_work(FILE *f, json_t *devices)
 
 /* --- from the statistics ------------------------------------------------ */
 
+/*
+ * A metric read from the statistics: the uint64_t at OFFSET in each
+ * entity's struct, times SCALE; or, with LABEL, an array of them, one
+ * sample per entry of VALUES (NULL entries left out).
+ */
+struct metrics_stat {
+	const char *name;
+	enum metrics_type type;
+	size_t offset;
+	const char *label;
+	const char *const *values;
+	unsigned n_values;
+	double scale;
+	const char *help;
+};
+
 struct metrics_export {
 	const char *name;
 	struct stats_export_io st;
+	uint64_t paced_now;
 };
 
-/* One counter per export, from FIELD of its statistics (times SCALE). */
+struct metrics_dev {
+	const char *name;
+	struct stats_wb st;
+};
+
 static void
-metrics_export_counter(FILE *f, const struct metrics_export *x, size_t n,
-    const char *name, const char *type, size_t offset, double scale,
-    const char *help)
+metrics_stat_value(FILE *f, const char *p, double scale)
 {
-	metrics_family(f, name, type, help);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t v;
-		memcpy(&v, (const char *)&x[i].st + offset, sizeof v);
-		metrics_start(f, name, "", "export", x[i].name, NULL, NULL);
-		if (scale == 1)
-			metrics_u64(f, v);
-		else
-			metrics_double(f, (double)v * scale);
+	uint64_t v;
+
+	memcpy(&v, p, sizeof v);
+	if (scale == 1)
+		metrics_u64(f, v);
+	else
+		metrics_double(f, (double)v * scale);
+}
+
+/* M's samples for one entity, WHO (labelled LABEL), whose struct is at E. */
+static void
+metrics_stat_samples(FILE *f, const struct metrics_stat *m, const char *label,
+    const char *who, const char *e)
+{
+	if (!m->label) {
+		metrics_start(f, m->name, "", label, who, NULL, NULL);
+		metrics_stat_value(f, e + m->offset, m->scale);
+		return;
+	}
+	for (unsigned j = 0; j < m->n_values; j++) {
+		if (!m->values[j])
+			continue;
+		metrics_start(f, m->name, "", label, who, m->label,
+		    m->values[j]);
+		metrics_stat_value(f, e + m->offset + j * sizeof(uint64_t),
+		    m->scale);
 	}
 }
+
+/* ROWS for N entities of STRIDE bytes at BASE, each starting with its
+ * name (a const char *), labelled LABEL. */
+static void
+metrics_stats(FILE *f, const struct metrics_stat *rows, size_t nrows,
+    const char *label, const void *base, size_t stride, size_t n)
+{
+	for (size_t r = 0; r < nrows; r++) {
+		metrics_family(f, rows[r].name, metrics_type_name(rows[r].type),
+		    rows[r].help);
+		for (size_t i = 0; i < n; i++) {
+			const char *e = (const char *)base + i * stride;
+			const char *who;
+			memcpy(&who, e, sizeof who);
+			metrics_stat_samples(f, &rows[r], label, who, e);
+		}
+	}
+}
+
+#define EXPORT_STAT(field) offsetof(struct metrics_export, st.field)
+
+static const struct metrics_stat metrics_export_stats[] = {
+	{ "wbd_export_requests_total", COUNTER, EXPORT_STAT(requests),
+	    "command", metrics_cmds, STATS_N_CMDS, 1,
+	    "Requests answered, by NBD command (refused ones included)." },
+	{ "wbd_export_request_errors_total", COUNTER, EXPORT_STAT(errors),
+	    "command", metrics_cmds, STATS_N_CMDS, 1,
+	    "Requests answered with an NBD error, by command." },
+	{ "wbd_export_read_bytes_total", COUNTER, EXPORT_STAT(read_bytes), NULL,
+	    NULL, 0, 1, "Bytes answered to successful READs." },
+	{ "wbd_export_written_bytes_total", COUNTER, EXPORT_STAT(written_bytes),
+	    NULL, NULL, 0, 1, "Bytes of successful WRITEs." },
+	{ "wbd_throttle_paced_writes_total", COUNTER, EXPORT_STAT(paced), NULL,
+	    NULL, 0, 1,
+	    "Write replies held back by writer throttling (dirty data high)." },
+	{ "wbd_throttle_held_writes_total", COUNTER, EXPORT_STAT(held), NULL,
+	    NULL, 0, 1,
+	    "Of those, replies held at the dirty limit until there was room." },
+	{ "wbd_throttle_pause_seconds_total", COUNTER, EXPORT_STAT(pause_ns),
+	    NULL, NULL, 0, 1e-9,
+	    "Time write replies were held back by throttling, added up." },
+	{ "wbd_throttle_writes_paced", GAUGE,
+	    offsetof(struct metrics_export, paced_now), NULL, NULL, 0, 1,
+	    "Write replies being held back by throttling now." },
+};
 
 static void
 metrics_exports_stats(FILE *f, const struct metrics_export *x, size_t n)
 {
-	const char *req = "wbd_export_requests_total";
-	const char *err = "wbd_export_request_errors_total";
 	const char *lat = "wbd_export_request_duration_seconds";
 
-	metrics_family(f, req, "counter",
-	    "Requests answered, by NBD command (refused ones included).");
-	for (size_t i = 0; i < n; i++)
-		for (unsigned c = 0; c < STATS_N_CMDS; c++)
-			if (metrics_cmds[c]) {
-				metrics_start(f, req, "", "export", x[i].name,
-				    "command", metrics_cmds[c]);
-				metrics_u64(f, x[i].st.requests[c]);
-			}
-	metrics_family(f, err, "counter",
-	    "Requests answered with an NBD error, by command.");
-	for (size_t i = 0; i < n; i++)
-		for (unsigned c = 0; c < STATS_N_CMDS; c++)
-			if (metrics_cmds[c]) {
-				metrics_start(f, err, "", "export", x[i].name,
-				    "command", metrics_cmds[c]);
-				metrics_u64(f, x[i].st.errors[c]);
-			}
-	metrics_export_counter(f, x, n, "wbd_export_read_bytes_total",
-	    "counter", offsetof(struct stats_export_io, read_bytes), 1,
-	    "Bytes answered to successful READs.");
-	metrics_export_counter(f, x, n, "wbd_export_written_bytes_total",
-	    "counter", offsetof(struct stats_export_io, written_bytes), 1,
-	    "Bytes of successful WRITEs.");
+	metrics_stats(f, metrics_export_stats, N(metrics_export_stats),
+	    "export", x, sizeof *x, n);
 	metrics_family(f, lat, "histogram",
 	    "Time from a request's arrival (its payload read) to its reply "
 	    "being queued, by kind: READ answered from the cache (read_hit) "
@@ -461,81 +520,53 @@ metrics_exports_stats(FILE *f, const struct metrics_export *x, size_t n)
 		for (unsigned o = 0; o < STATS_N_OPS; o++)
 			metrics_hist(f, lat, "export", x[i].name, "op",
 			    metrics_ops[o], &x[i].st.lat[o]);
-	metrics_export_counter(f, x, n, "wbd_throttle_paced_writes_total",
-	    "counter", offsetof(struct stats_export_io, paced), 1,
-	    "Write replies held back by writer throttling (dirty data high).");
-	metrics_export_counter(f, x, n, "wbd_throttle_held_writes_total",
-	    "counter", offsetof(struct stats_export_io, held), 1,
-	    "Of those, replies held at the dirty limit until there was room.");
-	metrics_export_counter(f, x, n, "wbd_throttle_pause_seconds_total",
-	    "counter", offsetof(struct stats_export_io, pause_ns), 1e-9,
-	    "Time write replies were held back by throttling, added up.");
-	metrics_family(f, "wbd_throttle_writes_paced", "gauge",
-	    "Write replies being held back by throttling now.");
-	for (size_t i = 0; i < n; i++) {
-		metrics_start(f, "wbd_throttle_writes_paced", "", "export",
-		    x[i].name, NULL, NULL);
-		metrics_u64(f, x[i].st.paced - x[i].st.paced_done);
-	}
 }
+
+#define DEV_STAT(field) offsetof(struct metrics_dev, st.field)
 
 static void
 metrics_devices_stats(FILE *f, struct daemon *d)
 {
-	size_t n = daemon_n_devs(d);
-	struct stats_wb *w = calloc(n ? n : 1, sizeof *w);
-	const char *bytes = "wbd_device_writeback_bytes_total";
-	const char *runs = "wbd_device_writeback_runs_total";
+	const char *reasons[STATS_WB_REASONS];
+	const struct metrics_stat rows[] = {
+		{ "wbd_device_writeback_bytes_total", COUNTER, DEV_STAT(bytes),
+		    "reason", reasons, STATS_WB_REASONS, 1,
+		    "Bytes written back to the device, by the reason of the "
+		    "work (background, periodic, flush, fua, shutdown, sync)." },
+		{ "wbd_device_writeback_runs_total", COUNTER, DEV_STAT(runs),
+		    "reason", reasons, STATS_WB_REASONS, 1,
+		    "Writeback runs (one write of adjacent dirty pages) that "
+		    "succeeded, by reason." },
+		{ "wbd_device_writeback_failed_runs_total", COUNTER,
+		    DEV_STAT(failed_runs), NULL, NULL, 0, 1,
+		    "Writeback runs that failed (their pages stay dirty)." },
+		{ "wbd_device_writeback_runs_in_flight", GAUGE,
+		    DEV_STAT(in_flight), NULL, NULL, 0, 1,
+		    "Writeback runs begun and not yet ended." },
+	};
 	const char *dur = "wbd_device_writeback_run_duration_seconds";
+	size_t n = daemon_n_devs(d);
+	struct metrics_dev *w = calloc(n ? n : 1, sizeof *w);
 
 	if (!w)
 		return;
-	for (size_t i = 0; i < n; i++)
-		stats_wb_get(&d->devs[i]->stats, &w[i]);
-	metrics_family(f, bytes, "counter",
-	    "Bytes written back to the device, by the reason of the work "
-	    "(background, periodic, flush, fua, shutdown, sync).");
-	for (size_t i = 0; i < n; i++)
-		for (unsigned r = 0; r < STATS_WB_REASONS; r++) {
-			metrics_start(f, bytes, "", "device", d->devs[i]->name,
-			    "reason", wb_reason_name(r));
-			metrics_u64(f, w[i].bytes[r]);
-		}
-	metrics_family(f, runs, "counter",
-	    "Writeback runs (one write of adjacent dirty pages) that "
-	    "succeeded, by reason.");
-	for (size_t i = 0; i < n; i++)
-		for (unsigned r = 0; r < STATS_WB_REASONS; r++) {
-			metrics_start(f, runs, "", "device", d->devs[i]->name,
-			    "reason", wb_reason_name(r));
-			metrics_u64(f, w[i].runs[r]);
-		}
-	metrics_family(f, "wbd_device_writeback_failed_runs_total", "counter",
-	    "Writeback runs that failed (their pages stay dirty).");
+	for (unsigned r = 0; r < STATS_WB_REASONS; r++)
+		reasons[r] = wb_reason_name(r);
 	for (size_t i = 0; i < n; i++) {
-		metrics_start(f, "wbd_device_writeback_failed_runs_total", "",
-		    "device", d->devs[i]->name, NULL, NULL);
-		metrics_u64(f, w[i].failed_runs);
+		w[i].name = d->devs[i]->name;
+		stats_wb_get(&d->devs[i]->stats, &w[i].st);
 	}
-	metrics_family(f, "wbd_device_writeback_runs_in_flight", "gauge",
-	    "Writeback runs begun and not yet ended.");
-	for (size_t i = 0; i < n; i++) {
-		metrics_start(f, "wbd_device_writeback_runs_in_flight", "",
-		    "device", d->devs[i]->name, NULL, NULL);
-		metrics_u64(f, w[i].in_flight);
-	}
+	metrics_stats(f, rows, N(rows), "device", w, sizeof *w, n);
 	metrics_family(f, dur, "histogram",
 	    "Time a writeback run took, from its write being issued to its "
 	    "end, failed or not.");
 	for (size_t i = 0; i < n; i++)
-		metrics_hist(f, dur, "device", d->devs[i]->name, NULL, NULL,
-		    &w[i].run_time);
+		metrics_hist(f, dur, "device", w[i].name, NULL, NULL,
+		    &w[i].st.run_time);
 	free(w);
 }
 
 /* --- the whole ----------------------------------------------------------- */
-
-#define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static void
 metrics_write(FILE *f, struct daemon *d, json_t *st)
@@ -560,6 +591,7 @@ metrics_write(FILE *f, struct daemon *d, json_t *st)
 			continue;
 		x[n].name = e->name;
 		ctl_export_stats(d, e, &x[n].st);
+		x[n].paced_now = x[n].st.paced - x[n].st.paced_done;
 		n++;
 	}
 	metrics_exports_stats(f, x, n);
