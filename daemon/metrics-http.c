@@ -206,6 +206,9 @@ metrics_http_answer(void *cls, struct MHD_Connection *conn, const char *url,
 }
 
 /* libmicrohttpd's own complaints, into wbd's log. */
+static void metrics_http_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
 static void
 metrics_http_log(void *cls, const char *fmt, va_list ap)
 {

@@ -7,7 +7,7 @@
 #  A. disk0 (a local file): page-aligned writes that land in the cache,
 #     FUA writes, reads that hit and reads that miss, FLUSH, TRIM, a READ
 #     and a WRITE past the end (refused: counted as errors).
-#  B. r0 (a remote behind nbdkit, one thread, 40 ms a write): a writer
+#  B. r0 (a remote behind nbdkit, one thread, 200 ms a write): a writer
 #     far faster than writeback, with a 4M dirty limit, is paced.
 #  C. nbdkit fails every write (its error filter): FLUSH fails, the
 #     device counts failed runs and errors, the export its writeback
@@ -20,7 +20,7 @@ need_wbctl
 
 ERRS=$T/errors-on
 start_nbdkit kit --threads=1 --filter=error --filter=delay memory 32M \
-	delay-write=40ms error-pwrite=EIO error-pwrite-rate=100% \
+	delay-write=200ms error-pwrite=EIO error-pwrite-rate=100% \
 	error-pwrite-file="$ERRS"
 add_export disk0 16M rw
 add_remote_export r0 "$(kit_uri "$KIT_SOCK")"
