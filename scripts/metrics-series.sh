@@ -120,27 +120,23 @@ bg.join()
 open(t + "/errors-on", "w").close()
 for i in range(8):
     r.pwrite(os.urandom(256 << 10), (200 << 20) + i * (256 << 10))
-def failing_flush():
-    try:
-        r.flush()
-    except nbd.Error:
-        pass
-    time.sleep(0.5)
+def flush_every(secs):
+    def step():
+        try:
+            r.flush()
+        except nbd.Error:
+            pass                # while the errors last
+        time.sleep(secs)
+    return step
 bg = threading.Thread(target=disk_loop, args=(at(26), False))
 bg.start()
-until(at(26), failing_flush)
+until(at(26), flush_every(0.5))
 bg.join()
 # 26-36 s: the errors stop; disk0 reads a cold area.
 os.unlink(t + "/errors-on")
 bg = threading.Thread(target=disk_loop, args=(at(36), True))
 bg.start()
-def recovering():
-    try:
-        r.flush()
-    except nbd.Error:
-        pass
-    time.sleep(1)
-until(at(36), recovering)
+until(at(36), flush_every(1))
 bg.join()
 time.sleep(1)
 stop.set()

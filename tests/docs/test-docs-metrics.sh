@@ -12,10 +12,7 @@ need_python_nbd
 need_prometheus
 need_wbctl
 
-start_nbdkit kit memory 16M
-add_export disk0 16M rw
-add_remote_export r0 "$(kit_uri "$KIT_SOCK")"
-start_wbd
+start_local_and_remote
 wbctl metrics >"$T/metrics.prom" || fail "wbctl metrics failed"
 
 "$MPY" - "$T/metrics.prom" "$DOCDIR/metrics.md" "$DOCDIR/grafana-wbd.json" <<'PY' || fail "see above"

@@ -11,12 +11,7 @@ need_python_nbd
 need_prometheus
 need_wbctl
 
-start_nbdkit kit memory 16M
-add_export disk0 16M rw
-add_remote_export r0 "$(kit_uri "$KIT_SOCK")"
-write_config
-add_metrics_listen
-start_wbd
+start_local_and_remote http
 dev=$(dev_majmin "$T/disk0.img")
 
 "$PYTHON" - "$(uri_unix disk0)" "$(uri_unix r0)" <<'PY' || fail "the workload failed"
