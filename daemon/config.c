@@ -1016,6 +1016,30 @@ cfg_run_as(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* metrics = { listen = "127.0.0.1:9712"; } */
+static int
+cfg_metrics(struct cfg_load *ld, const config_setting_t *root,
+    struct metrics_conf *mc)
+{
+	static const char *const keys[] = { "listen", NULL };
+	config_setting_t *g;
+	const char *str;
+	int r;
+
+	if (cfg_group(ld, root, "metrics", &g) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    (r = cfg_string(ld, g, "listen", 255, &str)) == -1)
+		return -1;
+	if (r == 1 &&
+	    (cfg_check_tcp(ld, config_setting_get_member(g, "listen")) == -1 ||
+		cfg_strdup(ld, str, &mc->listen) == -1))
+		return -1;
+	return 0;
+}
+
 /* memory = { lock; } */
 static int
 cfg_memory(struct cfg_load *ld, const config_setting_t *root,
@@ -1040,7 +1064,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
 		"writeback", "control", "remote", "limits", "memory", "tls",
-		"user", "group", "exports", NULL };
+		"metrics", "user", "group", "exports", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -1054,6 +1078,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_tls(ld, root, &cfg->tls) == -1 ||
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
 	    cfg_memory(ld, root, &cfg->memory) == -1 ||
+	    cfg_metrics(ld, root, &cfg->metrics) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1)
 		return -1;
 	for (size_t i = 0; i < cfg->n_exports; i++) {
@@ -1171,6 +1196,7 @@ config_free(struct wbd_config *cfg)
 	free(cfg->tls.psk_file);
 	free(cfg->tls.priority);
 	free(cfg->warnings);
+	free(cfg->metrics.listen);
 	for (i = 0; i < cfg->writeback.n_devices; i++)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);

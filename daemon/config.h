@@ -93,6 +93,11 @@ struct memory_conf {
 	bool lock; /* mlockall at start; default false */
 };
 
+/* The HTTP endpoint for Prometheus (metrics-http.c). */
+struct metrics_conf {
+	char *listen; /* "host:port"; NULL: off (default) */
+};
+
 struct wbd_config {
 	char *path;                     /* the file it came from */
 
@@ -115,6 +120,7 @@ struct wbd_config {
 	struct limits_conf limits;
 	struct tls_conf tls;
 	struct memory_conf memory;
+	struct metrics_conf metrics;
 
 	struct export_conf *exports;
 	size_t n_exports;

@@ -95,6 +95,7 @@ struct conn {
 	                                TLS names once TLS is up) */
 	bool refusal_logged;     /* the log says so once */
 	struct export *exp;
+	struct stats_export_io *stats; /* exp's on this thread */
 	struct proto_export_view view;
 
 	uint8_t *rbuf;
@@ -506,6 +507,9 @@ conn_reply(struct request *req)
 		o->niov = 2;
 	}
 	o->bytes = o->iov[0].iov_len + (o->niov == 2 ? o->iov[1].iov_len : 0);
+	stats_request_done(c->stats, req->nbd.type, req->nbd.flags,
+	    req->nbd.count, err != 0, req->queued, req->start_ns,
+	    req->paced_ns);
 	conn_queue_out(c, o);
 }
 
@@ -563,6 +567,7 @@ conn_pace(struct conn *c, struct request *req)
 	ev_timer_init(&req->throttle, conn_pace_cb, req->pause_ms < 0 ?
 	    CONN_PACE_POLL_S : req->pause_ms / 1000.0, 0);
 	req->throttle.data = req;
+	req->paced_ns = stats_pace_begin(c->stats, req->pause_ms < 0);
 	c->throttled++;
 	ev_timer_start(c->host->loop, &req->throttle);
 }
@@ -574,6 +579,7 @@ conn_job_done(struct job *job)
 	struct request *req = container_of(job, struct request, job);
 	struct conn *c = req->conn;
 
+	req->queued = true;
 	if (req->err_seq_checked)
 		c->err_seq = req->err_seq;
 	if (export_complete(req->export, req) == EXPORT_PACE)
@@ -590,6 +596,7 @@ conn_submit(struct conn *c, struct request *req)
 	req->job.owner = c->host->owner;
 	req->err_seq = c->err_seq;
 	req->flushed = c->flushed;
+	req->start_ns = now_ns();
 	enum export_verdict v = export_submit(c->exp, req);
 	c->flushed = req->flushed;
 	switch (v) {
@@ -766,6 +773,7 @@ conn_enter_transmission(struct conn *c)
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
 	c->err_seq = export_err_seq(c->exp);
+	c->stats = stats_io_export(&c->host->stats, c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
 	c->connected_at = ev_now(c->host->loop);

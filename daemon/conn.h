@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "stats.h"
+
 /* Each connection's own input buffer, outside the memory budget: with
  * limits.max_connections, part of wbd's fixed overhead. */
 #define CONN_RBUF_BYTES (128u << 10)
@@ -36,6 +38,7 @@ struct conn_host {
 	unsigned idle_timeout_s;        /* limits.idle_timeout_s, 0: off */
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
+	struct stats_io stats; /* its requests, per export */
 };
 
 /* Take ownership of an accepted, non-blocking socket (H's thread); PEER

@@ -14,6 +14,9 @@
  * it longer, but commands are refused once stopping is set, before that.
  * No I/O thread or worker takes it: a status holding it delays only the
  * tick's installing of waiting exports (a trylock) and a reload.
+ *
+ * The request statistics (FLUSH latency, pacing) are each I/O thread's own
+ * (stats.h), read without a lock and added up here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +25,11 @@
 #include "backend.h"
 #include "cache.h"
 #include "conn.h"
-#include "ctl.h"
+#include "ctl-proto.h"
+#include "ctl-status.h"
 #include "daemon.h"
 #include "export.h"
+#include "ioloop.h"
 #include "nbd-proto.h"
 #include "pending.h"
 #include "pool.h"
@@ -34,6 +39,52 @@
 #include "writeback.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+void
+ctl_export_stats(struct daemon *d, struct export *e,
+    struct stats_export_io *sum)
+{
+	memset(sum, 0, sizeof *sum);
+	for (unsigned i = 0; i < d->n_io; i++)
+		stats_io_add(&d->io[i]->host.stats, e, sum);
+}
+
+static void
+ctl_set_u64(json_t *o, const char *key, uint64_t v)
+{
+	json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+/* The FLUSH latency and pacing figures of X, into O (the same names for
+ * an export and for all of them). */
+static void
+ctl_request_figures(json_t *o, const struct stats_export_io *x)
+{
+	const struct stats_hist *fl = &x->lat[STATS_OP_FLUSH];
+
+	ctl_set_u64(o, "flushes", stats_hist_count(fl));
+	ctl_set_u64(o, "flush_p50_us", stats_hist_quantile_ns(fl, 0.5) / 1000);
+	ctl_set_u64(o, "flush_p99_us", stats_hist_quantile_ns(fl, 0.99) / 1000);
+	ctl_set_u64(o, "paced_writes", x->paced);
+	ctl_set_u64(o, "held_writes", x->held);
+	ctl_set_u64(o, "paced_now", x->paced - x->paced_done);
+	ctl_set_u64(o, "pause_ms", x->pause_ns / 1000000);
+}
+
+/* Add X's figures to SUM. */
+static void
+ctl_stats_merge(struct stats_export_io *sum, const struct stats_export_io *x)
+{
+	const struct stats_hist *h = &x->lat[STATS_OP_FLUSH];
+
+	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
+		sum->lat[STATS_OP_FLUSH].bucket[i] += h->bucket[i];
+	sum->lat[STATS_OP_FLUSH].sum_ns += h->sum_ns;
+	sum->paced += x->paced;
+	sum->held += x->held;
+	sum->paced_done += x->paced_done;
+	sum->pause_ns += x->pause_ns;
+}
 
 /* The thresholds: what each is in effect, in bytes, and the settings
  * table's rows as set. */
@@ -63,7 +114,8 @@ ctl_thresholds_json(struct daemon *d)
 }
 
 static json_t *
-ctl_export_json(struct daemon *d, struct export *e, bool details)
+ctl_export_json(struct daemon *d, struct export *e, bool details,
+    struct stats_export_io *all)
 {
 	uint64_t ps = d->wb.page_size;
 	json_t *o = json_pack("{s:s, s:I, s:s, s:b, s:s}",
@@ -95,14 +147,21 @@ ctl_export_json(struct daemon *d, struct export *e, bool details)
 	    (json_int_t)(cached * ps)));
 	json_object_set_new(o, "dirty_bytes", json_integer(
 	    (json_int_t)(dirty * ps)));
-	json_object_set_new(o, "writeback_bytes", json_integer(
-	    (json_int_t)(cache_file_writeback_pages(e->cf) * ps)));
+	uint64_t wb_pages = cache_file_writeback_pages(e->cf);
+	json_object_set_new(o, "writeback_bytes",
+	    json_integer((json_int_t)(wb_pages * ps)));
+	json_object_set_new(o, "at_risk_bytes",
+	    json_integer((json_int_t)((dirty + wb_pages) * ps)));
 	json_object_set_new(o, "oldest_dirty_age_ms", json_integer(
 	    oldest && now > oldest ? (json_int_t)((now - oldest) / 1000000) : 0));
 	json_object_set_new(o, "connections", json_integer(
 	    LOAD(&e->connections)));
 	json_object_set_new(o, "writeback_errors", json_integer(
 	    (json_int_t)export_err_seq(e)));
+	struct stats_export_io x;
+	ctl_export_stats(d, e, &x);
+	ctl_request_figures(o, &x);
+	ctl_stats_merge(all, &x);
 	return o;
 }
 
@@ -137,6 +196,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    "connections", (int)bs.connections,
 		    "last_error", bs.last_error[0] ?
 		    json_string(bs.last_error) : json_null());
+		ctl_set_u64(remote, "reconnects", bs.reconnects);
+		ctl_set_u64(remote, "failed_reconnects", bs.failed_attempts);
 	}
 	json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
 	    " s:{s:i, s:b, s:b, s:i, s:i, s:i, s:i}, s:I, s:I, s:i, s:i, s:I,"
@@ -195,12 +256,16 @@ ctl_status_json_locked(struct daemon *d)
 	uint64_t ps = d->wb.page_size;
 	json_t *exports = json_array(), *devices = json_array();
 	struct export *e;
+	json_t *requests = json_object();
+	struct stats_export_io all;
 
+	memset(&all, 0, sizeof all);
 	cache_get_stats(d->cache, &cs);
 	export_table_foreach(&d->exports, i, e)
 		if (!export_retired(e))
 			json_array_append_new(exports,
-			    ctl_export_json(d, e, true));
+			    ctl_export_json(d, e, true, &all));
+	ctl_request_figures(requests, &all);
 	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
 	json_t *waiting = json_array();
@@ -228,9 +293,9 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)bs.reserve_bytes, "inflight_small_bytes",
 	    (json_int_t)bs.small_bytes, "connection_buffer_bytes",
 	    (json_int_t)conns * CONN_RBUF_BYTES);
-	return json_pack("{s:b, s:i, s:s, s:i, s:I,"
-			 " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
-			 " s:o, s:o, s:o, s:o, s:o, s:o}",
+	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
+			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
+			      " s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
 	    (json_int_t)((now_ns() - d->started_ns) / 1000000000u), "cache",
@@ -242,6 +307,11 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)cs.evictions, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
 	    "limits", limits, "tls", ctl_tls_json(d));
+	if (o)
+		json_object_set_new(o, "requests", requests);
+	else
+		json_decref(requests);
+	return o;
 }
 
 json_t *
@@ -261,7 +331,8 @@ ctl_exports_json(struct daemon *d)
 
 	export_table_foreach(&d->exports, i, e)
 		if (!export_retired(e))
-			json_array_append_new(a, ctl_export_json(d, e, false));
+			json_array_append_new(a,
+			    ctl_export_json(d, e, false, NULL));
 	return json_pack("{s:b, s:i, s:o}", "ok", 1, "v", CTL_PROTOCOL_VERSION,
 	    "exports", a);
 }

@@ -32,6 +32,7 @@
 #include "cache.h"
 #include "clock.h"
 #include "ctl-request.h"
+#include "ctl-status.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "export.h"
@@ -39,6 +40,8 @@
 #include "listener.h"
 #include "log.h"
 #include "service.h"
+#include "metrics.h"
+#include "reload.h"
 #include "ratelimit.h"
 #include "utf8.h"
 #include "wbdev.h"
@@ -460,6 +463,26 @@ ctl_cmd_reload(struct ctl_client *cl)
 	ctl_send(cl, o);
 }
 
+/* The Prometheus exposition, as one JSON string. */
+static void
+ctl_cmd_metrics(struct ctl_client *cl)
+{
+	size_t len;
+	char *text = metrics_render(cl->cs->d, &len);
+	json_t *o = text ? ctl_ok() : NULL;
+
+	if (o) {
+		json_object_set_new(o, "content_type",
+		    json_string(METRICS_CONTENT_TYPE));
+		json_object_set_new(o, "text", json_stringn(text, len));
+	}
+	free(text);
+	if (o)
+		ctl_send(cl, o);
+	else
+		ctl_error(cl, "ENOMEM", "out of memory");
+}
+
 static void
 ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 {
@@ -490,6 +513,9 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		break;
 	case CTL_CMD_EXPORTS:
 		ctl_send(cl, ctl_exports_json(d));
+		break;
+	case CTL_CMD_METRICS:
+		ctl_cmd_metrics(cl);
 		break;
 	case CTL_CMD_TUNE:
 		ctl_cmd_tune(cl, req.json);

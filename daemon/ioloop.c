@@ -253,5 +253,6 @@ ioloop_free(struct ioloop *io)
 		return;
 	ev_loop_destroy(io->loop);
 	pthread_mutex_destroy(&io->lock);
+	stats_io_free(&io->host.stats);
 	free(io);
 }

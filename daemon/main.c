@@ -24,6 +24,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "privs.h"
+#include "metrics-http.h"
 #include "reload.h"
 #include "service.h"
 #include "size.h"
@@ -218,6 +219,7 @@ main(int argc, char **argv)
 	struct main_signals sigs;
 	struct service svc = { 0 };
 	struct wbd_config cfg;
+	struct metrics_http *mh = NULL;
 
 	while ((ch = getopt_long(argc, argv, "c:fnvVh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -272,7 +274,8 @@ main(int argc, char **argv)
 	/* Each failure below has logged its cause, once, as an error. */
 	if (daemon_init(d, &cfg) < 0 || main_lock_memory_check(&d->cfg) < 0 ||
 	    daemon_open(d) < 0 || ctl_open(d) < 0 ||
-	    privs_drop(&d->cfg.run_as) < 0) {
+	    metrics_http_open(d, &mh) < 0 || privs_drop(&d->cfg.run_as) < 0) {
+		metrics_http_stop(mh);
 		ctl_stop(d);
 		daemon_free(d);
 		return 1;
@@ -285,8 +288,9 @@ main(int argc, char **argv)
 	}
 	main_signals_start(&sigs, d);
 	if (main_lock_memory(&d->cfg) < 0 || daemon_start(d) < 0 ||
-	    ctl_start(d) < 0) {
+	    ctl_start(d) < 0 || metrics_http_start(mh) < 0) {
 		daemon_shutdown(d);
+		metrics_http_stop(mh);
 		ctl_stop(d);
 		daemon_free(d);
 		return 1;
@@ -300,6 +304,7 @@ main(int argc, char **argv)
 	 * the control socket answers until the end. */
 	service_stop(&svc);
 	int failed = daemon_shutdown(d);
+	metrics_http_stop(mh);
 	ctl_stop(d);
 	service_free(&svc);
 	daemon_free(d);

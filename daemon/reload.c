@@ -106,6 +106,9 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	    !str_equal(oc->control.admin_group, nc->control.admin_group))
 		reload_note(msg, msglen, "control settings changed: needs a "
 		    "restart");
+	if (!str_equal(oc->metrics.listen, nc->metrics.listen))
+		reload_note(msg, msglen,
+		    "metrics.listen changed: needs a restart");
 	if (oc->limits.max_connections != nc->limits.max_connections ||
 	    oc->limits.max_connections_per_client !=
 		nc->limits.max_connections_per_client ||

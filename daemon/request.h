@@ -50,6 +50,10 @@ struct request {
 	bool flushed;                   /* in/out: the client sent a FLUSH */
 	int pause_ms;                   /* out, EXPORT_PACE: hold the reply
 	                                   this long (-1: until room) */
+	/* For the statistics (stats.h), kept by the connection. */
+	uint64_t start_ns;              /* submitted to the export */
+	uint64_t paced_ns;              /* its reply held from then */
+	bool queued;                    /* carried out on a worker */
 	ev_timer throttle;              /* a paced write's reply delay */
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];

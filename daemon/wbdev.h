@@ -14,6 +14,7 @@
 #include "pool.h"
 #include "pubtab.h"
 #include "ratelimit.h"
+#include "stats.h"
 
 struct grace;
 struct wb_target;
@@ -52,6 +53,9 @@ struct wb_dev {
 
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;
+
+	/* Runs written back, by reason, and how long they took. */
+	struct stats_wb stats;
 };
 
 /* As many as the export table holds (daemon.c checks): a device takes

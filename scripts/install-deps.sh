@@ -11,12 +11,17 @@ PACKAGES=(
 	meson ninja-build pkg-config gcc libc6-dev
 	libev-dev libconfig-dev libnbd-dev libcmocka-dev libjansson-dev libsystemd-dev
 	libgnutls28-dev
+	# the HTTP endpoint for Prometheus (metrics.listen)
+	libmicrohttpd-dev
 	# tests: real NBD clients and servers
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
 	# tests and scripts
 	jq tmux procps util-linux
 	# tests: TLS certificates and PSK keys made on the fly
 	gnutls-bin
+	# tests: the metrics exposition read by Prometheus's own parser, the
+	# HTTP endpoint scraped with curl; docs: the dashboard's picture
+	python3-prometheus-client curl python3-matplotlib
 	# tests: the source tree's own checks (layers, format)
 	git clang-format
 	# tests: the source tree's own checks (layers, format), the manual

@@ -317,6 +317,25 @@ test_listeners_of_every_form(void **state)
 }
 
 static void
+test_metrics_endpoint_is_off_unless_listen_is_set(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "no-metrics.conf", "metrics = { };\n" EXPORTS_OK));
+	assert_null(f->cfg.metrics.listen);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "metrics.conf",
+		"metrics = { listen = \"127.0.0.1:9712\"; };\n" EXPORTS_OK));
+	assert_string_equal(f->cfg.metrics.listen, "127.0.0.1:9712");
+	config_free(&f->cfg);
+	expect_error(f, "metrics-bad.conf",
+	    "metrics = {\n  listen = \"9712\";\n};\n" EXPORTS_OK, 2,
+	    "metrics.listen", "expected \"host:port\"");
+}
+
+static void
 test_unix_only_listener_drops_the_tcp_default(void **state)
 {
 	struct fixture *f = *state;
@@ -545,8 +564,8 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	expect_error(*state, "unknown-top.conf",
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
-	    "cache, writeback, control, remote, limits, memory, tls, user, "
-	    "group, exports");
+	    "cache, writeback, control, remote, limits, memory, tls, metrics, "
+	    "user, group, exports");
 }
 
 static void
@@ -1365,6 +1384,7 @@ main(void)
 		T(test_cache_size_may_be_a_share_of_ram),
 		T(test_thresholds_may_be_given_in_bytes),
 		T(test_listeners_of_every_form),
+		T(test_metrics_endpoint_is_off_unless_listen_is_set),
 		T(test_unix_only_listener_drops_the_tcp_default),
 		T(test_every_cache_mode_and_readonly),
 		T(test_direct_is_per_export_and_off_by_default),
