@@ -199,15 +199,15 @@ verify_files() {
 	}
 }
 
-# raw_check DEV: RAW_MIB random MiB written to DEV (after its first MiB)
+# raw_check DEV MIB: MIB random MiB written to DEV (after its first MiB)
 # read back identical once the page cache is dropped.
 raw_check() {
-	head -c $((RAW_MIB * 1048576)) /dev/urandom >/tmp/raw
+	head -c $(($2 * 1048576)) /dev/urandom >/tmp/raw
 	must "raw write to $1" \
 		dd if=/tmp/raw of="$1" bs=1M seek=1 conv=fsync 2>/dev/null
 	must "flushing $1's buffers" blockdev --flushbufs "$1"
 	echo 3 >/proc/sys/vm/drop_caches
-	dd if="$1" bs=1M skip=1 count="$RAW_MIB" 2>/dev/null | cmp -s - /tmp/raw ||
+	dd if="$1" bs=1M skip=1 count="$2" 2>/dev/null | cmp -s - /tmp/raw ||
 		fail "$MODE: raw read-back differs from what was written"
 	rm -f /tmp/raw
 }
@@ -227,7 +227,7 @@ run_mode() {
 	attach "$dev"
 
 	step "$MODE: raw write of ${RAW_MIB} MiB, read-back compare"
-	raw_check "$dev"
+	raw_check "$dev" "$RAW_MIB"
 
 	step "$MODE: mkfs.ext4"
 	must "mkfs.ext4 $dev" mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev"
@@ -280,8 +280,13 @@ refused() {
 	dev=$1
 	what=$2
 	shift 2
-	timeout 120 nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096 "$@" &&
+	if timeout 120 nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096 "$@" \
+	    >/tmp/refused.out 2>&1; then
+		cat /tmp/refused.out
 		fail "tls: $what attached $dev under tls.mode require"
+	fi
+	# nbd-client's messages, on one line (they may not end with a newline).
+	echo "$what, refused: $(tr '\n' ' ' </tmp/refused.out)"
 	[ "$(cat "/sys/block/${dev#/dev/}/size")" = 0 ] ||
 		fail "tls: $dev has a size after $what was refused"
 }
@@ -312,8 +317,8 @@ run_tls() {
 	step "tls: attach $dev with -certfile, -keyfile, -cacertfile"
 	attach "$dev"
 	grep 'TLS up' "$WBD_LOG" | tail -n 1
-	step "tls: raw write of ${RAW_MIB} MiB, read-back compare"
-	raw_check "$dev"
+	step "tls: raw write of ${TLS_RAW_MIB} MiB, read-back compare"
+	raw_check "$dev" "$TLS_RAW_MIB"
 	step "tls: sync, detach, stop wbd (SIGTERM)"
 	sync
 	detach "$dev"

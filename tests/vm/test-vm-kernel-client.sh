@@ -32,8 +32,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 
 # What the guest does, in MiB: the files written before the first detach
-# (FILES x FILE_MIB) are half as large again as wbd's cache.
+# (FILES x FILE_MIB) are half as large again as wbd's cache; TLS_RAW_MIB
+# goes through nbd-client's TLS proxy (software AES is slow under TCG).
 CACHE_MIB=32 DISK_MIB=512 RAW_MIB=16 FILES=6 FILE_MIB=8 KILL_FILES=3
+TLS_RAW_MIB=8
 BACKING_TMPFS_MIB=640 GUEST_MIB=1024
 
 say() { printf '%s: %s\n' "$NAME" "$*" >&2; }
@@ -251,6 +253,7 @@ TLS_SKIP="$TLS_SKIP"
 CACHE_MIB=$CACHE_MIB
 DISK_MIB=$DISK_MIB
 RAW_MIB=$RAW_MIB
+TLS_RAW_MIB=$TLS_RAW_MIB
 FILES=$FILES
 FILE_MIB=$FILE_MIB
 KILL_FILES=$KILL_FILES
