@@ -12,6 +12,12 @@
 #   on the same backing; re-attach; replay the journal (mount, umount);
 #   e2fsck -fn; verify every synced file.
 #
+# Then over TLS: wbd with tls.mode "require" and verify_peer; a plain attach
+# and one without a client certificate are refused; an attach with
+# nbd-client's -certfile/-keyfile/-cacertfile (its TLS proxy process carries
+# the kernel's socket); raw write, read-back compare; detach.  "SKIP tls:
+# REASON" instead when the guest's nbd-client or the host cannot do TLS.
+#
 # Every step prints "WBD-VM: STEP ..."; the last line is "WBD-VM: PASS" or
 # "WBD-VM: FAIL <reason>", then the guest powers off.  The host reads the
 # serial console's log.  Settings come from /etc/vm-test.env.
@@ -31,6 +37,9 @@ exec </dev/null >/dev/console 2>&1
 
 PORT=10809
 CONF=/etc/wbd.conf
+TLS_DIR=/etc/wbd-tls	# pki/: the server's files; client/: the client's
+# TLS_OPTS: nbd-client's TLS options, for every connection (empty: plain).
+TLS_OPTS=
 CTL=/run/wbd/control.sock
 WBD_LOG=/tmp/wbd.log
 WBD_PID=
@@ -86,14 +95,20 @@ exports = (
   { name = "disk0"; backing = "/data/disk0.img"; size = "${DISK_MIB}M"; }
 );
 EOF
+{
+	cat "$CONF"
+	echo "tls = { mode = \"require\"; certificates = \"$TLS_DIR/pki\"; verify_peer = true; };"
+} >"$CONF.tls"
 
 # ------------------------------------------------------------- the daemon
+# start_wbd [CONFIG]: start wbd (default config $CONF), wait until it serves.
 start_wbd() {
-	wbd -f -c "$CONF" >>"$WBD_LOG" 2>&1 &
+	wbd -f -c "${1:-$CONF}" >>"$WBD_LOG" 2>&1 &
 	WBD_PID=$!
 	i=0
 	# Ready once it lists its exports: the listener and the export are up.
-	until nbd-client -l 127.0.0.1 "$PORT" 2>/dev/null | grep -qx disk0; do
+	# shellcheck disable=SC2086 # TLS_OPTS is a list of options
+	until nbd-client -l 127.0.0.1 "$PORT" $TLS_OPTS 2>/dev/null | grep -qx disk0; do
 		kill -0 "$WBD_PID" 2>/dev/null || fail "wbd exited during start-up"
 		i=$((i + 1))
 		[ "$i" -lt 600 ] || fail "wbd did not list its export after 600 tries"
@@ -123,15 +138,17 @@ check_wbd_log() {
 }
 
 # ---------------------------------------------------------- the NBD device
-# attach DEV: connect DEV to wbd's disk0 in $MODE (netlink or ioctl).
+# attach DEV: connect DEV to wbd's disk0 in $MODE (netlink, ioctl, or tls:
+# netlink with $TLS_OPTS).
 attach() {
 	dev=$1
+	# shellcheck disable=SC2086 # TLS_OPTS is a list of options
 	if [ "$MODE" = ioctl ]; then
 		must "nbd-client (ioctl) $dev" \
 			nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096 -L
 	else
-		must "nbd-client (netlink) $dev" \
-			nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096
+		must "nbd-client ($MODE) $dev" \
+			nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096 $TLS_OPTS
 	fi
 	sz=/sys/block/${dev#/dev/}/size
 	i=0
@@ -182,6 +199,19 @@ verify_files() {
 	}
 }
 
+# raw_check DEV MIB: MIB random MiB written to DEV (after its first MiB)
+# read back identical once the page cache is dropped.
+raw_check() {
+	head -c $(($2 * 1048576)) /dev/urandom >/tmp/raw
+	must "raw write to $1" \
+		dd if=/tmp/raw of="$1" bs=1M seek=1 conv=fsync 2>/dev/null
+	must "flushing $1's buffers" blockdev --flushbufs "$1"
+	echo 3 >/proc/sys/vm/drop_caches
+	dd if="$1" bs=1M skip=1 count="$2" 2>/dev/null | cmp -s - /tmp/raw ||
+		fail "$MODE: raw read-back differs from what was written"
+	rm -f /tmp/raw
+}
+
 # ------------------------------------------------------------- one mode
 run_mode() {
 	MODE=$1
@@ -197,14 +227,7 @@ run_mode() {
 	attach "$dev"
 
 	step "$MODE: raw write of ${RAW_MIB} MiB, read-back compare"
-	head -c $((RAW_MIB * 1048576)) /dev/urandom >/tmp/raw
-	must "raw write to $dev" \
-		dd if=/tmp/raw of="$dev" bs=1M seek=1 conv=fsync 2>/dev/null
-	must "flushing $dev's buffers" blockdev --flushbufs "$dev"
-	echo 3 >/proc/sys/vm/drop_caches
-	dd if="$dev" bs=1M skip=1 count="$RAW_MIB" 2>/dev/null | cmp -s - /tmp/raw ||
-		fail "$MODE: raw read-back differs from what was written"
-	rm -f /tmp/raw
+	raw_check "$dev" "$RAW_MIB"
 
 	step "$MODE: mkfs.ext4"
 	must "mkfs.ext4 $dev" mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev"
@@ -252,8 +275,61 @@ run_mode() {
 	say "OK $MODE"
 }
 
+# refused DEV WHAT OPTION...: nbd-client with OPTIONs must not attach DEV.
+refused() {
+	dev=$1
+	what=$2
+	shift 2
+	if timeout 120 nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096 "$@" \
+	    >/tmp/refused.out 2>&1; then
+		cat /tmp/refused.out
+		fail "tls: $what attached $dev under tls.mode require"
+	fi
+	# nbd-client's messages, on one line (they may not end with a newline).
+	echo "$what, refused: $(tr '\n' ' ' </tmp/refused.out)"
+	[ "$(cat "/sys/block/${dev#/dev/}/size")" = 0 ] ||
+		fail "tls: $dev has a size after $what was refused"
+}
+
+# ------------------------------------------------------------------- TLS
+# run_tls DEV: the kernel's client over TLS, with a client certificate.
+run_tls() {
+	MODE=tls
+	dev=$1
+	if ! nbd-client -h 2>&1 | grep -q -- -certfile; then
+		say "SKIP tls: this nbd-client has no TLS options (built without GnuTLS)"
+		return
+	fi
+	if [ -n "${TLS_SKIP:-}" ]; then
+		say "SKIP tls: $TLS_SKIP"
+		return
+	fi
+	rm -f /data/disk0.img
+	: >"$WBD_LOG"
+	ca=$TLS_DIR/client/ca-cert.pem
+	step "tls: start wbd (tls.mode require, verify_peer, disk ${DISK_MIB} MiB)"
+	TLS_OPTS="-certfile $TLS_DIR/client/client-cert.pem -keyfile $TLS_DIR/client/client-key.pem -cacertfile $ca -tlshostname localhost"
+	start_wbd "$CONF.tls"
+	step "tls: a plain attach and one without a client certificate are refused"
+	refused "$dev" "a plain nbd-client"
+	refused "$dev" "nbd-client without a client certificate" \
+		-enable-tls -cacertfile "$ca" -tlshostname localhost
+	step "tls: attach $dev with -certfile, -keyfile, -cacertfile"
+	attach "$dev"
+	grep 'TLS up' "$WBD_LOG" | tail -n 1
+	step "tls: raw write of ${TLS_RAW_MIB} MiB, read-back compare"
+	raw_check "$dev" "$TLS_RAW_MIB"
+	step "tls: sync, detach, stop wbd (SIGTERM)"
+	sync
+	detach "$dev"
+	TLS_OPTS=
+	stop_wbd
+	say "OK tls"
+}
+
 run_mode netlink /dev/nbd0 /dev/nbd1
 run_mode ioctl /dev/nbd2 /dev/nbd3
+run_tls /dev/nbd4
 step "done"
 say PASS
 poweroff_now

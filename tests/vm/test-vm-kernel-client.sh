@@ -6,15 +6,18 @@
 # depends on, unpacked with dpkg-deb -x, never installed; kept trimmed in a
 # cache directory), builds an initramfs with busybox, nbd.ko and ext4, the
 # wbd and wbctl of this build and Debian's nbd-client and e2fsprogs (each
-# with the shared libraries ldd names), and boots it in qemu-system-x86_64
-# with no network card, KVM when /dev/kvm can be opened and TCG otherwise.
+# with the shared libraries ldd names), a CA, a server and a client
+# certificate made with certtool for the TLS step, and boots it in
+# qemu-system-x86_64 with no network card, KVM when /dev/kvm can be opened
+# and TCG otherwise.
 # The guest (tests/vm/guest-init.sh) runs the test and powers off; this
 # script reads the serial console's log.
 #
 # Usage: bash tests/vm/test-vm-kernel-client.sh [WBD_BINARY]
 #        (default: $WBD, else build/daemon/wbd)
 # Exit status: 0 pass, 1 fail, 77 skip (qemu, a tool or a kernel cannot be
-# had; the reason is printed).
+# had; the reason is printed).  Without certtool (gnutls-bin) only the TLS
+# step is skipped, and the guest says why.
 # Environment:
 #   WBD_VM_CACHE_DIR       where the trimmed kernel is kept
 #                      (default ${XDG_CACHE_HOME:-~/.cache}/wbd-vm)
@@ -29,8 +32,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 
 # What the guest does, in MiB: the files written before the first detach
-# (FILES x FILE_MIB) are half as large again as wbd's cache.
+# (FILES x FILE_MIB) are half as large again as wbd's cache; TLS_RAW_MIB
+# goes through nbd-client's TLS proxy (software AES is slow under TCG).
 CACHE_MIB=32 DISK_MIB=512 RAW_MIB=16 FILES=6 FILE_MIB=8 KILL_FILES=3
+TLS_RAW_MIB=8
 BACKING_TMPFS_MIB=640 GUEST_MIB=1024
 
 say() { printf '%s: %s\n' "$NAME" "$*" >&2; }
@@ -226,10 +231,29 @@ cp "$KDIR/modules.order" "$R/etc/vm-modules"
 echo 'root:x:0:0:root:/:/bin/sh' >"$R/etc/passwd"
 echo 'root:x:0:' >"$R/etc/group"
 install -m 755 "$HERE/guest-init.sh" "$R/init"
+# The TLS step's files (tests/integration/lib-tls.sh makes them, in a
+# subshell where a missing certtool or a failure is a reason, not an exit):
+# /etc/wbd-tls/pki for wbd, /etc/wbd-tls/client for nbd-client.
+TLS_SKIP=
+if ! command -v certtool >/dev/null 2>&1; then
+	TLS_SKIP="certtool is not installed on the host (Debian package gnutls-bin)"
+elif ! (
+	need() { :; } # certtool is checked above; psktool is not used
+	fail() { exit 1; }
+	# shellcheck source=../integration/lib-tls.sh
+	source "$TOP/tests/integration/lib-tls.sh"
+	make_ca "$T/ca" "wbd VM test CA"
+	make_server_cert "$T/ca" "$R/etc/wbd-tls/pki"
+	make_client_cert "$T/ca" "$R/etc/wbd-tls/client" vm-client
+); then
+	TLS_SKIP="certtool could not make the certificates on the host"
+fi
 cat >"$R/etc/vm-test.env" <<EOF
+TLS_SKIP="$TLS_SKIP"
 CACHE_MIB=$CACHE_MIB
 DISK_MIB=$DISK_MIB
 RAW_MIB=$RAW_MIB
+TLS_RAW_MIB=$TLS_RAW_MIB
 FILES=$FILES
 FILE_MIB=$FILE_MIB
 KILL_FILES=$KILL_FILES
