@@ -299,10 +299,14 @@ status_print(FILE *f, const json_t *ans)
 	    wbctl_human(jget_u64(c, "used_bytes", 0), b, sizeof b),
 	    wbctl_human(jget_u64(c, "dirty_bytes", 0), d, sizeof d),
 	    wbctl_human(jget_u64(c, "writeback_bytes", 0), e, sizeof e));
-	fprintf(f, "  hits %llu, misses %llu, evictions %llu\n",
+	fprintf(f,
+	    "  hits %llu, misses %llu, evictions %llu; read ahead %s, "
+	    "%llu read-ahead hits\n",
 	    (unsigned long long)jget_u64(c, "hits", 0),
 	    (unsigned long long)jget_u64(c, "misses", 0),
-	    (unsigned long long)jget_u64(c, "evictions", 0));
+	    (unsigned long long)jget_u64(c, "evictions", 0),
+	    wbctl_human(jget_u64(c, "readahead_bytes", 0), a, sizeof a),
+	    (unsigned long long)jget_u64(c, "readahead_hits", 0));
 
 	fprintf(f, "\nthresholds\n");
 	status_threshold(f, th, "dirty_background");

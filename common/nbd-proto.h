@@ -95,8 +95,13 @@
 #define NBD_REPLY_TYPE_NONE         0
 #define NBD_REPLY_TYPE_OFFSET_DATA  1
 #define NBD_REPLY_TYPE_OFFSET_HOLE  2
+#define NBD_REPLY_TYPE_BLOCK_STATUS 5
 #define NBD_REPLY_TYPE_ERROR        ((1u << 15) | 1)
 #define NBD_REPLY_TYPE_ERROR_OFFSET ((1u << 15) | 2)
+
+/* base:allocation's flags. */
+#define NBD_STATE_HOLE (1u << 0)
+#define NBD_STATE_ZERO (1u << 1)
 
 /* Error values on the wire. */
 #define NBD_SUCCESS                 0

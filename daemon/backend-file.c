@@ -451,6 +451,64 @@ bf_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
 	return fast ? -ENOTSUP : bf_write_zero_buffer(b, count, off);
 }
 
+/*
+ * Holes and data of a regular file, by SEEK_DATA and SEEK_HOLE (a
+ * filesystem without them reports the whole file as data); past its end,
+ * a hole.  A block device is all data.  The descriptor's file position
+ * moves, which nothing else uses (all I/O is positioned).
+ */
+static int
+bf_extents(struct backend *b, uint64_t count, uint64_t off,
+    struct backend_extent *ext, unsigned max)
+{
+	struct backend_file *f = BF(b);
+	uint64_t end = off + count, pos = off;
+	unsigned n = 0;
+
+	if (f->is_block) {
+		ext[0] = (struct backend_extent){ .length = count, .flags = 0 };
+		return 1;
+	}
+	while (pos < end && n < max) {
+		uint64_t next = end;
+		uint32_t flags = 0;
+		off_t d = lseek(f->fd, (off_t)pos, SEEK_DATA);
+		if (d < 0 && errno != ENXIO) {
+			if (n > 0)
+				break;
+			return -errno;
+		}
+		if (d < 0 || (uint64_t)d > pos) {
+			/* A hole up to the next data, or to the end. */
+			flags = BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO;
+			if (d >= 0 && (uint64_t)d < end)
+				next = (uint64_t)d;
+		} else {
+			off_t h = lseek(f->fd, (off_t)pos, SEEK_HOLE);
+			if (h < 0) {
+				if (n > 0)
+					break;
+				return -errno;
+			}
+			if ((uint64_t)h < end)
+				next = (uint64_t)h;
+		}
+		if (next <= pos)
+			break; /* changed under us: say no more */
+		if (n > 0 && ext[n - 1].flags == flags)
+			ext[n - 1].length += next - pos;
+		else
+			ext[n++] =
+			    (struct backend_extent){ .length = next - pos,
+				    .flags = flags };
+		pos = next;
+	}
+	if (n == 0)
+		ext[n++] =
+		    (struct backend_extent){ .length = count, .flags = 0 };
+	return (int)n;
+}
+
 static uint64_t
 bf_size(struct backend *b)
 {
@@ -478,6 +536,7 @@ static const struct backend_ops backend_file_ops = {
 	.flush = bf_flush,
 	.trim = bf_trim,
 	.zero = bf_zero,
+	.extents = bf_extents,
 	.size = bf_size,
 	.close = bf_close,
 };

@@ -62,6 +62,7 @@
 #define BN_GROW_RETRY_MS        1000    /* after failing to add a connection */
 #define BN_POLL_SLICE_MS        1000
 #define BN_WAIT_SLICE_MS        100
+#define BN_CALLER_SLICE_MS 5 /* a waiter with a CALLER_FD */
 #define BN_MAX_REQUEST_BYTES    (32u << 20)
 #define BN_DEFAULT_PORT         "10809"
 
@@ -94,6 +95,7 @@ struct backend_nbd {
 	uint64_t size_bytes;            /* as served: at most the remote's */
 	bool readonly;
 	bool can_flush, can_fua, can_trim, can_zero, can_fast_zero;
+	bool can_extents; /* serves base:allocation */
 	bool multi_conn;
 	uint32_t max_request_bytes;
 	/* Atomic: a reload changes them (bn_reconfigure). */
@@ -120,7 +122,21 @@ struct backend_nbd {
 
 #define BN(b) ((struct backend_nbd *)(b))
 
-enum bn_op { BN_PREAD, BN_PWRITE, BN_FLUSH, BN_TRIM, BN_ZERO };
+enum bn_op {
+	BN_PREAD,
+	BN_PWRITE,
+	BN_FLUSH,
+	BN_TRIM,
+	BN_ZERO,
+	BN_EXTENTS
+};
+
+/* What BN_EXTENTS collects: base:allocation from OFF, up to END. */
+struct bn_extents {
+	uint64_t off, end;
+	struct backend_extent *ext;
+	unsigned max, n;
+};
 
 static uint64_t
 bn_clock_ns(clockid_t id)
@@ -240,6 +256,9 @@ bn_connect(struct backend_nbd *bn, char *err, size_t errlen)
 	}
 	/* The configuration is trusted: allow tls-psk-file= and the like. */
 	nbd_set_uri_allow_local_file(h, true);
+	/* For block status (bn_extents); a server without it is all data. */
+	if (nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
+		goto fail;
 	if (nbd_aio_connect_uri(h, bn->uri) == -1)
 		goto fail;
 	while (nbd_aio_is_connecting(h) == 1) {
@@ -424,11 +443,15 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 /*
  * A connection for one command, its inflight count taken; connects when
  * none is up and the back-off allows, or adds one to a multi-conn remote
- * when every connection is busy.  When disconnected: WAIT_UNTIL_NS 0 fails
- * at once, otherwise waits until then (monotonic).  NULL: *ERR is set.
+ * when every connection is busy.  PIPELINE: the first live connection,
+ * busy or not, so that one thread keeping many commands in flight (the
+ * read window) drives them all by driving it.  When disconnected:
+ * WAIT_UNTIL_NS 0 fails at once, otherwise waits until then (monotonic).
+ * NULL: *ERR is set.
  */
 static struct bn_conn *
-bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
+bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, bool pipeline,
+    int *err)
 {
 	pthread_mutex_lock(&bn->lock);
 	for (;;) {
@@ -441,12 +464,14 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 				if (!free_slot)
 					free_slot = c;
 			} else if (!c->retired &&
-			    (!best || c->inflight < best->inflight)) {
+			    (!best ||
+				(!pipeline && c->inflight < best->inflight))) {
 				best = c;
 			}
 		}
-		if (best && (best->inflight == 0 || !free_slot ||
-		    bn->connecting || now < bn->grow_after_ns)) {
+		if (best &&
+		    (pipeline || best->inflight == 0 || !free_slot ||
+			bn->connecting || now < bn->grow_after_ns)) {
 			best->inflight++;
 			pthread_mutex_unlock(&bn->lock);
 			return best;
@@ -530,6 +555,38 @@ bn_errno_is_connection(int err)
 	}
 }
 
+/* libnbd's extent callback: base:allocation's extents into a bn_extents,
+ * clipped to its range, neighbours of one kind merged. */
+static int
+bn_extent_cb(void *user_data, const char *metacontext, uint64_t offset,
+    uint32_t *entries, size_t nr_entries, int *error)
+{
+	struct bn_extents *x = user_data;
+	uint64_t pos = offset;
+
+	if (strcmp(metacontext, LIBNBD_CONTEXT_BASE_ALLOCATION) != 0 ||
+	    offset != x->off || x->n > 0)
+		return 0;
+	for (size_t i = 0; i + 1 < nr_entries * 2 && pos < x->end; i += 2) {
+		uint64_t len = entries[i];
+		uint32_t flags = entries[i + 1] &
+		    (BACKEND_EXTENT_HOLE | BACKEND_EXTENT_ZERO);
+		if (len == 0)
+			break;
+		if (len > x->end - pos)
+			len = x->end - pos;
+		if (x->n > 0 && x->ext[x->n - 1].flags == flags)
+			x->ext[x->n - 1].length += len;
+		else if (x->n < x->max)
+			x->ext[x->n++] = (struct backend_extent){ .length = len,
+				.flags = flags };
+		else
+			break;
+		pos += len;
+	}
+	return 0;
+}
+
 static int64_t
 bn_submit(struct nbd_handle *h, enum bn_op op, void *buf, uint32_t count,
     uint64_t off, uint32_t flags, struct bn_cmd *cmd)
@@ -550,20 +607,27 @@ bn_submit(struct nbd_handle *h, enum bn_op op, void *buf, uint32_t count,
 		return nbd_aio_trim(h, count, off, cb, flags);
 	case BN_ZERO:
 		return nbd_aio_zero(h, count, off, cb, flags);
+	case BN_EXTENTS: {
+		nbd_extent_callback ecb = { .callback = bn_extent_cb,
+			.user_data = buf };
+		return nbd_aio_block_status(h, count, off, ecb, cb, flags);
+	}
 	}
 	errno = EINVAL;
 	return -1;
 }
 
-/* Drive C's handle once: wait for its socket (or a wake-up), with no lock
- * held, and tell libnbd what happened. */
-static void
-bn_poll_once(struct bn_conn *c, int timeout_ms)
+/* Drive C's handle once: wait for its socket (or a wake-up, or CALLER_FD
+ * readable: then true), with no lock held, and tell libnbd what
+ * happened. */
+static bool
+bn_poll_once(struct bn_conn *c, int timeout_ms, int caller_fd)
 {
 	struct nbd_handle *h = c->h;
-	struct pollfd fds[2] = {
+	struct pollfd fds[3] = {
 		{ .fd = -1 },
 		{ .fd = c->wake_fd, .events = POLLIN },
+		{ .fd = caller_fd, .events = POLLIN },
 	};
 
 	if (!bn_handle_dead(h)) {
@@ -578,16 +642,17 @@ bn_poll_once(struct bn_conn *c, int timeout_ms)
 		 * should be waiting.  Do not spin if something is. */
 		timeout_ms = 10;
 	}
-	if (poll(fds, 2, timeout_ms) <= 0)
-		return;
+	if (poll(fds, 3, timeout_ms) <= 0)
+		return false;
 	if (fds[1].revents & POLLIN) {
 		uint64_t v;
 		if (read(c->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
 			log_debug("eventfd read: %s", strerror(errno));
 	}
+	bool called = fds[2].revents & POLLIN;
 	short ev = fds[0].revents;
 	if (fds[0].fd < 0 || ev == 0)
-		return;
+		return called;
 	/* One notification per round: the first may change the state. */
 	if ((ev & POLLOUT) && (fds[0].events & POLLOUT))
 		nbd_aio_notify_write(h);
@@ -596,6 +661,16 @@ bn_poll_once(struct bn_conn *c, int timeout_ms)
 		nbd_aio_notify_read(h);
 	else if (ev & (POLLHUP | POLLERR))
 		nbd_aio_notify_write(h);
+	return called;
+}
+
+/* Is FD readable now? */
+static bool
+bn_fd_ready(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
 /* A command on C got no reply in time: shut the socket down, so libnbd
@@ -616,18 +691,30 @@ bn_conn_timeout_locked(struct backend_nbd *bn, struct bn_conn *c)
 	bn_lost_locked(bn, c, why);
 }
 
-/* Wait until CMD (submitted on C) is done, driving C when nobody else is. */
-static void
+/*
+ * Wait until CMD (submitted on C) is done, driving C when nobody else is:
+ * true.  CALLER_FD (-1: none) readable first: false, CMD still in flight
+ * (while another thread drives C, it is looked at every
+ * BN_CALLER_SLICE_MS).
+ */
+static bool
 bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
-    uint64_t deadline_ns)
+    uint64_t deadline_ns, int caller_fd)
 {
+	bool done;
+
 	pthread_mutex_lock(&bn->lock);
-	while (!__atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE)) {
+	while (!(done = __atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE))) {
 		uint64_t now = bn_now();
 		if (now >= deadline_ns && !c->shut)
 			bn_conn_timeout_locked(bn, c);
 		if (c->polling) {
-			uint64_t until = now + BN_WAIT_SLICE_MS * NS_PER_MS;
+			if (bn_fd_ready(caller_fd))
+				break;
+			uint64_t until = now +
+			    (caller_fd >= 0 ? BN_CALLER_SLICE_MS :
+					      BN_WAIT_SLICE_MS) *
+				NS_PER_MS;
 			if (!c->shut && deadline_ns < until)
 				until = deadline_ns;
 			bn_cond_wait_until(bn, until);
@@ -638,12 +725,15 @@ bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
 			ms = (int)((deadline_ns - now) / NS_PER_MS) + 1;
 		c->polling = true;
 		pthread_mutex_unlock(&bn->lock);
-		bn_poll_once(c, ms);
+		bool called = bn_poll_once(c, ms, caller_fd);
 		pthread_mutex_lock(&bn->lock);
 		c->polling = false;
 		pthread_cond_broadcast(&bn->cond);
+		if (called && !__atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE))
+			break;
 	}
 	pthread_mutex_unlock(&bn->lock);
+	return done || __atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -680,7 +770,7 @@ static int
 bn_finish(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
     uint64_t deadline)
 {
-	bn_wait(bn, c, cmd, deadline);
+	bn_wait(bn, c, cmd, deadline, -1);
 	if (cmd->error == 0)
 		return 0;
 	if (bn_handle_dead(c->h) || bn_errno_is_connection(cmd->error)) {
@@ -703,12 +793,13 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 {
 	uint64_t deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
 	    __ATOMIC_RELAXED);
-	bool is_read = op == BN_PREAD;
+	bool is_read = op == BN_PREAD || op == BN_EXTENTS;
 
 	for (;;) {
 		struct bn_cmd cmd = { 0 };
 		int err = 0;
-		struct bn_conn *c = bn_conn_get(bn, is_read ? deadline : 0, &err);
+		struct bn_conn *c =
+		    bn_conn_get(bn, is_read ? deadline : 0, false, &err);
 		if (!c)
 			return is_read ? -EIO : -err;
 		int r = bn_start(bn, c, op, buf, count, off, flags, &cmd);
@@ -722,12 +813,16 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 	}
 }
 
-/* A write in flight (pwrite_start .. pwrite_end). */
+/* A read or write in flight (pread_start .. pread_end, pwrite_start ..
+ * pwrite_end). */
 struct backend_io {
 	struct bn_cmd cmd;              /* libnbd's completion writes here */
 	struct bn_conn *c;              /* NULL: done already, see result */
 	uint64_t deadline;
 	int result;
+	void *buf; /* a read's, to read again */
+	uint32_t count;
+	uint64_t off;
 };
 
 /* --- the operations --------------------------------------------------- */
@@ -828,7 +923,7 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 		return -ENOMEM;
 	io->deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
 	    __ATOMIC_RELAXED);
-	io->c = bn_conn_get(bn, 0, &err);
+	io->c = bn_conn_get(bn, 0, false, &err);
 	if (!io->c) {
 		free(io);
 		return -err;
@@ -854,6 +949,67 @@ bn_pwrite_end(struct backend *b, struct backend_io *io)
 		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
 		bn_conn_put(bn, io->c);
 	}
+	free(io);
+	return r;
+}
+
+/*
+ * A read in two steps, so that one thread keeps many cache misses in
+ * flight on the remote.  A read the remote cannot take as one command is
+ * done whole here; one whose connection is lost is read again in
+ * pread_end, as bn_pread would (waiting for a reconnection up to
+ * io_timeout_ms).
+ */
+static int
+bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
+    struct backend_io **iop)
+{
+	struct backend_nbd *bn = BN(b);
+	struct backend_io *io;
+	int err = 0;
+
+	if (count > bn->max_request_bytes) {
+		*iop = bn_io_done(bn_pread(b, buf, count, off));
+		return *iop ? 0 : -ENOMEM;
+	}
+	if (!(io = calloc(1, sizeof *io)))
+		return -ENOMEM;
+	*io = (struct backend_io){ .buf = buf, .count = count, .off = off };
+	io->deadline =
+	    bn_now() + __atomic_load_n(&bn->io_timeout_ns, __ATOMIC_RELAXED);
+	io->c = bn_conn_get(bn, io->deadline, true, &err);
+	if (io->c &&
+	    bn_start(bn, io->c, BN_PREAD, buf, count, off, 0, &io->cmd) < 0) {
+		bn_conn_put(bn, io->c);
+		io->c = NULL;
+		err = ENOTCONN;
+	}
+	if (!io->c)
+		io->result = err == ENOTCONN ? 1 : -EIO; /* 1: read again */
+	*iop = io;
+	return 0;
+}
+
+static bool
+bn_pread_wait(struct backend *b, struct backend_io *io, int wake_fd)
+{
+	return !io->c || bn_wait(BN(b), io->c, &io->cmd, io->deadline, wake_fd);
+}
+
+static int
+bn_pread_end(struct backend *b, struct backend_io *io)
+{
+	struct backend_nbd *bn = BN(b);
+	int r = io->result;
+
+	if (io->c) {
+		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
+		bn_conn_put(bn, io->c);
+		if (r == -ENOTCONN)
+			r = 1;
+	}
+	if (r == 1)
+		r = bn_pread(b, io->buf, io->count, io->off);
 	free(io);
 	return r;
 }
@@ -915,6 +1071,32 @@ bn_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
 	if (!bn->can_flush && bn->can_fua)
 		flags |= LIBNBD_CMD_FLAG_FUA;
 	return bn_run(bn, BN_ZERO, NULL, count, off, flags);
+}
+
+/* The remote's own base:allocation; all data if it has none. */
+static int
+bn_extents(struct backend *b, uint64_t count, uint64_t off,
+    struct backend_extent *ext, unsigned max)
+{
+	struct backend_nbd *bn = BN(b);
+	struct bn_extents x = { .off = off,
+		.end = off + count,
+		.ext = ext,
+		.max = max };
+
+	if (!bn->can_extents) {
+		ext[0] = (struct backend_extent){ .length = count, .flags = 0 };
+		return 1;
+	}
+	/* A request's length is 32 bits; the reply may cover less. */
+	if (count > UINT32_MAX)
+		count = UINT32_MAX;
+	int r = bn_run(bn, BN_EXTENTS, &x, (uint32_t)count, off, 0);
+	if (r < 0)
+		return r;
+	if (x.n == 0)
+		return -EIO; /* no extent for our context */
+	return (int)x.n;
 }
 
 static uint64_t
@@ -981,9 +1163,13 @@ static const struct backend_ops backend_nbd_ops = {
 	.pwrite = bn_pwrite,
 	.pwrite_start = bn_pwrite_start,
 	.pwrite_end = bn_pwrite_end,
+	.pread_start = bn_pread_start,
+	.pread_wait = bn_pread_wait,
+	.pread_end = bn_pread_end,
 	.flush = bn_flush,
 	.trim = bn_trim,
 	.zero = bn_zero,
+	.extents = bn_extents,
 	.size = bn_size,
 	.close = bn_close,
 	.get_state = bn_get_state,
@@ -1022,6 +1208,8 @@ bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
 	bn->can_zero = nbd_can_zero(h) == 1;
 	bn->can_fast_zero = nbd_can_fast_zero(h) == 1;
 	bn->multi_conn = nbd_can_multi_conn(h) == 1;
+	bn->can_extents =
+	    nbd_can_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == 1;
 	bn->max_conns = bn->multi_conn ? BN_MAX_CONNS : 1;
 
 	int64_t max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);

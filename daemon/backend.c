@@ -17,6 +17,8 @@
 
 /* Writes a device taking them in two steps keeps in flight per thread. */
 #define BACKEND_MAX_IN_FLIGHT   16
+/* Reads: a client's queue of cache misses (fio's 32, say). */
+#define BACKEND_MAX_READS_IN_FLIGHT 64
 
 static const char *const backend_uri_schemes[] = {
 	"nbd://", "nbds://", "nbd+unix://", "nbds+unix://", NULL
@@ -88,6 +90,21 @@ backend_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
 	return b->ops->zero(b, count, off, may_trim, fast);
 }
 
+int
+backend_extents(struct backend *b, uint64_t count, uint64_t off,
+    struct backend_extent *ext, unsigned max)
+{
+	assert(max >= 1 && count > 0);
+	assert(off + count >= off && off + count <= b->ops->size(b));
+	if (!b->ops->extents) {
+		ext[0] = (struct backend_extent){ .length = count, .flags = 0 };
+		return 1;
+	}
+	int n = b->ops->extents(b, count, off, ext, max);
+	assert(n != 0 && (n < 0 || (unsigned)n <= max));
+	return n;
+}
+
 bool
 backend_get_state(struct backend *b, struct backend_state *st)
 {
@@ -109,6 +126,43 @@ unsigned
 backend_max_in_flight(struct backend *b)
 {
 	return b->ops->pwrite_start ? BACKEND_MAX_IN_FLIGHT : 1;
+}
+
+unsigned
+backend_max_reads_in_flight(struct backend *b)
+{
+	return b->ops->pread_start ? BACKEND_MAX_READS_IN_FLIGHT : 1;
+}
+
+void
+backend_read_begin(struct backend *b, struct backend_read *rd, void *buf,
+    uint32_t count, uint64_t off)
+{
+	backend_assert_range(b, count, off);
+	*rd = (struct backend_read){ .b = b };
+	if (b->ops->pread_start)
+		rd->r = b->ops->pread_start(b, buf, count, off, &rd->io);
+	else
+		rd->r = b->ops->pread(b, buf, count, off);
+}
+
+bool
+backend_read_wait(struct backend_read *rd, int wake_fd)
+{
+	if (!rd->io)
+		return true;
+	return rd->b->ops->pread_wait(rd->b, rd->io, wake_fd);
+}
+
+int
+backend_read_end(struct backend_read *rd)
+{
+	int r = rd->r;
+
+	if (rd->io)
+		r = rd->b->ops->pread_end(rd->b, rd->io);
+	rd->io = NULL;
+	return r;
 }
 
 /* IOV's COUNT bytes in one page-aligned buffer (an O_DIRECT device takes

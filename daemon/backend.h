@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 struct backend;
+struct backend_extent;
 struct backend_io;
 struct backend_state;
 struct export_conf;
@@ -46,11 +47,23 @@ struct backend_ops {
 	int (*pwrite_start)(struct backend *b, const void *buf, uint32_t count,
 	    uint64_t off, unsigned flags, struct backend_io **io);
 	int (*pwrite_end)(struct backend *b, struct backend_io *io);
+	/* Optional: a read in two steps, the same way (several cache misses
+	 * in flight on one thread); NULL if absent. */
+	int (*pread_start)(struct backend *b, void *buf, uint32_t count,
+	    uint64_t off, struct backend_io **io);
+	int (*pread_end)(struct backend *b, struct backend_io *io);
+	/* With pread_start: wait until IO is done (true) or WAKE_FD is
+	 * readable (false; it is not read). */
+	bool (
+	    *pread_wait)(struct backend *b, struct backend_io *io, int wake_fd);
 	int (*flush)(struct backend *b);
 	int (*trim)(struct backend *b, uint32_t count, uint64_t off);
 	/* FAST: fail with -ENOTSUP rather than writing zeroes slowly. */
 	int (*zero)(struct backend *b, uint32_t count, uint64_t off,
 	    bool may_trim, bool fast);
+	/* Optional: allocation (backend_extents); NULL: all data. */
+	int (*extents)(struct backend *b, uint64_t count, uint64_t off,
+	    struct backend_extent *ext, unsigned max);
 	uint64_t (*size)(struct backend *b);
 	void (*close)(struct backend *b);
 	/* Optional (NULL for local devices): the connection state. */
@@ -142,6 +155,21 @@ int backend_flush(struct backend *b);
 int backend_trim(struct backend *b, uint32_t count, uint64_t off);
 int backend_zero(struct backend *b, uint32_t count, uint64_t off,
     bool may_trim, bool fast);
+/*
+ * Allocation, for block status: [OFF, OFF+COUNT) described from OFF as up
+ * to MAX extents (MAX >= 1) in offset order, none empty, none past
+ * OFF+COUNT; they may cover less than COUNT.  Returns how many (>= 1), or
+ * a negative errno.  A backend that cannot tell reports all data: one
+ * extent, flags 0.
+ */
+#define BACKEND_EXTENT_HOLE (1u << 0) /* not allocated */
+#define BACKEND_EXTENT_ZERO (1u << 1) /* reads as zeroes */
+struct backend_extent {
+	uint64_t length;
+	uint32_t flags;
+};
+int backend_extents(struct backend *b, uint64_t count, uint64_t off,
+    struct backend_extent *ext, unsigned max);
 /* A remote's connection state; false (and *ST zeroed) for a local one. */
 bool backend_get_state(struct backend *b, struct backend_state *st);
 /* New remote settings (reload); nothing for a local backend. */
@@ -168,6 +196,27 @@ struct backend_write {
 };
 
 unsigned backend_max_in_flight(struct backend *b);
+
+/*
+ * Reads the same way: begun, then ended, with up to
+ * backend_max_reads_in_flight() in flight on one thread (1 for a backend
+ * without two-step reads: the whole read happens in begin).  BUF must stay
+ * until end.
+ */
+struct backend_read {
+	struct backend *b;
+	struct backend_io *io; /* in flight, or NULL */
+	int r;                 /* the result, if not in flight */
+};
+
+unsigned backend_max_reads_in_flight(struct backend *b);
+void backend_read_begin(struct backend *b, struct backend_read *rd, void *buf,
+    uint32_t count, uint64_t off);
+/* Wait until RD's read is done (true), or WAKE_FD is readable first
+ * (false; the caller reads it). */
+bool backend_read_wait(struct backend_read *rd, int wake_fd);
+/* Wait for RD's read to end; 0 or a negative errno. */
+int backend_read_end(struct backend_read *rd);
 void backend_write_begin(struct backend *b, struct backend_write *w,
     const struct iovec *iov, int iovcnt, uint32_t count, uint64_t off,
     unsigned flags);

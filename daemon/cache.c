@@ -33,6 +33,8 @@
 #define PF_FILLED       (1u << 1)       /* data valid */
 #define PF_DIRTY        (1u << 2)       /* newer than the backend */
 #define PF_WB           (1u << 3)       /* a snapshot is being written */
+#define PF_ZERO (1u << 4)  /* dirty with zeroes by a discard, not written */
+#define PF_AHEAD (1u << 5) /* read ahead (or CACHE), not read since */
 
 enum { Q_NONE, Q_SMALL, Q_MAIN };
 
@@ -67,6 +69,10 @@ struct cache_file {
 	uint64_t dirty_pages;           /* atomic */
 	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
 	uint64_t writeback_pages;       /* atomic */
+	/* Atomic: pages dirty or under writeback, not (all) on the backing
+	 * device: raised when a page not under writeback is dirtied, lowered
+	 * (a release) when a run's write has ended and left it clean. */
+	uint64_t unwritten_pages;
 	uint64_t fills;                 /* atomic: fills begun, not ended */
 	struct shard shards[CACHE_SHARDS];
 };
@@ -96,6 +102,7 @@ struct cache {
 
 	/* atomics */
 	uint64_t used, dirty, writeback, hits, misses, evictions;
+	uint64_t ahead_pages, ahead_hits;
 };
 
 /* --- helpers ----------------------------------------------------------- */
@@ -259,6 +266,8 @@ mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	assert((p->flags & (PF_LIVE | PF_FILLED)) == (PF_LIVE | PF_FILLED));
 	if (p->flags & PF_DIRTY)
 		return;         /* keeps its older sequence */
+	if (!(p->flags & PF_WB))
+		ATOMIC_ADD(&f->unwritten_pages, 1);
 	p->flags |= PF_DIRTY;
 	p->seq = seq;
 	p->dirtied_ns = now_ns();
@@ -443,6 +452,10 @@ cache_new(const struct cache_params *params)
 		free(c);
 		return NULL;
 	}
+	/* Touched the first time a page is used: in huge pages where the
+	 * kernel has them, so a cold cache filling up takes one fault per
+	 * 2 MiB rather than per 4 KiB (advice: ignored if unsupported). */
+	(void)madvise(c->mem, c->mem_bytes, MADV_HUGEPAGE);
 	c->pages = calloc(c->npages, sizeof *c->pages);
 	c->free = malloc(c->npages * sizeof *c->free);
 	c->small.v = malloc(c->npages * sizeof *c->small.v);
@@ -502,6 +515,8 @@ cache_get_stats(struct cache *c, struct cache_stats *st)
 	st->hits = ATOMIC_GET(&c->hits);
 	st->misses = ATOMIC_GET(&c->misses);
 	st->evictions = ATOMIC_GET(&c->evictions);
+	st->ahead_pages = ATOMIC_GET(&c->ahead_pages);
+	st->ahead_hits = ATOMIC_GET(&c->ahead_hits);
 	pthread_mutex_lock(&c->qlock);
 	st->small_pages = c->small.n;
 	st->main_pages = c->main.n;
@@ -512,6 +527,12 @@ uint64_t
 cache_dirty_pages(struct cache *c)
 {
 	return ATOMIC_GET(&c->dirty);
+}
+
+uint64_t
+cache_unwritten_pages(struct cache *c)
+{
+	return ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback);
 }
 
 struct cache_file *
@@ -590,6 +611,12 @@ cache_file_writeback_pages(struct cache_file *f)
 }
 
 uint64_t
+cache_file_unwritten_pages(struct cache_file *f)
+{
+	return __atomic_load_n(&f->unwritten_pages, __ATOMIC_ACQUIRE);
+}
+
+uint64_t
 cache_oldest_dirty_ns(struct cache_file *f)
 {
 	uint64_t oldest = 0;
@@ -605,6 +632,16 @@ cache_oldest_dirty_ns(struct cache_file *f)
 }
 
 /* --- reads and writes -------------------------------------------------- */
+
+/* A read found P: if it was read ahead, that paid off. */
+static inline void
+page_used_ahead_locked(struct cache *c, struct cpage *p)
+{
+	if (p->flags & PF_AHEAD) {
+		p->flags &= ~PF_AHEAD;
+		ATOMIC_ADD(&c->ahead_hits, 1);
+	}
+}
 
 bool
 cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
@@ -628,6 +665,7 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 		memcpy(out, page_data(c, p) + in, n);
 		if (p->freq < 3)
 			p->freq++;
+		page_used_ahead_locked(c, p);
 		pthread_mutex_unlock(&sh->lock);
 		out += n;
 		off += n;
@@ -726,6 +764,7 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 			return CACHE_WRITE_NEED_FILL;
 		}
 		memcpy(page_data(c, p) + at, in, n);
+		p->flags &= ~PF_ZERO;
 		mark_dirty_locked(f, sh, p, seq);
 		pthread_mutex_unlock(&sh->lock);
 		if (spare)
@@ -737,8 +776,15 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 	return CACHE_WRITE_OK;
 }
 
+/* How fill_begin() found page INDEX. */
+enum fill_found {
+	FILL_RESIDENT, /* resident and filled: nothing to read */
+	FILL_OURS,     /* our placeholder, or no page to be had */
+	FILL_THEIRS,   /* someone else's placeholder */
+};
+
 /* cache_fill_begin() without counting the fill begun. */
-static bool
+static enum fill_found
 fill_begin(struct cache_file *f, uint64_t index)
 {
 	struct cache *c = f->c;
@@ -749,26 +795,27 @@ fill_begin(struct cache_file *f, uint64_t index)
 	p = lookup_locked(sh, index);
 	pthread_mutex_unlock(&sh->lock);
 	if (p)
-		return !(p->flags & PF_FILLED);
+		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
 	struct cpage *np = page_alloc(c);
 	if (!np)
-		return true;
+		return FILL_OURS;
 	pthread_mutex_lock(&sh->lock);
 	p = lookup_locked(sh, index);
 	if (p) {
 		pthread_mutex_unlock(&sh->lock);
 		page_release_unused(c, np);
-		return !(p->flags & PF_FILLED);
+		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
 	}
 	page_publish_locked(f, sh, np, index, 0);
 	pthread_mutex_unlock(&sh->lock);
-	return true;
+	return FILL_OURS;
 }
 
 bool
 cache_fill_begin(struct cache_file *f, uint64_t index)
 {
-	if (!fill_begin(f, index))
+	/* Someone else's placeholder: read it too (the first end wins). */
+	if (fill_begin(f, index) == FILL_RESIDENT)
 		return false;
 	ATOMIC_ADD(&f->fills, 1);       /* ended by cache_fill_end() */
 	return true;
@@ -780,9 +827,9 @@ cache_fill_gen(struct cache_file *f)
 	return __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE);
 }
 
-void
-cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
-    uint64_t gen)
+static void
+fill_end(struct cache_file *f, uint64_t index, const void *data, uint64_t gen,
+    uint16_t flags)
 {
 	struct cache *c = f->c;
 	struct shard *sh = shard_of(f, index);
@@ -796,13 +843,29 @@ cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
 		assert(!(p->flags & (PF_DIRTY | PF_WB)));
 		if (data) {
 			memcpy(page_data(c, p), data, c->page_size);
-			p->flags |= PF_FILLED;
+			p->flags |= PF_FILLED | flags;
+			if (flags & PF_AHEAD)
+				ATOMIC_ADD(&c->ahead_pages, 1);
 		} else {
 			page_drop_locked(f, sh, p);
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);
 	ATOMIC_SUB(&f->fills, 1);       /* begun by cache_fill_begin() */
+}
+
+void
+cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
+    uint64_t gen)
+{
+	fill_end(f, index, data, gen, 0);
+}
+
+void
+cache_fill_end_ahead(struct cache_file *f, uint64_t index, const void *data,
+    uint64_t gen)
+{
+	fill_end(f, index, data, gen, PF_AHEAD);
 }
 
 int
@@ -826,7 +889,7 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 {
 	struct cache *c = f->c;
 	uint8_t *out = buf;
-	uint32_t nneed = 0;
+	uint32_t nneed = 0, done = 0;
 
 	for (uint32_t i = 0; len > 0; i++) {
 		uint64_t index = off >> c->page_shift;
@@ -836,25 +899,57 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 
 		pthread_mutex_lock(&sh->lock);
 		struct cpage *p = lookup_locked(sh, index);
-		need[i] = !p || !(p->flags & PF_FILLED);
-		if (!need[i]) {
-			memcpy(out, page_data(c, p) + at, n);
+		need[i] = 0;
+		if (!p)
+			need[i] = CACHE_NEED_FILL;
+		else if (!(p->flags & PF_FILLED))
+			need[i] = CACHE_NEED_WAIT;
+		/* Without BUF (a prefetch), no access to count either. */
+		if (!need[i] && out) {
+			memcpy(out + done, page_data(c, p) + at, n);
 			if (p->freq < 3)
 				p->freq++;
+			page_used_ahead_locked(c, p);
 		}
 		pthread_mutex_unlock(&sh->lock);
-		if (need[i]) {
-			/* The caller ends it, even if someone else filled the
-			 * page meanwhile (fill_begin() false). */
-			nneed++;
-			fill_begin(f, index);
+		/* Put in since (filled, even): the other's to wait for. */
+		if (need[i] == CACHE_NEED_FILL &&
+		    fill_begin(f, index) != FILL_OURS)
+			need[i] = CACHE_NEED_WAIT;
+		if (need[i] == CACHE_NEED_FILL)
 			ATOMIC_ADD(&f->fills, 1);
-		}
-		out += n;
+		if (need[i])
+			nneed++;
+		done += n;
 		off += n;
 		len -= n;
 	}
 	return nneed;
+}
+
+int
+cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at, uint32_t n,
+    void *buf)
+{
+	struct cache *c = f->c;
+	struct shard *sh = shard_of(f, index);
+	int r = -1;
+
+	pthread_mutex_lock(&sh->lock);
+	struct cpage *p = lookup_locked(sh, index);
+	if (p && !(p->flags & PF_FILLED)) {
+		r = 0;
+	} else if (p) {
+		if (buf) {
+			memcpy(buf, page_data(c, p) + at, n);
+			if (p->freq < 3)
+				p->freq++;
+			page_used_ahead_locked(c, p);
+		}
+		r = 1;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return r;
 }
 
 void
@@ -883,12 +978,55 @@ cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 				memset(page_data(c, p) + at, 0, n);
 				if (p->flags & (PF_DIRTY | PF_WB))
 					mark_dirty_locked(f, sh, p, seq);
+				if (whole && (p->flags & PF_DIRTY))
+					p->flags |= PF_ZERO;
 			}
 		}
 		pthread_mutex_unlock(&sh->lock);
 		off += n;
 		len -= n;
 	}
+}
+
+/* A page's state as cache_state_run reports it. */
+static unsigned
+page_state_locked(const struct cpage *p)
+{
+	unsigned st = 0;
+
+	if (!p)
+		return 0;
+	if (p->flags & (PF_DIRTY | PF_WB))
+		st |= CACHE_STATE_DIRTY;
+	if (p->flags & PF_WB)
+		st |= CACHE_STATE_WRITEBACK;
+	if (st && (p->flags & PF_ZERO))
+		st |= CACHE_STATE_ZERO;
+	return st;
+}
+
+uint64_t
+cache_state_run(struct cache_file *f, uint64_t first, uint64_t n,
+    unsigned *state)
+{
+	*state = 0;
+	if (n == 0)
+		return 0;
+	/* Nothing dirty nor under writeback: everything is as on the
+	 * backing device, every write that ended before it. */
+	if (cache_file_unwritten_pages(f) == 0)
+		return n;
+	for (uint64_t i = first; i < first + n; i++) {
+		struct shard *sh = shard_of(f, i);
+		pthread_mutex_lock(&sh->lock);
+		unsigned st = page_state_locked(lookup_locked(sh, i));
+		pthread_mutex_unlock(&sh->lock);
+		if (i == first)
+			*state = st;
+		else if (st != *state)
+			return i - first;
+	}
+	return n;
 }
 
 /* --- writeback --------------------------------------------------------- */
@@ -1095,6 +1233,12 @@ cache_end_run(struct cache_run *run, bool ok)
 			dirty_insert_locked(sh, p);
 			ATOMIC_ADD(&f->dirty_pages, 1);
 			ATOMIC_ADD(&c->dirty, 1);
+		} else {
+			/* On the device: clean (cache_state_run). */
+			uint64_t was = __atomic_fetch_sub(&f->unwritten_pages,
+			    1, __ATOMIC_RELEASE);
+			assert(was > 0);
+			(void)was;
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);

@@ -43,6 +43,8 @@ struct cache_stats {
 	uint64_t dirty_pages;           /* dirty, not under writeback */
 	uint64_t writeback_pages;       /* under writeback */
 	uint64_t hits, misses, evictions;
+	uint64_t ahead_pages; /* filled by read-ahead or CACHE */
+	uint64_t ahead_hits;  /* ... that a read then found */
 	uint64_t small_pages, main_pages;
 };
 
@@ -63,6 +65,8 @@ void cache_get_stats(struct cache *c, struct cache_stats *st);
 /* Dirty pages (not under writeback) in the whole cache: one atomic read,
  * for the hot path. */
 uint64_t cache_dirty_pages(struct cache *c);
+/* Dirty or under writeback: the pages no clean page can be evicted for. */
+uint64_t cache_unwritten_pages(struct cache *c);
 
 struct cache_file *cache_file_new(struct cache *c, uint64_t size_bytes);
 void cache_file_free(struct cache_file *f);
@@ -70,6 +74,8 @@ void cache_file_stats(struct cache_file *f, uint64_t *cached_pages,
     uint64_t *dirty_pages);
 /* Pages of F under writeback now. */
 uint64_t cache_file_writeback_pages(struct cache_file *f);
+/* Pages of F dirty or under writeback now. */
+uint64_t cache_file_unwritten_pages(struct cache_file *f);
 /* When F's oldest dirty page was dirtied (now_ns clock); 0 if none. */
 uint64_t cache_oldest_dirty_ns(struct cache_file *f);
 
@@ -118,6 +124,10 @@ bool cache_fill_begin(struct cache_file *f, uint64_t index);
  */
 void cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
     uint64_t gen);
+/* The same for a page read ahead (read-ahead, NBD_CMD_CACHE): the first
+ * read that finds it counts a read-ahead hit (cache_stats). */
+void cache_fill_end_ahead(struct cache_file *f, uint64_t index,
+    const void *data, uint64_t gen);
 uint64_t cache_fill_gen(struct cache_file *f);
 
 /* Fill page INDEX from DATA if it is not resident (a convenience for
@@ -129,17 +139,47 @@ int cache_fill(struct cache_file *f, uint64_t index, const void *data);
  * A read that missed: copy every resident, filled page of [off, off+len)
  * into BUF now (so the reply reflects every write acknowledged before the
  * read), begin a fill of every other page, and set NEED[i] for the pages
- * (counted from off's page) that must come from the backend.  Returns the
- * number of such pages; each of them is ended by one cache_fill_end().
+ * (counted from off's page) that are not there: CACHE_NEED_FILL for those
+ * the caller must read from the backend, and end with one
+ * cache_fill_end(); CACHE_NEED_WAIT for those another read is filling,
+ * which the caller may take from the cache once it is done
+ * (cache_read_filled).  Returns how many pages are not there.  BUF NULL:
+ * a prefetch, which copies nothing and counts no access.
  */
+#define CACHE_NEED_FILL 1
+#define CACHE_NEED_WAIT 2
 uint32_t cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
     uint32_t len, uint8_t *need);
+
+/*
+ * Page INDEX, which another read was filling: 1 once it is resident, N
+ * bytes of it from AT copied into BUF (unless NULL); 0 while it is still
+ * being filled; -1 if it is not in the cache (that fill failed, or the
+ * page has gone since): read it from the backend.
+ */
+int cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at,
+    uint32_t n, void *buf);
 
 /* Drop the pages in [off, off+len) that are clean; dirty ones are zeroed
  * (and stay dirty) so that later reads see the zeroes.  Used by TRIM and
  * WRITE_ZEROES after they reach the backend. */
 void cache_discard(struct cache_file *f, uint64_t off, uint64_t len,
     uint64_t seq);
+
+/*
+ * Block status: how pages FIRST.. differ from the backing device.  Returns
+ * how many pages from FIRST (at least 1 and at most N, if N > 0) share one
+ * state, and that state in *STATE: 0 if as on the backing device (not
+ * resident, being filled, or clean), else CACHE_STATE_DIRTY (not yet
+ * written back), with CACHE_STATE_WRITEBACK if being written back now,
+ * and CACHE_STATE_ZERO if a TRIM or WRITE_ZEROES left it zeroes that are
+ * not yet written back.  A page looked at is reported as it was then.
+ */
+#define CACHE_STATE_DIRTY (1u << 0)
+#define CACHE_STATE_WRITEBACK (1u << 1)
+#define CACHE_STATE_ZERO (1u << 2)
+uint64_t cache_state_run(struct cache_file *f, uint64_t first, uint64_t n,
+    unsigned *state);
 
 /* --- writeback ------------------------------------------------------- */
 

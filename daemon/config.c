@@ -292,7 +292,8 @@ static int
 cfg_cache(struct cfg_load *ld, const config_setting_t *root,
     struct cache_conf *cc)
 {
-	static const char *const keys[] = { "size", "page_size", NULL };
+	static const char *const keys[] = { "size", "page_size",
+		"readahead_bytes", NULL };
 	config_setting_t *cache, *s;
 	uint64_t v, ram;
 	long pages, pagesz;
@@ -367,6 +368,16 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
+	if ((r = cfg_size(ld, cache, "readahead_bytes", &v, NULL)) == -1)
+		return -1;
+	if (r == 1 && v > CACHE_MAX_READAHEAD_BYTES) {
+		s = config_setting_get_member(cache, "readahead_bytes");
+		cfg_error(ld, s, "expected a size from 0 (off) to 64M, got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	if (r == 1)
+		cc->readahead_bytes = (uint32_t)v;
 	return 0;
 }
 
@@ -938,16 +949,17 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 }
 
 /* limits = { max_connections; max_connections_per_client;
- * idle_timeout_s; max_inflight_bytes; } */
+ * idle_timeout_s; max_inflight_bytes; max_request_bytes; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
 {
 	static const char *const keys[] = { "max_connections",
 		"max_connections_per_client", "idle_timeout_s",
-		"max_inflight_bytes", NULL };
+		"max_inflight_bytes", "max_request_bytes", NULL };
 	config_setting_t *g;
 	char got[96];
+	uint64_t v;
 	int r;
 
 	if (cfg_group(ld, root, "limits", &g) == -1)
@@ -974,6 +986,18 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
+	if ((r = cfg_size(ld, g, "max_request_bytes", &v, NULL)) == -1)
+		return -1;
+	if (r == 1 &&
+	    (v < LIMITS_MIN_REQUEST_BYTES || v > LIMITS_MAX_REQUEST_BYTES)) {
+		config_setting_t *s =
+		    config_setting_get_member(g, "max_request_bytes");
+		cfg_error(ld, s, "expected a size from 32M to 1G, got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	if (r == 1)
+		lc->max_request_bytes = (uint32_t)v;
 	return 0;
 }
 
@@ -1058,13 +1082,36 @@ cfg_memory(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* default_export = "NAME" or "none"; after the exports. */
+static int
+cfg_default_export(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	const char *str;
+	int r = cfg_string(ld, root, "default_export", NAME_MAX_BYTES, &str);
+
+	if (r != 1)
+		return r;
+	bool known = strcmp(str, CONFIG_NO_DEFAULT_EXPORT) == 0;
+	for (size_t i = 0; i < cfg->n_exports && !known; i++)
+		known = strcmp(cfg->exports[i].name, str) == 0;
+	if (!known) {
+		cfg_error(ld, config_setting_get_member(root, "default_export"),
+		    "expected the name of an export below, or \"none\", got "
+		    "\"%.64s\"",
+		    str);
+		return -1;
+	}
+	return cfg_strdup(ld, str, &cfg->default_export);
+}
+
 static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
 		"writeback", "control", "remote", "limits", "memory", "tls",
-		"metrics", "user", "group", "exports", NULL };
+		"metrics", "user", "group", "exports", "default_export", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -1079,7 +1126,8 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
 	    cfg_memory(ld, root, &cfg->memory) == -1 ||
 	    cfg_metrics(ld, root, &cfg->metrics) == -1 ||
-	    cfg_exports(ld, root, cfg) == -1)
+	    cfg_exports(ld, root, cfg) == -1 ||
+	    cfg_default_export(ld, root, cfg) == -1)
 		return -1;
 	for (size_t i = 0; i < cfg->n_exports; i++) {
 		if (!cfg->exports[i].tls_require || cfg->tls.mode != TLS_OFF)
@@ -1147,6 +1195,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->cache.size_bytes = DEFAULT_CACHE_BYTES;
 	cfg->cache.size_pct = 0;
 	cfg->cache.page_size = DEFAULT_PAGE_SIZE;
+	cfg->cache.readahead_bytes = 4u << 20;
 
 	cfg->writeback.dirty_background.ratio_pct = 10;
 	cfg->writeback.dirty.ratio_pct = 20;
@@ -1167,6 +1216,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;
 	cfg->limits.max_inflight_bytes = BUDGET_DEFAULT_BYTES;
+	cfg->limits.max_request_bytes = 64u << 20;
 }
 
 void
@@ -1186,6 +1236,7 @@ config_free(struct wbd_config *cfg)
 		access_list_unref(cfg->exports[i].allow);
 	}
 	free(cfg->exports);
+	free(cfg->default_export);
 	free(cfg->control.socket);
 	free(cfg->control.group);
 	free(cfg->control.admin_group);

@@ -50,6 +50,7 @@ struct cache_conf {
 	uint64_t size_bytes;            /* resolved: a percentage is of RAM */
 	unsigned size_pct;              /* nonzero if given as "N%" */
 	uint32_t page_size;             /* power of two, 512 .. 1M */
+	uint32_t readahead_bytes;       /* most read ahead at once, 0: off */
 };
 
 struct control_conf {
@@ -77,6 +78,8 @@ struct limits_conf {
 	                                   nothing this long; 0 (default): off */
 	uint64_t max_inflight_bytes;         /* the memory budget of every
 	                                connection together (budget.h) */
+	uint32_t max_request_bytes; /* the longest READ or WRITE from a client
+	                               that did not agree on block sizes */
 };
 
 /* The user and group wbd runs as once started (user = ...; group = ...;),
@@ -97,6 +100,9 @@ struct memory_conf {
 struct metrics_conf {
 	char *listen; /* "host:port"; NULL: off (default) */
 };
+
+#define LIMITS_MIN_REQUEST_BYTES (32u << 20) /* the advertised maximum */
+#define LIMITS_MAX_REQUEST_BYTES (1u << 30)
 
 struct wbd_config {
 	char *path;                     /* the file it came from */
@@ -128,7 +134,13 @@ struct wbd_config {
 	/* What is allowed but unwise ("FILE:LINE: KEY: ..."), one a line,
 	 * each ending "\n"; NULL if nothing is. */
 	char *warnings;
+	/* The export the empty name reaches: NULL for the first one,
+	 * CONFIG_NO_DEFAULT_EXPORT for none, else one of EXPORTS. */
+	char *default_export;
 };
+
+#define CONFIG_NO_DEFAULT_EXPORT "none"
+#define CACHE_MAX_READAHEAD_BYTES (64u << 20)
 
 /*
  * Load PATH into *CFG (which is zeroed first).  On error returns -1 and

@@ -117,6 +117,7 @@ struct conn {
 	uint64_t err_seq;               /* export errors already reported */
 	bool flushed;                   /* client has sent FLUSH */
 	unsigned bad_requests;
+	struct fill_ra ra; /* its reading, for read-ahead */
 };
 
 static void conn_process(struct conn *c);
@@ -416,6 +417,7 @@ conn_request_release(struct out *o)
 		budget_give(c->host->budget, req->nbd.count);
 		free(req->data);
 	}
+	free(req->reply);
 	free(req);
 	conn_maybe_resume(c);
 }
@@ -481,7 +483,15 @@ conn_reply(struct request *req)
 	struct out *o = &req->out;
 
 	o->niov = 1;
-	if (c->view.structured && is_read) {
+	if (err == 0 && req->reply) {
+		/* Encoded whole by the export (BLOCK_STATUS). */
+		o->iov[0].iov_base = req->reply;
+		o->iov[0].iov_len = o->bytes = req->reply_bytes;
+		conn_queue_out(c, o);
+		return;
+	}
+	if (c->view.structured &&
+	    (is_read || req->nbd.type == NBD_CMD_BLOCK_STATUS)) {
 		if (err == 0) {
 			proto_encode_structured_hdr(req->hdr, NBD_REPLY_FLAG_DONE,
 			    NBD_REPLY_TYPE_OFFSET_DATA, req->nbd.cookie,
@@ -597,6 +607,8 @@ conn_submit(struct conn *c, struct request *req)
 	req->err_seq = c->err_seq;
 	req->flushed = c->flushed;
 	req->start_ns = now_ns();
+	req->meta = c->view.meta;
+	req->ra = &c->ra;
 	enum export_verdict v = export_submit(c->exp, req);
 	c->flushed = req->flushed;
 	switch (v) {
@@ -697,7 +709,7 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 			conn_reply_error(c, nbd, err);
 			return;
 		}
-		if (payload > PROTO_MAX_DISCARD_BYTES) {
+		if (payload > proto_max_discard_bytes(&c->view)) {
 			log_warnx("%s: WRITE payload of %u bytes is too large to "
 			    "skip; disconnecting", c->peer, payload);
 			conn_close_socket(c);
@@ -772,6 +784,10 @@ conn_enter_transmission(struct conn *c)
 	c->view.size_bytes = c->exp->size_bytes;
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
+	c->view.meta = c->hs.meta;
+	c->view.max_request_bytes = c->host->max_request_bytes;
+	if (c->hs.block_sizes)
+		c->view.max_request_bytes = PROTO_MAX_REQUEST_BYTES;
 	c->err_seq = export_err_seq(c->exp);
 	c->stats = stats_io_export(&c->host->stats, c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);

@@ -199,31 +199,29 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		ctl_set_u64(remote, "reconnects", bs.reconnects);
 		ctl_set_u64(remote, "failed_reconnects", bs.failed_attempts);
 	}
-	json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
-	    " s:{s:i, s:b, s:b, s:i, s:i, s:i, s:i}, s:I, s:I, s:i, s:i, s:I,"
-	    " s:o, s:I}",
-	    "device", dev->name,
-	    "exports", names,
-	    "dirty_bytes", (json_int_t)(wb_dev_dirty_pages(dev) * ps),
-	    "writeback_bytes", (json_int_t)(wb_pages * ps),
-	    "workers", "threads", (int)st.threads, "busy", (int)st.busy,
-	    "min", (int)d->cfg.writeback.min_workers,
-	    "max", (int)d->cfg.writeback.max_workers,
-	    "queued", "total", (int)st.queued,
-	    "background", LOAD(&dev->bg_queued) != 0,
-	    "periodic", LOAD(&dev->periodic_queued) != 0,
-	    "flush", (int)LOAD(&dev->work_by_reason[WB_REASON_FLUSH]),
-	    "fua", (int)LOAD(&dev->work_by_reason[WB_REASON_FUA]),
-	    "sync", (int)LOAD(&dev->work_by_reason[WB_REASON_SYNC]),
-	    "read", (int)LOAD(&dev->work_reads),
-	    "written_bytes", (json_int_t)LOAD(&dev->written_bytes),
-	    "bandwidth_bytes_per_s", (json_int_t)LOAD(&dev->bandwidth_bps),
-	    "min_ratio", (int)LOAD(&dev->min_ratio),
-	    "max_ratio", (int)LOAD(&dev->max_ratio),
-	    "errors", (json_int_t)LOAD(&dev->errors),
-	    "last_error", err ? json_string(strerror(err)) : json_null(),
-	    "backoff_ms", (json_int_t)(backoff_until > now ?
-	    (backoff_until - now) / 1000000 : 0));
+	json_t *o = json_pack(
+	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
+	    " s:{s:i, s:b, s:b, s:i, s:i, s:i, s:i}, s:I, s:I, s:I, s:i, s:i,"
+	    " s:I, s:o, s:I}",
+	    "device", dev->name, "exports", names, "dirty_bytes",
+	    (json_int_t)(wb_dev_dirty_pages(dev) * ps), "writeback_bytes",
+	    (json_int_t)(wb_pages * ps), "workers", "threads", (int)st.threads,
+	    "busy", (int)st.busy, "min", (int)d->cfg.writeback.min_workers,
+	    "max", (int)d->cfg.writeback.max_workers, "queued", "total",
+	    (int)st.queued, "background", LOAD(&dev->bg_queued) != 0,
+	    "periodic", LOAD(&dev->periodic_queued) != 0, "flush",
+	    (int)LOAD(&dev->work_by_reason[WB_REASON_FLUSH]), "fua",
+	    (int)LOAD(&dev->work_by_reason[WB_REASON_FUA]), "sync",
+	    (int)LOAD(&dev->work_by_reason[WB_REASON_SYNC]), "read",
+	    (int)LOAD(&dev->work_reads), "written_bytes",
+	    (json_int_t)LOAD(&dev->written_bytes), "read_bytes",
+	    (json_int_t)LOAD(&dev->read_bytes), "bandwidth_bytes_per_s",
+	    (json_int_t)LOAD(&dev->bandwidth_bps), "min_ratio",
+	    (int)LOAD(&dev->min_ratio), "max_ratio", (int)LOAD(&dev->max_ratio),
+	    "errors", (json_int_t)LOAD(&dev->errors), "last_error",
+	    err ? json_string(strerror(err)) : json_null(), "backoff_ms",
+	    (json_int_t)(backoff_until > now ? (backoff_until - now) / 1000000 :
+					       0));
 	if (o) {
 		json_object_set_new(o, "backing", json_string(b ?
 		    b->description : ""));
@@ -280,10 +278,11 @@ ctl_status_json_locked(struct daemon *d)
 	struct budget_stats bs;
 	budget_get_stats(&d->budget, &bs);
 	unsigned conns = LOAD(&d->n_conns);
-	json_t *limits = json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I,"
-				   " s:I, s:I, s:I, s:I, s:I}",
+	json_t *limits = json_pack("{s:i, s:i, s:I, s:i, s:i, s:i, s:I, s:I,"
+				   " s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
-	    (int)lc->idle_timeout_s, "max_connections_per_client",
+	    (int)lc->idle_timeout_s, "max_request_bytes",
+	    (json_int_t)lc->max_request_bytes, "max_connections_per_client",
 	    (int)lc->max_connections_per_client, "connections", (int)conns,
 	    "clients", (int)slots_clients(d->slots), "refused",
 	    (json_int_t)LOAD(&d->refused_conns), "max_inflight_bytes",
@@ -294,7 +293,8 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)bs.small_bytes, "connection_buffer_bytes",
 	    (json_int_t)conns * CONN_RBUF_BYTES);
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
-			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I},"
+			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
+			      " s:I, s:I},"
 			      " s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
@@ -304,7 +304,9 @@ ctl_status_json_locked(struct daemon *d)
 	    "dirty_bytes", (json_int_t)(cs.dirty_pages * ps), "writeback_bytes",
 	    (json_int_t)(cs.writeback_pages * ps), "hits", (json_int_t)cs.hits,
 	    "misses", (json_int_t)cs.misses, "evictions",
-	    (json_int_t)cs.evictions, "thresholds", ctl_thresholds_json(d),
+	    (json_int_t)cs.evictions, "readahead_bytes",
+	    (json_int_t)(cs.ahead_pages * ps), "readahead_hits",
+	    (json_int_t)cs.ahead_hits, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
 	    "limits", limits, "tls", ctl_tls_json(d));
 	if (o)

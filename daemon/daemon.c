@@ -427,6 +427,8 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->slots = d->slots;
 			d->io[i]->host.idle_timeout_s =
 			    d->cfg.limits.idle_timeout_s;
+			d->io[i]->host.max_request_bytes =
+			    d->cfg.limits.max_request_bytes;
 			d->io[i]->host.exports = &d->exports;
 			d->io[i]->host.budget = &d->budget;
 			d->io[i]->host.tls = &d->tls;
@@ -691,7 +693,8 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	d->devs = calloc(DAEMON_MAX_DEVS, sizeof *d->devs);
 	d->drain_jobs = calloc(EXPORT_TABLE_MAX, sizeof *d->drain_jobs);
 	if (!d->loop || !d->pending || !d->opened || !d->devs || !d->slots ||
-	    !d->drain_jobs || export_table_init(&d->exports) < 0) {
+	    !d->drain_jobs || export_table_init(&d->exports) < 0 ||
+	    export_table_set_default(&d->exports, d->cfg.default_export) < 0) {
 		log_errorx("start-up: out of memory");
 		return -1;
 	}

@@ -10,8 +10,11 @@
 int
 export_table_init(struct export_table *t)
 {
+	*t = (struct export_table){ 0 };
 	return pubtab_init(&t->slots, EXPORT_TABLE_MAX);
 }
+
+const char export_table_no_default[] = CONFIG_NO_DEFAULT_EXPORT;
 
 void
 export_table_free(struct export_table *t)
@@ -21,6 +24,32 @@ export_table_free(struct export_table *t)
 	export_table_foreach(t, i, e)
 		export_free(e);
 	pubtab_free(&t->slots);
+	for (size_t i = 0; i < t->n_names; i++)
+		free(t->names[i]);
+	free(t->names);
+	t->names = NULL;
+	t->n_names = 0;
+	t->default_name = NULL;
+}
+
+int
+export_table_set_default(struct export_table *t, const char *name)
+{
+	const char *d = NULL;
+
+	if (name && strcmp(name, CONFIG_NO_DEFAULT_EXPORT) == 0) {
+		d = export_table_no_default;
+	} else if (name) {
+		char **v = realloc(t->names, (t->n_names + 1) * sizeof *v);
+		if (!v)
+			return -1;
+		t->names = v;
+		if (!(v[t->n_names] = strdup(name)))
+			return -1;
+		d = v[t->n_names++];
+	}
+	__atomic_store_n(&t->default_name, d, __ATOMIC_RELEASE);
+	return 0;
 }
 
 int
@@ -47,6 +76,15 @@ export_table_find(struct export_table *t, const char *name)
 {
 	struct export *e, *first = NULL;
 
+	if (!*name) {
+		/* The default export: the one named, or the first. */
+		const char *d =
+		    __atomic_load_n(&t->default_name, __ATOMIC_ACQUIRE);
+		if (d == export_table_no_default)
+			return NULL;
+		if (d)
+			name = d;
+	}
 	export_table_foreach(t, i, e) {
 		if (!export_table_live(e))
 			continue;

@@ -27,7 +27,15 @@ struct export;
 struct export_table {
 	struct pubtab slots; /* EXPORT_TABLE_MAX struct export * */
 	unsigned long added; /* exports ever added (the writer) */
+	/* Atomic: the name the empty name stands for; NULL for the first
+	 * export still served, export_table_no_default for none.  Names
+	 * set are kept until the table is freed (readers take no lock). */
+	const char *default_name;
+	char **names;
+	size_t n_names;
 };
+
+extern const char export_table_no_default[];
 
 /* 0, or -1 if out of memory. */
 int export_table_init(struct export_table *t);
@@ -45,9 +53,13 @@ export_table_has_room(struct export_table *t)
  * period. */
 void export_table_remove(struct export_table *t, struct export *e);
 
-/* Lookup for the handshake ("" is the first export added that is still
- * served);
- * exports removed by a reload are not found. */
+/* The export the empty name reaches: NAME, CONFIG_NO_DEFAULT_EXPORT for
+ * none, NULL for the first export still served.  0, or -1 if out of
+ * memory.  One writer at a time (start-up, or a reload). */
+int export_table_set_default(struct export_table *t, const char *name);
+
+/* Lookup for the handshake ("" is the default export, see above); exports
+ * removed by a reload are not found. */
 struct export *export_table_find(struct export_table *t, const char *name);
 struct export *export_table_nth(struct export_table *t, size_t i);
 

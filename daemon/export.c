@@ -23,8 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockstatus.h"
 #include "cache.h"
 #include "export.h"
+#include "fill.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
@@ -69,7 +71,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	access_policy_init(&e->allow, ec->allow);
 
 	e->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
-	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
+	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN | NBD_FLAG_SEND_CACHE;
 	if (ec->readonly || (b->caps & BACKEND_READ_ONLY)) {
 		e->tflags |= NBD_FLAG_READ_ONLY;
 	} else {
@@ -109,101 +111,15 @@ export_free(struct export *e)
 
 /* --- on a worker ------------------------------------------------------- */
 
-/*
- * A read that missed: resident pages from the cache, the rest from the
- * backend (and into the cache).  Runs of whole pages inside the request are
- * read straight into its buffer, which the memory budget already counts;
- * a page the request covers only in part goes through one page of bounce
- * buffer.  So a miss allocates nothing in proportion to its length.
- */
+/* A read that missed, on this worker. */
 static int
 export_read_miss(struct export *e, struct request *req)
 {
-	uint32_t ps = e->wb->page_size;
-	uint64_t off = req->nbd.offset, end = off + req->nbd.count;
-	uint64_t first = off / ps, last = (end - 1) / ps;
-	uint32_t npages = (uint32_t)(last - first + 1);
-	uint8_t *need = malloc(npages), *bounce = NULL;
-	uint8_t *data = req->data;
-	int r = 0;
-
-	if (!need)
-		return -ENOMEM;
-	uint64_t gen = cache_fill_gen(e->cf);
-	if (cache_read_prepare(e->cf, data, off, req->nbd.count, need) == 0)
-		goto out;
-	for (uint32_t i = 0, j; i < npages; i = j) {
-		uint64_t pstart = (first + i) * ps;
-		if (!need[i]) {
-			j = i + 1;
-			continue;
-		}
-		if (r != 0) {
-			/* Failed: give up the pages still claimed. */
-			cache_fill_end(e->cf, first + i, NULL, gen);
-			j = i + 1;
-			continue;
-		}
-		if (pstart >= off && pstart + ps <= end) {
-			/* Whole pages: in place, as one read. */
-			for (j = i + 1; j < npages && need[j] &&
-			     (first + j + 1) * ps <= end;
-			     j++)
-				;
-			uint8_t *at = data + (pstart - off);
-			r = backend_pread(e->backend, at, (j - i) * ps, pstart);
-			for (uint32_t k = i; k < j; k++)
-				cache_fill_end(e->cf, first + k,
-				    r == 0 ? at + (uint64_t)(k - i) * ps : NULL,
-				    gen);
-			continue;
-		}
-		/* A page the request covers in part (or the export's short
-		 * last page): through the bounce page. */
-		j = i + 1;
-		if (!bounce && !(bounce = malloc(ps))) {
-			r = -ENOMEM;
-			cache_fill_end(e->cf, first + i, NULL, gen);
-			continue;
-		}
-		uint64_t avail =
-		    pstart + ps > e->size_bytes ? e->size_bytes - pstart : ps;
-		memset(bounce + avail, 0, ps - avail);
-		r = backend_pread(e->backend, bounce, (uint32_t)avail, pstart);
-		cache_fill_end(e->cf, first + i, r == 0 ? bounce : NULL, gen);
-		if (r == 0) {
-			uint64_t from = pstart > off ? pstart : off;
-			uint64_t to = pstart + ps < end ? pstart + ps : end;
-			memcpy(data + (from - off), bounce + (from - pstart),
-			    to - from);
-		}
-	}
-out:
-	free(bounce);
-	free(need);
-	return r;
-}
-
-/* Bring page INDEX in from the backend (for a partial write). */
-static int
-export_fill_page(struct export *e, uint64_t index)
-{
-	uint32_t ps = e->wb->page_size;
-	uint64_t gen = cache_fill_gen(e->cf);
-
-	if (!cache_fill_begin(e->cf, index))
-		return 0;
-	uint8_t *page = calloc(1, ps);
-	if (!page) {
-		cache_fill_end(e->cf, index, NULL, gen);
-		return -ENOMEM;
-	}
-	uint64_t off = index * ps;
-	uint64_t n = off + ps > e->size_bytes ? e->size_bytes - off : ps;
-	int r = backend_pread(e->backend, page, (uint32_t)n, off);
-	cache_fill_end(e->cf, index, r == 0 ? page : NULL, gen);
-	free(page);
-	return r;
+	req->fill = (struct fill_read){ .t = &e->wt,
+		.buf = req->data,
+		.off = req->nbd.offset,
+		.len = req->nbd.count };
+	return fill_read_now(&req->fill);
 }
 
 /* A write that could not complete on the I/O thread. */
@@ -219,7 +135,7 @@ export_write_slow(struct export *e, struct request *req)
 		case CACHE_WRITE_OK:
 			return 0;
 		case CACHE_WRITE_NEED_FILL: {
-			int r = export_fill_page(e, fill);
+			int r = fill_page(&e->wt, fill);
 			if (r < 0)
 				return r;
 			if (fill == last_fill) {
@@ -282,6 +198,7 @@ export_work_counter(struct export *e, const struct request *req)
 	case NBD_CMD_FLUSH:
 		return &e->dev->work_by_reason[WB_REASON_FLUSH];
 	case NBD_CMD_READ:
+	case NBD_CMD_CACHE:
 		return &e->dev->work_reads;
 	default:
 		if ((req->nbd.flags & NBD_CMD_FLAG_FUA) || req->writethrough)
@@ -337,6 +254,17 @@ export_run(struct job *job)
 		if (r == 0 && (fua || req->writethrough))
 			r = export_make_durable(e, req, req->seq);
 		break;
+	case NBD_CMD_CACHE:
+		r = fill_prefetch(&e->wt, n->offset, n->count);
+		break;
+	case NBD_CMD_BLOCK_STATUS: {
+		struct bs_source src = { .cf = e->cf,
+			.backend = b,
+			.page_size = e->wb->page_size };
+		r = bs_reply(&src, n, req->meta, &req->reply,
+		    &req->reply_bytes);
+		break;
+	}
 	default:
 		r = -EINVAL;    /* validation lets nothing else through */
 		break;
@@ -349,6 +277,17 @@ export_run(struct job *job)
 
 /* --- on the I/O thread ------------------------------------------------- */
 
+/* A miss read through the device's window is done (on its worker). */
+static void
+export_window_read_done(struct fill_read *r)
+{
+	struct request *req = container_of(r, struct request, fill);
+
+	req->err = -r->err;
+	__atomic_sub_fetch(&req->export->dev->work_reads, 1, __ATOMIC_RELAXED);
+	req->job.owner->post(req->job.owner, &req->job);
+}
+
 static void
 export_queue(struct export *e, struct request *req)
 {
@@ -356,6 +295,16 @@ export_queue(struct export *e, struct request *req)
 
 	if (counter)
 		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+	if (req->nbd.type == NBD_CMD_READ && fill_window_wanted(&e->wt)) {
+		/* A remote: many misses in flight on one worker. */
+		req->fill = (struct fill_read){ .t = &e->wt,
+			.buf = req->data,
+			.off = req->nbd.offset,
+			.len = req->nbd.count,
+			.done = export_window_read_done };
+		fill_queue(&req->fill);
+		return;
+	}
 	req->job.run = export_run;
 	req->job.waited_on = true;      /* its client waits for the reply */
 	pool_submit(e->dev->pool, &req->job);
@@ -423,6 +372,8 @@ export_submit(struct export *e, struct request *req)
 
 	switch (n->type) {
 	case NBD_CMD_READ:
+		if (req->ra)
+			fill_readahead(&e->wt, req->ra, n->offset, n->count);
 		if (cache_read(e->cf, req->data, n->offset, n->count))
 			return EXPORT_REPLY;
 		break;

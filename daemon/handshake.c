@@ -13,6 +13,7 @@
 
 #include "handshake.h"
 #include "log.h"
+#include "meta.h"
 #include "nbd-proto.h"
 
 void
@@ -113,6 +114,9 @@ hs_dup_name(const uint8_t *p, uint32_t len)
 static void
 hs_choose(struct hs_ctx *hs, const struct hs_export *e, char *name)
 {
+	/* Contexts selected on another export do not apply to this one. */
+	if (e != hs->meta_export)
+		hs->meta = 0;
 	hs->chosen = e;
 	free(hs->chosen_name);
 	hs->chosen_name = name;
@@ -155,6 +159,41 @@ hs_export_name(struct hs_ctx *hs, const uint8_t *data, uint32_t len,
 	return HS_TRANSMISSION;
 }
 
+/*
+ * The export an option names (NAMELEN bytes at P), and a copy of the name
+ * in *NAMEP; NULL after replying with the error, if there is none.
+ */
+static const struct hs_export *
+hs_find_export(struct hs_ctx *hs, uint32_t opt, const uint8_t *p,
+    uint32_t namelen, char **namep, struct buf *out)
+{
+	*namep = NULL;
+	if (namelen > HS_MAX_NAME_BYTES) {
+		hs_reply_error(out, opt, NBD_REP_ERR_TOO_BIG,
+		    "export name longer than 4096 bytes");
+		return NULL;
+	}
+	char *name = hs_dup_name(p, namelen);
+	if (!name) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "export name contains a NUL byte");
+		return NULL;
+	}
+	const struct hs_export *e = hs->lookup(hs->arg, name);
+	if (!e) {
+		char msg[160] = "no default export: name one (NBD_OPT_LIST)";
+		if (*name)
+			snprintf(msg, sizeof msg, "unknown export \"%.64s\"",
+			    name);
+		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
+		hs_reply_error(out, opt, NBD_REP_ERR_UNKNOWN, msg);
+		free(name);
+		return NULL;
+	}
+	*namep = name;
+	return e;
+}
+
 static enum hs_action
 hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
     struct buf *out)
@@ -176,26 +215,11 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 		    "option length does not match its information requests");
 		return HS_CONTINUE;
 	}
-	if (namelen > HS_MAX_NAME_BYTES) {
-		hs_reply_error(out, opt, NBD_REP_ERR_TOO_BIG,
-		    "export name longer than 4096 bytes");
+	char *name;
+	const struct hs_export *e =
+	    hs_find_export(hs, opt, data + 4, namelen, &name, out);
+	if (!e)
 		return HS_CONTINUE;
-	}
-	char *name = hs_dup_name(data + 4, namelen);
-	if (!name) {
-		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
-		    "export name contains a NUL byte");
-		return HS_CONTINUE;
-	}
-	const struct hs_export *e = hs->lookup(hs->arg, name);
-	if (!e) {
-		char msg[160];
-		snprintf(msg, sizeof msg, "unknown export \"%.64s\"", name);
-		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
-		hs_reply_error(out, opt, NBD_REP_ERR_UNKNOWN, msg);
-		free(name);
-		return HS_CONTINUE;
-	}
 	if (e->tls_only && !hs->tls_active) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "export \"%.64s\" requires TLS",
@@ -214,13 +238,15 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 		return HS_CONTINUE;
 	}
 
-	bool want_name = false, want_desc = false;
+	bool want_name = false, want_desc = false, want_bs = false;
 	for (uint16_t i = 0; i < nreq; i++) {
 		uint16_t t = get_u16(data + 6 + namelen + 2u * i);
 		if (t == NBD_INFO_NAME)
 			want_name = true;
 		else if (t == NBD_INFO_DESCRIPTION)
 			want_desc = true;
+		else if (t == NBD_INFO_BLOCK_SIZE)
+			want_bs = true;
 		/* EXPORT and BLOCK_SIZE are always sent; others ignored. */
 	}
 
@@ -234,11 +260,62 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	hs_reply(out, opt, NBD_REP_ACK, NULL, 0);
 
 	if (opt == NBD_OPT_GO) {
+		hs->block_sizes = want_bs;
 		hs_choose(hs, e, name);
 		return HS_TRANSMISSION;
 	}
 	free(name);
 	return HS_CONTINUE;
+}
+
+/* NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT (meta.h). */
+static void
+hs_meta_context(struct hs_ctx *hs, uint32_t opt, const uint8_t *data,
+    uint32_t len, struct buf *out)
+{
+	bool list = opt == NBD_OPT_LIST_META_CONTEXT;
+	struct meta_request mr;
+	const char *why = "";
+	char *name;
+
+	if (!list) {
+		/* Replaced by every SET, even one that fails. */
+		hs->meta = 0;
+		hs->meta_export = NULL;
+	}
+	if (!hs->structured) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "structured replies must be negotiated first");
+		return;
+	}
+	uint32_t err = meta_parse(data, len, list, &mr, &why);
+	if (err) {
+		hs_reply_error(out, opt, err, why);
+		return;
+	}
+	const struct hs_export *e =
+	    hs_find_export(hs, opt, mr.name, mr.namelen, &name, out);
+	if (!e)
+		return;
+	free(name);
+	for (unsigned m = 0; m < META_N_CONTEXTS; m++) {
+		if (!(mr.selected & (1u << m)))
+			continue;
+		const char *cn = meta_context_name(m);
+		size_t n = strlen(cn);
+		buf_put_u64(out, NBD_REP_MAGIC);
+		buf_put_u32(out, opt);
+		buf_put_u32(out, NBD_REP_META_CONTEXT);
+		buf_put_u32(out, (uint32_t)(4 + n));
+		/* A LIST's ids are reserved: 0. */
+		buf_put_u32(out, list ? 0 : meta_context_id(m));
+		buf_put(out, cn, n);
+	}
+	hs_reply(out, opt, NBD_REP_ACK, NULL, 0);
+	if (!list) {
+		hs->meta = mr.selected;
+		hs->meta_export = e;
+	}
 }
 
 static void
@@ -290,6 +367,8 @@ hs_starttls(struct hs_ctx *hs, uint32_t len, struct buf *out)
 	}
 	/* What was negotiated in the clear does not carry over. */
 	hs->structured = false;
+	hs->meta = 0;
+	hs->meta_export = NULL;
 	hs_reply(out, opt, NBD_REP_ACK, NULL, 0);
 	return HS_STARTTLS;
 }
@@ -324,6 +403,10 @@ hs_option(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	case NBD_OPT_INFO:
 	case NBD_OPT_GO:
 		return hs_info_go(hs, opt, data, len, out);
+	case NBD_OPT_LIST_META_CONTEXT:
+	case NBD_OPT_SET_META_CONTEXT:
+		hs_meta_context(hs, opt, data, len, out);
+		return HS_CONTINUE;
 	case NBD_OPT_STRUCTURED_REPLY:
 		if (len != 0) {
 			hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
@@ -367,4 +450,6 @@ hs_ctx_clear(struct hs_ctx *hs)
 	free(hs->chosen_name);
 	hs->chosen_name = NULL;
 	hs->chosen = NULL;
+	hs->meta = 0;
+	hs->meta_export = NULL;
 }

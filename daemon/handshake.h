@@ -52,8 +52,14 @@ struct hs_ctx {
 	bool fixed_newstyle;
 	bool no_zeroes;
 	bool structured;
+	/* GO asked for NBD_INFO_BLOCK_SIZE: held to the maximum. */
+	bool block_sizes;
 	const struct hs_export *chosen; /* set when HS_TRANSMISSION */
 	char *chosen_name;              /* the name as the client gave it */
+	/* NBD_OPT_SET_META_CONTEXT: the contexts selected (meta.h) and the
+	 * export they were selected for; none if another is chosen. */
+	unsigned meta;
+	const struct hs_export *meta_export;
 };
 
 enum hs_action {

@@ -50,10 +50,13 @@ proto_allowed_flags(uint16_t type, uint16_t tflags, bool structured)
 	case NBD_CMD_TRIM:
 	case NBD_CMD_FLUSH:
 	case NBD_CMD_DISC:
+	case NBD_CMD_CACHE:
 		return fua;
 	case NBD_CMD_WRITE_ZEROES:
 		return fua | NBD_CMD_FLAG_NO_HOLE |
 		    ((tflags & NBD_FLAG_SEND_FAST_ZERO) ? NBD_CMD_FLAG_FAST_ZERO : 0);
+	case NBD_CMD_BLOCK_STATUS:
+		return fua | NBD_CMD_FLAG_REQ_ONE;
 	default:
 		return 0;
 	}
@@ -76,6 +79,7 @@ proto_check_request(const struct nbd_request *req,
 	case NBD_CMD_WRITE:
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
+	case NBD_CMD_CACHE:
 		break;
 	case NBD_CMD_FLUSH:
 		if (req->flags & ~allowed) {
@@ -93,6 +97,13 @@ proto_check_request(const struct nbd_request *req,
 			return NBD_EINVAL;
 		}
 		return 0;
+	case NBD_CMD_BLOCK_STATUS:
+		if (!ev->structured || !ev->meta) {
+			*why =
+			    "BLOCK_STATUS without a metadata context selected";
+			return NBD_EINVAL;
+		}
+		break;
 	default:
 		*why = "unknown command";
 		return NBD_EINVAL;
@@ -106,21 +117,51 @@ proto_check_request(const struct nbd_request *req,
 		*why = "zero length";
 		return NBD_EINVAL;
 	}
-	if (req->count > PROTO_MAX_REQUEST_BYTES &&
-	    req->type != NBD_CMD_TRIM && req->type != NBD_CMD_WRITE_ZEROES) {
-		*why = "request larger than the maximum block size";
+	/* Only READ and WRITE carry a payload: the others' lengths are
+	 * not limited by the maximum. */
+	uint32_t max = ev->max_request_bytes;
+	if (max == 0)
+		max = PROTO_MAX_REQUEST_BYTES;
+	if (req->count > max &&
+	    (req->type == NBD_CMD_READ || req->type == NBD_CMD_WRITE)) {
+		*why = max == PROTO_MAX_REQUEST_BYTES ?
+		    "request larger than the maximum block size" :
+		    "request larger than limits.max_request_bytes";
 		return NBD_EINVAL;
 	}
-	if (req->type != NBD_CMD_READ && ro) {
+	bool writes = req->type == NBD_CMD_WRITE || req->type == NBD_CMD_TRIM ||
+	    req->type == NBD_CMD_WRITE_ZEROES;
+	if (writes && ro) {
 		*why = "write to a read-only export";
 		return NBD_EPERM;
 	}
 	if (req->offset > ev->size_bytes ||
 	    req->count > ev->size_bytes - req->offset) {
 		*why = "request beyond the end of the export";
-		return req->type == NBD_CMD_READ ? NBD_EINVAL : NBD_ENOSPC;
+		return writes ? NBD_ENOSPC : NBD_EINVAL;
 	}
 	return 0;
+}
+
+size_t
+proto_block_status_bytes(uint32_t n_extents)
+{
+	return NBD_STRUCTURED_REPLY_SIZE + 4 + 8 * (size_t)n_extents;
+}
+
+size_t
+proto_encode_block_status(uint8_t *p, uint64_t cookie, bool done,
+    uint32_t context_id, const struct proto_extent *e, uint32_t n)
+{
+	proto_encode_structured_hdr(p, done ? NBD_REPLY_FLAG_DONE : 0,
+	    NBD_REPLY_TYPE_BLOCK_STATUS, cookie, 4 + 8 * n);
+	p += NBD_STRUCTURED_REPLY_SIZE;
+	put_u32(p, context_id);
+	for (uint32_t i = 0; i < n; i++) {
+		put_u32(p + 4 + 8 * i, e[i].length);
+		put_u32(p + 8 + 8 * i, e[i].flags);
+	}
+	return proto_block_status_bytes(n);
 }
 
 void

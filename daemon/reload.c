@@ -92,9 +92,11 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	if (oc->io_threads != nc->io_threads)
 		reload_note(msg, msglen, "io_threads changed: needs a restart");
 	if (oc->cache.size_bytes != nc->cache.size_bytes ||
-	    oc->cache.page_size != nc->cache.page_size)
-		reload_note(msg, msglen, "cache size or page size changed: "
-		    "needs a restart");
+	    oc->cache.page_size != nc->cache.page_size ||
+	    oc->cache.readahead_bytes != nc->cache.readahead_bytes)
+		reload_note(msg, msglen,
+		    "cache size, page size or "
+		    "readahead_bytes changed: needs a restart");
 	if (oc->writeback.max_io_bytes != nc->writeback.max_io_bytes)
 		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
 	if (oc->memory.lock != nc->memory.lock)
@@ -266,7 +268,7 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 
 /* Phase 4: exports added, changed, removed. */
 static void
-reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
+reload_exports(struct daemon *d, struct wbd_config *nc, char *msg,
     size_t msglen)
 {
 	struct export *e;
@@ -282,6 +284,21 @@ reload_exports(struct daemon *d, const struct wbd_config *nc, char *msg,
 			reload_note(msg, msglen, "export \"%s\" removed: no new "
 			    "connections; written back once idle", e->name);
 	}
+	if (str_equal(d->cfg.default_export, nc->default_export))
+		return;
+	if (export_table_set_default(&d->exports, nc->default_export) < 0) {
+		reload_note(msg, msglen, "default_export: out of memory");
+		return;
+	}
+	char *old = d->cfg.default_export;
+	d->cfg.default_export = nc->default_export;
+	nc->default_export = old; /* freed with NC */
+	reload_note(msg, msglen, "default_export %s%s%s",
+	    d->cfg.default_export ? "\"" : "",
+	    d->cfg.default_export ? d->cfg.default_export :
+				    "left out: the "
+				    "first export",
+	    d->cfg.default_export ? "\"" : "");
 }
 
 /* Phase 5: writeback settings apply at once; NC frees the old devices

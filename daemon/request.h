@@ -14,6 +14,7 @@
 #include <ev.h>
 
 #include "clock.h"
+#include "fill.h"
 #include "job.h"
 #include "proto.h"
 
@@ -48,6 +49,12 @@ struct request {
 	                                   has seen; out: the new count */
 	bool err_seq_checked;           /* out: err_seq is to be kept */
 	bool flushed;                   /* in/out: the client sent a FLUSH */
+	unsigned meta;                  /* in: the metadata contexts selected */
+	struct fill_ra *ra;             /* in: the client's reading (fill.h) */
+	/* out: a reply the export encoded whole (BLOCK_STATUS), freed with
+	 * the request */
+	void *reply;
+	size_t reply_bytes;
 	int pause_ms;                   /* out, EXPORT_PACE: hold the reply
 	                                   this long (-1: until room) */
 	/* For the statistics (stats.h), kept by the connection. */
@@ -55,6 +62,7 @@ struct request {
 	uint64_t paced_ns;              /* its reply held from then */
 	bool queued;                    /* carried out on a worker */
 	ev_timer throttle;              /* a paced write's reply delay */
+	struct fill_read fill;          /* a read miss, on a worker */
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
 };

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "wbdev.h"
@@ -20,12 +22,19 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params,
 	if (!dev)
 		return NULL;
 	dev->id = id;
+	pthread_mutex_init(&dev->read_lock, NULL);
+	dev->read_tail = &dev->read_head;
+	dev->read_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	snprintf(dev->name, sizeof dev->name, "%s", name);
 	snprintf(thread_name, sizeof thread_name, "flush-%s", name);
-	if (pubtab_init(&dev->targets, WB_DEV_MAX_TARGETS) == 0)
+	if (dev->read_wake >= 0 &&
+	    pubtab_init(&dev->targets, WB_DEV_MAX_TARGETS) == 0)
 		dev->pool = pool_new(thread_name, params, grace);
 	if (!dev->pool) {
 		pubtab_free(&dev->targets);
+		if (dev->read_wake >= 0)
+			close(dev->read_wake);
+		pthread_mutex_destroy(&dev->read_lock);
 		free(dev);
 		return NULL;
 	}
@@ -53,5 +62,7 @@ wb_dev_free(struct wb_dev *dev)
 		return;
 	pool_free(dev->pool);
 	pubtab_free(&dev->targets);
+	close(dev->read_wake);
+	pthread_mutex_destroy(&dev->read_lock);
 	free(dev);
 }

@@ -7,6 +7,8 @@
 #ifndef WBD_WBDEV_H
 #define WBD_WBDEV_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +19,7 @@
 #include "stats.h"
 
 struct grace;
+struct fill_read;
 struct wb_target;
 
 struct wb_dev {
@@ -40,6 +43,8 @@ struct wb_dev {
 	uint64_t backoff_until_ns;
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
+	uint64_t read_bytes;            /* from the device: misses, fills,
+	                                   CACHE, read-ahead */
 	int last_err;                   /* errno of the last failure, 0 none */
 	struct ratelimit fail_log;      /* writeback failures logged */
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
@@ -56,6 +61,13 @@ struct wb_dev {
 
 	/* Runs written back, by reason, and how long they took. */
 	struct stats_wb stats;
+	/* The read window (fill.c): reads queued for it, and whether a
+	 * worker runs it; under read_lock, a leaf. */
+	pthread_mutex_t read_lock;
+	struct fill_read *read_head, **read_tail;
+	bool read_running;
+	struct job read_job;
+	int read_wake; /* eventfd: a read was queued */
 };
 
 /* As many as the export table holds (daemon.c checks): a device takes

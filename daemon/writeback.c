@@ -109,6 +109,7 @@ wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
 	wb->cache = cache;
 	wb->page_size = cache_page_size(cache);
 	wb->total_pages = st.pages_total;
+	wb->readahead_bytes = cfg->cache.readahead_bytes;
 	wb_ctl_update(wb, &cfg->writeback);
 }
 

@@ -93,6 +93,7 @@ struct wb_ctl {
 	uint32_t max_run_pages;         /* coalescing cap */
 	unsigned writeback_cs;          /* dirty_writeback_centisecs, 0: off */
 	int stopping;                   /* shutting down: stop holding writers */
+	uint32_t readahead_bytes;       /* cache.readahead_bytes (fill.c) */
 };
 
 /* The run-time thresholds of a struct wb_ctl, as read at one moment. */

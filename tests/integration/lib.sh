@@ -433,3 +433,42 @@ _stop_slow_file_then_cleanup() {
 	(exit "$rc")
 	_cleanup
 }
+
+# --- the kernel's NBD client --------------------------------------------
+
+# kernel_nbd_unusable: print why /dev/nbd0 and nbd-client cannot be used
+# here and succeed; fail, printing nothing, if they can.
+kernel_nbd_unusable() {
+	if ! command -v nbd-client >/dev/null 2>&1; then
+		echo "nbd-client is not installed"
+	elif [[ $(id -u) != 0 ]]; then
+		echo "not root"
+	elif [[ ! -b /dev/nbd0 ]] && ! { command -v modprobe >/dev/null 2>&1 &&
+	    modprobe nbd 2>/dev/null && sleep 0.5 && [[ -b /dev/nbd0 ]]; }; then
+		echo "/dev/nbd0 does not exist and the nbd module cannot be loaded here"
+	elif [[ -e /sys/block/nbd0/pid ]]; then
+		echo "/dev/nbd0 is in use"
+	else
+		return 1
+	fi
+}
+
+# --- block status -------------------------------------------------------
+
+# map_flags URI OFFSET [CONTEXT]: the flags (a number) that `nbdinfo
+# --map[=CONTEXT]` reports for the byte at OFFSET (default context
+# base:allocation: 0 data, 1 hole, 2 zero, 3 hole and zero).  Fails the
+# test if nbdinfo does.
+map_flags() {
+	local out
+	out=$(nbdinfo --map${3:+=$3} "$1") || fail "nbdinfo --map${3:+=$3} $1 failed"
+	awk -v o="$2" '$1 <= o && o < $1 + $2 { print $3; f = 1; exit }
+		END { if (!f) print "none" }' <<<"$out"
+}
+
+# expect_map URI CONTEXT OFFSET FLAGS WHAT: map_flags gives FLAGS there.
+expect_map() {
+	local got
+	got=$(map_flags "$1" "$3" "$2")
+	[[ $got == "$4" ]] || fail "$5: $2 at offset $3 is $got, expected $4 ($(nbdinfo --map="$2" "$1" | head -n 20 | tr '\n' ';'))"
+}

@@ -194,22 +194,7 @@ qemu-img compare -q -f raw -F raw "$SHADOW" "$(kit_uri "$MEM")" ||
 	fail "qemu-img compare: nbdkit differs from the shadow"
 
 # The kernel's NBD client, if this machine lets us use it.
-kernel_nbd_reason=
-if ! command -v nbd-client >/dev/null 2>&1; then
-	kernel_nbd_reason="nbd-client is not installed"
-elif [[ ! -b /dev/nbd0 ]]; then
-	if command -v modprobe >/dev/null 2>&1 && [[ $(id -u) == 0 ]] &&
-	   modprobe nbd 2>/dev/null && sleep 0.5 && [[ -b /dev/nbd0 ]]; then
-		:
-	else
-		kernel_nbd_reason="/dev/nbd0 does not exist and the nbd module cannot be loaded here"
-	fi
-elif [[ $(id -u) != 0 ]]; then
-	kernel_nbd_reason="not root"
-elif [[ -e /sys/block/nbd0/pid ]]; then
-	kernel_nbd_reason="/dev/nbd0 is in use"
-fi
-if [[ -n $kernel_nbd_reason ]]; then
+if kernel_nbd_reason=$(kernel_nbd_unusable); then
 	log "kernel nbd-client pass skipped: $kernel_nbd_reason"
 else
 	log "kernel nbd-client pass on /dev/nbd0"

@@ -547,6 +547,76 @@ test_fill_after_discard_not_installed(void **state)
 	assert_false(cache_read(x->f, buf, 7 * PS, PS));
 }
 
+/* Block status: what differs from the backing device, run by run. */
+static void
+test_state_runs(void **state)
+{
+	struct fx *x = *state;
+	unsigned st;
+
+	/* Nothing written: one run of everything, whatever is cached. */
+	assert_int_equal(cache_fill(x->f, 3, x->page), 0);
+	assert_int_equal(cache_state_run(x->f, 0, 256, &st), 256);
+	assert_int_equal(st, 0);
+	assert_int_equal(cache_file_unwritten_pages(x->f), 0);
+
+	write_ok(x, 4 * PS, 2 * PS, 1, 1); /* pages 4, 5 dirty */
+	assert_int_equal(cache_file_unwritten_pages(x->f), 2);
+	assert_int_equal(cache_state_run(x->f, 0, 256, &st), 4);
+	assert_int_equal(st, 0);
+	assert_int_equal(cache_state_run(x->f, 4, 252, &st), 2);
+	assert_int_equal(st, CACHE_STATE_DIRTY);
+	assert_int_equal(cache_state_run(x->f, 6, 250, &st), 250);
+	assert_int_equal(st, 0);
+	/* At most N. */
+	assert_int_equal(cache_state_run(x->f, 4, 1, &st), 1);
+
+	/* Under writeback, then written again meanwhile. */
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 16);
+	assert_non_null(r);
+	assert_int_equal(cache_state_run(x->f, 4, 10, &st), 2);
+	assert_int_equal(st, CACHE_STATE_DIRTY | CACHE_STATE_WRITEBACK);
+	write_ok(x, 5 * PS, PS, 2, 2);
+	assert_int_equal(cache_state_run(x->f, 5, 10, &st), 1);
+	assert_int_equal(st, CACHE_STATE_DIRTY | CACHE_STATE_WRITEBACK);
+	assert_int_equal(cache_file_unwritten_pages(x->f), 2);
+	cache_end_run(r, true);
+	/* Page 4 is clean now, 5 still dirty. */
+	assert_int_equal(cache_file_unwritten_pages(x->f), 1);
+	assert_int_equal(cache_state_run(x->f, 4, 10, &st), 1);
+	assert_int_equal(st, 0);
+	assert_int_equal(cache_state_run(x->f, 5, 10, &st), 1);
+	assert_int_equal(st, CACHE_STATE_DIRTY);
+
+	/* A failed run keeps them unwritten. */
+	r = cache_take_run(x->f, UINT64_MAX, 16);
+	cache_end_run(r, false);
+	assert_int_equal(cache_file_unwritten_pages(x->f), 1);
+	r = cache_take_run(x->f, UINT64_MAX, 16);
+	cache_end_run(r, true);
+	assert_int_equal(cache_file_unwritten_pages(x->f), 0);
+	assert_int_equal(cache_state_run(x->f, 0, 256, &st), 256);
+}
+
+/* A dirty page zeroed whole by a discard is known to hold zeroes until
+ * written again; one zeroed in part is not. */
+static void
+test_state_zeroed_by_discard(void **state)
+{
+	struct fx *x = *state;
+	unsigned st;
+
+	write_ok(x, 0, 3 * PS, 7, 1);
+	cache_discard(x->f, 0, PS + 100, 2);
+	assert_int_equal(cache_state_run(x->f, 0, 8, &st), 1);
+	assert_int_equal(st, CACHE_STATE_DIRTY | CACHE_STATE_ZERO);
+	assert_int_equal(cache_state_run(x->f, 1, 8, &st), 2);
+	assert_int_equal(st, CACHE_STATE_DIRTY);
+	write_ok(x, 10, 1, 9, 3);
+	assert_int_equal(cache_state_run(x->f, 0, 8, &st), 3);
+	assert_int_equal(st, CACHE_STATE_DIRTY);
+}
+
 int
 main(void)
 {
@@ -574,6 +644,8 @@ main(void)
 		T(test_read_miss_begins_and_ends_fills),
 		T(test_first_fill_end_wins),
 		T(test_fill_after_discard_not_installed),
+		T(test_state_runs),
+		T(test_state_zeroed_by_discard),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -785,6 +785,101 @@ test_error_duplicate_export_name(void **state)
 }
 
 static void
+test_default_export(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; },\n"
+		"            { name = \"b\"; backing = \"/b\"; } );\n"
+		"default_export = \"b\";\n"));
+	assert_string_equal(f->cfg.default_export, "b");
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "none.conf",
+		"default_export = \"none\";\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_string_equal(f->cfg.default_export, CONFIG_NO_DEFAULT_EXPORT);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "first.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_null(f->cfg.default_export);
+}
+
+static void
+test_max_request_bytes(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "mrb.conf",
+		"limits = { max_request_bytes = \"128M\"; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.max_request_bytes, 128u << 20);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "mrb-default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.max_request_bytes, 64u << 20);
+	config_free(&f->cfg);
+	expect_error(f, "mrb-small.conf",
+	    "limits = {\n  max_request_bytes = \"16M\";\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "limits.max_request_bytes", "expected a size from 32M to 1G");
+	expect_error(f, "mrb-big.conf",
+	    "limits = { max_request_bytes = \"2G\"; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "limits.max_request_bytes", "expected a size from 32M to 1G");
+}
+
+static void
+test_readahead_bytes(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "ra.conf",
+		"cache = { readahead_bytes = \"1M\"; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.cache.readahead_bytes, 1u << 20);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "ra-off.conf",
+		"cache = { readahead_bytes = 0; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.cache.readahead_bytes, 0);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "ra-default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.cache.readahead_bytes, 4u << 20);
+	config_free(&f->cfg);
+	expect_error(f, "ra-big.conf",
+	    "cache = {\n  readahead_bytes = \"65M\";\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "cache.readahead_bytes", "expected a size from 0 (off) to 64M");
+}
+
+static void
+test_error_default_export_unknown(void **state)
+{
+	expect_error(*state, "default-unknown.conf",
+	    "exports = (\n"
+	    "  { name = \"a\"; backing = \"/a\"; }\n"
+	    ");\n"
+	    "default_export = \"disk0\";\n",
+	    4, "default_export",
+	    "expected the name of an export below, or "
+	    "\"none\", got \"disk0\"");
+	expect_error(*state, "default-int.conf",
+	    "default_export = 1;\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "default_export", "expected a string");
+}
+
+static void
 test_error_missing_name(void **state)
 {
 	expect_error(*state, "no-name.conf",
@@ -1418,6 +1513,10 @@ main(void)
 		T(test_error_integer_truncated_by_libconfig),
 		T(test_error_bad_cache_mode),
 		T(test_error_duplicate_export_name),
+		T(test_default_export),
+		T(test_error_default_export_unknown),
+		T(test_max_request_bytes),
+		T(test_readahead_bytes),
 		T(test_error_missing_name),
 		T(test_error_empty_name),
 		T(test_error_name_too_long),

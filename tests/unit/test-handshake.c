@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "handshake.h"
+#include "meta.h"
 #include "nbd-proto.h"
 
 static const struct hs_export exports[] = {
@@ -139,6 +140,7 @@ test_go_known_export(void **state)
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
 	    HS_TRANSMISSION);
 	assert_ptr_equal(f->hs.chosen, &exports[0]);
+	assert_true(f->hs.block_sizes);
 
 	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
 	assert_int_equal(len, 12);
@@ -196,6 +198,8 @@ test_default_export(void **state)
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
 	    HS_TRANSMISSION);
 	assert_ptr_equal(f->hs.chosen, &exports[0]);
+	/* No NBD_INFO_BLOCK_SIZE asked for: not held to the maximum. */
+	assert_false(f->hs.block_sizes);
 }
 
 static void
@@ -334,6 +338,316 @@ test_list(void **state)
 	    NBD_REP_ERR_INVALID);
 }
 
+static void
+test_structured_reply(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_true(f->hs.structured);
+	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
+	    NBD_REP_ACK);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY,
+			     (const uint8_t *)"x", 1, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
+	    NBD_REP_ERR_INVALID);
+}
+
+static void
+test_abort(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_ABORT, NULL, 0, &f->out),
+	    HS_CLOSE);
+	assert_int_equal(next_reply(f, NBD_OPT_ABORT, &d, &len), NBD_REP_ACK);
+}
+
+static void
+test_unsupported_options(void **state)
+{
+	struct fixture *f = *state;
+	const uint32_t opts[] = { NBD_OPT_PEEK_EXPORT, NBD_OPT_EXTENDED_HEADERS,
+		12345, 0xffffffffu };
+	const uint8_t *d;
+	uint32_t len;
+
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		assert_int_equal(hs_option(&f->hs, opts[i],
+				     (const uint8_t *)"abc", 3, &f->out),
+		    HS_CONTINUE);
+		assert_int_equal(next_reply(f, opts[i], &d, &len),
+		    NBD_REP_ERR_UNSUP);
+	}
+	assert_all_read(f);
+}
+
+/* A LIST/SET_META_CONTEXT payload: export NAME, then the NQ QUERIES. */
+static size_t
+meta_payload(uint8_t *p, const char *name, const char *const *queries,
+    uint32_t nq)
+{
+	size_t nl = strlen(name), at;
+
+	put_u32(p, (uint32_t)nl);
+	memcpy(p + 4, name, nl);
+	put_u32(p + 4 + nl, nq);
+	at = 8 + nl;
+	for (uint32_t i = 0; i < nq; i++) {
+		size_t ql = strlen(queries[i]);
+		put_u32(p + at, (uint32_t)ql);
+		memcpy(p + at + 4, queries[i], ql);
+		at += 4 + ql;
+	}
+	return at;
+}
+
+static void
+negotiate_structured(struct fixture *f)
+{
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
+	    NBD_REP_ACK);
+}
+
+/* The next reply is NBD_REP_META_CONTEXT for context NAME with id ID. */
+static void
+expect_context(struct fixture *f, uint32_t opt, uint32_t id, const char *name)
+{
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(next_reply(f, opt, &d, &len), NBD_REP_META_CONTEXT);
+	assert_int_equal(len, 4 + strlen(name));
+	assert_int_equal(get_u32(d), id);
+	assert_memory_equal(d + 4, name, strlen(name));
+}
+
+static uint32_t
+meta_option(struct fixture *f, uint32_t opt, const char *name,
+    const char *const *queries, uint32_t nq)
+{
+	uint8_t p[512];
+	size_t n = meta_payload(p, name, queries, nq);
+
+	assert_int_equal(hs_option(&f->hs, opt, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	return (uint32_t)n;
+}
+
+static void
+expect_final(struct fixture *f, uint32_t opt, uint32_t type)
+{
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(next_reply(f, opt, &d, &len), type);
+}
+
+static void
+test_meta_needs_structured(void **state)
+{
+	struct fixture *f = *state;
+	const char *q[] = { "base:allocation" };
+
+	meta_option(f, NBD_OPT_SET_META_CONTEXT, "disk0", q, 1);
+	expect_final(f, NBD_OPT_SET_META_CONTEXT, NBD_REP_ERR_INVALID);
+	meta_option(f, NBD_OPT_LIST_META_CONTEXT, "disk0", q, 1);
+	expect_final(f, NBD_OPT_LIST_META_CONTEXT, NBD_REP_ERR_INVALID);
+	assert_int_equal(f->hs.meta, 0);
+	assert_all_read(f);
+}
+
+static void
+test_meta_list(void **state)
+{
+	struct fixture *f = *state;
+	const char *base[] = { "base:" }, *wbd[] = { "wbd:" };
+	const char *other[] = { "qemu:dirty-bitmap:b0", "base:nothing",
+		"x-foo:" };
+	const uint32_t L = NBD_OPT_LIST_META_CONTEXT;
+
+	negotiate_structured(f);
+	/* No query: every context, with the reserved id 0. */
+	meta_option(f, L, "disk0", NULL, 0);
+	expect_context(f, L, 0, "base:allocation");
+	expect_context(f, L, 0, "wbd:dirty");
+	expect_final(f, L, NBD_REP_ACK);
+	/* An empty leaf name lists its namespace. */
+	meta_option(f, L, "", base, 1);
+	expect_context(f, L, 0, "base:allocation");
+	expect_final(f, L, NBD_REP_ACK);
+	meta_option(f, L, "ro", wbd, 1);
+	expect_context(f, L, 0, "wbd:dirty");
+	expect_final(f, L, NBD_REP_ACK);
+	/* Unknown namespaces and leaf names match nothing. */
+	meta_option(f, L, "disk0", other, 3);
+	expect_final(f, L, NBD_REP_ACK);
+	/* LIST selects nothing. */
+	assert_int_equal(f->hs.meta, 0);
+	assert_all_read(f);
+}
+
+static void
+test_meta_set(void **state)
+{
+	struct fixture *f = *state;
+	const char *q[] = { "wbd:dirty", "base:", "x-foo:bar",
+		"base:allocation", "wbd:dirty" };
+	const char *none[] = { "base:", "wbd:" };
+	const uint32_t S = NBD_OPT_SET_META_CONTEXT;
+	uint8_t p[64];
+	size_t n;
+
+	negotiate_structured(f);
+	meta_option(f, S, "disk0", q, 5);
+	/* Each context once, with its own id, whatever the order asked. */
+	expect_context(f, S, meta_context_id(META_BASE_ALLOCATION),
+	    "base:allocation");
+	expect_context(f, S, meta_context_id(META_WBD_DIRTY), "wbd:dirty");
+	expect_final(f, S, NBD_REP_ACK);
+	assert_int_equal(f->hs.meta, META_ALL);
+	/* The ids are the same on a later SET. */
+	meta_option(f, S, "disk0", q + 4, 1);
+	expect_context(f, S, meta_context_id(META_WBD_DIRTY), "wbd:dirty");
+	expect_final(f, S, NBD_REP_ACK);
+	assert_int_equal(f->hs.meta, 1u << META_WBD_DIRTY);
+	/* An empty leaf name selects nothing in a SET. */
+	meta_option(f, S, "disk0", none, 2);
+	expect_final(f, S, NBD_REP_ACK);
+	assert_int_equal(f->hs.meta, 0);
+	/* Kept through GO of the same export (here by the default name). */
+	meta_option(f, S, "disk0", q, 1);
+	expect_context(f, S, 2, "wbd:dirty");
+	expect_final(f, S, NBD_REP_ACK);
+	n = info_payload(p, "", NULL, 0);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_int_equal(f->hs.meta, 1u << META_WBD_DIRTY);
+}
+
+static void
+test_meta_set_other_export_dropped(void **state)
+{
+	struct fixture *f = *state;
+	const char *q[] = { "base:allocation" };
+	uint8_t p[64];
+	size_t n;
+
+	negotiate_structured(f);
+	meta_option(f, NBD_OPT_SET_META_CONTEXT, "ro", q, 1);
+	assert_int_equal(f->hs.meta, 1u << META_BASE_ALLOCATION);
+	n = info_payload(p, "disk0", NULL, 0);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_int_equal(f->hs.meta, 0);
+}
+
+static void
+test_meta_malformed(void **state)
+{
+	struct fixture *f = *state;
+	const char *q[] = { "base:allocation" };
+	const char *nocolon[] = { "allocation" }, *nons[] = { ":x" };
+	const uint32_t S = NBD_OPT_SET_META_CONTEXT;
+	uint8_t p[512];
+	size_t n;
+
+	negotiate_structured(f);
+	meta_option(f, S, "disk0", q, 1);
+	expect_context(f, S, 1, "base:allocation");
+	expect_final(f, S, NBD_REP_ACK);
+
+	/* Too short for a name length and a query count. */
+	assert_int_equal(hs_option(&f->hs, S, p, 7, &f->out), HS_CONTINUE);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	/* A failed SET still replaces the selection. */
+	assert_int_equal(f->hs.meta, 0);
+
+	/* A name length past the end. */
+	n = meta_payload(p, "disk0", q, 1);
+	put_u32(p, 200);
+	assert_int_equal(hs_option(&f->hs, S, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	/* A query length past the end. */
+	n = meta_payload(p, "disk0", q, 1);
+	put_u32(p + 13, 16);
+	assert_int_equal(hs_option(&f->hs, S, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	/* More queries counted than there are. */
+	n = meta_payload(p, "disk0", q, 1);
+	put_u32(p + 9, 2);
+	assert_int_equal(hs_option(&f->hs, S, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	/* Trailing bytes after the queries. */
+	n = meta_payload(p, "disk0", q, 1);
+	assert_int_equal(hs_option(&f->hs, S, p, (uint32_t)n + 3, &f->out),
+	    HS_CONTINUE);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	/* No namespace. */
+	meta_option(f, S, "disk0", nocolon, 1);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	meta_option(f, S, "disk0", nons, 1);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	/* A NUL in a query. */
+	n = meta_payload(p, "disk0", q, 1);
+	p[21] = '\0';
+	assert_int_equal(hs_option(&f->hs, S, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	expect_final(f, S, NBD_REP_ERR_INVALID);
+	/* An unknown export. */
+	meta_option(f, S, "nope", q, 1);
+	expect_final(f, S, NBD_REP_ERR_UNKNOWN);
+	assert_int_equal(f->hs.meta, 0);
+	assert_all_read(f);
+}
+
+static void
+test_meta_too_many_queries(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t nq = META_MAX_QUERIES + 1;
+	size_t n = 8 + 5 + (size_t)nq * (4 + 5);
+	uint8_t *p = malloc(n);
+
+	negotiate_structured(f);
+	put_u32(p, 5);
+	memcpy(p + 4, "disk0", 5);
+	put_u32(p + 9, nq);
+	for (uint32_t i = 0; i < nq; i++) {
+		put_u32(p + 13 + 9 * i, 5);
+		memcpy(p + 17 + 9 * i, "base:", 5);
+	}
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST_META_CONTEXT, p,
+			     (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	expect_final(f, NBD_OPT_LIST_META_CONTEXT, NBD_REP_ERR_TOO_BIG);
+	/* At the limit: fine. */
+	put_u32(p + 9, nq - 1);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST_META_CONTEXT, p,
+			     (uint32_t)(n - 9), &f->out),
+	    HS_CONTINUE);
+	expect_context(f, NBD_OPT_LIST_META_CONTEXT, 0, "base:allocation");
+	expect_final(f, NBD_OPT_LIST_META_CONTEXT, NBD_REP_ACK);
+	assert_all_read(f);
+	free(p);
+}
+
 /* The allow list's verdict, as conn.c gives it: "ro" is not for this
  * client; every question is counted. */
 static unsigned asked_open, asked_listing;
@@ -406,55 +720,6 @@ test_refused_export_name_closes(void **state)
 	    HS_CLOSE);
 	assert_int_equal(f->out.len, 0);
 	assert_null(f->hs.chosen);
-}
-
-static void
-test_structured_reply(void **state)
-{
-	struct fixture *f = *state;
-	const uint8_t *d;
-	uint32_t len;
-
-	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0,
-	    &f->out), HS_CONTINUE);
-	assert_true(f->hs.structured);
-	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
-	    NBD_REP_ACK);
-	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY,
-	    (const uint8_t *)"x", 1, &f->out), HS_CONTINUE);
-	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
-	    NBD_REP_ERR_INVALID);
-}
-
-static void
-test_abort(void **state)
-{
-	struct fixture *f = *state;
-	const uint8_t *d;
-	uint32_t len;
-
-	assert_int_equal(hs_option(&f->hs, NBD_OPT_ABORT, NULL, 0, &f->out),
-	    HS_CLOSE);
-	assert_int_equal(next_reply(f, NBD_OPT_ABORT, &d, &len), NBD_REP_ACK);
-}
-
-static void
-test_unsupported_options(void **state)
-{
-	struct fixture *f = *state;
-	const uint32_t opts[] = { NBD_OPT_PEEK_EXPORT,
-		NBD_OPT_LIST_META_CONTEXT, NBD_OPT_SET_META_CONTEXT,
-		NBD_OPT_EXTENDED_HEADERS, 12345, 0xffffffffu };
-	const uint8_t *d;
-	uint32_t len;
-
-	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
-		assert_int_equal(hs_option(&f->hs, opts[i],
-		    (const uint8_t *)"abc", 3, &f->out), HS_CONTINUE);
-		assert_int_equal(next_reply(f, opts[i], &d, &len),
-		    NBD_REP_ERR_UNSUP);
-	}
-	assert_all_read(f);
 }
 
 /* STARTTLS: refused by policy when TLS is off, checked, then accepted
@@ -603,6 +868,8 @@ main(void)
 		T(test_starttls),
 		T(test_tls_required),
 		T(test_tls_only_export),
+		T(test_refused_export),
+		T(test_refused_export_name_closes),
 		T(test_client_flags),
 		T(test_go_known_export),
 		T(test_info_does_not_enter_transmission),
@@ -614,11 +881,15 @@ main(void)
 		T(test_export_name_no_zeroes),
 		T(test_export_name_unknown_closes),
 		T(test_list),
-		T(test_refused_export),
-		T(test_refused_export_name_closes),
 		T(test_structured_reply),
 		T(test_abort),
 		T(test_unsupported_options),
+		T(test_meta_needs_structured),
+		T(test_meta_list),
+		T(test_meta_set),
+		T(test_meta_set_other_export_dropped),
+		T(test_meta_malformed),
+		T(test_meta_too_many_queries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

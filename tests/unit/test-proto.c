@@ -105,7 +105,25 @@ test_unknown_command(void **state)
 {
 	assert_int_equal(check(&rw_view, 99, 0, 0, 1), NBD_EINVAL);
 	assert_int_equal(check(&rw_view, NBD_CMD_BLOCK_STATUS, 0, 0, 4096), NBD_EINVAL);
-	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, 0, 0, 4096), NBD_EINVAL);
+}
+
+/* CACHE: like a READ without its payload: no maximum, read-only too. */
+static void
+test_cache(void **state)
+{
+	struct proto_export_view big = rw_view;
+	big.size_bytes = UINT64_C(1) << 40;
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, 0, 0, 4096), 0);
+	assert_int_equal(check(&ro_view, NBD_CMD_CACHE, 0, 0, 4096), 0);
+	assert_int_equal(check(&big, NBD_CMD_CACHE, 0, 0, UINT32_MAX), 0);
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, NBD_CMD_FLAG_FUA, 0, 1),
+	    0);
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, NBD_CMD_FLAG_REQ_ONE, 0,
+			     1),
+	    NBD_EINVAL);
+	assert_int_equal(check(&rw_view, NBD_CMD_CACHE, 0, 0, 0), NBD_EINVAL);
+	assert_int_equal(check(&ro_view, NBD_CMD_CACHE, 0, EXPORT_BYTES, 1),
+	    NBD_EINVAL);
 }
 
 static void
@@ -162,6 +180,17 @@ test_oversized(void **state)
 	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, PROTO_MAX_REQUEST_BYTES), 0);
 	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, PROTO_MAX_REQUEST_BYTES + 1), NBD_EINVAL);
 	assert_int_equal(check(&big, NBD_CMD_WRITE, 0, 0, PROTO_MAX_REQUEST_BYTES + 1), NBD_EINVAL);
+	/* A client that did not agree on block sizes: up to its limit. */
+	big.max_request_bytes = 64u << 20;
+	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, 40u << 20), 0);
+	assert_int_equal(check(&big, NBD_CMD_WRITE, 0, 0, 64u << 20), 0);
+	assert_int_equal(check(&big, NBD_CMD_READ, 0, 0, (64u << 20) + 1),
+	    NBD_EINVAL);
+	assert_int_equal(check(&big, NBD_CMD_WRITE, 0, 0, (64u << 20) + 1),
+	    NBD_EINVAL);
+	assert_true(proto_max_discard_bytes(&big) == 128u << 20);
+	big.max_request_bytes = PROTO_MAX_REQUEST_BYTES;
+	assert_true(proto_max_discard_bytes(&big) == PROTO_MAX_DISCARD_BYTES);
 	/* TRIM and WRITE_ZEROES carry no payload: no maximum applies. */
 	assert_int_equal(check(&big, NBD_CMD_TRIM, 0, 0, UINT32_MAX), 0);
 	assert_int_equal(check(&big, NBD_CMD_WRITE_ZEROES, 0, 0, UINT32_MAX), 0);
@@ -220,6 +249,55 @@ test_errno_mapping(void **state)
 	assert_int_equal(proto_errno_to_nbd(ENXIO), NBD_EIO);
 }
 
+/* BLOCK_STATUS: only with a context selected (so structured replies),
+ * REQ_ONE accepted, any length within the export, on read-only too. */
+static void
+test_block_status(void **state)
+{
+	struct proto_export_view v = rw_view, ro = ro_view;
+	uint16_t one = NBD_CMD_FLAG_REQ_ONE;
+	const uint16_t bs = NBD_CMD_BLOCK_STATUS;
+
+	v.structured = ro.structured = true;
+	assert_int_equal(check(&v, bs, 0, 0, 4096), NBD_EINVAL);
+	v.meta = ro.meta = 1;
+	assert_int_equal(check(&v, bs, 0, 0, 4096), 0);
+	assert_int_equal(check(&v, bs, one, 0, EXPORT_BYTES), 0);
+	assert_int_equal(check(&ro, bs, one, 0, 4096), 0);
+	assert_int_equal(check(&v, bs, NBD_CMD_FLAG_FUA | one, 0, 1), 0);
+	assert_int_equal(check(&v, bs, NBD_CMD_FLAG_NO_HOLE, 0, 1), NBD_EINVAL);
+	assert_int_equal(check(&v, bs, 0, 0, 0), NBD_EINVAL);
+	assert_int_equal(check(&v, bs, 0, EXPORT_BYTES - 1, 2), NBD_EINVAL);
+	assert_int_equal(check(&ro, bs, 0, EXPORT_BYTES, 1), NBD_EINVAL);
+	/* REQ_ONE belongs to BLOCK_STATUS alone. */
+	assert_int_equal(check(&v, NBD_CMD_READ, one, 0, 1), NBD_EINVAL);
+	/* Not without structured replies, whatever else says so. */
+	v.structured = false;
+	assert_int_equal(check(&v, bs, 0, 0, 4096), NBD_EINVAL);
+}
+
+static void
+test_block_status_reply(void **state)
+{
+	const struct proto_extent e[2] = { { 4096, 3 }, { 512, 0 } };
+	uint8_t p[64];
+
+	assert_int_equal(proto_block_status_bytes(2), 20 + 4 + 16);
+	assert_int_equal(proto_encode_block_status(p, 99, true, 2, e, 2), 40);
+	assert_int_equal(get_u32(p), NBD_STRUCTURED_REPLY_MAGIC);
+	assert_int_equal(get_u16(p + 4), NBD_REPLY_FLAG_DONE);
+	assert_int_equal(get_u16(p + 6), NBD_REPLY_TYPE_BLOCK_STATUS);
+	assert_true(get_u64(p + 8) == 99);
+	assert_int_equal(get_u32(p + 16), 4 + 16);
+	assert_int_equal(get_u32(p + 20), 2);
+	assert_int_equal(get_u32(p + 24), 4096);
+	assert_int_equal(get_u32(p + 28), 3);
+	assert_int_equal(get_u32(p + 32), 512);
+	assert_int_equal(get_u32(p + 36), 0);
+	proto_encode_block_status(p, 99, false, 1, e, 1);
+	assert_int_equal(get_u16(p + 4), 0);
+}
+
 int
 main(void)
 {
@@ -235,6 +313,9 @@ main(void)
 		cmocka_unit_test(test_zero_length),
 		cmocka_unit_test(test_oversized),
 		cmocka_unit_test(test_readonly),
+		cmocka_unit_test(test_block_status),
+		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_block_status_reply),
 		cmocka_unit_test(test_simple_reply),
 		cmocka_unit_test(test_structured_reply),
 		cmocka_unit_test(test_errno_mapping),

@@ -1,0 +1,409 @@
+/*
+ * fill.c - filling the cache from the backing device: see fill.h.
+ *
+ * A read is begun (placeholders put in for the pages not resident, one
+ * backend read started over them) and ended (the read waited for, the
+ * pages installed, the caller's copy made).  A local device reads in
+ * begin; a remote only submits there, so the window begins every read
+ * queued, up to backend_max_reads_in_flight, and ends the oldest first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cache.h"
+#include "clock.h"
+#include "fill.h"
+#include "log.h"
+#include "pool.h"
+#include "wbdev.h"
+#include "writeback.h"
+
+/* The most reads one window keeps in flight. */
+#define FILL_WINDOW 64
+/* NBD_CMD_CACHE takes at most 1/FILL_PREFETCH_SHARE of the cache. */
+#define FILL_PREFETCH_SHARE 4
+/* Read-ahead: after this many sequential reads, windows from this size. */
+#define FILL_RA_STREAK 3
+#define FILL_RA_MIN_BYTES (128u << 10)
+/* A read waits this long at most for a page another read fills. */
+#define FILL_WAIT_MS 1000
+
+/* Read from T's backing device, counted on its device. */
+static void
+fill_backend_begin(struct wb_target *t, struct backend_read *br, void *buf,
+    uint32_t count, uint64_t off)
+{
+	__atomic_add_fetch(&t->dev->read_bytes, count, __ATOMIC_RELAXED);
+	backend_read_begin(t->backend, br, buf, count, off);
+}
+
+/* Install page FIRST + I of R's read (or drop its placeholder: DATA
+ * NULL). */
+static void
+fill_install(struct fill_read *r, uint32_t i, const void *data)
+{
+	if (r->ahead)
+		cache_fill_end_ahead(r->t->cf, r->first + i, data, r->gen);
+	else
+		cache_fill_end(r->t->cf, r->first + i, data, r->gen);
+}
+
+/* Begin R: true if it must be ended (fill_end: a backend read in
+ * flight, or pages another read fills), false if R is done (R->err set). */
+static bool
+fill_begin(struct fill_read *r)
+{
+	struct wb_target *t = r->t;
+	uint32_t ps = t->wb->page_size;
+	uint64_t last = (r->off + r->len - 1) / ps;
+
+	r->first = r->off / ps;
+	r->err = 0;
+	r->tmp = NULL;
+	r->direct = false;
+	r->npages = (uint32_t)(last - r->first + 1);
+	if (!(r->need = malloc(r->npages))) {
+		r->err = -ENOMEM;
+		return false;
+	}
+	r->gen = cache_fill_gen(t->cf);
+	if (cache_read_prepare(t->cf, r->buf, r->off, r->len, r->need) == 0) {
+		free(r->need);
+		return false;
+	}
+	/* Read from the first to the last page ours to fill, whole pages
+	 * (others' in between too: they are the same on the device). */
+	r->lo = 0;
+	r->hi = r->npages - 1;
+	while (r->lo < r->npages && r->need[r->lo] != CACHE_NEED_FILL)
+		r->lo++;
+	if (r->lo == r->npages)
+		return true; /* only others' fills to wait for */
+	while (r->need[r->hi] != CACHE_NEED_FILL)
+		r->hi--;
+	uint64_t rd_off = (r->first + r->lo) * ps;
+	uint64_t rd_len = (uint64_t)(r->hi - r->lo + 1) * ps;
+	uint64_t avail =
+	    rd_off + rd_len > t->size_bytes ? t->size_bytes - rd_off : rd_len;
+	r->direct =
+	    r->buf && rd_off >= r->off && rd_off + rd_len <= r->off + r->len;
+	for (uint32_t i = r->lo; i <= r->hi && r->direct; i++)
+		r->direct = r->need[i] == CACHE_NEED_FILL;
+	if (r->direct) {
+		/* Whole pages, each ours to fill, inside the caller's buffer:
+		 * read there, and install the pages from it. */
+		r->tmp = (uint8_t *)r->buf + (rd_off - r->off);
+		fill_backend_begin(t, &r->br, r->tmp, (uint32_t)rd_len, rd_off);
+		return true;
+	}
+	if (!(r->tmp = malloc(rd_len))) {
+		for (uint32_t i = r->lo; i <= r->hi; i++)
+			if (r->need[i] == CACHE_NEED_FILL)
+				fill_install(r, i, NULL);
+		free(r->need);
+		r->err = -ENOMEM;
+		return false;
+	}
+	memset(r->tmp + avail, 0, rd_len - avail);
+	fill_backend_begin(t, &r->br, r->tmp, (uint32_t)avail, rd_off);
+	return true;
+}
+
+/* The part of page I of R inside R's range: [*FROM, *TO) (bytes). */
+static void
+fill_part(const struct fill_read *r, uint32_t i, uint64_t *from, uint64_t *to)
+{
+	uint64_t ps = r->t->wb->page_size, pstart = (r->first + i) * ps;
+
+	*from = pstart > r->off ? pstart : r->off;
+	*to = pstart + ps < r->off + r->len ? pstart + ps : r->off + r->len;
+}
+
+/*
+ * Page I of R, which another read was filling when R began: copy it into
+ * R's buffer from the cache once that read is done; if it failed (or the
+ * page has gone since), or takes more than FILL_WAIT_MS, read it here.
+ * In a window, the other read is older, so already ended.
+ */
+static int
+fill_wait_other(struct fill_read *r, uint32_t i)
+{
+	uint64_t ps = r->t->wb->page_size, from, to;
+	unsigned slept_us = 0, nap_us = 50;
+
+	fill_part(r, i, &from, &to);
+	for (;;) {
+		int k = cache_read_filled(r->t->cf, r->first + i,
+		    (uint32_t)(from % ps), (uint32_t)(to - from),
+		    (uint8_t *)r->buf + (from - r->off));
+		if (k > 0)
+			return 0;
+		if (k < 0 || slept_us >= FILL_WAIT_MS * 1000u)
+			break;
+		usleep(nap_us);
+		slept_us += nap_us;
+		if (nap_us < 10000)
+			nap_us *= 2;
+	}
+	struct fill_read self = { .t = r->t,
+		.off = from,
+		.len = (uint32_t)(to - from),
+		.buf = (uint8_t *)r->buf + (from - r->off) };
+	return fill_read_now(&self);
+}
+
+/* End R's backend read: install the pages, make the caller's copy; and
+ * take the pages others filled. */
+static void
+fill_end(struct fill_read *r)
+{
+	uint32_t ps = r->t->wb->page_size;
+	int err = r->lo < r->npages ? backend_read_end(&r->br) : 0;
+
+	for (uint32_t i = r->lo; i <= r->hi && r->lo < r->npages; i++) {
+		if (r->need[i] != CACHE_NEED_FILL)
+			continue;
+		uint8_t *page = r->tmp + (uint64_t)(i - r->lo) * ps;
+		fill_install(r, i, err == 0 ? page : NULL);
+		if (err != 0 || !r->buf || r->direct)
+			continue;
+		uint64_t from, to;
+		fill_part(r, i, &from, &to);
+		memcpy((uint8_t *)r->buf + (from - r->off),
+		    page + (from - (r->first + i) * ps), to - from);
+	}
+	if (!r->direct)
+		free(r->tmp);
+	/* A prefetch has nothing to wait for: the other read fills it. */
+	for (uint32_t i = 0; i < r->npages && err == 0 && r->buf; i++)
+		if (r->need[i] == CACHE_NEED_WAIT)
+			err = fill_wait_other(r, i);
+	free(r->need);
+	r->err = err;
+}
+
+int
+fill_read_now(struct fill_read *r)
+{
+	if (fill_begin(r))
+		fill_end(r);
+	return r->err;
+}
+
+bool
+fill_window_wanted(struct wb_target *t)
+{
+	return backend_max_reads_in_flight(t->backend) > 1;
+}
+
+/*
+ * The device's read window, on one worker: begin every read queued (up
+ * to the device's limit), end the oldest, again, until none is queued or
+ * in flight.  Reads of every export of the device go through it.
+ */
+static void
+fill_window_run(struct job *job)
+{
+	struct wb_dev *dev = container_of(job, struct wb_dev, read_job);
+	struct fill_read *ring[FILL_WINDOW];
+	unsigned head = 0, n = 0, cap = FILL_WINDOW;
+
+	pthread_mutex_lock(&dev->read_lock);
+	for (;;) {
+		while (n < cap && dev->read_head) {
+			struct fill_read *r = dev->read_head;
+			if (!(dev->read_head = r->next))
+				dev->read_tail = &dev->read_head;
+			pthread_mutex_unlock(&dev->read_lock);
+			unsigned most =
+			    backend_max_reads_in_flight(r->t->backend);
+			if (most < cap)
+				cap = most;
+			if (fill_begin(r))
+				ring[(head + n++) % FILL_WINDOW] = r;
+			else
+				r->done(r);
+			pthread_mutex_lock(&dev->read_lock);
+		}
+		if (n == 0 && !dev->read_head)
+			break;
+		pthread_mutex_unlock(&dev->read_lock);
+		/* The oldest, unless a read is queued first (then begin it:
+		 * a slow read must not hold back the ones behind it). */
+		if (n > 0 &&
+		    (n == cap ||
+			backend_read_wait(&ring[head]->br, dev->read_wake))) {
+			struct fill_read *r = ring[head];
+			head = (head + 1) % FILL_WINDOW;
+			n--;
+			fill_end(r);
+			r->done(r);
+		} else {
+			uint64_t v; /* nonblocking: EAGAIN if none */
+			(void)!read(dev->read_wake, &v, sizeof v);
+		}
+		pthread_mutex_lock(&dev->read_lock);
+	}
+	dev->read_running = false;
+	pthread_mutex_unlock(&dev->read_lock);
+}
+
+void
+fill_queue(struct fill_read *r)
+{
+	struct wb_dev *dev = r->t->dev;
+	bool start;
+
+	r->next = NULL;
+	pthread_mutex_lock(&dev->read_lock);
+	*dev->read_tail = r;
+	dev->read_tail = &r->next;
+	start = !dev->read_running;
+	dev->read_running = true;
+	pthread_mutex_unlock(&dev->read_lock);
+	if (!start) {
+		/* Wake the window if it waits for a read in flight. */
+		uint64_t one = 1;
+		if (write(dev->read_wake, &one, sizeof one) < 0 &&
+		    errno != EAGAIN)
+			log_debug("eventfd write: %s", strerror(errno));
+		return;
+	}
+	/* The last run has let go of it (read_running was false). */
+	memset(&dev->read_job, 0, sizeof dev->read_job);
+	dev->read_job.run = fill_window_run;
+	dev->read_job.waited_on = true; /* clients wait for it */
+	pool_submit(dev->pool, &dev->read_job);
+}
+
+int
+fill_page(struct wb_target *t, uint64_t index)
+{
+	uint32_t ps = t->wb->page_size;
+	uint64_t gen = cache_fill_gen(t->cf);
+	struct backend_read br;
+
+	if (!cache_fill_begin(t->cf, index))
+		return 0;
+	uint8_t *page = calloc(1, ps);
+	if (!page) {
+		cache_fill_end(t->cf, index, NULL, gen);
+		return -ENOMEM;
+	}
+	uint64_t off = index * ps;
+	uint64_t n = off + ps > t->size_bytes ? t->size_bytes - off : ps;
+	fill_backend_begin(t, &br, page, (uint32_t)n, off);
+	int r = backend_read_end(&br);
+	cache_fill_end(t->cf, index, r == 0 ? page : NULL, gen);
+	free(page);
+	return r;
+}
+
+int
+fill_prefetch(struct wb_target *t, uint64_t off, uint64_t len)
+{
+	uint64_t ps = t->wb->page_size, total = t->wb->total_pages;
+	uint64_t piece =
+	    (uint64_t)__atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED) *
+	    ps;
+	uint64_t budget = total / FILL_PREFETCH_SHARE;
+
+	while (len > 0) {
+		/* To the next piece boundary: aligned reads after the first. */
+		uint64_t n =
+		    piece - off % piece < len ? piece - off % piece : len;
+		uint64_t pages = (off + n - 1) / ps - off / ps + 1;
+		uint64_t clean = total - cache_unwritten_pages(t->wb->cache);
+		if (pages > budget || pages > clean / 2)
+			break;
+		struct fill_read r = { .t = t,
+			.off = off,
+			.len = (uint32_t)n,
+			.ahead = true };
+		int err = fill_read_now(&r);
+		if (err < 0)
+			return err;
+		budget -= pages;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* A read-ahead as a job of its own (a device without a window). */
+struct fill_job {
+	struct job job;
+	struct fill_read r;
+};
+
+static void
+fill_job_run(struct job *job)
+{
+	struct fill_job *fj = container_of(job, struct fill_job, job);
+
+	fill_read_now(&fj->r);
+	free(fj); /* the pool does not touch a job after its run */
+}
+
+static void
+fill_ahead_done(struct fill_read *r)
+{
+	free(container_of(r, struct fill_job, r));
+}
+
+void
+fill_readahead(struct wb_target *t, struct fill_ra *ra, uint64_t off,
+    uint32_t len)
+{
+	uint32_t max = t->wb->readahead_bytes, ps = t->wb->page_size;
+
+	if (off != ra->next) {
+		/* Not where the last read ended: no streak. */
+		*ra = (struct fill_ra){ .next = off + len, .streak = 1 };
+		return;
+	}
+	ra->next = off + len;
+	if (max == 0 || ++ra->streak < FILL_RA_STREAK)
+		return;
+	if (ra->ahead < ra->next)
+		ra->ahead = ra->next; /* the client got there first */
+	if (ra->window == 0) {
+		uint64_t w = 4 * (uint64_t)len;
+		if (w < FILL_RA_MIN_BYTES)
+			w = FILL_RA_MIN_BYTES;
+		ra->window = (uint32_t)(w > max ? max : w);
+	}
+	if (ra->ahead - ra->next >= ra->window / 2 ||
+	    ra->ahead >= t->size_bytes)
+		return;
+	uint64_t n = t->size_bytes - ra->ahead;
+	if (n > ra->window)
+		n = ra->window;
+	/* Never more than half of what is clean: dirty pages are never
+	 * evicted, and the clean ones should not all go for this. */
+	uint64_t clean =
+	    t->wb->total_pages - cache_unwritten_pages(t->wb->cache);
+	if (n / ps + 2 > clean / 2)
+		return;
+	struct fill_job *fj = calloc(1, sizeof *fj);
+	if (!fj)
+		return; /* it was advice */
+	fj->r = (struct fill_read){ .t = t,
+		.off = ra->ahead,
+		.len = (uint32_t)n,
+		.ahead = true,
+		.done = fill_ahead_done };
+	ra->ahead += n;
+	uint64_t next_window = 2 * (uint64_t)ra->window;
+	ra->window = (uint32_t)(next_window > max ? max : next_window);
+	if (fill_window_wanted(t)) {
+		fill_queue(&fj->r);
+		return;
+	}
+	fj->job.run = fill_job_run;
+	fj->job.waited_on = true; /* the client reads it next */
+	pool_submit(t->dev->pool, &fj->job);
+}
