@@ -30,10 +30,19 @@ fuzz_check_passed(const struct nbd_request *req,
 		return;
 	case NBD_CMD_READ:
 	case NBD_CMD_WRITE:
-		FUZZ_CHECK(req->count <= PROTO_MAX_REQUEST_BYTES);
+		FUZZ_CHECK(req->count <= (ev->max_request_bytes ?
+						 ev->max_request_bytes :
+						 PROTO_MAX_REQUEST_BYTES));
+		break;
+	case NBD_CMD_BLOCK_STATUS:
+		/* Only with a metadata context selected. */
+		FUZZ_CHECK(ev->meta != 0);
+		FUZZ_CHECK(proto_payload_bytes(req) == 0);
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
+	case NBD_CMD_CACHE:
+		FUZZ_CHECK(proto_payload_bytes(req) == 0);
 		break;
 	default:
 		FUZZ_CHECK(!"an unknown command passed the check");
@@ -48,13 +57,17 @@ fuzz_check_passed(const struct nbd_request *req,
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct proto_export_view ev;
+	struct proto_export_view ev = { 0 };
 
 	if (size < VIEW_BYTES)
 		return 0;
 	ev.size_bytes = get_u64(data);
 	ev.tflags = get_u16(data + 8);
 	ev.structured = data[10] & 1;
+	/* Bits 1-2: the metadata contexts selected; bit 3: a client that did
+	 * not agree on block sizes (limits.max_request_bytes = 64M). */
+	ev.meta = (data[10] >> 1) & 3;
+	ev.max_request_bytes = data[10] & 8 ? 64u << 20 : 0;
 	data += VIEW_BYTES;
 	size -= VIEW_BYTES;
 
