@@ -50,8 +50,11 @@ fuzz_check_passed(const struct nbd_request *req,
 	FUZZ_CHECK(req->count > 0);
 	FUZZ_CHECK(req->offset <= ev->size_bytes);
 	FUZZ_CHECK(req->count <= ev->size_bytes - req->offset);
+	/* A read-only export takes only what does not write. */
 	if (ev->tflags & NBD_FLAG_READ_ONLY)
-		FUZZ_CHECK(req->type == NBD_CMD_READ);
+		FUZZ_CHECK(req->type == NBD_CMD_READ ||
+		    req->type == NBD_CMD_CACHE ||
+		    req->type == NBD_CMD_BLOCK_STATUS);
 }
 
 int
