@@ -7,7 +7,9 @@
 # and fio), builds wbd in build-bench/ (release), then starts six servers,
 # each on a Unix socket in a temporary directory - wbd, nbdkit null, nbdkit
 # memory, nbdkit file, nbdkit file with the cache filter in writeback mode,
-# qemu-nbd --cache=writeback - and drives them with fio's nbd engine:
+# qemu-nbd --cache=writeback - and drives them with fio's nbd engine
+# (BENCH_SERVERS may add wbd-tls: wbd with tls.mode "require", X.509,
+# to see what TLS costs):
 #
 #   randwrite-4k  4 KiB random writes, queue depth 32
 #   randread-4k   4 KiB random reads, queue depth 32
@@ -177,12 +179,34 @@ write_wbd_conf() {
 	cat >"$1" <<-EOF
 	# written by bench/run.sh
 	listen = { unix = [ "$2" ]; };
+	control = { socket = "${2%.sock}-control.sock"; };
 	cache = { size = "$5"; page_size = "4K"; };
 	writeback = { $6 };
 	exports = (
 	  { name = "disk0"; backing = "$3"; size = "$4"; cache_mode = "writeback"; }
 	);
 	EOF
+}
+
+# make_bench_pki: a CA and server certificate in $T/pki, the CA for the
+# clients in $HOME/.pki/libnbd (HOME moves into $T).
+make_bench_pki() {
+	[[ -f $T/pki/server-cert.pem ]] && return
+	mkdir -p "$T/pki" "$T/home/.pki/libnbd"
+	printf 'cn = bench CA\nca\ncert_signing_key\n' >"$T/pki/ca.info"
+	printf 'cn = localhost\ntls_www_server\nencryption_key\nsigning_key\n' \
+	    >"$T/pki/server.info"
+	(cd "$T/pki" &&
+	    certtool --generate-privkey --outfile ca-key.pem &&
+	    certtool --generate-self-signed --load-privkey ca-key.pem \
+		--template ca.info --outfile ca-cert.pem &&
+	    certtool --generate-privkey --outfile server-key.pem &&
+	    certtool --generate-certificate --load-ca-certificate ca-cert.pem \
+		--load-ca-privkey ca-key.pem --load-privkey server-key.pem \
+		--template server.info --outfile server-cert.pem) >/dev/null 2>&1 ||
+	    die "certtool failed (package gnutls-bin)"
+	cp "$T/pki/ca-cert.pem" "$T/home/.pki/libnbd/"
+	export HOME=$T/home
 }
 
 # spawn LOG CMD...: start CMD in the background; sets SRV_PID and SRV_LOG.
@@ -205,6 +229,17 @@ start_server() {
 		    "dirty_ratio = $WBD_DIRTY_RATIO;"
 		spawn "$T/wbd.log" "$WBD" -f -c "$T/wbd.conf"
 		SRV_URI="nbd+unix:///disk0?socket=$sock"
+		;;
+	wbd-tls)
+		# wbd with tls.mode "require" (X.509); the clients find the CA
+		# in $HOME/.pki/libnbd, libnbd's default place.
+		make_bench_pki
+		write_wbd_conf "$T/$name.conf" "$sock" "$img" "$SIZE" "$WBD_CACHE" \
+		    "dirty_ratio = $WBD_DIRTY_RATIO;"
+		echo "tls = { mode = \"require\"; certificates = \"$T/pki\"; };" \
+		    >>"$T/$name.conf"
+		spawn "$T/$name.log" "$WBD" -f -c "$T/$name.conf"
+		SRV_URI="nbds+unix:///disk0?socket=$sock"
 		;;
 	nbdkit-null)
 		spawn "$T/$name.log" nbdkit -f -U "$sock" null size="$SIZE" ;;

@@ -54,6 +54,19 @@ fmt_ms(uint64_t ms, char *buf, size_t len)
 	return buf;
 }
 
+/* A latency: "63 us", "1.2 ms", "2.50 s". */
+static const char *
+fmt_us(uint64_t us, char *buf, size_t len)
+{
+	if (us < 1000)
+		snprintf(buf, len, "%llu us", (unsigned long long)us);
+	else if (us < 1000000)
+		snprintf(buf, len, "%.1f ms", (double)us / 1000);
+	else
+		snprintf(buf, len, "%.2f s", (double)us / 1000000);
+	return buf;
+}
+
 static const char *
 fmt_u64(uint64_t n, char *buf, size_t len)
 {
@@ -242,6 +255,31 @@ status_waiting(FILE *f, const json_t *waiting)
 	}
 }
 
+/* FLUSH latency and writer pacing since start-up, every export's. */
+static void
+status_requests(FILE *f, const json_t *rq)
+{
+	uint64_t flushes = jget_u64(rq, "flushes", 0);
+	char a[32], b[32];
+
+	fprintf(f, "\nrequests since start\n");
+	if (flushes)
+		fprintf(f, "  %-18s p50 %s, p99 %s over %llu FLUSH%s\n",
+		    "flush latency",
+		    fmt_us(jget_u64(rq, "flush_p50_us", 0), a, sizeof a),
+		    fmt_us(jget_u64(rq, "flush_p99_us", 0), b, sizeof b),
+		    (unsigned long long)flushes, flushes == 1 ? "" : "es");
+	else
+		fprintf(f, "  %-18s - (no FLUSH yet)\n", "flush latency");
+	fprintf(f,
+	    "  %-18s %llu write(s) paced, %llu held at the dirty limit, "
+	    "%s paused in all; %llu now\n",
+	    "pacing", (unsigned long long)jget_u64(rq, "paced_writes", 0),
+	    (unsigned long long)jget_u64(rq, "held_writes", 0),
+	    fmt_ms(jget_u64(rq, "pause_ms", 0), a, sizeof a),
+	    (unsigned long long)jget_u64(rq, "paced_now", 0));
+}
+
 /* The human view of a status answer. */
 static void
 status_print(FILE *f, const json_t *ans)
@@ -293,6 +331,35 @@ status_print(FILE *f, const json_t *ans)
 			"max_connections_per_client", 0),
 		    (unsigned long long)jget_u64(lim, "clients", 0),
 		    (unsigned long long)jget_u64(lim, "refused", 0));
+	if (lim && json_object_get(lim, "max_inflight_bytes")) {
+		char u[32], m[32], p[32], cb[32];
+		fprintf(f,
+		    "  %-18s %s of %s (max_inflight_bytes), peak %s, "
+		    "%llu wait(s); connection buffers %s\n",
+		    "in flight",
+		    wbctl_human(jget_u64(lim, "inflight_bytes", 0), u,
+			sizeof u),
+		    wbctl_human(jget_u64(lim, "max_inflight_bytes", 0), m,
+			sizeof m),
+		    wbctl_human(jget_u64(lim, "inflight_peak_bytes", 0), p,
+			sizeof p),
+		    (unsigned long long)jget_u64(lim, "inflight_waits", 0),
+		    wbctl_human(jget_u64(lim, "connection_buffer_bytes", 0), cb,
+			sizeof cb));
+	}
+
+	const json_t *tls = json_object_get(ans, "tls");
+	if (tls)
+		fprintf(f, "  %-18s %s%s%s%s\n", "tls",
+		    jget_str(tls, "mode") ? jget_str(tls, "mode") : "?",
+		    jget_str(tls, "credentials") ? ", " : "",
+		    jget_str(tls, "credentials") ?
+			jget_str(tls, "credentials") :
+			"",
+		    jget_bool(tls, "verify_peer") ? ", verify_peer" : "");
+	const json_t *rq = json_object_get(ans, "requests");
+	if (rq)
+		status_requests(f, rq);
 
 	fprintf(f, "\nexports\n");
 	status_exports(f, json_object_get(ans, "exports"));
@@ -428,19 +495,21 @@ const struct wbctl_cmd cmd_status_entry = {
 	.usage = "status [-w [SECS]]",
 	.summary = "show the cache, the exports, the writeback devices",
 	.help =
-"Shows the daemon (version, pid, uptime), the cache (size, used, dirty\n"
-"and under-writeback bytes, hits, misses, evictions), the thresholds with\n"
-"the byte values they resolve to, then one line per export (size, cache\n"
-"mode, cached and dirty bytes, age of the oldest dirty page, connections,\n"
-"writeback errors, device) and one per writeback device (MAJ:MIN, its\n"
-"exports, dirty and under-writeback bytes, busy/running workers with\n"
-"(min..max), recent writeback bandwidth, queued work and why, bytes\n"
-"written back, min..max ratio of the dirty limit, errors, back-off) and\n"
-"its last error if any.\n"
-"\n"
-"  -w, --watch[=SECS]  redraw every SECS seconds (default 2) until\n"
-"                      interrupted (SIGINT: exit status 0); on a terminal\n"
-"                      the screen is redrawn in place, otherwise each\n"
-"                      snapshot follows the last after a blank line\n",
+	    "Shows the daemon (version, pid, uptime), the cache (size, used, dirty\n"
+	    "and under-writeback bytes, hits, misses, evictions), the thresholds with\n"
+	    "the byte values they resolve to, the FLUSH latency (p50 and p99 since\n"
+	    "start-up) and writer pacing (writes paced, held at the dirty limit, time\n"
+	    "paused in all, paced now), then one line per export (size, cache\n"
+	    "mode, cached and dirty bytes, age of the oldest dirty page, connections,\n"
+	    "writeback errors, device) and one per writeback device (MAJ:MIN, its\n"
+	    "exports, dirty and under-writeback bytes, busy/running workers with\n"
+	    "(min..max), recent writeback bandwidth, queued work and why, bytes\n"
+	    "written back, min..max ratio of the dirty limit, errors, back-off) and\n"
+	    "its last error if any.\n"
+	    "\n"
+	    "  -w, --watch[=SECS]  redraw every SECS seconds (default 2) until\n"
+	    "                      interrupted (SIGINT: exit status 0); on a terminal\n"
+	    "                      the screen is redrawn in place, otherwise each\n"
+	    "                      snapshot follows the last after a blank line\n",
 	.exec = cmd_status,
 };

@@ -23,6 +23,7 @@ static const struct wbctl_cmd *const wbctl_cmds[] = {
 	&cmd_tune_entry,
 	&cmd_flush_entry,
 	&cmd_reload_entry,
+	&cmd_metrics_entry,
 	&cmd_version_entry,
 };
 #define N_CMDS  (sizeof wbctl_cmds / sizeof wbctl_cmds[0])

@@ -49,6 +49,7 @@ extern const struct wbctl_cmd cmd_flush_entry;
 extern const struct wbctl_cmd cmd_exports_entry;
 extern const struct wbctl_cmd cmd_version_entry;
 extern const struct wbctl_cmd cmd_reload_entry;
+extern const struct wbctl_cmd cmd_metrics_entry;
 
 /* Print "wbctl: MESSAGE" on stderr. */
 void wbctl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -646,6 +646,34 @@ bf_set_direct(struct backend_file *f, const struct stat *st)
 	return 0;
 }
 
+/* Why PATH cannot be opened, the cause named: a missing directory is
+ * not a missing file.  errno is kept. */
+static void
+bf_log_open_failed(const char *path)
+{
+	int err = errno;
+	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+	struct stat st;
+
+	if (slash)
+		*slash = '\0';
+	if (err == ENOENT && slash && slash != dir && stat(dir, &st) < 0 &&
+	    errno == ENOENT)
+		log_warnx("%s: cannot open or create it: directory %s does "
+			  "not exist",
+		    path, dir);
+	else if (err == ENOENT)
+		log_warnx("%s: does not exist (give the export a size to have "
+			  "it created)",
+		    path);
+	else {
+		errno = err;
+		log_warn("%s: cannot open backing file", path);
+	}
+	free(dir);
+	errno = err;
+}
+
 struct backend *
 backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
     bool direct)
@@ -674,7 +702,7 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 		created = f->fd >= 0;
 	}
 	if (f->fd < 0) {
-		log_warn("%s: cannot open backing file", path);
+		bf_log_open_failed(path);
 		goto fail;
 	}
 	if (fstat(f->fd, &st) < 0) {

@@ -112,6 +112,8 @@ struct backend_nbd {
 	uint64_t since_realtime_ns;     /* of the last state change */
 	uint64_t since_mono_ns;
 	unsigned retries;               /* failed reconnections */
+	uint64_t reconnects;            /* outages ended, since start-up */
+	uint64_t failed_attempts;       /* reconnections failed, since then */
 	unsigned backoff_ms;
 	uint64_t next_try_ns;           /* monotonic: earliest reconnection */
 	uint64_t grow_after_ns;         /* monotonic: next extra connection */
@@ -360,6 +362,7 @@ bn_connect_failed_locked(struct backend_nbd *bn, const char *why)
 {
 	lock_assert_held(&bn->lock);
 	bn->retries++;
+	bn->failed_attempts++;
 	bn->backoff_ms = bn->backoff_ms ? bn->backoff_ms * 2 : BN_BACKOFF_MIN_MS;
 	unsigned max_ms = __atomic_load_n(&bn->reconnect_max_ms,
 	    __ATOMIC_RELAXED);
@@ -393,6 +396,7 @@ bn_connected_locked(struct backend_nbd *bn)
 	bn->since_realtime_ns = bn_clock_ns(CLOCK_REALTIME);
 	bn->since_mono_ns = bn_now();
 	bn->retries = 0;
+	bn->reconnects++;
 	bn->backoff_ms = 0;
 }
 
@@ -1117,6 +1121,8 @@ bn_get_state(struct backend *b, struct backend_state *st)
 	st->connected = bn->connected;
 	st->since_realtime_ns = bn->since_realtime_ns;
 	st->retries = bn->retries;
+	st->reconnects = bn->reconnects;
+	st->failed_attempts = bn->failed_attempts;
 	st->connections = bn_live_conns_locked(bn);
 	snprintf(st->last_error, sizeof st->last_error, "%s", bn->last_error);
 	pthread_mutex_unlock(&bn->lock);

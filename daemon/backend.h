@@ -97,6 +97,8 @@ struct backend_state {
 	bool connected;
 	uint64_t since_realtime_ns;     /* when it last connected/disconnected */
 	unsigned retries;               /* failed reconnections since then */
+	uint64_t reconnects;            /* outages ended since start-up */
+	uint64_t failed_attempts; /* reconnections failed since start-up */
 	unsigned connections;           /* open connections (multi-conn: >1) */
 	char last_error[256];           /* "" if none */
 };

@@ -60,6 +60,24 @@ cfg_key_path(const config_setting_t *s, char *buf, size_t len)
 		snprintf(buf + n, len - n, "[%d]", config_setting_index(s));
 }
 
+/* "FILE:LINE: KEY: " for setting S, or "FILE: " for the root or NULL,
+ * into BUF; its length (as snprintf). */
+static int
+cfg_where(struct cfg_load *ld, const config_setting_t *s, char *buf, size_t len)
+{
+	char key[256];
+	const char *file;
+
+	if (s == NULL || config_setting_is_root(s))
+		return snprintf(buf, len, "%s: ", ld->path);
+	file = config_setting_source_file(s);
+	if (file == NULL)
+		file = ld->path;
+	cfg_key_path(s, key, sizeof key);
+	return snprintf(buf, len, "%s:%u: %s: ", file,
+	    config_setting_source_line(s), key);
+}
+
 /*
  * Report an error about setting S: "FILE:LINE: KEY: message".  For the
  * root (something missing from the whole file) there is no line:
@@ -68,22 +86,11 @@ cfg_key_path(const config_setting_t *s, char *buf, size_t len)
 void
 cfg_error(struct cfg_load *ld, const config_setting_t *s, const char *fmt, ...)
 {
-	char key[256];
-	const char *file;
 	va_list ap;
 	int n;
 
 	if (ld->err != NULL && ld->errlen > 0) {
-		if (s == NULL || config_setting_is_root(s)) {
-			n = snprintf(ld->err, ld->errlen, "%s: ", ld->path);
-		} else {
-			file = config_setting_source_file(s);
-			if (file == NULL)
-				file = ld->path;
-			cfg_key_path(s, key, sizeof key);
-			n = snprintf(ld->err, ld->errlen, "%s:%u: %s: ", file,
-			    config_setting_source_line(s), key);
-		}
+		n = cfg_where(ld, s, ld->err, ld->errlen);
 		if (n >= 0 && (size_t)n < ld->errlen) {
 			va_start(ap, fmt);
 			vsnprintf(ld->err + n, ld->errlen - n, fmt, ap);
@@ -91,6 +98,27 @@ cfg_error(struct cfg_load *ld, const config_setting_t *s, const char *fmt, ...)
 		}
 	}
 	errno = EINVAL;
+}
+
+void
+cfg_warn(struct cfg_load *ld, const config_setting_t *s, const char *fmt, ...)
+{
+	char line[1024];
+	size_t old = ld->warnings ? strlen(ld->warnings) : 0;
+	va_list ap;
+	int n = cfg_where(ld, s, line, sizeof line);
+
+	if (n < 0 || (size_t)n >= sizeof line)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof line - n, fmt, ap);
+	va_end(ap);
+	/* A warning that cannot be kept for want of memory is dropped. */
+	char *w = realloc(ld->warnings, old + strlen(line) + 2);
+	if (w == NULL)
+		return;
+	snprintf(w + old, strlen(line) + 2, "%s\n", line);
+	ld->warnings = w;
 }
 
 void
@@ -784,5 +812,7 @@ cfg_end(struct cfg_load *ld)
 	ld->n_ovf = 0;
 	free(ld->dir);
 	ld->dir = NULL;
+	free(ld->warnings);
+	ld->warnings = NULL;
 	errno = saved;
 }

@@ -28,6 +28,8 @@ struct cfg_load {
 	struct cfg_int_overflow *ovf;   /* plain integers above 32 bits */
 	size_t n_ovf;
 	bool lc_ready;                  /* config_init() was called */
+	char *warnings;                 /* cfg_warn's lines, each ending
+	                                   "\n"; NULL if none */
 };
 
 /* Start a read of PATH; errors go to ERR (ERRLEN bytes, may be 0). */
@@ -39,7 +41,8 @@ void cfg_begin(struct cfg_load *ld, const char *path, char *err,
  * and errno set (EINVAL for the text, else why the file cannot be read).
  */
 config_setting_t *cfg_read_file(struct cfg_load *ld);
-/* Free what the read holds; errno is preserved. */
+/* Free what the read holds (take ld->warnings first to keep them); errno
+ * is preserved. */
 void cfg_end(struct cfg_load *ld);
 
 /*
@@ -50,6 +53,10 @@ void cfg_end(struct cfg_load *ld);
 void cfg_error(struct cfg_load *ld, const config_setting_t *s,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void cfg_nomem(struct cfg_load *ld);
+/* A warning about S (the file is still good), in the same form, kept as a
+ * line of ld->warnings. */
+void cfg_warn(struct cfg_load *ld, const config_setting_t *s, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
 /* What the file said, for "got ..." in messages; returns BUF. */
 const char *cfg_repr(const config_setting_t *s, char *buf, size_t len);
 /* "writeback.devices[1].max_ratio": the path of S from the root. */

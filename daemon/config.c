@@ -11,8 +11,10 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <libconfig.h>
 #include <limits.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +23,10 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "budget.h"
 #include "cfgread.h"
 #include "config.h"
+#include "log.h"
 #include "settings.h"
 #include "size.h"
 #include "utf8.h"
@@ -32,6 +36,11 @@
 #define PAGE_SIZE_MAX           (1u << 20)
 #define IO_THREADS_MAX          1024u
 #define UNIX_PATH_BYTES         sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* A cache above this share of RAM is accepted with a warning. */
+#define CACHE_WARN_PCT 75u
+/* The largest file offset (off_t): no export can be larger. */
+#define EXPORT_MAX_BYTES ((uint64_t)INT64_MAX)
 
 #define DEFAULT_CACHE_BYTES     (256u << 20)
 #define DEFAULT_PAGE_SIZE       4096u
@@ -200,11 +209,60 @@ cfg_free_strings(char ***v, size_t *n)
 	*n = 0;
 }
 
+/* KEY of GROUP: an octal file mode such as "0660": 1 and *OUT, 0 if
+ * absent, -1. */
+static int
+cfg_mode(struct cfg_load *ld, const config_setting_t *g, const char *key,
+    unsigned *out)
+{
+	const char *str;
+	char got[96], *end;
+	int r;
+
+	if ((r = cfg_string(ld, g, key, 8, &str)) != 1)
+		return r;
+	unsigned long m = strtoul(str, &end, 8);
+	if (*end || m > 0777 || str[0] != '0') {
+		config_setting_t *s = config_setting_get_member(g, key);
+		cfg_error(ld, s,
+		    "expected an octal mode such as \"0660\", got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	*out = (unsigned)m;
+	return 1;
+}
+
+/* KEY of G names a group: its name in *NAME and its gid in *GID.  1, 0 if
+ * absent, -1 (an unknown group too). */
+static int
+cfg_group_name(struct cfg_load *ld, const config_setting_t *g, const char *key,
+    char **name, uint32_t *gid)
+{
+	const char *str;
+	int r;
+
+	if ((r = cfg_string(ld, g, key, 255, &str)) != 1)
+		return r;
+	if ((r = access_group_id(str, gid)) != 0) {
+		cfg_error(ld, config_setting_get_member(g, key),
+		    r == ENOENT ? "expected a known group, got \"%s\": no such "
+				  "group" :
+				  "cannot look up group \"%s\": %s",
+		    str, strerror(r));
+		return -1;
+	}
+	free(*name);
+	*name = NULL;
+	return cfg_strdup(ld, str, name) == -1 ? -1 : 1;
+}
+
 static int
 cfg_listen(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
-	static const char *const keys[] = { "tcp", "unix", NULL };
+	static const char *const keys[] = { "tcp", "unix", "unix_mode",
+		"unix_group", NULL };
 	config_setting_t *listen;
 	int r;
 
@@ -214,9 +272,12 @@ cfg_listen(struct cfg_load *ld, const config_setting_t *root,
 	cfg_free_strings(&cfg->listen_tcp, &cfg->n_listen_tcp);
 	if (cfg_check_keys(ld, listen, keys) == -1 ||
 	    cfg_listen_list(ld, listen, "tcp", WBD_DEFAULT_TCP, cfg_check_tcp,
-	    &cfg->listen_tcp, &cfg->n_listen_tcp) == -1 ||
+		&cfg->listen_tcp, &cfg->n_listen_tcp) == -1 ||
 	    cfg_listen_list(ld, listen, "unix", "/run/wbd/nbd.sock",
-	    cfg_check_unix, &cfg->listen_unix, &cfg->n_listen_unix) == -1)
+		cfg_check_unix, &cfg->listen_unix, &cfg->n_listen_unix) == -1 ||
+	    cfg_mode(ld, listen, "unix_mode", &cfg->unix_mode) == -1 ||
+	    cfg_group_name(ld, listen, "unix_group", &cfg->unix_group,
+		&cfg->unix_gid) == -1)
 		return -1;
 	if (cfg->n_listen_tcp + cfg->n_listen_unix == 0) {
 		cfg_error(ld, listen, "at least one listener expected, such as "
@@ -285,6 +346,17 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    size_human(ram, have, sizeof have),
 		    cfg_repr(s, got, sizeof got));
 		return -1;
+	}
+	if (ram && cc->size_bytes / CACHE_WARN_PCT > ram / 100) {
+		char have[32];
+		s = config_setting_get_member(cache, "size");
+		cfg_warn(ld, s ? s : cache,
+		    "%s is more than %u%% of this machine's memory (%s): "
+		    "little is left for wbd's connections and the rest of "
+		    "the system, and a process out of memory may be killed "
+		    "with acknowledged data still in its cache",
+		    size_human(cc->size_bytes, buf, sizeof buf), CACHE_WARN_PCT,
+		    size_human(ram, have, sizeof have));
 	}
 	if (cc->size_bytes < cc->page_size) {
 		s = config_setting_get_member(cache, "size");
@@ -504,14 +576,56 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	return -1;
 }
 
+/* An export's allow = [ "127.0.0.0/8", "uid:1000", ... ] (access.h). */
+static int
+cfg_allow(struct cfg_load *ld, const config_setting_t *e,
+    struct export_conf *ex)
+{
+	config_setting_t *s = config_setting_get_member(e, "allow");
+	char got[96], err[384];
+
+	if (s == NULL)
+		return 0;
+	if (!config_setting_is_array(s) && !config_setting_is_list(s)) {
+		cfg_error(ld, s,
+		    "expected a list of strings such as "
+		    "[ \"127.0.0.1\", \"uid:1000\" ], got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	int n = config_setting_length(s);
+	if ((ex->allow = access_list_new((size_t)n)) == NULL) {
+		cfg_nomem(ld);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		config_setting_t *a = config_setting_get_elem(s, (unsigned)i);
+		if (config_setting_type(a) != CONFIG_TYPE_STRING) {
+			cfg_error(ld, a,
+			    "expected a string such as "
+			    "\"192.168.10.0/24\" or \"group:disk\", got %s",
+			    cfg_repr(a, got, sizeof got));
+			return -1;
+		}
+		if (access_list_add(ex->allow, config_setting_get_string(a),
+			err, sizeof err) == -1) {
+			if (errno == ENOMEM)
+				cfg_nomem(ld);
+			else
+				cfg_error(ld, a, "%s", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 cfg_export(struct cfg_load *ld, const config_setting_t *e,
     struct export_conf *ex)
 {
-	static const char *const keys[] = {
-		"name", "description", "backing", "size", "readonly",
-		"direct", "cache_mode", NULL
-	};
+	static const char *const keys[] = { "name", "description", "backing",
+		"size", "readonly", "direct", "cache_mode", "tls", "allow",
+		NULL };
 	config_setting_t *s;
 	const char *str;
 	char got[96];
@@ -562,6 +676,14 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	    cfg_bool(ld, e, "readonly", &ex->readonly) == -1 ||
 	    (r = cfg_bool(ld, e, "direct", &ex->direct)) == -1)
 		return -1;
+	if (ex->size_bytes > EXPORT_MAX_BYTES) {
+		s = config_setting_get_member(e, "size");
+		cfg_error(ld, s,
+		    "expected a size below 8E (the largest file "
+		    "offset), got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
 	/* O_DIRECT is a flag of a local descriptor; a remote has none. */
 	if (r == 1 && ex->direct && backend_is_uri(ex->backing)) {
 		cfg_error(ld, config_setting_get_member(e, "direct"),
@@ -581,6 +703,96 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
+	if ((r = cfg_string(ld, e, "tls", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(e, "tls");
+		if (strcmp(str, "require") == 0) {
+			ex->tls_require = true;
+		} else if (strcmp(str, "optional") != 0) {
+			cfg_error(ld, s,
+			    "expected \"require\" or \"optional\", "
+			    "got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	return cfg_allow(ld, e, ex);
+}
+
+/* tls = { mode; certificates; verify_peer; psk_file; priority; } */
+static int
+cfg_tls(struct cfg_load *ld, const config_setting_t *root, struct tls_conf *tc)
+{
+	static const char *const keys[] = { "mode", "certificates",
+		"verify_peer", "psk_file", "priority", NULL };
+	config_setting_t *g, *s;
+	const char *str;
+	char got[96], why[512];
+	int r;
+
+	if ((r = cfg_group(ld, root, "tls", &g)) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    (r = cfg_string(ld, g, "mode", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(g, "mode");
+		if (strcmp(str, "off") == 0)
+			tc->mode = TLS_OFF;
+		else if (strcmp(str, "on") == 0)
+			tc->mode = TLS_ON;
+		else if (strcmp(str, "require") == 0)
+			tc->mode = TLS_REQUIRE;
+		else {
+			cfg_error(ld, s,
+			    "expected \"off\", \"on\" or "
+			    "\"require\", got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	if ((r = cfg_string(ld, g, "certificates", PATH_MAX, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->certificates) == -1) ||
+	    (r = cfg_string(ld, g, "psk_file", PATH_MAX, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->psk_file) == -1) ||
+	    (r = cfg_string(ld, g, "priority", 1024, &str)) == -1 ||
+	    (r == 1 && cfg_strdup(ld, str, &tc->priority) == -1) ||
+	    cfg_bool(ld, g, "verify_peer", &tc->verify_peer) == -1)
+		return -1;
+	if (tc->certificates && tc->psk_file) {
+		cfg_error(ld, config_setting_get_member(g, "psk_file"),
+		    "expected either certificates or psk_file, not both: "
+		    "they are alternatives");
+		return -1;
+	}
+	if (tc->verify_peer && !tc->certificates) {
+		cfg_error(ld, config_setting_get_member(g, "verify_peer"),
+		    "expected verify_peer only with certificates (it checks a "
+		    "client certificate against ca-cert.pem)");
+		return -1;
+	}
+	if (tc->mode == TLS_OFF)
+		return 0;
+	if (!tc->certificates && !tc->psk_file) {
+		cfg_error(ld, g,
+		    "expected certificates = \"/dir\" or "
+		    "psk_file = \"/file\" with mode \"%s\"",
+		    tls_mode_name(tc->mode));
+		return -1;
+	}
+	/* Load them once to check them, as the daemon will. */
+	struct tls_creds *cr = tls_creds_load(tc, why, sizeof why);
+	if (!cr) {
+		cfg_error(ld,
+		    config_setting_get_member(g,
+			tc->psk_file ? "psk_file" : "certificates"),
+		    "%s", why);
+		return -1;
+	}
+	tls_creds_unref(cr);
 	return 0;
 }
 
@@ -647,6 +859,19 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* Does group NAME exist (thread-safe: a reload may run on the control
+ * thread)?  A lookup that fails for another reason says yes: start-up
+ * will tell. */
+static bool
+cfg_group_exists(const char *name)
+{
+	struct group gr, *found = NULL;
+	char buf[16384];
+	int r = getgrnam_r(name, &gr, buf, sizeof buf, &found);
+
+	return r != 0 || found != NULL;
+}
+
 /* control = { socket; mode; group; admin_group; } */
 static int
 cfg_control(struct cfg_load *ld, const config_setting_t *root,
@@ -655,9 +880,8 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 	static const char *const keys[] = {
 		"socket", "mode", "group", "admin_group", NULL
 	};
-	config_setting_t *g, *s;
+	config_setting_t *g;
 	const char *str;
-	char got[96], *end;
 	int r;
 
 	if ((r = cfg_group(ld, root, "control", &g)) == -1)
@@ -675,24 +899,25 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_strdup(ld, str, &cc->socket) == -1)
 			return -1;
 	}
-	if ((r = cfg_string(ld, g, "mode", 8, &str)) == -1)
+	if (cfg_mode(ld, g, "mode", &cc->mode) == -1)
 		return -1;
-	if (r == 1) {
-		unsigned long m = strtoul(str, &end, 8);
-		if (*end || m > 0777 || str[0] != '0') {
-			s = config_setting_get_member(g, "mode");
-			cfg_error(ld, s, "expected an octal mode such as "
-			    "\"0660\", got %s", cfg_repr(s, got, sizeof got));
-			return -1;
-		}
-		cc->mode = (unsigned)m;
-	}
 	if ((r = cfg_string(ld, g, "group", 255, &str)) == -1)
 		return -1;
+	if (r == 1 && !cfg_group_exists(str)) {
+		/* wbd could not give the socket to it: it would not start. */
+		cfg_error(ld, config_setting_get_member(g, "group"),
+		    "expected a group of this machine, got \"%s\"", str);
+		return -1;
+	}
 	if (r == 1 && cfg_strdup(ld, str, &cc->group) == -1)
 		return -1;
 	if ((r = cfg_string(ld, g, "admin_group", 255, &str)) == -1)
 		return -1;
+	if (r == 1 && !cfg_group_exists(str))
+		cfg_warn(ld, config_setting_get_member(g, "admin_group"),
+		    "no group \"%s\" on this machine: only root may change "
+		    "settings",
+		    str);
 	if (r == 1 && cfg_strdup(ld, str, &cc->admin_group) == -1)
 		return -1;
 	return 0;
@@ -724,15 +949,16 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 }
 
 /* limits = { max_connections; max_connections_per_client;
- * idle_timeout_s; max_request_bytes; } */
+ * idle_timeout_s; max_inflight_bytes; max_request_bytes; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
 {
 	static const char *const keys[] = { "max_connections",
 		"max_connections_per_client", "idle_timeout_s",
-		"max_request_bytes", NULL };
+		"max_inflight_bytes", "max_request_bytes", NULL };
 	config_setting_t *g;
+	char got[96];
 	uint64_t v;
 	int r;
 
@@ -747,13 +973,23 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		LIMITS_MAX_CONNECTIONS,
 		&lc->max_connections_per_client) == -1 ||
 	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &lc->idle_timeout_s) ==
-		-1)
+		-1 ||
+	    (r = cfg_size(ld, g, "max_inflight_bytes", &lc->max_inflight_bytes,
+		 NULL)) == -1)
 		return -1;
+	if (r == 1 &&
+	    (lc->max_inflight_bytes < BUDGET_MIN_BYTES ||
+		lc->max_inflight_bytes > BUDGET_MAX_BYTES)) {
+		config_setting_t *s =
+		    config_setting_get_member(g, "max_inflight_bytes");
+		cfg_error(ld, s, "expected a size from 64M to 1P, got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
 	if ((r = cfg_size(ld, g, "max_request_bytes", &v, NULL)) == -1)
 		return -1;
 	if (r == 1 &&
 	    (v < LIMITS_MIN_REQUEST_BYTES || v > LIMITS_MAX_REQUEST_BYTES)) {
-		char got[96];
 		config_setting_t *s =
 		    config_setting_get_member(g, "max_request_bytes");
 		cfg_error(ld, s, "expected a size from 32M to 1G, got %s",
@@ -762,6 +998,87 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	}
 	if (r == 1)
 		lc->max_request_bytes = (uint32_t)v;
+	return 0;
+}
+
+/* user = "wbd"; group = "wbd"; (top level): who wbd runs as once
+ * started. */
+static int
+cfg_run_as(struct cfg_load *ld, const config_setting_t *root,
+    struct run_as_conf *ra)
+{
+	config_setting_t *s;
+	const char *str;
+	uint32_t gid;
+	int r;
+
+	if ((r = cfg_string(ld, root, "user", 255, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(root, "user");
+		if ((r = access_user_ids(str, &ra->uid, &ra->gid)) != 0) {
+			cfg_error(ld, s,
+			    r == ENOENT ? "expected a known user, "
+					  "got \"%s\": no such user" :
+					  "cannot look up user "
+					  "\"%s\": %s",
+			    str, strerror(r));
+			return -1;
+		}
+		if (cfg_strdup(ld, str, &ra->user) == -1)
+			return -1;
+	}
+	if ((r = cfg_group_name(ld, root, "group", &ra->group, &gid)) != 1)
+		return r;
+	if (!ra->user) {
+		cfg_error(ld, config_setting_get_member(root, "group"),
+		    "expected user = \"...\" with group: wbd changes to a user "
+		    "and that group together");
+		return -1;
+	}
+	ra->gid = gid;
+	return 0;
+}
+
+/* metrics = { listen = "127.0.0.1:9712"; } */
+static int
+cfg_metrics(struct cfg_load *ld, const config_setting_t *root,
+    struct metrics_conf *mc)
+{
+	static const char *const keys[] = { "listen", NULL };
+	config_setting_t *g;
+	const char *str;
+	int r;
+
+	if (cfg_group(ld, root, "metrics", &g) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    (r = cfg_string(ld, g, "listen", 255, &str)) == -1)
+		return -1;
+	if (r == 1 &&
+	    (cfg_check_tcp(ld, config_setting_get_member(g, "listen")) == -1 ||
+		cfg_strdup(ld, str, &mc->listen) == -1))
+		return -1;
+	return 0;
+}
+
+/* memory = { lock; } */
+static int
+cfg_memory(struct cfg_load *ld, const config_setting_t *root,
+    struct memory_conf *mc)
+{
+	static const char *const keys[] = { "lock", NULL };
+	config_setting_t *g;
+
+	if (cfg_group(ld, root, "memory", &g) == -1)
+		return -1;
+	if (g == NULL)
+		return 0;
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    cfg_bool(ld, g, "lock", &mc->lock) == -1)
+		return -1;
 	return 0;
 }
 
@@ -793,8 +1110,8 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "exports",
-		"default_export", NULL };
+		"writeback", "control", "remote", "limits", "memory", "tls",
+		"metrics", "user", "group", "exports", "default_export", NULL };
 
 	if (cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -805,9 +1122,25 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_control(ld, root, &cfg->control) == -1 ||
 	    cfg_remote(ld, root, &cfg->remote) == -1 ||
 	    cfg_limits(ld, root, &cfg->limits) == -1 ||
+	    cfg_tls(ld, root, &cfg->tls) == -1 ||
+	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
+	    cfg_memory(ld, root, &cfg->memory) == -1 ||
+	    cfg_metrics(ld, root, &cfg->metrics) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1 ||
 	    cfg_default_export(ld, root, cfg) == -1)
 		return -1;
+	for (size_t i = 0; i < cfg->n_exports; i++) {
+		if (!cfg->exports[i].tls_require || cfg->tls.mode != TLS_OFF)
+			continue;
+		const config_setting_t *e =
+		    config_setting_get_elem(config_setting_get_member(root,
+						"exports"),
+			(unsigned)i);
+		cfg_error(ld, config_setting_get_member(e, "tls"),
+		    "expected tls.mode \"on\" or \"require\" for a TLS-only "
+		    "export: TLS is off");
+		return -1;
+	}
 	return 0;
 }
 
@@ -825,6 +1158,8 @@ config_load(const char *path, struct wbd_config *cfg, char *err,
 		cfg_nomem(&ld);
 	else if ((root = cfg_read_file(&ld)) != NULL)
 		rc = cfg_read(&ld, root, cfg);
+	cfg->warnings = ld.warnings;
+	ld.warnings = NULL;
 	cfg_end(&ld);
 	if (rc == -1) {
 		saved = errno;
@@ -854,12 +1189,15 @@ config_defaults(struct wbd_config *cfg)
 			cfg->listen_tcp = NULL;
 		}
 	}
+	cfg->unix_mode = 0660;
 	cfg->io_threads = 0;
 
 	cfg->cache.size_bytes = DEFAULT_CACHE_BYTES;
 	cfg->cache.size_pct = 0;
 	cfg->cache.page_size = DEFAULT_PAGE_SIZE;
-	cfg->cache.readahead_bytes = 4u << 20;
+	/* Off until read-ahead keeps the cache's scan resistance: with it,
+	 * one sequential pass evicted a hot set (test-scan-resistance). */
+	cfg->cache.readahead_bytes = 0;
 
 	cfg->writeback.dirty_background.ratio_pct = 10;
 	cfg->writeback.dirty.ratio_pct = 20;
@@ -879,6 +1217,7 @@ config_defaults(struct wbd_config *cfg)
 
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;
+	cfg->limits.max_inflight_bytes = BUDGET_DEFAULT_BYTES;
 	cfg->limits.max_request_bytes = 64u << 20;
 }
 
@@ -896,16 +1235,96 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].name);
 		free(cfg->exports[i].description);
 		free(cfg->exports[i].backing);
+		access_list_unref(cfg->exports[i].allow);
 	}
 	free(cfg->exports);
 	free(cfg->default_export);
 	free(cfg->control.socket);
 	free(cfg->control.group);
 	free(cfg->control.admin_group);
+	free(cfg->unix_group);
+	free(cfg->run_as.user);
+	free(cfg->run_as.group);
+	free(cfg->tls.certificates);
+	free(cfg->tls.psk_file);
+	free(cfg->tls.priority);
+	free(cfg->warnings);
+	free(cfg->metrics.listen);
 	for (i = 0; i < cfg->writeback.n_devices; i++)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);
 	memset(cfg, 0, sizeof *cfg);
+}
+
+void
+config_log_warnings(const struct wbd_config *cfg, const char *prefix)
+{
+	const char *p = cfg->warnings;
+
+	while (p && *p) {
+		size_t len = strcspn(p, "\n");
+		log_warnx("%s%.*s", prefix, (int)len, p);
+		p += len + (p[len] == '\n');
+	}
+}
+
+bool
+config_export_open_to_all(const struct export_conf *ec)
+{
+	return ec->allow == NULL;
+}
+
+/* Does the TCP listener SPEC bind loopback addresses only? */
+static bool
+config_listen_loopback(const char *spec)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM },
+			*res, *ai;
+	char *host, *port;
+	bool loopback = true;
+
+	if (config_parse_hostport(spec, &host, &port) == -1)
+		return true; /* not a listener: nothing is bound */
+	if (strcmp(host, "localhost") == 0 || !*host) {
+		loopback = *host != '\0';
+	} else if (getaddrinfo(host, port, &hints, &res) == 0) {
+		for (ai = res; ai; ai = ai->ai_next) {
+			const struct sockaddr_in6 *s6 = (void *)ai->ai_addr;
+			const struct sockaddr_in *s4 = (void *)ai->ai_addr;
+			if (ai->ai_family == AF_INET6)
+				loopback &=
+				    IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr);
+			else
+				loopback &= (ntohl(s4->sin_addr.s_addr) >>
+						24) == IN_LOOPBACKNET;
+		}
+		freeaddrinfo(res);
+	}
+	free(host);
+	free(port);
+	return loopback;
+}
+
+size_t
+config_exposed_listeners(const struct wbd_config *cfg, bool tls_on,
+    const char **out, size_t max)
+{
+	bool open_export = false;
+	size_t n = 0;
+
+	for (size_t i = 0; i < cfg->n_exports; i++)
+		open_export |= config_export_open_to_all(&cfg->exports[i]);
+	if (tls_on || !open_export)
+		return 0;
+	for (size_t i = 0; i < cfg->n_listen_tcp; i++) {
+		if (config_listen_loopback(cfg->listen_tcp[i]))
+			continue;
+		if (n < max)
+			out[n] = cfg->listen_tcp[i];
+		n++;
+	}
+	return n;
 }
 
 static const struct {

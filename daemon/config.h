@@ -13,8 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "access.h"
 #include "ctl-proto.h"
 #include "settings.h"
+#include "tls.h"
 
 #define WBD_DEFAULT_CONFIG   "/etc/wbd/wbd.conf"
 #define WBD_DEFAULT_TCP      "127.0.0.1:10809"
@@ -39,6 +41,8 @@ struct export_conf {
 	bool readonly;
 	bool direct;                    /* O_DIRECT on a local backing */
 	enum cache_mode cache_mode;
+	bool tls_require;               /* tls = "require": TLS-only */
+	struct access_list *allow;      /* NULL: everyone (no allow key) */
 	int line;                       /* where it was defined, for messages */
 };
 
@@ -72,8 +76,29 @@ struct limits_conf {
 	                                        (Unix socket), default 64 */
 	unsigned idle_timeout_s;             /* close a connection that sends
 	                                   nothing this long; 0 (default): off */
+	uint64_t max_inflight_bytes;         /* the memory budget of every
+	                                connection together (budget.h) */
 	uint32_t max_request_bytes; /* the longest READ or WRITE from a client
 	                               that did not agree on block sizes */
+};
+
+/* The user and group wbd runs as once started (user = ...; group = ...;),
+ * resolved when the file is loaded. */
+struct run_as_conf {
+	char *user;  /* NULL: stay who it was started as */
+	char *group; /* NULL: the user's primary group */
+	uint32_t uid, gid;
+};
+
+/* memory = { lock; }: the process's memory, for a kernel client on the
+ * same host (docs/service.md). */
+struct memory_conf {
+	bool lock; /* mlockall at start; default false */
+};
+
+/* The HTTP endpoint for Prometheus (metrics-http.c). */
+struct metrics_conf {
+	char *listen; /* "host:port"; NULL: off (default) */
 };
 
 #define LIMITS_MIN_REQUEST_BYTES (32u << 20) /* the advertised maximum */
@@ -86,6 +111,11 @@ struct wbd_config {
 	size_t n_listen_tcp;
 	char **listen_unix;             /* socket paths */
 	size_t n_listen_unix;
+	unsigned unix_mode; /* their file mode, default 0660 */
+	char *unix_group;   /* their group, may be NULL */
+	uint32_t unix_gid;  /* resolved unix_group */
+
+	struct run_as_conf run_as;
 
 	unsigned io_threads;            /* 0: one per CPU */
 
@@ -94,9 +124,16 @@ struct wbd_config {
 	struct control_conf control;
 	struct remote_conf remote;
 	struct limits_conf limits;
+	struct tls_conf tls;
+	struct memory_conf memory;
+	struct metrics_conf metrics;
 
 	struct export_conf *exports;
 	size_t n_exports;
+
+	/* What is allowed but unwise ("FILE:LINE: KEY: ..."), one a line,
+	 * each ending "\n"; NULL if nothing is. */
+	char *warnings;
 	/* The export the empty name reaches: NULL for the first one,
 	 * CONFIG_NO_DEFAULT_EXPORT for none, else one of EXPORTS. */
 	char *default_export;
@@ -110,7 +147,8 @@ struct wbd_config {
  * writes "PATH:LINE: what was expected" into ERR (up to ERRLEN bytes;
  * "PATH: ..." when no line can be blamed, as for a missing file or a file
  * with no exports at all);
- * *CFG is then left empty.
+ * *CFG is then left empty.  A good file may carry warnings
+ * (cfg->warnings), for the caller to show.
  */
 int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errlen);
 
@@ -122,9 +160,24 @@ void config_defaults(struct wbd_config *cfg);
 
 void config_free(struct wbd_config *cfg);
 
+/* Log each of CFG's warnings, after PREFIX (such as "reload: "). */
+void config_log_warnings(const struct wbd_config *cfg, const char *prefix);
+
 /* The min/max ratio for device NAME ("MAJ:MIN"): an override or the default. */
 void config_device_ratios(const struct wbd_config *cfg, const char *name,
     unsigned *min_ratio, unsigned *max_ratio);
+
+/* Export EC lets in anyone who reaches a listener: it has no allow list. */
+bool config_export_open_to_all(const struct export_conf *ec);
+/*
+ * The TCP listeners of CFG open to whoever reaches them: with TLS off
+ * (TLS_ON false), bound to an address other than loopback, while some
+ * export is open to all.  Sets OUT[0..MAX) to those listeners (strings of
+ * cfg->listen_tcp) and returns how many there are.  A host name other than
+ * "localhost" is resolved.
+ */
+size_t config_exposed_listeners(const struct wbd_config *cfg, bool tls_on,
+    const char **out, size_t max);
 
 /*
  * Split a TCP listener, "host:port" or "[v6addr]:port" (port 1 to 65535,

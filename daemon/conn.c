@@ -9,6 +9,11 @@
  * are queued as they complete; reading stops while too many requests or
  * bytes are in flight (back-pressure), and resumes as replies drain.
  *
+ * After NBD_OPT_STARTTLS the same machine runs over TLS: the option's
+ * reply goes out in the clear, then the TLS handshake is driven by the
+ * socket's readiness like everything else, and from then on every byte is
+ * read and written through the session (conn_recv, conn_send).
+ *
  * Lifetime: a connection is freed only when its socket is closed and no
  * request is in flight on a worker (c->inflight == 0).
  */
@@ -17,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "buf.h"
 #include "conn.h"
 #include "export.h"
@@ -26,10 +33,11 @@
 #include "handshake.h"
 #include "job.h"
 #include "log.h"
+#include "peer.h"
 #include "proto.h"
 #include "request.h"
+#include "tls.h"
 
-#define CONN_RBUF_BYTES         (128u << 10)
 #define CONN_MAX_INFLIGHT       256u
 #define CONN_MAX_INFLIGHT_BYTES (64u << 20)
 /* A client that sends options without reading the replies is not read
@@ -40,6 +48,8 @@
 #define CONN_LOG_BAD_REQUESTS   10
 /* A write held at the dirty limit looks again this often. */
 #define CONN_PACE_POLL_S        0.01
+/* A connection waiting for the memory budget looks again this often. */
+#define CONN_BUDGET_POLL_S 0.01
 /* A client must finish the handshake within this time. */
 #define CONN_HANDSHAKE_TIMEOUT_S 30.0
 
@@ -48,6 +58,8 @@ enum conn_state {
 	CS_HS_OPT_HEADER,       /* waiting for IHAVEOPT, option, length */
 	CS_HS_OPT_DATA,         /* waiting for an option's data */
 	CS_HS_OPT_DISCARD,      /* skipping an oversized option's data */
+	CS_TLS_START,           /* STARTTLS answered: sending the reply */
+	CS_TLS_HANDSHAKE,       /* in the TLS handshake */
 	CS_TX_HEADER,           /* waiting for a 28-byte request header */
 	CS_TX_PAYLOAD,          /* filling a WRITE's payload */
 	CS_TX_DISCARD,          /* skipping a rejected WRITE's payload */
@@ -64,9 +76,13 @@ struct conn {
 	ev_timer hs_timer;      /* handshake deadline, then the idle
 	                                   timeout (limits.idle_timeout_s) */
 	ev_tstamp last_request; /* when the last request came */
+	ev_timer budget_timer;  /* waiting for the memory budget */
+	ev_tstamp connected_at; /* when it chose its export */
 	enum conn_state state;
 	bool reading;                   /* rw is started */
 	bool paused;                    /* stopped by back-pressure */
+	bool budget_wait;               /* paused until budget_timer */
+	bool budget_starved;            /* has waited since its last take */
 	bool closing;                   /* no more input; close when idle */
 	bool dead;                      /* socket closed */
 	bool flushing;                  /* inside conn_flush_out() */
@@ -74,7 +90,12 @@ struct conn {
 	                                   its end, then go in one writev */
 
 	struct hs_ctx hs;
+	struct tls_session *tls; /* once STARTTLS began */
+	struct peer_ident ident; /* who the allow lists see (with the
+	                                TLS names once TLS is up) */
+	bool refusal_logged;     /* the log says so once */
 	struct export *exp;
+	struct stats_export_io *stats; /* exp's on this thread */
 	struct proto_export_view view;
 
 	uint8_t *rbuf;
@@ -89,9 +110,10 @@ struct conn {
 	size_t out_off;                 /* bytes of out_head already sent */
 
 	unsigned inflight;
-	size_t inflight_bytes;
+	size_t inflight_bytes;          /* request buffers, in the budget */
 	unsigned throttled;             /* replies held by throttling */
-	size_t hs_unsent;               /* handshake replies not yet sent */
+	size_t hs_unsent;               /* handshake replies not yet sent,
+	                                   in the budget */
 	uint64_t err_seq;               /* export errors already reported */
 	bool flushed;                   /* client has sent FLUSH */
 	unsigned bad_requests;
@@ -102,6 +124,22 @@ static void conn_process(struct conn *c);
 static void conn_flush_out(struct conn *c);
 static void conn_maybe_finish(struct conn *c);
 static void conn_maybe_resume(struct conn *c);
+static void conn_tls_step(struct conn *c);
+static void conn_tls_maybe_begin(struct conn *c);
+
+/* --- the socket, in the clear or through TLS ---------------------------- */
+
+static ssize_t
+conn_recv(struct conn *c, void *buf, size_t len)
+{
+	return c->tls ? tls_recv(c->tls, buf, len) : read(c->fd, buf, len);
+}
+
+static ssize_t
+conn_send(struct conn *c, const struct iovec *iov, int n)
+{
+	return c->tls ? tls_writev(c->tls, iov, n) : writev(c->fd, iov, n);
+}
 
 /* --- output ------------------------------------------------------------ */
 
@@ -152,6 +190,14 @@ conn_close_socket(struct conn *c)
 	ev_io_stop(c->host->loop, &c->rw);
 	ev_io_stop(c->host->loop, &c->ww);
 	ev_timer_stop(c->host->loop, &c->hs_timer);
+	ev_timer_stop(c->host->loop, &c->budget_timer);
+	if (c->tls) {
+		if (c->hs.tls_active)
+			tls_bye(c->tls);
+		tls_session_free(c->tls);
+		c->tls = NULL;
+	}
+	c->budget_wait = false;
 	c->reading = false;
 	close(c->fd);
 	c->fd = -1;
@@ -184,7 +230,7 @@ conn_flush_out(struct conn *c)
 				n++;
 			}
 		}
-		ssize_t w = writev(c->fd, iov, n);
+		ssize_t w = conn_send(c, iov, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -229,6 +275,7 @@ conn_hs_out_release(struct out *o)
 	struct conn *c = h->c;
 
 	c->hs_unsent -= o->bytes;
+	budget_give(c->host->budget, o->bytes);
 	free(h);
 	conn_maybe_resume(c);
 }
@@ -252,6 +299,7 @@ conn_queue_buf(struct conn *c, const struct buf *b)
 	h->out.release = conn_hs_out_release;
 	h->c = c;
 	c->hs_unsent += b->len;
+	budget_charge(c->host->budget, b->len);
 	conn_queue_out(c, &h->out);
 	return 0;
 }
@@ -290,10 +338,15 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct conn *c = w->data;
 	ssize_t n;
 
+	if (c->state == CS_TLS_HANDSHAKE) {
+		conn_tls_step(c);
+		conn_maybe_finish(c);
+		return;
+	}
 	if (c->state == CS_TX_PAYLOAD && c->rstart == c->rend &&
 	    c->cur->nbd.count - c->cur_got >= CONN_DIRECT_READ_BYTES) {
 		/* Large payload: read it in place, no copy. */
-		n = read(c->fd, (char *)c->cur->data + c->cur_got,
+		n = conn_recv(c, (char *)c->cur->data + c->cur_got,
 		    c->cur->nbd.count - c->cur_got);
 		if (n > 0)
 			c->cur_got += (uint32_t)n;
@@ -308,7 +361,7 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		 * look like the client's end of file. */
 		if (c->rend == CONN_RBUF_BYTES)
 			goto process;
-		n = read(c->fd, c->rbuf + c->rend, CONN_RBUF_BYTES - c->rend);
+		n = conn_recv(c, c->rbuf + c->rend, CONN_RBUF_BYTES - c->rend);
 		if (n > 0)
 			c->rend += (size_t)n;
 	}
@@ -316,7 +369,9 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		/* Woken to parse what is already buffered (see resume). */
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 			goto process;
-		if (errno != ECONNRESET)
+		if (errno == EPROTO && c->tls)
+			log_warnx("%s: TLS error; disconnecting", c->peer);
+		else if (errno != ECONNRESET)
 			log_warn("%s: read", c->peer);
 		conn_close_socket(c);
 		conn_maybe_finish(c);
@@ -341,6 +396,10 @@ process:
 	c->corked = false;
 	if (!c->dead && c->out_head && !ev_is_active(&c->ww))
 		conn_flush_out(c);
+	conn_tls_maybe_begin(c);
+	/* Decrypted input already held by TLS wakes no socket event. */
+	if (c->tls && c->reading && tls_pending(c->tls))
+		ev_feed_event(loop, &c->rw, EV_READ);
 	conn_maybe_finish(c);
 }
 
@@ -355,6 +414,7 @@ conn_request_release(struct out *o)
 	c->inflight--;
 	if (req->data) {
 		c->inflight_bytes -= req->nbd.count;
+		budget_give(c->host->budget, req->nbd.count);
 		free(req->data);
 	}
 	free(req->reply);
@@ -365,7 +425,8 @@ conn_request_release(struct out *o)
 static void
 conn_maybe_resume(struct conn *c)
 {
-	if (c->paused && !conn_over_limit(c) && !c->closing && !c->dead) {
+	if (c->paused && !c->budget_wait && !conn_over_limit(c) &&
+	    !c->closing && !c->dead) {
 		/*
 		 * Input may already be buffered: have the read callback parse
 		 * it even if the socket has nothing new.  Not parsed here, as
@@ -378,23 +439,34 @@ conn_maybe_resume(struct conn *c)
 	}
 }
 
+/* A request; with DATA, a buffer of its length, whose bytes the caller
+ * has taken from the budget (given back here if out of memory). */
 static struct request *
 conn_request_new(struct conn *c, const struct nbd_request *nbd, bool data)
 {
 	struct request *req = calloc(1, sizeof *req);
 
-	if (!req)
-		return NULL;
-	req->conn = c;
-	req->nbd = *nbd;
-	if (data) {
-		req->data = malloc(nbd->count);
+	if (req && data) {
+		/* Page-aligned when it can hold a page: a read miss fills it in
+		 * place, on an O_DIRECT backing too. */
+		if (nbd->count < 4096)
+			req->data = malloc(nbd->count);
+		else if (posix_memalign(&req->data, 4096, nbd->count) != 0)
+			req->data = NULL;
 		if (!req->data) {
 			free(req);
-			return NULL;
+			req = NULL;
 		}
-		c->inflight_bytes += nbd->count;
 	}
+	if (!req) {
+		if (data)
+			budget_give(c->host->budget, nbd->count);
+		return NULL;
+	}
+	req->conn = c;
+	req->nbd = *nbd;
+	if (data)
+		c->inflight_bytes += nbd->count;
 	req->out.release = conn_request_release;
 	c->inflight++;
 	return req;
@@ -445,6 +517,9 @@ conn_reply(struct request *req)
 		o->niov = 2;
 	}
 	o->bytes = o->iov[0].iov_len + (o->niov == 2 ? o->iov[1].iov_len : 0);
+	stats_request_done(c->stats, req->nbd.type, req->nbd.flags,
+	    req->nbd.count, err != 0, req->queued, req->start_ns,
+	    req->paced_ns);
 	conn_queue_out(c, o);
 }
 
@@ -502,6 +577,7 @@ conn_pace(struct conn *c, struct request *req)
 	ev_timer_init(&req->throttle, conn_pace_cb, req->pause_ms < 0 ?
 	    CONN_PACE_POLL_S : req->pause_ms / 1000.0, 0);
 	req->throttle.data = req;
+	req->paced_ns = stats_pace_begin(c->stats, req->pause_ms < 0);
 	c->throttled++;
 	ev_timer_start(c->host->loop, &req->throttle);
 }
@@ -513,6 +589,7 @@ conn_job_done(struct job *job)
 	struct request *req = container_of(job, struct request, job);
 	struct conn *c = req->conn;
 
+	req->queued = true;
 	if (req->err_seq_checked)
 		c->err_seq = req->err_seq;
 	if (export_complete(req->export, req) == EXPORT_PACE)
@@ -529,6 +606,7 @@ conn_submit(struct conn *c, struct request *req)
 	req->job.owner = c->host->owner;
 	req->err_seq = c->err_seq;
 	req->flushed = c->flushed;
+	req->start_ns = now_ns();
 	req->meta = c->view.meta;
 	req->ra = &c->ra;
 	enum export_verdict v = export_submit(c->exp, req);
@@ -560,13 +638,64 @@ conn_reply_error(struct conn *c, const struct nbd_request *nbd, uint32_t err)
 	conn_reply(req);
 }
 
-/* A complete request header has arrived. */
+/* --- the memory budget: when it is full, read nothing more ------------ */
+
 static void
-conn_handle_request(struct conn *c, const struct nbd_request *nbd)
+conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn *c = w->data;
+	int err = 0;
+	socklen_t len = sizeof err;
+
+	c->budget_wait = false;
+	/* A client that has gone is not served what it left queued. */
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err) {
+		log_debug("%s: %s while waiting for the memory budget", c->peer,
+		    strerror(err));
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	}
+	conn_maybe_resume(c);
+}
+
+/* Take N bytes (0: is there room at all?), or stop reading and look again
+ * in a moment. */
+static bool
+conn_budget_take(struct conn *c, size_t n)
+{
+	struct budget *b = c->host->budget;
+
+	if (budget_take(b, n, c->inflight_bytes + c->hs_unsent)) {
+		c->budget_starved = false;
+		return true;
+	}
+	if (!c->budget_starved)
+		budget_note_wait(b, n, c->peer);
+	c->budget_starved = true;
+	conn_stop_reading(c);
+	c->paused = true;
+	if (!c->budget_wait) {
+		c->budget_wait = true;
+		ev_timer_set(&c->budget_timer, CONN_BUDGET_POLL_S, 0);
+		ev_timer_start(c->host->loop, &c->budget_timer);
+	}
+	return false;
+}
+
+static bool
+conn_request_has_buffer(const struct nbd_request *nbd)
+{
+	return nbd->type == NBD_CMD_READ || nbd->type == NBD_CMD_WRITE;
+}
+
+/* A complete request header has arrived, checked (ERR, WHY); a buffer for
+ * its data is already taken from the budget. */
+static void
+conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
+    const char *why)
 {
 	c->last_request = ev_now(c->host->loop);
-	const char *why = "";
-	uint32_t err = proto_check_request(nbd, &c->view, &why);
 	uint32_t payload = proto_payload_bytes(nbd);
 
 	if (err == 0 && nbd->type == NBD_CMD_DISC) {
@@ -598,8 +727,8 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd)
 		return;
 	}
 
-	bool data = nbd->type == NBD_CMD_READ || nbd->type == NBD_CMD_WRITE;
-	struct request *req = conn_request_new(c, nbd, data);
+	struct request *req =
+	    conn_request_new(c, nbd, conn_request_has_buffer(nbd));
 	if (!req) {
 		log_warnx("%s: out of memory for a %u-byte %s", c->peer,
 		    nbd->count, proto_cmd_name(nbd->type));
@@ -660,8 +789,10 @@ conn_enter_transmission(struct conn *c)
 	if (c->hs.block_sizes)
 		c->view.max_request_bytes = PROTO_MAX_REQUEST_BYTES;
 	c->err_seq = export_err_seq(c->exp);
+	c->stats = stats_io_export(&c->host->stats, c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
+	c->connected_at = ev_now(c->host->loop);
 	ev_timer_stop(c->host->loop, &c->hs_timer);
 	if (c->host->idle_timeout_s) {
 		c->last_request = ev_now(c->host->loop);
@@ -699,6 +830,11 @@ conn_handle_option(struct conn *c, const uint8_t *data)
 	case HS_CLOSE:
 		conn_close_gracefully(c);
 		break;
+	case HS_STARTTLS:
+		/* Nothing more in the clear: the reply goes out, then TLS. */
+		conn_stop_reading(c);
+		c->state = CS_TLS_START;
+		break;
 	}
 }
 
@@ -728,6 +864,8 @@ conn_process(struct conn *c)
 				c->paused = true;
 				return;
 			}
+			if (!conn_budget_take(c, 0))
+				return;
 			if (avail < 16)
 				return;
 			if (get_u64(p) != NBD_OPT_MAGIC) {
@@ -795,6 +933,7 @@ conn_process(struct conn *c)
 
 		case CS_TX_HEADER: {
 			struct nbd_request nbd;
+			const char *why = "";
 			if (conn_over_limit(c)) {
 				conn_stop_reading(c);
 				c->paused = true;
@@ -808,8 +947,13 @@ conn_process(struct conn *c)
 				conn_close_socket(c);
 				return;
 			}
+			uint32_t err =
+			    proto_check_request(&nbd, &c->view, &why);
+			if (err == 0 && conn_request_has_buffer(&nbd) &&
+			    !conn_budget_take(c, nbd.count))
+				return;
 			c->rstart += NBD_REQUEST_SIZE;
-			conn_handle_request(c, &nbd);
+			conn_handle_request(c, &nbd, err, why);
 			break;
 		}
 
@@ -828,6 +972,8 @@ conn_process(struct conn *c)
 			break;
 		}
 
+		case CS_TLS_START:
+		case CS_TLS_HANDSHAKE:
 		case CS_DONE:
 			return;
 		}
@@ -841,8 +987,95 @@ conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct conn *c = w->data;
 
+	if (c->state == CS_TLS_HANDSHAKE) {
+		conn_tls_step(c);
+		conn_maybe_finish(c);
+		return;
+	}
 	conn_flush_out(c);
+	conn_tls_maybe_begin(c);
 	conn_maybe_finish(c);
+}
+
+/* --- TLS: the handshake after STARTTLS --------------------------------- */
+
+/* One step of the TLS handshake, when the socket is ready for it.  On
+ * failure the socket is closed; the caller then calls conn_maybe_finish
+ * (C may be freed there, so only as its last use of C). */
+static void
+conn_tls_step(struct conn *c)
+{
+	struct ev_loop *loop = c->host->loop;
+	char err[256], desc[64];
+
+	switch (tls_handshake(c->tls, err, sizeof err)) {
+	case TLS_AGAIN:
+		if (tls_wants_write(c->tls)) {
+			conn_stop_reading(c);
+			ev_io_start(loop, &c->ww);
+		} else {
+			ev_io_stop(loop, &c->ww);
+			c->reading = true;
+			ev_io_start(loop, &c->rw);
+		}
+		return;
+	case TLS_FAILED:
+		log_warnx("%s: TLS handshake failed: %s; disconnecting",
+		    c->peer, err);
+		conn_close_socket(c);
+		return;
+	case TLS_DONE:
+		break;
+	}
+	ev_io_stop(loop, &c->ww);
+	c->hs.tls_active = true;
+	/* The TLS identity, for the allow lists (peer.h). */
+	const char *psk = tls_session_psk(c->tls);
+	if (psk)
+		peer_set_tls_name(c->ident.tls_psk, psk, strlen(psk));
+	if (!tls_session_cn(c->tls, c->ident.tls_cn, sizeof c->ident.tls_cn))
+		c->ident.tls_cn[0] = '\0';
+	tls_session_describe(c->tls, desc, sizeof desc);
+	log_info("%s: TLS up (%s)%s%s%s%s", c->peer, desc,
+	    c->ident.tls_psk[0] ? ", PSK user " : "", c->ident.tls_psk,
+	    c->ident.tls_cn[0] ? ", certificate CN " : "", c->ident.tls_cn);
+	/* The options start over, encrypted. */
+	c->state = CS_HS_OPT_HEADER;
+	c->reading = true;
+	ev_io_start(loop, &c->rw);
+	if (tls_pending(c->tls))
+		ev_feed_event(loop, &c->rw, EV_READ);
+}
+
+/* STARTTLS's reply has gone out: begin TLS, with what the client already
+ * sent of its handshake.  As conn_tls_step, it only closes the socket on
+ * failure: the caller calls conn_maybe_finish. */
+static void
+conn_tls_maybe_begin(struct conn *c)
+{
+	struct tls_creds *cr = NULL;
+
+	if (c->state != CS_TLS_START || c->dead || c->out_head)
+		return;
+	if (c->host->tls)
+		tls_server_get(c->host->tls, &cr);
+	if (!cr) {
+		log_warnx("%s: TLS was turned off by a reload; disconnecting",
+		    c->peer);
+		conn_close_socket(c);
+		return;
+	}
+	c->tls = tls_session_new(cr, c->fd, c->rbuf + c->rstart,
+	    c->rend - c->rstart);
+	tls_creds_unref(cr);
+	if (!c->tls) {
+		log_warnx("%s: out of memory for TLS", c->peer);
+		conn_close_socket(c);
+		return;
+	}
+	c->rstart = c->rend = 0;
+	c->state = CS_TLS_HANDSHAKE;
+	conn_tls_step(c);
 }
 
 /* Free C if it is closing and nothing is left in flight or queued. */
@@ -873,9 +1106,14 @@ conn_maybe_finish(struct conn *c)
 	h->n_conns--;
 	if (c->exp)
 		__atomic_sub_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
-	log_debug("%s: closed", c->peer);
+	if (c->exp)
+		log_info("%s: connection to export \"%s\" closed after %.1f s",
+		    c->peer, c->exp->name, ev_now(h->loop) - c->connected_at);
+	else
+		log_debug("%s: closed", c->peer);
 	h->conn_gone(h, c->client);
 	hs_ctx_clear(&c->hs);
+	peer_ident_clear(&c->ident);
 	free(c->rbuf);
 	free(c);
 }
@@ -907,6 +1145,25 @@ conn_hs_nth(void *arg, size_t i)
 	return e ? &e->hs : NULL;
 }
 
+/* The export's allow list (access.h) decides; a refusal is logged once
+ * per connection. */
+static bool
+conn_hs_may_open(void *arg, const struct hs_export *he, bool listing)
+{
+	struct conn *c = arg;
+	struct export *e = container_of(he, struct export, hs);
+	char why[320];
+
+	if (access_policy_allows(&e->allow, &c->ident, why, sizeof why))
+		return true;
+	if (!listing && !c->refusal_logged) {
+		c->refusal_logged = true;
+		log_warnx("%s: export \"%s\" refused: %s", c->peer, e->name,
+		    why);
+	}
+	return false;
+}
+
 void
 conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 {
@@ -931,9 +1188,20 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	snprintf(c->client, sizeof c->client, "%s", client);
 	c->out_tail = &c->out_head;
+	if (h->tls) {
+		/* One mode for the whole connection, as the spec asks. */
+		enum tls_mode m = tls_server_get(h->tls, NULL);
+		c->hs.tls_offered = m != TLS_OFF;
+		c->hs.tls_required = m == TLS_REQUIRE;
+	}
 	c->hs.lookup = conn_hs_lookup;
 	c->hs.nth = conn_hs_nth;
+	c->hs.may_open = conn_hs_may_open;
 	c->hs.arg = c;
+	if (peer_ident_from_fd(&c->ident, fd) < 0 && errno != ENOTCONN)
+		log_warn("%s: cannot tell who the peer is; allow lists will "
+			 "refuse it",
+		    peer);
 	c->state = CS_HS_CLIENT_FLAGS;
 	ev_io_init(&c->rw, conn_read_cb, fd, EV_READ);
 	ev_io_init(&c->ww, conn_write_cb, fd, EV_WRITE);
@@ -941,6 +1209,8 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	ev_timer_init(&c->hs_timer, conn_hs_timeout_cb, CONN_HANDSHAKE_TIMEOUT_S,
 	    0);
 	c->hs_timer.data = c;
+	ev_timer_init(&c->budget_timer, conn_budget_cb, CONN_BUDGET_POLL_S, 0);
+	c->budget_timer.data = c;
 
 	c->next = h->conns;
 	if (h->conns)

@@ -10,7 +10,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "stats.h"
+
+/* Each connection's own input buffer, outside the memory budget: with
+ * limits.max_connections, part of wbd's fixed overhead. */
+#define CONN_RBUF_BYTES (128u << 10)
+
+struct budget;
 struct conn;
+struct tls_server;
 struct export_table;
 struct job_owner;
 
@@ -20,6 +28,9 @@ struct conn_host {
 	struct ev_loop *loop;
 	struct job_owner *owner;        /* where their requests' jobs end */
 	struct export_table *exports;   /* what clients may ask for */
+	struct budget *budget;          /* limits.max_inflight_bytes, shared
+	                                   by every I/O thread */
+	struct tls_server *tls;         /* the tls group now; NULL: off */
 	unsigned index;                 /* for the log */
 	struct conn *conns;             /* doubly linked through conn->next */
 	unsigned n_conns;
@@ -28,6 +39,7 @@ struct conn_host {
 	uint32_t max_request_bytes;     /* limits.max_request_bytes */
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
+	struct stats_io stats; /* its requests, per export */
 };
 
 /* Take ownership of an accepted, non-blocking socket (H's thread); PEER

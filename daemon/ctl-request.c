@@ -19,6 +19,7 @@ static const struct {
 	{ "tune", CTL_CMD_TUNE },
 	{ "flush", CTL_CMD_FLUSH },
 	{ "reload", CTL_CMD_RELOAD },
+	{ "metrics", CTL_CMD_METRICS },
 };
 
 int

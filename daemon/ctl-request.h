@@ -18,6 +18,7 @@ enum ctl_cmd {
 	CTL_CMD_TUNE,
 	CTL_CMD_FLUSH,
 	CTL_CMD_RELOAD,
+	CTL_CMD_METRICS,
 };
 
 struct ctl_request {

@@ -14,6 +14,9 @@
  * it longer, but commands are refused once stopping is set, before that.
  * No I/O thread or worker takes it: a status holding it delays only the
  * tick's installing of waiting exports (a trylock) and a reload.
+ *
+ * The request statistics (FLUSH latency, pacing) are each I/O thread's own
+ * (stats.h), read without a lock and added up here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +24,12 @@
 
 #include "backend.h"
 #include "cache.h"
-#include "ctl.h"
+#include "conn.h"
+#include "ctl-proto.h"
+#include "ctl-status.h"
 #include "daemon.h"
 #include "export.h"
+#include "ioloop.h"
 #include "nbd-proto.h"
 #include "pending.h"
 #include "pool.h"
@@ -33,6 +39,52 @@
 #include "writeback.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+void
+ctl_export_stats(struct daemon *d, struct export *e,
+    struct stats_export_io *sum)
+{
+	memset(sum, 0, sizeof *sum);
+	for (unsigned i = 0; i < d->n_io; i++)
+		stats_io_add(&d->io[i]->host.stats, e, sum);
+}
+
+static void
+ctl_set_u64(json_t *o, const char *key, uint64_t v)
+{
+	json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+/* The FLUSH latency and pacing figures of X, into O (the same names for
+ * an export and for all of them). */
+static void
+ctl_request_figures(json_t *o, const struct stats_export_io *x)
+{
+	const struct stats_hist *fl = &x->lat[STATS_OP_FLUSH];
+
+	ctl_set_u64(o, "flushes", stats_hist_count(fl));
+	ctl_set_u64(o, "flush_p50_us", stats_hist_quantile_ns(fl, 0.5) / 1000);
+	ctl_set_u64(o, "flush_p99_us", stats_hist_quantile_ns(fl, 0.99) / 1000);
+	ctl_set_u64(o, "paced_writes", x->paced);
+	ctl_set_u64(o, "held_writes", x->held);
+	ctl_set_u64(o, "paced_now", x->paced - x->paced_done);
+	ctl_set_u64(o, "pause_ms", x->pause_ns / 1000000);
+}
+
+/* Add X's figures to SUM. */
+static void
+ctl_stats_merge(struct stats_export_io *sum, const struct stats_export_io *x)
+{
+	const struct stats_hist *h = &x->lat[STATS_OP_FLUSH];
+
+	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
+		sum->lat[STATS_OP_FLUSH].bucket[i] += h->bucket[i];
+	sum->lat[STATS_OP_FLUSH].sum_ns += h->sum_ns;
+	sum->paced += x->paced;
+	sum->held += x->held;
+	sum->paced_done += x->paced_done;
+	sum->pause_ns += x->pause_ns;
+}
 
 /* The thresholds: what each is in effect, in bytes, and the settings
  * table's rows as set. */
@@ -62,7 +114,8 @@ ctl_thresholds_json(struct daemon *d)
 }
 
 static json_t *
-ctl_export_json(struct daemon *d, struct export *e, bool details)
+ctl_export_json(struct daemon *d, struct export *e, bool details,
+    struct stats_export_io *all)
 {
 	uint64_t ps = d->wb.page_size;
 	json_t *o = json_pack("{s:s, s:I, s:s, s:b, s:s}",
@@ -94,14 +147,21 @@ ctl_export_json(struct daemon *d, struct export *e, bool details)
 	    (json_int_t)(cached * ps)));
 	json_object_set_new(o, "dirty_bytes", json_integer(
 	    (json_int_t)(dirty * ps)));
-	json_object_set_new(o, "writeback_bytes", json_integer(
-	    (json_int_t)(cache_file_writeback_pages(e->cf) * ps)));
+	uint64_t wb_pages = cache_file_writeback_pages(e->cf);
+	json_object_set_new(o, "writeback_bytes",
+	    json_integer((json_int_t)(wb_pages * ps)));
+	json_object_set_new(o, "at_risk_bytes",
+	    json_integer((json_int_t)((dirty + wb_pages) * ps)));
 	json_object_set_new(o, "oldest_dirty_age_ms", json_integer(
 	    oldest && now > oldest ? (json_int_t)((now - oldest) / 1000000) : 0));
 	json_object_set_new(o, "connections", json_integer(
 	    LOAD(&e->connections)));
 	json_object_set_new(o, "writeback_errors", json_integer(
 	    (json_int_t)export_err_seq(e)));
+	struct stats_export_io x;
+	ctl_export_stats(d, e, &x);
+	ctl_request_figures(o, &x);
+	ctl_stats_merge(all, &x);
 	return o;
 }
 
@@ -116,16 +176,17 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 
 	pool_get_stats(dev->pool, &st);
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-		struct export *e = container_of(dev->targets[i], struct export,
-		    wt);
+		struct wb_target *t = wb_dev_target(dev, i);
+		if (!t)
+			continue;
+		struct export *e = container_of(t, struct export, wt);
 		if (!export_retired(e))
 			json_array_append_new(names, json_string(e->name));
 		wb_pages += cache_file_writeback_pages(e->cf);
 	}
 	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
 	json_t *remote = json_null();
-	struct backend *b = wb_dev_n_targets(dev) ?
-	    dev->targets[0]->backend : NULL;
+	struct backend *b = wb_dev_backend(dev);
 	struct backend_state bs;
 	if (b && (b->caps & BACKEND_REMOTE) && backend_get_state(b, &bs)) {
 		remote = json_pack("{s:b, s:I, s:i, s:i, s:o}",
@@ -135,6 +196,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    "connections", (int)bs.connections,
 		    "last_error", bs.last_error[0] ?
 		    json_string(bs.last_error) : json_null());
+		ctl_set_u64(remote, "reconnects", bs.reconnects);
+		ctl_set_u64(remote, "failed_reconnects", bs.failed_attempts);
 	}
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
@@ -170,18 +233,37 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 }
 
 /* The status; d->tune_lock held. */
+/* The tls group as it runs: mode, kind of credentials, verify_peer. */
+static json_t *
+ctl_tls_json(struct daemon *d)
+{
+	const struct tls_conf *tc = &d->cfg.tls;
+
+	return json_pack("{s:s, s:s?, s:b}", "mode", tls_mode_name(tc->mode),
+	    "credentials",
+	    tc->mode == TLS_OFF ? NULL :
+		tc->psk_file    ? "psk" :
+				  "x509",
+	    "verify_peer", tc->mode != TLS_OFF && tc->verify_peer);
+}
+
 static json_t *
 ctl_status_json_locked(struct daemon *d)
 {
 	struct cache_stats cs;
 	uint64_t ps = d->wb.page_size;
 	json_t *exports = json_array(), *devices = json_array();
+	struct export *e;
+	json_t *requests = json_object();
+	struct stats_export_io all;
 
+	memset(&all, 0, sizeof all);
 	cache_get_stats(d->cache, &cs);
-	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		if (!export_retired(d->exports.v[i]))
+	export_table_foreach(&d->exports, i, e)
+		if (!export_retired(e))
 			json_array_append_new(exports,
-			    ctl_export_json(d, d->exports.v[i], true));
+			    ctl_export_json(d, e, true, &all));
+	ctl_request_figures(requests, &all);
 	for (size_t i = 0; i < daemon_n_devs(d); i++)
 		json_array_append_new(devices, ctl_device_json(d, d->devs[i]));
 	json_t *waiting = json_array();
@@ -193,17 +275,27 @@ ctl_status_json_locked(struct daemon *d)
 		    "since_unix_ms", (json_int_t)(pi.since_realtime_ns /
 		    1000000)));
 	const struct limits_conf *lc = &d->cfg.limits;
-	json_t *limits = json_pack("{s:i, s:i, s:I, s:i, s:i, s:i, s:I}",
+	struct budget_stats bs;
+	budget_get_stats(&d->budget, &bs);
+	unsigned conns = LOAD(&d->n_conns);
+	json_t *limits = json_pack("{s:i, s:i, s:I, s:i, s:i, s:i, s:I, s:I,"
+				   " s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
 	    (int)lc->idle_timeout_s, "max_request_bytes",
 	    (json_int_t)lc->max_request_bytes, "max_connections_per_client",
-	    (int)lc->max_connections_per_client, "connections",
-	    (int)LOAD(&d->n_conns), "clients", (int)slots_clients(d->slots),
-	    "refused", (json_int_t)LOAD(&d->refused_conns));
-	return json_pack(
-	    "{s:b, s:i, s:s, s:i, s:I,"
-	    " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
-	    " s:o, s:o, s:o, s:o, s:o}",
+	    (int)lc->max_connections_per_client, "connections", (int)conns,
+	    "clients", (int)slots_clients(d->slots), "refused",
+	    (json_int_t)LOAD(&d->refused_conns), "max_inflight_bytes",
+	    (json_int_t)bs.limit, "inflight_bytes", (json_int_t)bs.used,
+	    "inflight_peak_bytes", (json_int_t)bs.peak, "inflight_waits",
+	    (json_int_t)bs.waits, "inflight_reserve_bytes",
+	    (json_int_t)bs.reserve_bytes, "inflight_small_bytes",
+	    (json_int_t)bs.small_bytes, "connection_buffer_bytes",
+	    (json_int_t)conns * CONN_RBUF_BYTES);
+	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
+			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
+			      " s:I, s:I},"
+			      " s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
 	    (json_int_t)((now_ns() - d->started_ns) / 1000000000u), "cache",
@@ -216,7 +308,12 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)(cs.ahead_pages * ps), "readahead_hits",
 	    (json_int_t)cs.ahead_hits, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
-	    "limits", limits);
+	    "limits", limits, "tls", ctl_tls_json(d));
+	if (o)
+		json_object_set_new(o, "requests", requests);
+	else
+		json_decref(requests);
+	return o;
 }
 
 json_t *
@@ -232,11 +329,12 @@ json_t *
 ctl_exports_json(struct daemon *d)
 {
 	json_t *a = json_array();
+	struct export *e;
 
-	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		if (!export_retired(d->exports.v[i]))
-			json_array_append_new(a, ctl_export_json(d,
-			    d->exports.v[i], false));
+	export_table_foreach(&d->exports, i, e)
+		if (!export_retired(e))
+			json_array_append_new(a,
+			    ctl_export_json(d, e, false, NULL));
 	return json_pack("{s:b, s:i, s:o}", "ok", 1, "v", CTL_PROTOCOL_VERSION,
 	    "exports", a);
 }

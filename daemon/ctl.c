@@ -27,16 +27,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "buf.h"
 #include "cache.h"
 #include "clock.h"
 #include "ctl-request.h"
+#include "ctl-status.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
 #include "listener.h"
 #include "log.h"
+#include "service.h"
+#include "metrics.h"
 #include "reload.h"
 #include "ratelimit.h"
 #include "utf8.h"
@@ -96,7 +100,7 @@ struct ctl_flush {
 	bool progress;
 	uint64_t total_bytes;           /* dirty when the flush began */
 	ev_timer progress_t;
-	struct export **exports;
+	struct export **exports;        /* each held (export_hold) */
 	struct ctl_flush_job *jobs;     /* one per export */
 	struct ctl_flush_job queued;    /* drops the +1 */
 	size_t n;
@@ -217,6 +221,8 @@ ctl_flush_free(struct ctl_flush *fl, struct ev_loop *loop)
 {
 	ev_timer_stop(loop, &fl->progress_t);
 	json_decref(fl->names);
+	for (size_t i = 0; i < fl->n; i++)
+		export_release(fl->exports[i]);
 	free(fl->exports);
 	free(fl->jobs);
 	free(fl);
@@ -308,8 +314,10 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 	ev_timer_init(&fl->progress_t, ctl_flush_progress_cb, CTL_PROGRESS_S,
 	    CTL_PROGRESS_S);
 	fl->progress_t.data = fl;
-	fl->exports = calloc(d->exports.n + 1, sizeof *fl->exports);
-	fl->jobs = calloc(d->exports.n + 1, sizeof *fl->jobs);
+	size_t slots = export_table_count(&d->exports);
+	struct export *e;
+	fl->exports = calloc(slots + 1, sizeof *fl->exports);
+	fl->jobs = calloc(slots + 1, sizeof *fl->jobs);
 	fl->names = json_array();
 	if (!fl->exports || !fl->jobs || !fl->names) {
 		ctl_flush_free(fl, cl->cs->io->loop);
@@ -322,25 +330,30 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	if (!names || json_array_size(names) == 0) {
-		for (i = 0; i < daemon_n_exports(d) && fl->n < d->exports.n; i++)
-			if (!export_retired(d->exports.v[i]))
-				fl->exports[fl->n++] = d->exports.v[i];
+		export_table_foreach(&d->exports, j, e) {
+			if (j < slots && !export_retired(e)) {
+				export_hold(e);
+				fl->exports[fl->n++] = e;
+			}
+		}
 	} else {
 		json_array_foreach(names, i, v) {
-			struct export *e = json_is_string(v) ?
-			    export_table_find(&d->exports, json_string_value(v)) : NULL;
-			if (!e || !*json_string_value(v)) {
+			const char *name = json_string_value(v); /* or NULL */
+			e = name ? export_table_find(&d->exports, name) : NULL;
+			if (!e || !*name) {
 				ctl_flush_free(fl, cl->cs->io->loop);
-				ctl_error(cl, "ENOENT", "no export named \"%s\"",
-				    json_is_string(v) ? json_string_value(v) :
-				    "(not a string)");
+				ctl_error(cl, "ENOENT",
+				    "no export named \"%s\"",
+				    name ? name : "(not a string)");
 				return;
 			}
 			bool dup = false;
 			for (size_t j = 0; j < fl->n; j++)
 				dup |= fl->exports[j] == e;
-			if (!dup && fl->n < d->exports.n)
+			if (!dup && fl->n < slots) {
+				export_hold(e);
 				fl->exports[fl->n++] = e;
+			}
 		}
 	}
 	for (i = 0; i < fl->n; i++) {
@@ -441,13 +454,33 @@ ctl_cmd_reload(struct ctl_client *cl)
 
 	log_info("control: reload requested by uid %u (pid %d)",
 	    (unsigned)cl->uid, (int)cl->pid);
-	if (daemon_reload(cl->cs->d, msg, sizeof msg) < 0) {
+	if (service_reload(cl->cs->d, msg, sizeof msg) < 0) {
 		ctl_error(cl, "EINVAL", "%s", msg);
 		return;
 	}
 	json_t *o = ctl_ok();
 	json_object_set_new(o, "message", json_string(msg));
 	ctl_send(cl, o);
+}
+
+/* The Prometheus exposition, as one JSON string. */
+static void
+ctl_cmd_metrics(struct ctl_client *cl)
+{
+	size_t len;
+	char *text = metrics_render(cl->cs->d, &len);
+	json_t *o = text ? ctl_ok() : NULL;
+
+	if (o) {
+		json_object_set_new(o, "content_type",
+		    json_string(METRICS_CONTENT_TYPE));
+		json_object_set_new(o, "text", json_stringn(text, len));
+	}
+	free(text);
+	if (o)
+		ctl_send(cl, o);
+	else
+		ctl_error(cl, "ENOMEM", "out of memory");
 }
 
 static void
@@ -480,6 +513,9 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		break;
 	case CTL_CMD_EXPORTS:
 		ctl_send(cl, ctl_exports_json(d));
+		break;
+	case CTL_CMD_METRICS:
+		ctl_cmd_metrics(cl);
 		break;
 	case CTL_CMD_TUNE:
 		ctl_cmd_tune(cl, req.json);
@@ -778,17 +814,26 @@ ctl_open(struct daemon *d)
 		log_info("control socket disabled (control.socket = \"none\")");
 		return 0;
 	}
+	/* A socket from systemd has the mode and group its unit gave it
+	 * (SocketMode=, SocketGroup=). */
+	d->ctl_fd = activation_claim_unix(&d->act, cc->socket);
+	if (d->ctl_fd >= 0) {
+		d->ctl_passed = true;
+		log_info("control socket %s (socket from systemd)", cc->socket);
+		return 0;
+	}
 	d->ctl_fd = unix_listen(cc->socket, "control socket", (int)cc->mode);
 	if (d->ctl_fd < 0)
 		return -1;
 	if (cc->group) {
 		struct group *g = getgrnam(cc->group);
 		if (!g) {
-			log_warnx("control.group \"%s\": no such group", cc->group);
+			log_errorx("control.group \"%s\": no such group",
+			    cc->group);
 			goto fail;
 		}
 		if (chown(cc->socket, (uid_t)-1, g->gr_gid) < 0) {
-			log_warn("control socket %s: chown to group %s",
+			log_error("control socket %s: chown to group %s",
 			    cc->socket, cc->group);
 			goto fail;
 		}
@@ -809,8 +854,10 @@ ctl_start(struct daemon *d)
 	if (d->ctl_fd < 0)
 		return 0;
 	struct ctl_state *cs = calloc(1, sizeof *cs);
-	if (!cs)
+	if (!cs) {
+		log_errorx("control socket: out of memory");
 		return -1;
+	}
 	cs->d = d;
 	if (d->cfg.control.admin_group) {
 		struct group *g = getgrnam(d->cfg.control.admin_group);
@@ -825,9 +872,12 @@ ctl_start(struct daemon *d)
 	}
 	cs->io = ioloop_new(d, 0);
 	if (!cs->io) {
+		log_errorx("control socket: cannot set up its thread: out of "
+			   "memory");
 		free(cs);
 		return -1;
 	}
+	cs->io->grace = &d->grace;
 	ev_io_init(&cs->accept_w, ctl_accept_cb, d->ctl_fd, EV_READ);
 	cs->accept_w.data = cs;
 	ev_io_start(cs->io->loop, &cs->accept_w);
@@ -884,8 +934,8 @@ ctl_stop(struct daemon *d)
 	if (d->ctl_fd >= 0) {
 		close(d->ctl_fd);
 		d->ctl_fd = -1;
-		if (d->cfg.control.socket && unlink(d->cfg.control.socket) < 0 &&
-		    errno != ENOENT)
-			log_warn("cannot remove %s", d->cfg.control.socket);
+		/* A socket systemd passed is the socket unit's to remove. */
+		if (d->cfg.control.socket && !d->ctl_passed)
+			unix_unlink(d->cfg.control.socket);
 	}
 }

@@ -20,10 +20,6 @@ int ctl_start(struct daemon *d);
 /* Stop, close, remove the socket file (main thread, at shutdown). */
 void ctl_stop(struct daemon *d);
 
-/* Builders for the answers (ctl-status.c). */
-json_t *ctl_status_json(struct daemon *d);
-json_t *ctl_exports_json(struct daemon *d);
-
 /* Tunables (tune.c), for the "tune" command.  tune_list_json returns
  * every tunable with its value; tune_set validates every key of SET first
  * and changes nothing unless all are valid, appends the keys it changed

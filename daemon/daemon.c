@@ -7,8 +7,8 @@
  * every export back on its own device's pool, all devices at once) and
  * daemon_free, all on the main thread.  Also: the device table, installing
  * an export, handing accepted sockets to I/O threads, and the tick
- * (periodic writeback, removed exports retired, waiting exports
- * installed).  Reload is in reload.c.
+ * (periodic writeback, removed exports written back and freed, waiting
+ * exports installed).  Reload is in reload.c.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -26,8 +27,10 @@
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
+#include "lock.h"
 #include "log.h"
 #include "nbd-proto.h"
+#include "notify.h"
 #include "pending.h"
 #include "pool.h"
 #include "settings.h"
@@ -41,6 +44,13 @@
 /* Shutdown retries a failing device this many times (1, 2, 4, 8 s apart). */
 #define DAEMON_DRAIN_ATTEMPTS   5
 #define DAEMON_REFUSE_LOG_NS (10ull * 1000000000ull)
+/* A long drain is reported this often, and asks the service manager
+ * for this much more time each time. */
+#define DAEMON_DRAIN_REPORT_S 5
+#define DAEMON_DRAIN_EXTEND_S 60
+
+_Static_assert(WB_DEV_MAX_TARGETS >= EXPORT_TABLE_MAX,
+    "a device takes every export the table holds");
 
 struct wb_dev *
 daemon_get_dev(struct daemon *d, const struct backend *b)
@@ -51,7 +61,7 @@ daemon_get_dev(struct daemon *d, const struct backend *b)
 		if (d->devs[i]->id == b->dev)
 			return d->devs[i];
 	settings_pool_params(&d->cfg.writeback, &pp);
-	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp);
+	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp, &d->grace);
 	if (!dev)
 		return NULL;
 	config_device_ratios(&d->cfg, dev->name, &dev->min_ratio,
@@ -66,40 +76,133 @@ daemon_get_dev(struct daemon *d, const struct backend *b)
 	return dev;
 }
 
-/* A removed export: written back once idle (on its pool), then retired. */
+/* --- removed exports (see export.h for the steps) --------------------- */
+
+bool
+daemon_remove_export(struct daemon *d, struct export *e)
+{
+	int expect = EXPORT_LIVE;
+
+	if (!__atomic_compare_exchange_n(&e->removed, &expect, EXPORT_REMOVING,
+		false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	/* Taken after the handshake stopped finding it: once it is over, a
+	 * handshake that found it before has counted its connection. */
+	__atomic_store_n(&e->grace_token, grace_start(&d->grace),
+	    __ATOMIC_RELEASE);
+	return true;
+}
+
+/* Step 2, on E's pool: everything written back and flushed, then RETIRED;
+ * on failure REMOVING again (its data stays dirty), tried on a later tick.
+ * The last thing it does with E is to say so. */
 static void
 daemon_retire_run(struct job *job)
 {
-	struct export *e = (struct export *)((char *)job -
-	    offsetof(struct export, retire_job));
+	struct export *e = container_of(job, struct export, retire_job);
 
 	if (export_flush(e, UINT64_MAX, WB_REASON_SYNC) == 0) {
 		log_info("export \"%s\" removed: written back and no longer "
 		    "served", e->name);
 		__atomic_store_n(&e->removed, EXPORT_RETIRED, __ATOMIC_RELEASE);
 	} else {
-		/* Tried again on the next tick; the data stays dirty. */
 		__atomic_store_n(&e->removed, EXPORT_REMOVING, __ATOMIC_RELEASE);
 	}
 }
 
+/* Step 2: a removed export no handshake can still reach, with no client
+ * left, is written back. */
 static void
-daemon_retire_exports(struct daemon *d)
+daemon_sync_removed(struct daemon *d, struct export *e)
 {
-	size_t n = daemon_n_exports(d);
+	uint64_t token = __atomic_load_n(&e->grace_token, __ATOMIC_ACQUIRE);
+	int expect = EXPORT_REMOVING;
 
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports.v[i];
-		int expect = EXPORT_REMOVING;
-		if (__atomic_load_n(&e->connections, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&e->removed, &expect,
-		    EXPORT_WRITING_BACK, false, __ATOMIC_ACQ_REL,
-		    __ATOMIC_RELAXED)) {
-			memset(&e->retire_job, 0, sizeof e->retire_job);
-			e->retire_job.run = daemon_retire_run;
-			pool_submit(e->dev->pool, &e->retire_job);
+	if (token == 0 || !grace_done(&d->grace, token) ||
+	    __atomic_load_n(&e->connections, __ATOMIC_ACQUIRE) != 0)
+		return;
+	if (!__atomic_compare_exchange_n(&e->removed, &expect,
+		EXPORT_WRITING_BACK, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	memset(&e->retire_job, 0, sizeof e->retire_job);
+	e->retire_job.run = daemon_retire_run;
+	pool_submit(e->dev->pool, &e->retire_job);
+}
+
+/* Step 3: a written-back export leaves the table and its device; it is
+ * freed once no reader can hold it.  tune_lock held (the tables' writer). */
+static void
+daemon_unlink_retired_locked(struct daemon *d, struct export *e)
+{
+	uint64_t cached, dirty;
+
+	lock_assert_held(&d->tune_lock);
+	cache_file_stats(e->cf, &cached, &dirty);
+	if (dirty || cache_file_writeback_pages(e->cf)) {
+		/* Never drop dirty data: written back again first. */
+		log_warnx("export \"%s\": dirty again after its final "
+			  "writeback; writing it back again",
+		    e->name);
+		__atomic_store_n(&e->removed, EXPORT_REMOVING,
+		    __ATOMIC_RELEASE);
+		return;
+	}
+	export_table_remove(&d->exports, e);
+	wb_dev_remove_target(e->dev, &e->wt);
+	__atomic_store_n(&e->grace_token, grace_start(&d->grace),
+	    __ATOMIC_RELEASE);
+	e->freeing_next = d->freeing;
+	d->freeing = e;
+}
+
+/* Step 4: free what no reader, connection or wbctl flush can hold. */
+static void
+daemon_free_removed(struct daemon *d)
+{
+	struct export **p = &d->freeing;
+
+	while (*p) {
+		struct export *e = *p;
+		uint64_t token =
+		    __atomic_load_n(&e->grace_token, __ATOMIC_ACQUIRE);
+		if (!grace_done(&d->grace, token) ||
+		    __atomic_load_n(&e->holds, __ATOMIC_ACQUIRE) != 0) {
+			p = &e->freeing_next;
+			continue;
+		}
+		*p = e->freeing_next;
+		log_debug("export \"%s\": freed", e->name);
+		export_free(e);
+	}
+}
+
+/* The tick's part in removing exports: each step that can be taken. */
+static void
+daemon_reap_exports(struct daemon *d)
+{
+	int locked = 0; /* 1 held, -1 busy: next tick */
+	struct export *e;
+
+	export_table_foreach(&d->exports, i, e) {
+		switch (__atomic_load_n(&e->removed, __ATOMIC_ACQUIRE)) {
+		case EXPORT_REMOVING:
+			daemon_sync_removed(d, e);
+			break;
+		case EXPORT_RETIRED:
+			/* Never waits: a reload may hold it for a while. */
+			if (locked == 0)
+				locked =
+				    pthread_mutex_trylock(&d->tune_lock) == 0 ?
+				    1 :
+				    -1;
+			if (locked > 0)
+				daemon_unlink_retired_locked(d, e);
+			break;
 		}
 	}
+	if (locked > 0)
+		pthread_mutex_unlock(&d->tune_lock);
+	daemon_free_removed(d);
 }
 
 /* Refuse a client: closed at once, one log line every 10 s at most. */
@@ -150,8 +253,10 @@ int
 daemon_install_export(struct daemon *d, const struct export_conf *ec,
     struct backend *b)
 {
-	if (daemon_n_exports(d) >= EXPORT_TABLE_MAX) {
-		log_warnx("export \"%s\": the export table is full (%u)",
+	if (!export_table_has_room(&d->exports)) {
+		log_warnx(
+		    "export \"%s\": the export table is full (%u "
+		    "exports, counting removed ones not yet written back)",
 		    ec->name, EXPORT_TABLE_MAX);
 		backend_close(b);
 		return -1;
@@ -182,18 +287,34 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 static int
 daemon_open_backends(struct daemon *d, struct backend **backends)
 {
+	char why[512];
+
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
+		/* What goes wrong is said once: a warning if the export
+		 * waits for its remote, an error with the file and line if
+		 * wbd cannot start. */
+		log_capture_begin(why, sizeof why);
 		backends[i] = backing_open(ec, &d->cfg.remote);
-		if (!backends[i] && pending_wanted(ec, errno) &&
-		    pending_add(d->pending, ec, &d->cfg.remote) == 0)
-			continue;       /* served once its remote answers */
-		if (!backends[i]) {
-			log_warnx("%s:%d: export \"%s\": cannot open backing "
-			    "\"%s\"", d->cfg.path, ec->line, ec->name,
-			    ec->backing);
-			return -1;
+		int err = errno;
+		log_capture_end();
+		if (backends[i] ||
+		    (pending_wanted(ec, err) &&
+			pending_add(d->pending, ec, &d->cfg.remote) == 0)) {
+			if (why[0])
+				log_warnx("%s", why);
+			continue; /* without a backend: served once its
+					   remote answers */
 		}
+		if (why[0])
+			log_errorx("%s:%d: export \"%s\": %s", d->cfg.path,
+			    ec->line, ec->name, why);
+		else
+			log_errorx("%s:%d: export \"%s\": cannot open backing "
+				   "\"%s\": %s",
+			    d->cfg.path, ec->line, ec->name, ec->backing,
+			    strerror(err));
+		return -1;
 	}
 	return 0;
 }
@@ -210,7 +331,7 @@ daemon_create_cache(struct daemon *d)
 
 	d->cache = cache_new(&cp);
 	if (!d->cache) {
-		log_warn("cannot set up a %llu-byte cache",
+		log_error("cannot set up a %llu-byte cache",
 		    (unsigned long long)cp.size_bytes);
 		return -1;
 	}
@@ -229,15 +350,27 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 {
 	if (daemon_create_cache(d) < 0)
 		return -1;
-	if (d->cfg.n_exports > EXPORT_TABLE_MAX)
+	if (d->cfg.n_exports > EXPORT_TABLE_MAX) {
+		log_warnx("%zu exports: the export table holds %u",
+		    d->cfg.n_exports, EXPORT_TABLE_MAX);
 		return -1;
+	}
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		struct backend *b = backends[i];
 		if (!b)
 			continue;       /* waiting for its remote */
 		backends[i] = NULL;     /* the export's, or closed */
-		if (daemon_install_export(d, &d->cfg.exports[i], b) < 0)
+		char why[512];
+		log_capture_begin(why, sizeof why);
+		int r = daemon_install_export(d, &d->cfg.exports[i], b);
+		log_capture_end();
+		if (r < 0) {
+			log_errorx("%s:%d: %s", d->cfg.path,
+			    d->cfg.exports[i].line, why);
 			return -1;
+		}
+		if (why[0])
+			log_warnx("%s", why);
 	}
 	return 0;
 }
@@ -278,8 +411,10 @@ daemon_start_io_threads(struct daemon *d)
 	if (n > DAEMON_MAX_IO_THREADS)
 		n = DAEMON_MAX_IO_THREADS;
 	d->io = calloc(n, sizeof *d->io);
-	if (!d->io)
+	if (!d->io) {
+		log_errorx("start-up: out of memory for the I/O threads");
 		return -1;
+	}
 
 	/* Threads inherit a full signal mask: signals go to the main loop. */
 	sigfillset(&all);
@@ -295,7 +430,13 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->host.max_request_bytes =
 			    d->cfg.limits.max_request_bytes;
 			d->io[i]->host.exports = &d->exports;
+			d->io[i]->host.budget = &d->budget;
+			d->io[i]->host.tls = &d->tls;
+			d->io[i]->grace = &d->grace;
 		}
+		if (!d->io[i])
+			log_errorx("start-up: out of memory for I/O thread %u",
+			    i);
 		if (!d->io[i] || ioloop_start(d->io[i]) < 0) {
 			ioloop_free(d->io[i]);
 			d->io[i] = NULL;
@@ -337,7 +478,7 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	unsigned cs = __atomic_load_n(&d->wb.writeback_cs, __ATOMIC_RELAXED);
 	uint64_t now = now_ns();
 
-	daemon_retire_exports(d);
+	daemon_reap_exports(d);
 	daemon_install_ready(d);
 	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
 		return;
@@ -384,6 +525,41 @@ drain_job_done(struct job *job)
 }
 
 /*
+ * Wait, LOCK held, until no drain job is left RUNNING.  Every
+ * DAEMON_DRAIN_REPORT_S: a line in the log with what is left, and the
+ * same to the service manager with more time (EXTEND_TIMEOUT_USEC), so
+ * that a slow drain is never killed half-way by TimeoutStopSec=.  The
+ * drain itself is bounded (DAEMON_DRAIN_ATTEMPTS per export).
+ */
+static void
+daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
+    unsigned *running)
+{
+	uint64_t next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
+	struct cache_stats st;
+	char left[32], line[160];
+
+	while (*running > 0) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(cond, lock, &until);
+		if (*running == 0 || now_ns() < next_ns)
+			continue;
+		next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
+		cache_get_stats(d->cache, &st);
+		uint64_t pages = st.dirty_pages + st.writeback_pages;
+		size_human(pages * d->wb.page_size, left, sizeof left);
+		snprintf(line, sizeof line,
+		    "stopping: writing back, %s of "
+		    "dirty data left, %u export(s) not finished",
+		    left, *running);
+		log_info("%s", line);
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+	}
+}
+
+/*
  * Write back everything (shutdown): every export on its own device's
  * workers, all devices at once, so a device that fails or is slow holds up
  * no other.  Returns the number of exports left dirty or unflushed.
@@ -397,17 +573,22 @@ daemon_drain_all(struct daemon *d)
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 	unsigned running = 0;
-	size_t n = daemon_n_exports(d); /* tune_lock held: no reload adds */
-	struct drain_job *jobs = d->drain_jobs;
+	struct drain_job *jobs = d->drain_jobs; /* by slot */
+	struct export *e;
 
 	cache_get_stats(d->cache, &st);
-	if (st.dirty_pages + st.writeback_pages)
-		log_info("shutdown: writing back %s of dirty data",
-		    size_human((st.dirty_pages + st.writeback_pages) *
-		    d->wb.page_size, b, sizeof b));
+	/* tune_lock held: no reload adds or removes, and the tick is over. */
+	uint64_t pages = st.dirty_pages + st.writeback_pages;
+	if (pages) {
+		char line[96];
+		size_human(pages * d->wb.page_size, b, sizeof b);
+		snprintf(line, sizeof line,
+		    "stopping: writing back %s of dirty data", b);
+		log_info("shutdown: writing back %s of dirty data", b);
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+	}
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports.v[i];
+	export_table_foreach(&d->exports, i, e) {
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
 		jobs[i] = (struct drain_job){
@@ -417,30 +598,32 @@ daemon_drain_all(struct daemon *d)
 		running++;
 		pool_submit(e->dev->pool, &jobs[i].job);
 	}
-	while (running > 0)
-		pthread_cond_wait(&cond, &lock);
+	daemon_drain_wait(d, &lock, &cond, &running);
 	pthread_mutex_unlock(&lock);
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = d->exports.v[i];
+	export_table_foreach(&d->exports, i, e) {
 		if (e->tflags & NBD_FLAG_READ_ONLY)
 			continue;
 		if (jobs[i].r < 0) {
 			uint64_t cached, dirty;
 			cache_file_stats(e->cf, &cached, &dirty);
 			if (dirty)
-				log_warnx("SHUTDOWN WITH DATA NOT WRITTEN BACK: "
+				log_errorx(
+				    "SHUTDOWN WITH DATA NOT WRITTEN BACK: "
 				    "export \"%s\" (%s, device %s) still holds "
 				    "%s of dirty data that could not be written: "
-				    "it is LOST when wbd exits", e->name,
-				    e->backend->description, e->dev->name,
+				    "it is LOST when wbd exits",
+				    e->name, e->backend->description,
+				    e->dev->name,
 				    size_human(dirty * d->wb.page_size, b,
-				    sizeof b));
+					sizeof b));
 			else
-				log_warnx("SHUTDOWN WITHOUT A FINAL FLUSH: export "
+				log_errorx(
+				    "SHUTDOWN WITHOUT A FINAL FLUSH: export "
 				    "\"%s\" (%s, device %s): everything was "
 				    "written, but the device's flush failed, so "
-				    "it may not be durable", e->name,
-				    e->backend->description, e->dev->name);
+				    "it may not be durable",
+				    e->name, e->backend->description,
+				    e->dev->name);
 			left++;
 		}
 	}
@@ -493,13 +676,16 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	d->ctl_fd = -1;
 	d->started_ns = now_ns();
-	pthread_mutex_init(&d->tune_lock, NULL);
+	lock_init(&d->tune_lock);
+	grace_init(&d->grace);
 	d->loop = ev_default_loop(EVFLAG_AUTO);
 	d->listeners = (struct listeners){ .loop = d->loop,
 		.accept = daemon_accept,
 		.arg = d,
 		.spare_fd = -1 };
 	d->slots = slots_new(d->cfg.limits.max_connections_per_client);
+	budget_init(&d->budget, d->cfg.limits.max_inflight_bytes);
+	tls_server_init(&d->tls);
 	daemon_raise_nofile(d);
 	d->pending = pending_new();
 	d->opened = calloc(d->cfg.n_exports ? d->cfg.n_exports : 1,
@@ -509,19 +695,66 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	if (!d->loop || !d->pending || !d->opened || !d->devs || !d->slots ||
 	    !d->drain_jobs || export_table_init(&d->exports) < 0 ||
 	    export_table_set_default(&d->exports, d->cfg.default_export) < 0) {
-		log_warnx("start-up: out of memory");
+		log_errorx("start-up: out of memory");
 		return -1;
 	}
+	return 0;
+}
+
+void
+daemon_warn_exposed(const struct wbd_config *cfg)
+{
+	const bool tls_on = cfg->tls.mode != TLS_OFF;
+	const char *exposed[8];
+	char names[256] = "";
+	size_t n = config_exposed_listeners(cfg, tls_on, exposed, 8);
+	size_t len = 0, shown = 0, open = 0;
+
+	for (size_t i = 0; i < cfg->n_exports; i++) {
+		const struct export_conf *ec = &cfg->exports[i];
+		if (!config_export_open_to_all(ec))
+			continue;
+		open++;
+		if (shown < 4 && len < sizeof names) {
+			len += (size_t)snprintf(names + len, sizeof names - len,
+			    "%s\"%.64s\"", shown ? ", " : "", ec->name);
+			shown++;
+		}
+	}
+	for (size_t i = 0; i < n && i < 8; i++)
+		log_warnx(
+		    "listen tcp %s: not a loopback address, and TLS is "
+		    "off: anyone who reaches it can read and write export%s "
+		    "%s%s, which ha%s no allow list (see \"Security\" in "
+		    "wbd(8))",
+		    exposed[i], open == 1 ? "" : "s", names,
+		    open > shown ? ", ..." : "", open == 1 ? "s" : "ve");
+}
+
+/* The tls group: credentials loaded and checked before serving. */
+static int
+daemon_open_tls(struct daemon *d)
+{
+	struct tls_creds *cr = NULL;
+	char err[512];
+
+	if (d->cfg.tls.mode != TLS_OFF &&
+	    !(cr = tls_creds_load(&d->cfg.tls, err, sizeof err))) {
+		log_warnx("start-up: TLS: %s", err);
+		return -1;
+	}
+	tls_server_set(&d->tls, d->cfg.tls.mode, cr);
 	return 0;
 }
 
 int
 daemon_open(struct daemon *d)
 {
-	if (daemon_open_backends(d, d->opened) < 0 ||
-	    listeners_open(&d->listeners, d->cfg.listen_tcp,
-	    d->cfg.n_listen_tcp, d->cfg.listen_unix, d->cfg.n_listen_unix) < 0)
+	if (daemon_open_tls(d) < 0 || activation_take(&d->act) < 0 ||
+	    daemon_open_backends(d, d->opened) < 0 ||
+	    listeners_open(&d->listeners, &d->act, &d->cfg) < 0)
 		return -1;
+	daemon_warn_exposed(&d->cfg);
 	return 0;
 }
 
@@ -537,6 +770,8 @@ daemon_start(struct daemon *d)
 	    DAEMON_TICK_S);
 	d->periodic.data = d;
 	ev_timer_start(d->loop, &d->periodic);
+	if (listeners_adopt_rest(&d->listeners, &d->act) < 0)
+		return -1;
 	listeners_start(&d->listeners);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
 	    "writeback device(s)%s", WBD_VERSION, daemon_n_exports(d), d->n_io,
@@ -568,6 +803,10 @@ daemon_shutdown(struct daemon *d)
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	listeners_close(&d->listeners);
+	/* The I/O threads cut a connection that takes longer than 30 s. */
+	if (d->n_io)
+		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull,
+		    "stopping: finishing the requests in flight");
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_drain(d->io[i]);
 	for (unsigned i = 0; i < d->n_io; i++)
@@ -589,8 +828,9 @@ daemon_shutdown(struct daemon *d)
 		d->devs[i]->pool = NULL;
 	}
 	if (failed)
-		log_warnx("shutdown: %d export(s) could not be written back "
-		    "and flushed", failed);
+		log_errorx("shutdown: %d export(s) could not be written back "
+			   "and flushed",
+		    failed);
 	else
 		log_info("shutdown complete: all dirty data written back and "
 		    "flushed");
@@ -601,19 +841,26 @@ void
 daemon_free(struct daemon *d)
 {
 	listeners_close(&d->listeners);
+	activation_free(&d->act);
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_free(d->io[i]);
 	free(d->io);
 	for (size_t i = 0; d->devs && i < d->n_devs; i++)
 		wb_dev_free(d->devs[i]);
 	free(d->devs);
-	if (d->exports.v)
+	if (d->exports.slots.v)
 		export_table_free(&d->exports);
+	while (d->freeing) {
+		struct export *e = d->freeing;
+		d->freeing = e->freeing_next;
+		export_free(e);
+	}
 	for (size_t i = 0; d->opened && i < d->cfg.n_exports; i++)
 		backend_close(d->opened[i]);
 	free(d->opened);
 	free(d->drain_jobs);
 	slots_free(d->slots);
+	tls_server_destroy(&d->tls);
 	if (d->pending) {
 		pending_stop(d->pending);
 		pending_free(d->pending);
@@ -623,5 +870,6 @@ daemon_free(struct daemon *d)
 	if (d->loop)
 		ev_loop_destroy(d->loop);
 	pthread_mutex_destroy(&d->tune_lock);
+	grace_destroy(&d->grace);
 }
 

@@ -4,10 +4,11 @@
  * before detaching, started, run, shut down (every dirty byte written
  * back), freed.  main.c drives it; reload.c changes it at run time.
  *
- * Built and torn down by the main thread.  While running, the export and
- * device tables only grow (a reload, under tune_lock) and are read without
- * a lock (see export-table.h); the configuration is changed only under
- * tune_lock, by a reload or wbctl tune.
+ * Built and torn down by the main thread.  While running, exports are
+ * added and removed (a reload, under tune_lock; freed by the tick after a
+ * grace period, see export.h) and the device table only grows; both are
+ * read without a lock (see export-table.h); the configuration is changed
+ * only under tune_lock, by a reload or wbctl tune.
  */
 #ifndef WBD_DAEMON_H
 #define WBD_DAEMON_H
@@ -18,10 +19,14 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "budget.h"
+#include "activation.h"
 #include "config.h"
 #include "export-table.h"
+#include "grace.h"
 #include "listener.h"
 #include "ratelimit.h"
+#include "tls.h"
 #include "writeback.h"
 
 struct backend;
@@ -42,14 +47,25 @@ struct daemon {
 	struct slots *slots;            /* per client (slots.c) */
 	unsigned long refused_conns;    /* atomic: refused by the limits */
 	struct ratelimit refuse_log;
+	struct budget budget;  /* limits.max_inflight_bytes */
+	struct tls_server tls; /* the tls group, swapped by reload */
 
 	struct listeners listeners;
+	/* Sockets systemd passed, until claimed (daemon_open, ctl_open) or
+	 * served as extra listeners (daemon_start). */
+	struct activation act;
 	/* Opened before detaching, made exports by daemon_start. */
 	struct backend **opened;
 
 	struct export_table exports;
 	struct wb_dev **devs;
 	size_t n_devs;
+	/* Who reads the tables without a lock: the I/O threads, the control
+	 * thread, the device pools' workers (grace.h). */
+	struct grace grace;
+	/* Removed exports out of the table, to be freed once no reader can
+	 * hold them (main thread: the tick). */
+	struct export *freeing;
 
 	struct cache *cache;
 	struct wb_ctl wb;
@@ -63,6 +79,7 @@ struct daemon {
 
 	/* The control socket (ctl.c) and its thread. */
 	int ctl_fd;
+	bool ctl_passed; /* ctl_fd came from systemd */
 	struct ioloop *ctl_io;
 	struct ctl_state *ctl;
 	/* Serialises tune and reload (control thread, main thread). */
@@ -78,20 +95,25 @@ struct daemon {
 /* The device table never moves: it is allocated at its full size at
  * start-up, entries are only appended (by the main thread at start-up, or
  * a reload under tune_lock) and published by a release store of the
- * count, so other threads read it without a lock (as the export table). */
-#define DAEMON_MAX_DEVS         256
+ * count, so other threads read it without a lock.  A device is never
+ * freed while the daemon runs; as many as the export table holds exports,
+ * so that every configuration the checker accepts can start. */
+#define DAEMON_MAX_DEVS CONFIG_MAX_EXPORTS
 
 /* --- lifecycle (main thread) -------------------------------------------- */
 
 /* Set up D for CFG (which it takes over); 0, or -1 if out of memory. */
 int daemon_init(struct daemon *d, struct wbd_config *cfg);
-/* Everything that can fail on bad input, before detaching: the backing
- * devices (an unreachable remote waits) and the listeners.  -1 after
- * logging why. */
+/* Everything that can fail on bad input, before detaching: the sockets
+ * systemd passed, the backing devices (an unreachable remote waits) and
+ * the listeners.  -1 after logging why. */
 int daemon_open(struct daemon *d);
 /* After detaching: the cache, the exports and their devices, the I/O
  * threads, the tick; then accept connections.  -1 after logging why. */
 int daemon_start(struct daemon *d);
+/* Warn about each TCP listener that lets anyone who reaches it read and
+ * write exports (config_exposed_listeners): at start and in wbd -n. */
+void daemon_warn_exposed(const struct wbd_config *cfg);
 /* Serve until daemon_stop. */
 void daemon_run(struct daemon *d);
 /* Ask the main loop to return (its thread: a signal handler). */
@@ -128,6 +150,9 @@ struct wb_dev *daemon_get_dev(struct daemon *d, const struct backend *b);
  */
 int daemon_install_export(struct daemon *d, const struct export_conf *ec,
     struct backend *b);
+/* Stop serving E (a reload, under tune_lock): no new clients; written
+ * back once idle, then freed (export.h).  False if it was not live. */
+bool daemon_remove_export(struct daemon *d, struct export *e);
 /* Hand an accepted socket to the next I/O thread, or refuse it by the
  * limits (main thread). */
 void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,

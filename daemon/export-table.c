@@ -11,8 +11,7 @@ int
 export_table_init(struct export_table *t)
 {
 	*t = (struct export_table){ 0 };
-	t->v = calloc(EXPORT_TABLE_MAX, sizeof *t->v);
-	return t->v ? 0 : -1;
+	return pubtab_init(&t->slots, EXPORT_TABLE_MAX);
 }
 
 const char export_table_no_default[] = CONFIG_NO_DEFAULT_EXPORT;
@@ -20,11 +19,11 @@ const char export_table_no_default[] = CONFIG_NO_DEFAULT_EXPORT;
 void
 export_table_free(struct export_table *t)
 {
-	for (size_t i = 0; i < t->n; i++)
-		export_free(t->v[i]);
-	free(t->v);
-	t->v = NULL;
-	t->n = 0;
+	struct export *e;
+
+	export_table_foreach(t, i, e)
+		export_free(e);
+	pubtab_free(&t->slots);
 	for (size_t i = 0; i < t->n_names; i++)
 		free(t->names[i]);
 	free(t->names);
@@ -56,11 +55,14 @@ export_table_set_default(struct export_table *t, const char *name)
 int
 export_table_add(struct export_table *t, struct export *e)
 {
-	if (!t->v || t->n >= EXPORT_TABLE_MAX)
-		return -1;
-	t->v[t->n] = e;
-	__atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELEASE);
-	return 0;
+	e->added = ++t->added; /* before it is published */
+	return pubtab_add(&t->slots, e) < 0 ? -1 : 0;
+}
+
+void
+export_table_remove(struct export_table *t, struct export *e)
+{
+	pubtab_remove(&t->slots, e);
 }
 
 static bool
@@ -72,7 +74,7 @@ export_table_live(struct export *e)
 struct export *
 export_table_find(struct export_table *t, const char *name)
 {
-	size_t n = export_table_count(t);
+	struct export *e, *first = NULL;
 
 	if (!*name) {
 		/* The default export: the one named, or the first. */
@@ -83,21 +85,26 @@ export_table_find(struct export_table *t, const char *name)
 		if (d)
 			name = d;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct export *e = t->v[i];
-		if (export_table_live(e) && (!*name || strcmp(e->name, name) == 0))
+	export_table_foreach(t, i, e) {
+		if (!export_table_live(e))
+			continue;
+		if (*name && strcmp(e->name, name) == 0)
 			return e;
+		/* "" is the default export: the first added still served
+		 * (slots are reused, so not the first slot). */
+		if (!*name && (!first || e->added < first->added))
+			first = e;
 	}
-	return NULL;
+	return first;
 }
 
 struct export *
 export_table_nth(struct export_table *t, size_t nth)
 {
-	size_t n = export_table_count(t);
+	struct export *e;
 
-	for (size_t i = 0; i < n; i++)
-		if (export_table_live(t->v[i]) && nth-- == 0)
-			return t->v[i];
+	export_table_foreach(t, i, e)
+		if (export_table_live(e) && nth-- == 0)
+			return e;
 	return NULL;
 }

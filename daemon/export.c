@@ -68,6 +68,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->dev = dev;
 	e->wb = wb;
 	e->cache_mode = ec->cache_mode;
+	access_policy_init(&e->allow, ec->allow);
 
 	e->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
 	    NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN | NBD_FLAG_SEND_CACHE;
@@ -89,6 +90,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->hs.size_bytes = e->size_bytes;
 	e->hs.tflags = e->tflags;
 	e->hs.max_block_bytes = PROTO_MAX_REQUEST_BYTES;
+	e->hs.tls_only = ec->tls_require;
 	return e;
 }
 
@@ -100,6 +102,7 @@ export_free(struct export *e)
 	cache_file_free(e->cf);
 	backend_close(e->backend);
 	wb_target_destroy(&e->wt);
+	access_policy_destroy(&e->allow);
 	free(e->name);
 	free(e->backing);
 	free(e->description);

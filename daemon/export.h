@@ -2,12 +2,29 @@
  * export.h - an NBD export: a name, a backing device and the writeback
  * device (with its worker pool) that serves it.
  *
- * Exports are created by the main thread at start-up, or by a reload
- * under daemon.tune_lock, and never freed while the daemon runs.  What
- * does not change after creation (name, backend, device, cache file, size,
- * flags) is read without a lock; what does is atomic: cache_mode (reload,
- * wbctl tune), removed (reload, the tick), connections, write_seq, and the
- * writeback state in wt (see writeback.h).
+ * Exports are created by the main thread at start-up, or under
+ * daemon.tune_lock (a reload, installing a waiting export).  What does not
+ * change after creation (name, backend, device, cache file, size, flags)
+ * is read without a lock; what does is atomic: cache_mode (reload, wbctl
+ * tune), removed (reload, the tick, the sync job), connections, holds,
+ * write_seq, and the writeback state in wt (see writeback.h); the allow
+ * list is under its policy's own lock (access.h).
+ *
+ * Lifetime.  An export found in the export table or on its device's
+ * targets may be used by the thread that found it until that thread's next
+ * quiescent state (grace.h); a connection keeps it for longer by counting
+ * itself in connections (from the handshake callback that found it), a
+ * wbctl flush by counting itself in holds.  An export removed by a reload
+ * is freed by the tick (daemon.c), in this order, never sooner:
+ *   1. REMOVING: no longer found by the handshake; a grace period
+ *      (grace_token) lets a handshake that found it before count itself;
+ *   2. once that grace period is over and connections is 0 (it never
+ *      rises again), WRITING_BACK: a sync job writes back everything and
+ *      flushes its backend; a failure goes back to REMOVING, data dirty;
+ *   3. RETIRED, clean: the tick (under tune_lock) takes it out of the
+ *      table and off its device's targets, and takes a new grace_token;
+ *   4. once that grace period is over and holds is 0: freed (its backend
+ *      closed, its clean pages dropped).  Its table slot is used again.
  */
 #ifndef WBD_EXPORT_H
 #define WBD_EXPORT_H
@@ -16,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "access.h"
 #include "backend.h"
 #include "config.h"
 #include "handshake.h"
@@ -30,8 +48,8 @@ struct wb_dev;
 enum export_state {
 	EXPORT_LIVE = 0,
 	EXPORT_REMOVING,                /* waiting for its clients to go */
-	EXPORT_WRITING_BACK,
-	EXPORT_RETIRED,
+	EXPORT_WRITING_BACK,            /* the sync job is queued or running */
+	EXPORT_RETIRED,                 /* written back; freed after a grace */
 };
 
 struct export {
@@ -45,6 +63,8 @@ struct export {
 	uint16_t tflags;
 	enum cache_mode cache_mode;     /* atomic: reload, wbctl tune */
 	struct hs_export hs;            /* what the handshake shows */
+	struct access_policy allow;     /* who may open it (reload
+	                                   replaces the list) */
 
 	uint64_t write_seq;             /* atomic: last write's sequence */
 	/* What writeback keeps for this export: the error sequence, the
@@ -55,6 +75,14 @@ struct export {
 	bool direct;                    /* as configured (O_DIRECT) */
 	int removed;                    /* atomic: enum export_state */
 	struct job retire_job;
+	/* Its place in the order of adding: "" is the first still live. */
+	unsigned long added;
+	/* Removal (see above): the grace period under way (atomic: set by a
+	 * reload, read by the tick), wbctl flushes still holding it, and the
+	 * list of exports out of the table waiting to be freed (the tick). */
+	uint64_t grace_token;
+	unsigned holds;
+	struct export *freeing_next;
 };
 
 /* Removed by a reload and written back: no longer shown anywhere. */
@@ -62,6 +90,21 @@ static inline bool
 export_retired(struct export *e)
 {
 	return __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE) == EXPORT_RETIRED;
+}
+
+/* Keep E from being freed beyond the caller's quiescent state (a wbctl
+ * flush job), and let it go.  Taken while the caller may still use what
+ * it found (grace.h). */
+static inline void
+export_hold(struct export *e)
+{
+	__atomic_add_fetch(&e->holds, 1, __ATOMIC_RELAXED);
+}
+
+static inline void
+export_release(struct export *e)
+{
+	__atomic_sub_fetch(&e->holds, 1, __ATOMIC_RELEASE);
 }
 
 /* NULL with errno ENOMEM, or ENOSPC if DEV carries WB_DEV_MAX_TARGETS. */

@@ -91,6 +91,12 @@ hs_reply_info_block_size(struct buf *out, uint32_t opt,
 	hs_reply(out, opt, NBD_REP_INFO, d, sizeof d);
 }
 
+static bool
+hs_may_open(struct hs_ctx *hs, const struct hs_export *e, bool listing)
+{
+	return !hs->may_open || hs->may_open(hs->arg, e, listing);
+}
+
 /* Copy a length-counted name out of an option; NULL if it holds a NUL. */
 static char *
 hs_dup_name(const uint8_t *p, uint32_t len)
@@ -127,6 +133,19 @@ hs_export_name(struct hs_ctx *hs, const uint8_t *data, uint32_t len,
 		/* NBD_OPT_EXPORT_NAME cannot report an error: hang up. */
 		log_warnx("handshake: EXPORT_NAME: unknown export \"%.64s\"",
 		    name ? name : "(invalid name)");
+		free(name);
+		return HS_CLOSE;
+	}
+	if (e->tls_only && !hs->tls_active) {
+		log_warnx("handshake: EXPORT_NAME: export \"%.64s\" requires "
+			  "TLS; disconnecting",
+		    name);
+		free(name);
+		return HS_CLOSE;
+	}
+	if (!hs_may_open(hs, e, false)) {
+		/* Refused (and logged) by the allow list: no error reply
+		 * exists either. */
 		free(name);
 		return HS_CLOSE;
 	}
@@ -201,6 +220,23 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	    hs_find_export(hs, opt, data + 4, namelen, &name, out);
 	if (!e)
 		return HS_CONTINUE;
+	if (e->tls_only && !hs->tls_active) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "export \"%.64s\" requires TLS",
+		    name);
+		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
+		hs_reply_error(out, opt, NBD_REP_ERR_TLS_REQD, msg);
+		free(name);
+		return HS_CONTINUE;
+	}
+	if (!hs_may_open(hs, e, false)) {
+		char msg[160];
+		snprintf(msg, sizeof msg,
+		    "export \"%.64s\" is not open to this client", name);
+		hs_reply_error(out, opt, NBD_REP_ERR_POLICY, msg);
+		free(name);
+		return HS_CONTINUE;
+	}
 
 	bool want_name = false, want_desc = false, want_bs = false;
 	for (uint16_t i = 0; i < nreq; i++) {
@@ -292,6 +328,10 @@ hs_list(struct hs_ctx *hs, uint32_t len, struct buf *out)
 	}
 	const struct hs_export *e;
 	for (size_t i = 0; (e = hs->nth(hs->arg, i)) != NULL; i++) {
+		if (e->tls_only && !hs->tls_active)
+			continue; /* the spec allows leaving them out */
+		if (!hs_may_open(hs, e, true))
+			continue;
 		size_t n = strlen(e->name);
 		size_t d = e->description ? strlen(e->description) : 0;
 		buf_put_u64(out, NBD_REP_MAGIC);
@@ -305,11 +345,53 @@ hs_list(struct hs_ctx *hs, uint32_t len, struct buf *out)
 	hs_reply(out, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
+static enum hs_action
+hs_starttls(struct hs_ctx *hs, uint32_t len, struct buf *out)
+{
+	uint32_t opt = NBD_OPT_STARTTLS;
+
+	if (len != 0) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "STARTTLS takes no data");
+		return HS_CONTINUE;
+	}
+	if (!hs->tls_offered) {
+		hs_reply_error(out, opt, NBD_REP_ERR_POLICY,
+		    "TLS is not enabled on this server");
+		return HS_CONTINUE;
+	}
+	if (hs->tls_active) {
+		hs_reply_error(out, opt, NBD_REP_ERR_INVALID,
+		    "TLS is already active");
+		return HS_CONTINUE;
+	}
+	/* What was negotiated in the clear does not carry over. */
+	hs->structured = false;
+	hs->meta = 0;
+	hs->meta_export = NULL;
+	hs_reply(out, opt, NBD_REP_ACK, NULL, 0);
+	return HS_STARTTLS;
+}
+
 enum hs_action
 hs_option(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
     struct buf *out)
 {
+	if (hs->tls_required && !hs->tls_active && opt != NBD_OPT_STARTTLS &&
+	    opt != NBD_OPT_ABORT) {
+		if (opt == NBD_OPT_EXPORT_NAME) {
+			/* It cannot be answered with an error: hang up. */
+			log_warnx("handshake: EXPORT_NAME without TLS, which "
+				  "tls.mode requires; disconnecting");
+			return HS_CLOSE;
+		}
+		hs_reply_error(out, opt, NBD_REP_ERR_TLS_REQD,
+		    "TLS is required: send STARTTLS first");
+		return HS_CONTINUE;
+	}
 	switch (opt) {
+	case NBD_OPT_STARTTLS:
+		return hs_starttls(hs, len, out);
 	case NBD_OPT_EXPORT_NAME:
 		return hs_export_name(hs, data, len, out);
 	case NBD_OPT_ABORT:

@@ -30,13 +30,23 @@ struct hs_export {
 	uint64_t size_bytes;
 	uint16_t tflags;
 	uint32_t max_block_bytes;
+	bool tls_only; /* refused until TLS is up */
 };
 
 struct hs_ctx {
 	/* Exports by name ("" is the default export), and by index. */
 	const struct hs_export *(*lookup)(void *arg, const char *name);
 	const struct hs_export *(*nth)(void *arg, size_t i);
+	/* May this client open E?  LISTING: only asked to decide whether LIST
+	 * shows E (nothing to log).  NULL: everyone may open everything. */
+	bool (*may_open)(void *arg, const struct hs_export *e, bool listing);
 	void *arg;
+
+	/* TLS, set for the whole connection before the first option. */
+	bool tls_offered;  /* STARTTLS is answered */
+	bool tls_required; /* nothing but STARTTLS and ABORT
+	                                   before TLS is up */
+	bool tls_active;   /* TLS is up (set by the caller) */
 
 	/* Negotiated so far. */
 	bool fixed_newstyle;
@@ -56,6 +66,8 @@ enum hs_action {
 	HS_CONTINUE,            /* read the next option */
 	HS_TRANSMISSION,        /* send OUT, then enter transmission */
 	HS_CLOSE,               /* send OUT, then close */
+	HS_STARTTLS,            /* send OUT, then the TLS handshake; set
+	                           tls_active when it is done */
 };
 
 /* The server's greeting: magic, IHAVEOPT, handshake flags. */

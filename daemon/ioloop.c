@@ -93,12 +93,39 @@ ioloop_owner_post(struct job_owner *owner, struct job *job)
 	ioloop_post(ioloop_of(owner), job);
 }
 
+/* Around the wait in poll(): no callback runs, so the thread holds no
+ * pointer read from a lock-free table (grace.h). */
+static void
+ioloop_release_cb(struct ev_loop *loop)
+{
+	struct ioloop *io = ev_userdata(loop);
+
+	grace_offline(&io->reader);
+}
+
+static void
+ioloop_acquire_cb(struct ev_loop *loop)
+{
+	struct ioloop *io = ev_userdata(loop);
+
+	grace_online(io->grace, &io->reader);
+}
+
 static void *
 ioloop_main(void *arg)
 {
 	struct ioloop *io = arg;
 
+	if (io->grace) {
+		grace_register(io->grace, &io->reader);
+		grace_online(io->grace, &io->reader);
+		ev_set_userdata(io->loop, io);
+		ev_set_loop_release_cb(io->loop, ioloop_release_cb,
+		    ioloop_acquire_cb);
+	}
 	ev_run(io->loop, 0);
+	if (io->grace)
+		grace_unregister(io->grace, &io->reader);
 	return NULL;
 }
 
@@ -137,7 +164,7 @@ ioloop_start_named(struct ioloop *io, const char *name)
 
 	if (r != 0) {
 		errno = r;
-		log_warn("cannot start thread %s", name);
+		log_error("cannot start thread %s", name);
 		return -1;
 	}
 	pthread_setname_np(io->thread, name);
@@ -226,5 +253,6 @@ ioloop_free(struct ioloop *io)
 		return;
 	ev_loop_destroy(io->loop);
 	pthread_mutex_destroy(&io->lock);
+	stats_io_free(&io->host.stats);
 	free(io);
 }

@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "grace.h"
 #include "job.h"
 
 struct daemon;
@@ -32,6 +33,10 @@ struct ioloop {
 	unsigned *open_conns;
 	struct slots *slots; /* whose slot a closed one frees;
 	                                   may be NULL */
+	/* Set before ioloop_start, may be NULL: the thread is a reader of
+	 * it (grace.h), offline only while it waits in poll(). */
+	struct grace *grace;
+	struct grace_reader reader;
 
 	pthread_mutex_t lock;           /* protects the mailbox only */
 	struct job *mail_head, **mail_tail;

@@ -3,7 +3,9 @@
  *
  * Main thread only.  A Unix socket path that is already in use by a live
  * server is never clobbered: binding fails with a clear message; a stale
- * socket file (nobody accepts on it) is removed and replaced.
+ * socket file (nobody accepts on it) is removed and replaced.  A socket
+ * passed by systemd (activation.c) for a configured address is used as it
+ * is, and its file, which belongs to the .socket unit, is never removed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "config.h"
 #include "listener.h"
 #include "log.h"
@@ -166,7 +169,8 @@ listener_add(struct listeners *ls, int fd, const char *desc, bool is_tcp)
 }
 
 static int
-listener_open_tcp(struct listeners *ls, const char *spec)
+listener_open_tcp(struct listeners *ls, struct activation *act,
+    const char *spec)
 {
 	char *host = NULL, *port = NULL;
 	struct addrinfo hints = {
@@ -174,50 +178,70 @@ listener_open_tcp(struct listeners *ls, const char *spec)
 		.ai_socktype = SOCK_STREAM,
 		.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
 	}, *res, *ai;
-	int n = 0, r;
+	int n = 0, failed = 0, err = 0, r;
+	const char *step = NULL;
+	char desc[128];
 
 	if (config_parse_hostport(spec, &host, &port) < 0) {
-		log_warnx("listen %s: expected HOST:PORT or [V6ADDR]:PORT", spec);
+		log_errorx("listen %s: expected HOST:PORT or [V6ADDR]:PORT",
+		    spec);
 		return -1;
 	}
 	r = getaddrinfo(*host ? host : NULL, port, &hints, &res);
+	free(host);
+	free(port);
 	if (r != 0) {
-		log_warnx("listen %s: %s", spec, gai_strerror(r));
-		free(host);
-		free(port);
+		log_errorx("listen %s: %s", spec, gai_strerror(r));
 		return -1;
 	}
+	snprintf(desc, sizeof desc, "tcp %s", spec);
 	for (ai = res; ai; ai = ai->ai_next) {
-		int fd = socket(ai->ai_family,
+		int fd = activation_claim(act, ai->ai_addr, ai->ai_addrlen);
+		if (fd >= 0) {
+			if (listener_add(ls, fd, desc, true))
+				n++;
+			log_info("listening on tcp %s (socket from systemd)",
+			    spec);
+			continue;
+		}
+		fd = socket(ai->ai_family,
 		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    ai->ai_protocol);
 		int one = 1;
-		if (fd < 0) {
-			log_warn("listen %s: socket", spec);
-			continue;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (ai->ai_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+		step = "socket";
+		if (fd >= 0) {
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
 			    sizeof one);
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
-		    listen(fd, LISTEN_BACKLOG) < 0) {
-			log_warn("listen %s", spec);
-			close(fd);
-			continue;
+			if (ai->ai_family == AF_INET6)
+				setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+				    sizeof one);
+			step = "bind";
+			if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+				step = "listen";
+				if (listen(fd, LISTEN_BACKLOG) == 0) {
+					if (listener_add(ls, fd, desc, true))
+						n++;
+					continue;
+				}
+			}
 		}
-		char desc[128];
-		snprintf(desc, sizeof desc, "tcp %s", spec);
-		if (listener_add(ls, fd, desc, true))
-			n++;
+		err = errno;
+		failed++;
+		if (fd >= 0)
+			close(fd);
 	}
 	freeaddrinfo(res);
-	free(host);
-	free(port);
+	/* One line: every address failed (an error, wbd stops), or some
+	 * did (a warning: "localhost" without IPv6, say). */
 	if (n == 0) {
-		log_warnx("listen %s: could not bind any address", spec);
+		log_errorx("listen %s: cannot %s: %s", spec,
+		    step ? step : "bind", strerror(err));
 		return -1;
 	}
+	if (failed)
+		log_warnx("listen %s: %d of its addresses cannot be used "
+			  "(%s: %s); serving on the others",
+		    spec, failed, step, strerror(err));
 	log_info("listening on tcp %s", spec);
 	return 0;
 }
@@ -237,6 +261,17 @@ unix_socket_is_live(const struct sockaddr_un *sun)
 	return live;
 }
 
+bool
+listener_unix_in_use(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof sun.sun_path)
+		return false;
+	strcpy(sun.sun_path, path);
+	return unix_socket_is_live(&sun);
+}
+
 int
 unix_listen(const char *path, const char *what, int mode)
 {
@@ -244,25 +279,27 @@ unix_listen(const char *path, const char *what, int mode)
 	struct stat st;
 
 	if (strlen(path) >= sizeof sun.sun_path) {
-		log_warnx("%s %s: path too long", what, path);
+		log_errorx("%s %s: path too long", what, path);
 		return -1;
 	}
 	strcpy(sun.sun_path, path);
 
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			log_warnx("%s %s: exists and is not a socket; "
-			    "not removing it", what, path);
+			log_errorx("%s %s: exists and is not a socket; "
+				   "not removing it",
+			    what, path);
 			return -1;
 		}
 		if (unix_socket_is_live(&sun)) {
-			log_warnx("%s %s: already in use by a running "
-			    "server", what, path);
+			log_errorx("%s %s: already in use by a running "
+				   "server",
+			    what, path);
 			return -1;
 		}
 		log_info("removing stale socket %s", path);
 		if (unlink(path) < 0 && errno != ENOENT) {
-			log_warn("%s %s: cannot remove stale socket", what,
+			log_error("%s %s: cannot remove stale socket", what,
 			    path);
 			return -1;
 		}
@@ -279,7 +316,7 @@ unix_listen(const char *path, const char *what, int mode)
 
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		log_warn("%s %s: socket", what, path);
+		log_error("%s %s: socket", what, path);
 		return -1;
 	}
 	/* The mode is set at bind time: never a moment more open than asked. */
@@ -288,7 +325,18 @@ unix_listen(const char *path, const char *what, int mode)
 	if (mode >= 0)
 		umask(old);
 	if (r < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
-		log_warn("%s %s", what, path);
+		int err = errno;
+		char *dir = strdup(path),
+		     *slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash)
+			*slash = '\0';
+		if (r < 0 && err == ENOENT && slash && slash != dir)
+			log_errorx("%s %s: directory %s does not exist", what,
+			    path, dir);
+		else
+			log_errorx("%s %s: cannot %s: %s", what, path,
+			    r < 0 ? "bind" : "listen", strerror(err));
+		free(dir);
 		close(fd);
 		return -1;
 	}
@@ -297,36 +345,93 @@ unix_listen(const char *path, const char *what, int mode)
 	return fd;
 }
 
+/* An NBD Unix socket, with listen.unix_mode and listen.unix_group. */
 static int
-listener_open_unix(struct listeners *ls, const char *path)
+listener_open_unix(struct listeners *ls, struct activation *act,
+    const char *path, const struct wbd_config *cfg)
 {
-	int fd = unix_listen(path, "listen unix", -1);
+	int fd = activation_claim_unix(act, path);
+	bool passed = fd >= 0;
 
-	if (fd < 0)
-		return -1;
+	/* A socket systemd passed has the socket unit's mode and group. */
+	if (!passed) {
+		fd = unix_listen(path, "listen unix", (int)cfg->unix_mode);
+		if (fd < 0)
+			return -1;
+		if (cfg->unix_group &&
+		    chown(path, (uid_t)-1, (gid_t)cfg->unix_gid) < 0) {
+			log_warn("listen unix %s: chown to group %s", path,
+			    cfg->unix_group);
+			close(fd);
+			unlink(path);
+			return -1;
+		}
+	}
 	char desc[128];
 	snprintf(desc, sizeof desc, "unix %s", path);
 	struct listener *l = listener_add(ls, fd, desc, false);
-	if (!l || !(l->unix_path = strdup(path))) {
-		unlink(path);
+	if (!l || (!passed && !(l->unix_path = strdup(path)))) {
+		log_errorx("listen unix %s: out of memory", path);
+		if (!passed)
+			unlink(path);
 		return -1;
 	}
-	log_info("listening on unix %s", path);
+	if (passed)
+		log_info("listening on unix %s (socket from systemd)", path);
+	else
+		log_info("listening on unix %s (mode %04o%s%s)", path,
+		    cfg->unix_mode, cfg->unix_group ? ", group " : "",
+		    cfg->unix_group ? cfg->unix_group : "");
 	return 0;
 }
 
 int
-listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
-    char *const *unix_paths, size_t n_unix)
+listeners_open(struct listeners *ls, struct activation *act,
+    const struct wbd_config *cfg)
 {
 	ls->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	for (size_t i = 0; i < n_tcp; i++)
-		if (listener_open_tcp(ls, tcp[i]) < 0)
+	for (size_t i = 0; i < cfg->n_listen_tcp; i++)
+		if (listener_open_tcp(ls, act, cfg->listen_tcp[i]) < 0)
 			return -1;
-	for (size_t i = 0; i < n_unix; i++)
-		if (listener_open_unix(ls, unix_paths[i]) < 0)
+	for (size_t i = 0; i < cfg->n_listen_unix; i++)
+		if (listener_open_unix(ls, act, cfg->listen_unix[i], cfg) < 0)
 			return -1;
 	return 0;
+}
+
+int
+listeners_adopt_rest(struct listeners *ls, struct activation *act)
+{
+	const struct activated *ent;
+	char desc[128];
+	int fd;
+
+	while ((ent = activation_next_unclaimed(act, &fd)) != NULL) {
+		activation_describe(ent, desc, sizeof desc);
+		bool is_tcp = ent->addr.ss_family != AF_UNIX;
+		if (!listener_add(ls, fd, desc, is_tcp)) {
+			log_errorx("listen %s: out of memory", desc);
+			return -1;
+		}
+		log_info("listening on %s (socket from systemd%s%s, not in "
+			 "listen)",
+		    desc, ent->name[0] ? " named " : "", ent->name);
+	}
+	return 0;
+}
+
+void
+unix_unlink(const char *path)
+{
+	if (unlink(path) == 0 || errno == ENOENT)
+		return;
+	if (errno == EACCES || errno == EPERM)
+		/* wbd gave up root and may not write the directory. */
+		log_info("socket %s left in place (%s): the next start "
+			 "replaces it",
+		    path, strerror(errno));
+	else
+		log_warn("cannot remove %s", path);
 }
 
 void
@@ -351,8 +456,7 @@ listeners_close(struct listeners *ls)
 		ev_timer_stop(ls->loop, &l->pause);
 		close(l->fd);
 		if (l->unix_path) {
-			if (unlink(l->unix_path) < 0 && errno != ENOENT)
-				log_warn("cannot remove %s", l->unix_path);
+			unix_unlink(l->unix_path);
 			free(l->unix_path);
 		}
 		free(l);

@@ -6,6 +6,7 @@
 #define WBD_LISTENER_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct listener;
@@ -26,13 +27,24 @@ struct listeners {
 	struct ratelimit accept_log;
 };
 
-/* Bind TCP ("host:port", "[v6]:port") and Unix listeners; -1 after
- * logging why (those bound stay, for listeners_close). */
-int listeners_open(struct listeners *ls, char *const *tcp, size_t n_tcp,
-    char *const *unix_paths, size_t n_unix);
+struct activation;
+struct wbd_config;
+
+/* Bind CFG's TCP ("host:port", "[v6]:port") and Unix listeners (the
+ * latter with listen.unix_mode and unix_group), or take the socket systemd
+ * passed for the address from ACT; -1 after logging why (those bound
+ * stay, for listeners_close). */
+int listeners_open(struct listeners *ls, struct activation *act,
+    const struct wbd_config *cfg);
+/* Serve every socket of ACT that nothing claimed too; -1 if out of
+ * memory. */
+int listeners_adopt_rest(struct listeners *ls, struct activation *act);
 void listeners_start(struct listeners *ls);
 /* Stop accepting, close the sockets and remove Unix socket files. */
 void listeners_close(struct listeners *ls);
+
+/* Does a live server accept on the Unix socket at PATH? */
+bool listener_unix_in_use(const char *path);
 
 /*
  * Bind and listen on a Unix socket at PATH, refusing a path a live server
@@ -41,5 +53,8 @@ void listeners_close(struct listeners *ls);
  * (WHAT names it in messages).
  */
 int unix_listen(const char *path, const char *what, int mode);
+/* Remove the socket file at PATH at exit; one wbd may no longer remove
+ * (it gave up root) is left, and said so. */
+void unix_unlink(const char *path);
 
 #endif

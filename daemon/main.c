@@ -1,7 +1,8 @@
 /*
  * main.c - wbd's entry point: options, usage, signals, and the order of
  * the daemon's lifecycle (daemon.c): load the configuration, open what can
- * fail on bad input, detach, start, serve, shut down, exit.
+ * fail on bad input, give up root (privs.c), detach, start, serve, shut
+ * down, exit.
  *
  * The main thread runs the default libev loop: listeners, signals and the
  * tick.  See docs/architecture.md.
@@ -12,37 +13,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "config.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"
+#include "privs.h"
+#include "metrics-http.h"
 #include "reload.h"
+#include "service.h"
+#include "size.h"
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-"Usage: wbd [OPTION]...\n"
-"Serve NBD exports from a write-back memory cache.\n"
-"\n"
-"  -c, --config=FILE     configuration file (default " WBD_DEFAULT_CONFIG ")\n"
-"  -f, --foreground      stay in the foreground and log to stderr\n"
-"  -n, --check-config    check the configuration, print \"configuration OK\"\n"
-"                        or the error, and exit (0 if OK, 1 if not)\n"
-"  -v, --verbose         log more (repeat for debug detail)\n"
-"  -V, --version         print the version and exit\n"
-"  -h, --help            print this help and exit\n"
-"\n"
-"Signals: SIGTERM or SIGINT finish the requests in flight, flush every\n"
-"backing device and exit.\n"
-"\n"
-"Connect with, for example:\n"
-"  nbdinfo nbd://127.0.0.1:10809/EXPORT\n"
-"  nbdinfo 'nbd+unix:///EXPORT?socket=/run/wbd/nbd.sock'\n"
-"\n"
-"See wbd(8) and docs/ for the configuration file.\n");
+	    "Usage: wbd [OPTION]...\n"
+	    "Serve NBD exports from a write-back memory cache.\n"
+	    "\n"
+	    "  -c, --config=FILE     configuration file (default " WBD_DEFAULT_CONFIG
+	    ")\n"
+	    "  -f, --foreground      stay in the foreground and log to stderr\n"
+	    "  -n, --check-config    check the configuration, print \"configuration OK\"\n"
+	    "                        or the error, and exit (0 if OK, 1 if not)\n"
+	    "  -v, --verbose         log more (repeat for debug detail)\n"
+	    "  -V, --version         print the version and exit\n"
+	    "  -h, --help            print this help and exit\n"
+	    "\n"
+	    "Signals: SIGTERM or SIGINT finish the requests in flight, write all\n"
+	    "dirty data back, flush every backing device and exit; SIGHUP rereads\n"
+	    "the configuration file (as \"wbctl reload\" does, which also reports\n"
+	    "whether it was applied).\n"
+	    "\n"
+	    "Under systemd (wbd.service, Type=notify) wbd reports readiness and\n"
+	    "status, takes sockets from wbd.socket and logs with journal priorities.\n"
+	    "\n"
+	    "Connect with, for example:\n"
+	    "  nbdinfo nbd://127.0.0.1:10809/EXPORT\n"
+	    "  nbdinfo 'nbd+unix:///EXPORT?socket=/run/wbd/nbd.sock'\n"
+	    "\n"
+	    "See wbd(8), wbd.conf(5) and the docs (/usr/share/doc/wbd when packaged,\n"
+	    "docs/ in the sources).\n");
 }
 
 struct main_signals {
@@ -67,7 +83,7 @@ main_hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	char msg[1024];
 
 	log_info("received SIGHUP: rereading %s", s->d->cfg.path);
-	daemon_reload(s->d, msg, sizeof msg);
+	service_reload(s->d, msg, sizeof msg);
 }
 
 static void
@@ -83,18 +99,98 @@ main_signals_start(struct main_signals *s, struct daemon *d)
 	ev_signal_start(d->loop, &s->hup);
 }
 
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57 /* Linux 5.6 */
+#endif
+/* What memory.lock wants beyond the cache: code, stacks, buffers. */
+#define MAIN_MEMLOCK_MARGIN_BYTES (256ull << 20)
+
+/*
+ * A kernel client (nbd.ko) on this host writes back through wbd: if wbd's
+ * own allocations wait on reclaim that waits on that writeback, both
+ * stop.  PR_SET_IO_FLUSHER makes the kernel spare wbd that (no I/O in its
+ * reclaim, no dirty throttling).  Set before any thread starts, so every
+ * thread inherits it; it needs CAP_SYS_RESOURCE.
+ */
+static void
+main_io_flusher(void)
+{
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) == 0)
+		log_info("PR_SET_IO_FLUSHER set: safe for a kernel NBD client "
+			 "on this host");
+	else if (errno == EINVAL)
+		log_info("PR_SET_IO_FLUSHER: not in this kernel (Linux 5.6 "
+			 "and later)");
+	else if (errno == EPERM)
+		log_info("PR_SET_IO_FLUSHER not permitted (it needs "
+			 "CAP_SYS_RESOURCE): a kernel NBD client on this host "
+			 "may stall under memory pressure; see "
+			 "docs/service.md");
+	else
+		log_warn("PR_SET_IO_FLUSHER");
+}
+
+/*
+ * memory.lock: every page wbd has and will have stays in RAM (mlockall),
+ * so that serving a kernel client never waits for swap.  Pages are locked
+ * as they are first touched (MCL_ONFAULT), the cache as it fills.  An
+ * unprivileged wbd needs a locked-memory limit above the cache: that is
+ * checked before detaching, not discovered when the cache can no longer
+ * grow.
+ */
+static int
+main_lock_memory_check(const struct wbd_config *cfg)
+{
+	uint64_t want = cfg->cache.size_bytes + MAIN_MEMLOCK_MARGIN_BYTES;
+	struct rlimit rl;
+	char a[32], b[32];
+
+	if (!cfg->memory.lock || geteuid() == 0 ||
+	    getrlimit(RLIMIT_MEMLOCK, &rl) < 0 ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return 0;
+	log_errorx("memory.lock: the locked-memory limit (%s) is below the "
+		   "cache and what wbd needs besides (%s): raise it "
+		   "(LimitMEMLOCK=infinity, ulimit -l) or turn memory.lock off",
+	    size_human(rl.rlim_cur, a, sizeof a),
+	    size_human(want, b, sizeof b));
+	return -1;
+}
+
+/* After detaching: locks are not inherited across fork. */
+static int
+main_lock_memory(const struct wbd_config *cfg)
+{
+	if (!cfg->memory.lock)
+		return 0;
+	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0 &&
+	    (errno != EINVAL || mlockall(MCL_CURRENT | MCL_FUTURE) < 0)) {
+		log_error("memory.lock: mlockall");
+		return -1;
+	}
+	log_info("memory.lock: wbd's memory is locked in RAM");
+	return 0;
+}
+
 /* Load the configuration at PATH into *CFG, its path made absolute (a
- * reload rereads it after daemon() has moved to "/").  0, or -1 after
- * printing why. */
+ * reload rereads it after daemon() has moved to "/").  0 after printing
+ * its warnings, or -1 after printing why. */
 static int
 main_load_config(const char *path, struct wbd_config *cfg)
 {
 	char err[1024];
 
 	if (config_load(path, cfg, err, sizeof err) < 0) {
-		fprintf(stderr, "wbd: %s\n", err);
+		if (log_to_journal())
+			log_errorx("%s", err);
+		else
+			fprintf(stderr, "wbd: %s\n", err);
 		return -1;
 	}
+	/* As the errors are (each line of cfg->warnings ends in "\n"). */
+	for (const char *p = cfg->warnings; p && *p; p = strchr(p, '\n') + 1)
+		fprintf(stderr, "wbd: warning: %.*s\n", (int)strcspn(p, "\n"),
+		    p);
 	char *abs = realpath(path, NULL);
 	if (abs) {
 		free(cfg->path);
@@ -121,7 +217,9 @@ main(int argc, char **argv)
 	static struct daemon dstate;
 	struct daemon *d = &dstate;
 	struct main_signals sigs;
+	struct service svc = { 0 };
 	struct wbd_config cfg;
+	struct metrics_http *mh = NULL;
 
 	while ((ch = getopt_long(argc, argv, "c:fnvVh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -158,17 +256,28 @@ main(int argc, char **argv)
 	if (main_load_config(config_path, &cfg) < 0)
 		return 1;
 	if (check_only) {
-		printf("configuration OK\n");
+		daemon_warn_exposed(&cfg);
+		/* Run by systemd: the unit's ExecStartPre=, before a start. */
+		bool for_start = getenv("INVOCATION_ID") != NULL;
+		int problems = check_host(&cfg, for_start);
 		config_free(&cfg);
+		if (problems)
+			return 1;
+		printf("configuration OK\n");
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	/* Everything that can fail on bad input, before detaching. */
-	if (daemon_init(d, &cfg) < 0 || daemon_open(d) < 0 || ctl_open(d) < 0) {
+	/* Everything that can fail on bad input, before detaching; then
+	 * root (if configured) is given up for good. */
+	main_io_flusher();
+	/* Each failure below has logged its cause, once, as an error. */
+	if (daemon_init(d, &cfg) < 0 || main_lock_memory_check(&d->cfg) < 0 ||
+	    daemon_open(d) < 0 || ctl_open(d) < 0 ||
+	    metrics_http_open(d, &mh) < 0 || privs_drop(&d->cfg.run_as) < 0) {
+		metrics_http_stop(mh);
 		ctl_stop(d);
 		daemon_free(d);
-		log_warnx("start-up failed");
 		return 1;
 	}
 	if (!foreground) {
@@ -178,20 +287,26 @@ main(int argc, char **argv)
 		log_init("wbd", LOG_TO_SYSLOG, verbosity);
 	}
 	main_signals_start(&sigs, d);
-	if (daemon_start(d) < 0 || ctl_start(d) < 0) {
-		log_warnx("start-up failed");
+	if (main_lock_memory(&d->cfg) < 0 || daemon_start(d) < 0 ||
+	    ctl_start(d) < 0 || metrics_http_start(mh) < 0) {
 		daemon_shutdown(d);
+		metrics_http_stop(mh);
 		ctl_stop(d);
 		daemon_free(d);
 		return 1;
 	}
 
-	daemon_run(d);
+	bool ok = service_start(&svc, d) == 0;
+	if (ok)
+		daemon_run(d);
 
 	/* Stop accepting, finish what is in flight, write everything back;
 	 * the control socket answers until the end. */
+	service_stop(&svc);
 	int failed = daemon_shutdown(d);
+	metrics_http_stop(mh);
 	ctl_stop(d);
+	service_free(&svc);
 	daemon_free(d);
-	return failed ? 1 : 0;
+	return failed || !ok ? 1 : 0;
 }

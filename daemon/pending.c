@@ -82,6 +82,7 @@ pe_free(struct pending_export *pe)
 	free(pe->ec.name);
 	free(pe->ec.description);
 	free(pe->ec.backing);
+	access_list_unref(pe->ec.allow);
 	free(pe);
 }
 
@@ -97,6 +98,7 @@ pending_add(struct pending_table *pt, const struct export_conf *ec,
 	pe->ec.name = strdup(ec->name);
 	pe->ec.backing = strdup(ec->backing);
 	pe->ec.description = ec->description ? strdup(ec->description) : NULL;
+	pe->ec.allow = access_list_ref(ec->allow);
 	if (!pe->ec.name || !pe->ec.backing ||
 	    (ec->description && !pe->ec.description))
 		goto fail;
@@ -229,6 +231,7 @@ pending_ready_clear(struct pending_ready *ready)
 	free(ready->ec.name);
 	free(ready->ec.description);
 	free(ready->ec.backing);
+	access_list_unref(ready->ec.allow);
 	memset(ready, 0, sizeof *ready);
 }
 
@@ -254,6 +257,8 @@ pending_prune(struct pending_table *pt, const struct export_conf *exports,
 		if (keep || pe->cancelled) {
 			if (keep) {
 				pe->ec.cache_mode = ec->cache_mode;
+				access_list_unref(pe->ec.allow);
+				pe->ec.allow = access_list_ref(ec->allow);
 				if (!pe->running)
 					pe->rc = *rc;
 			}

@@ -17,6 +17,10 @@
  * periodic writeback) says in its run that it may be queued again, and its
  * submitter then clears and resubmits it while this worker is still
  * returning from run.
+ *
+ * Each worker is a reader of the pool's grace (grace.h): online from
+ * taking a job until it has handed the job back, offline in between, so
+ * a job may use what it finds in a lock-free table while it runs.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "grace.h"
 #include "lock.h"
 #include "log.h"
 #include "pool.h"
@@ -41,6 +46,7 @@ struct pool {
 	unsigned spawned_total, reaped_total;
 	struct pool_params params;
 	bool stopping;
+	struct grace *grace; /* may be NULL; set at creation */
 };
 
 
@@ -88,7 +94,10 @@ pool_worker(void *arg)
 {
 	struct pool *p = arg;
 	uint64_t idle_since = now_ns();
+	struct grace_reader reader;
 
+	if (p->grace)
+		grace_register(p->grace, &reader);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		if (!p->head) {
@@ -138,17 +147,25 @@ pool_worker(void *arg)
 		p->busy++;
 		pthread_mutex_unlock(&p->lock);
 
+		if (p->grace)
+			grace_online(p->grace, &reader);
 		if (job->run)
 			job->run(job);
 		if (owner)
 			owner->post(owner, job);
 		else if (done)
 			done(job);
+		if (p->grace)
+			grace_offline(&reader);
 
 		pthread_mutex_lock(&p->lock);
 		p->busy--;
 		idle_since = now_ns();
 	}
+	/* Before it counts as gone: pool_free may free P, and the daemon
+	 * the grace, as soon as it does. */
+	if (p->grace)
+		grace_unregister(p->grace, &reader);
 	p->threads--;
 	pthread_cond_broadcast(&p->exited);
 	pthread_mutex_unlock(&p->lock);
@@ -156,12 +173,14 @@ pool_worker(void *arg)
 }
 
 struct pool *
-pool_new(const char *name, const struct pool_params *params)
+pool_new(const char *name, const struct pool_params *params,
+    struct grace *grace)
 {
 	struct pool *p = calloc(1, sizeof *p);
 
 	if (!p)
 		return NULL;
+	p->grace = grace;
 	strncpy(p->name, name, sizeof p->name - 1);
 	lock_init(&p->lock);
 	pthread_cond_init(&p->cond, NULL);

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "job.h"
 
+struct grace;
 struct pool;
 
 struct pool_stats {
@@ -31,7 +32,10 @@ struct pool_params {
 	unsigned idle_timeout_ms;       /* an idle worker above min exits */
 };
 
-struct pool *pool_new(const char *name, const struct pool_params *params);
+/* A pool whose workers are readers of GRACE (grace.h; may be NULL):
+ * online while they run a job, offline between jobs. */
+struct pool *pool_new(const char *name, const struct pool_params *params,
+    struct grace *grace);
 /* Queue JOB; any thread. */
 void pool_submit(struct pool *p, struct job *job);
 void pool_set_params(struct pool *p, const struct pool_params *params);

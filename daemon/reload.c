@@ -5,10 +5,14 @@
  *      rejected and nothing changes;
  *   2. restart-only: settings that cannot change while running are
  *      compared and reported ("needs a restart"), not applied;
- *   3. remotes: new connection and I/O timeouts reach the open backends;
+ *   3. TLS, limits and remotes: new TLS credentials (loaded before
+ *      anything changes) and a new memory budget apply at once, for new
+ *      connections; new connection and I/O timeouts reach the open
+ *      backends;
  *   4. exports: new ones are added (one whose remote does not answer
  *      waits), removed ones stop taking clients and are written back once
- *      idle, a changed cache mode applies at once;
+ *      idle, a changed cache mode applies at once, a changed allow list
+ *      to the options of every connection from then on;
  *   5. writeback: thresholds, workers and device shares apply at once.
  *
  * Main thread (SIGHUP) or control thread (wbctl reload), under
@@ -75,6 +79,16 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	    nc->n_listen_tcp) || !strv_equal(oc->listen_unix,
 	    oc->n_listen_unix, nc->listen_unix, nc->n_listen_unix))
 		reload_note(msg, msglen, "listeners changed: needs a restart");
+	if (oc->unix_mode != nc->unix_mode ||
+	    !str_equal(oc->unix_group, nc->unix_group))
+		reload_note(msg, msglen,
+		    "unix_mode or unix_group changed: "
+		    "needs a restart");
+	if (!str_equal(oc->run_as.user, nc->run_as.user) ||
+	    !str_equal(oc->run_as.group, nc->run_as.group))
+		reload_note(msg, msglen,
+		    "user or group changed: needs a "
+		    "restart");
 	if (oc->io_threads != nc->io_threads)
 		reload_note(msg, msglen, "io_threads changed: needs a restart");
 	if (oc->cache.size_bytes != nc->cache.size_bytes ||
@@ -85,24 +99,68 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 		    "readahead_bytes changed: needs a restart");
 	if (oc->writeback.max_io_bytes != nc->writeback.max_io_bytes)
 		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
+	if (oc->memory.lock != nc->memory.lock)
+		reload_note(msg, msglen,
+		    "memory.lock changed: needs a restart");
 	if (!str_equal(oc->control.socket, nc->control.socket) ||
 	    oc->control.mode != nc->control.mode ||
 	    !str_equal(oc->control.group, nc->control.group) ||
 	    !str_equal(oc->control.admin_group, nc->control.admin_group))
 		reload_note(msg, msglen, "control settings changed: needs a "
 		    "restart");
+	if (!str_equal(oc->metrics.listen, nc->metrics.listen))
+		reload_note(msg, msglen,
+		    "metrics.listen changed: needs a restart");
+	if (oc->limits.max_connections != nc->limits.max_connections ||
+	    oc->limits.max_connections_per_client !=
+		nc->limits.max_connections_per_client ||
+	    oc->limits.idle_timeout_s != nc->limits.idle_timeout_s)
+		reload_note(msg, msglen,
+		    "connection limits changed: needs a "
+		    "restart");
 }
 
-/* Phase 3: remote settings, for new connections and requests from now on. */
+/* Phase 3a: TLS: the new mode and credentials (loaded before any change,
+ * so a broken key rejects the whole reload) for new connections. */
+static void
+reload_tls(struct daemon *d, struct wbd_config *nc, struct tls_creds *cr,
+    char *msg, size_t msglen)
+{
+	struct tls_conf old = d->cfg.tls;
+
+	d->cfg.tls = nc->tls;
+	nc->tls = old; /* freed with NC */
+	tls_server_set(&d->tls, d->cfg.tls.mode, cr);
+	if (d->cfg.tls.mode != TLS_OFF || old.mode != TLS_OFF)
+		reload_note(msg, msglen, "TLS %s%s",
+		    tls_mode_name(d->cfg.tls.mode),
+		    d->cfg.tls.mode != TLS_OFF ? ", credentials reloaded" : "");
+}
+
+/* Phase 3b: the memory budget applies at once (what is held stays held). */
+static void
+reload_limits(struct daemon *d, const struct wbd_config *nc, char *msg,
+    size_t msglen)
+{
+	if (d->cfg.limits.max_inflight_bytes == nc->limits.max_inflight_bytes)
+		return;
+	d->cfg.limits.max_inflight_bytes = nc->limits.max_inflight_bytes;
+	budget_set_limit(&d->budget, nc->limits.max_inflight_bytes);
+	reload_note(msg, msglen, "limits.max_inflight_bytes changed");
+}
+
+/* Phase 3c: remote settings, for new connections and requests from now on. */
 static void
 reload_remotes(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
 {
+	struct export *e;
+
 	if (memcmp(&d->cfg.remote, &nc->remote, sizeof nc->remote) == 0)
 		return;
 	d->cfg.remote = nc->remote;
-	for (size_t j = 0; j < daemon_n_exports(d); j++)
-		backend_reconfigure(d->exports.v[j]->backend, &d->cfg.remote);
+	export_table_foreach(&d->exports, j, e)
+		backend_reconfigure(e->backend, &d->cfg.remote);
 	reload_note(msg, msglen, "remote settings applied");
 }
 
@@ -119,7 +177,9 @@ reload_add_export(struct daemon *d, const struct export_conf *ec,
 		return *waiting ? 0 : -1;
 	}
 	if (!b || daemon_install_export(d, ec, b) < 0) {
+		int err = errno;
 		log_warnx("reload: export \"%s\": cannot be added", ec->name);
+		errno = b ? 0 : err;
 		return -1;
 	}
 	return 0;
@@ -130,11 +190,10 @@ reload_add_export(struct daemon *d, const struct export_conf *ec,
 static struct export *
 reload_find_export(struct daemon *d, const char *name, bool *leaving)
 {
-	struct export *live = NULL;
+	struct export *live = NULL, *e;
 
 	*leaving = false;
-	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports.v[j];
+	export_table_foreach(&d->exports, j, e) {
 		int state = __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE);
 		if (strcmp(e->name, name) != 0)
 			continue;
@@ -172,6 +231,13 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 		if (reload_add_export(d, ec, &waiting) == 0)
 			reload_note(msg, msglen, waiting ? "export \"%s\" waits "
 			    "for its remote" : "export \"%s\" added", ec->name);
+		else if (errno == EACCES || errno == EPERM)
+			reload_note(msg, msglen,
+			    "export \"%s\" could not be "
+			    "added: permission denied opening \"%s\"%s%s",
+			    ec->name, ec->backing,
+			    d->cfg.run_as.user ? " as user " : "",
+			    d->cfg.run_as.user ? d->cfg.run_as.user : "");
 		else
 			reload_note(msg, msglen, "export \"%s\" could not be "
 			    "added (see the log)", ec->name);
@@ -180,10 +246,17 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 	if (strcmp(e->backing, ec->backing) != 0 ||
 	    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
 	    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
-	    ec->direct != e->direct ||
+	    ec->direct != e->direct || ec->tls_require != e->hs.tls_only ||
 	    !str_equal(e->description, ec->description))
-		reload_note(msg, msglen, "export \"%s\": backing, size, "
-		    "readonly, direct or description changed: needs a restart",
+		reload_note(msg, msglen,
+		    "export \"%s\": backing, size, "
+		    "readonly, direct, tls or description changed: needs a "
+		    "restart",
+		    e->name);
+	if (access_policy_set(&e->allow, ec->allow))
+		reload_note(msg, msglen,
+		    "export \"%s\": allow list changed "
+		    "(for new connections)",
 		    e->name);
 	if (e->cache_mode != ec->cache_mode) {
 		__atomic_store_n(&e->cache_mode, ec->cache_mode,
@@ -198,17 +271,16 @@ static void
 reload_exports(struct daemon *d, struct wbd_config *nc, char *msg,
     size_t msglen)
 {
+	struct export *e;
+
 	pending_prune(d->pending, nc->exports, nc->n_exports, &nc->remote);
 	for (size_t i = 0; i < nc->n_exports; i++)
 		reload_export(d, &nc->exports[i], msg, msglen);
-	for (size_t j = 0; j < daemon_n_exports(d); j++) {
-		struct export *e = d->exports.v[j];
+	export_table_foreach(&d->exports, j, e) {
 		bool found = false;
 		for (size_t i = 0; i < nc->n_exports; i++)
 			found |= strcmp(e->name, nc->exports[i].name) == 0;
-		int expect = EXPORT_LIVE;
-		if (!found && __atomic_compare_exchange_n(&e->removed, &expect,
-		    EXPORT_REMOVING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		if (!found && daemon_remove_export(d, e))
 			reload_note(msg, msglen, "export \"%s\" removed: no new "
 			    "connections; written back once idle", e->name);
 	}
@@ -243,6 +315,7 @@ int
 daemon_reload(struct daemon *d, char *msg, size_t msglen)
 {
 	struct wbd_config nc;
+	struct tls_creds *cr = NULL;
 	char err[1024];
 
 	msg[0] = '\0';
@@ -252,8 +325,22 @@ daemon_reload(struct daemon *d, char *msg, size_t msglen)
 		log_warnx("reload: %s", msg);
 		return -1;
 	}
+	if (nc.tls.mode != TLS_OFF &&
+	    !(cr = tls_creds_load(&nc.tls, err, sizeof err))) {
+		/* Changed on disk since config_load checked it. */
+		snprintf(msg, msglen,
+		    "configuration rejected, the running one "
+		    "stays: TLS: %s",
+		    err);
+		log_warnx("reload: %s", msg);
+		config_free(&nc);
+		return -1;
+	}
+	config_log_warnings(&nc, "reload: ");
 	pthread_mutex_lock(&d->tune_lock);
 	reload_restart_only(d, &nc, msg, msglen);
+	reload_tls(d, &nc, cr, msg, msglen);
+	reload_limits(d, &nc, msg, msglen);
 	reload_remotes(d, &nc, msg, msglen);
 	reload_exports(d, &nc, msg, msglen);
 	reload_writeback(d, &nc, msg, msglen);

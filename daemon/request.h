@@ -57,6 +57,10 @@ struct request {
 	size_t reply_bytes;
 	int pause_ms;                   /* out, EXPORT_PACE: hold the reply
 	                                   this long (-1: until room) */
+	/* For the statistics (stats.h), kept by the connection. */
+	uint64_t start_ns;              /* submitted to the export */
+	uint64_t paced_ns;              /* its reply held from then */
+	bool queued;                    /* carried out on a worker */
 	ev_timer throttle;              /* a paced write's reply delay */
 	struct fill_read fill;          /* a read miss, on a worker */
 	struct out out;

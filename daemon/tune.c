@@ -31,6 +31,7 @@ json_t *
 tune_list_json(struct daemon *d)
 {
 	const struct setting *s;
+	struct export *e;
 	json_t *a = json_array();
 
 	pthread_mutex_lock(&d->tune_lock);
@@ -59,8 +60,7 @@ tune_list_json(struct daemon *d)
 			    "device", s->doc));
 		}
 	}
-	for (size_t i = 0; i < daemon_n_exports(d); i++) {
-		struct export *e = d->exports.v[i];
+	export_table_foreach(&d->exports, i, e) {
 		char key[4200];
 		if (export_retired(e))
 			continue;
@@ -179,10 +179,13 @@ tune_one(struct daemon *d, struct tune_stage *st, const char *key,
 	}
 	if (!strncmp(key, "export.", 7)) {
 		const char *name = key + 7, *dot = strrchr(name, '.');
-		for (size_t i = 0; dot && !strcmp(dot, ".cache_mode") &&
-		    i < daemon_n_exports(d); i++) {
-			if (strlen(d->exports.v[i]->name) != (size_t)(dot - name) ||
-			    strncmp(d->exports.v[i]->name, name, dot - name))
+		struct export *e;
+		export_table_foreach(&d->exports, i, e) {
+			if (!dot || strcmp(dot, ".cache_mode") != 0)
+				break;
+			if (export_retired(e) ||
+			    strlen(e->name) != (size_t)(dot - name) ||
+			    strncmp(e->name, name, dot - name))
 				continue;
 			if (cache_mode_parse(val, &st->modes[i]) < 0) {
 				snprintf(err, errlen, "%s: expected writeback, "
@@ -211,6 +214,7 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	struct tune_stage st = { .given = 0 };
 	struct settings_err e;
 	const struct setting *s;
+	struct export *ex;
 	const char *key;
 	json_t *v;
 	int r = -1;
@@ -222,7 +226,8 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	pthread_mutex_lock(&d->tune_lock);
 	st.wc = d->cfg.writeback;
 	st.devs = calloc(d->n_devs + 1, sizeof *st.devs);
-	st.modes = calloc(d->exports.n + 1, sizeof *st.modes);
+	st.modes =
+	    calloc(export_table_count(&d->exports) + 1, sizeof *st.modes);
 	if (!st.devs || !st.modes) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -232,8 +237,8 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 		st.devs[i].min_ratio = d->devs[i]->min_ratio;
 		st.devs[i].max_ratio = d->devs[i]->max_ratio;
 	}
-	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		st.modes[i] = d->exports.v[i]->cache_mode;
+	export_table_foreach(&d->exports, i, ex)
+		st.modes[i] = ex->cache_mode;
 
 	json_object_foreach(set, key, v)
 		if (tune_one(d, &st, key, v, err, errlen) < 0)
@@ -249,8 +254,8 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	}
 
 	settings_apply(d, &st.wc, st.devs);
-	for (size_t i = 0; i < daemon_n_exports(d); i++)
-		__atomic_store_n(&d->exports.v[i]->cache_mode, st.modes[i],
+	export_table_foreach(&d->exports, i, ex)
+		__atomic_store_n(&ex->cache_mode, st.modes[i],
 		    __ATOMIC_RELAXED);
 	json_object_foreach(set, key, v) {
 		json_array_append_new(changed, json_string(key));

@@ -1,7 +1,7 @@
 /*
  * wbdev.c - writeback devices and their worker pools.  Created by the
- * main thread (start-up) or a reload under tune_lock; the target list is
- * append-only and published by a release store of its count.
+ * main thread (start-up) or under tune_lock; the target slots are filled
+ * and emptied under tune_lock and read without a lock (see wbdev.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,8 @@
 #include "wbdev.h"
 
 struct wb_dev *
-wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
+wb_dev_new(dev_t id, const char *name, const struct pool_params *params,
+    struct grace *grace)
 {
 	struct wb_dev *dev = calloc(1, sizeof *dev);
 	char thread_name[32];
@@ -26,14 +27,14 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 	dev->read_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	snprintf(dev->name, sizeof dev->name, "%s", name);
 	snprintf(thread_name, sizeof thread_name, "flush-%s", name);
-	dev->targets = calloc(WB_DEV_MAX_TARGETS, sizeof *dev->targets);
-	if (dev->targets && dev->read_wake >= 0)
-		dev->pool = pool_new(thread_name, params);
+	if (dev->read_wake >= 0 &&
+	    pubtab_init(&dev->targets, WB_DEV_MAX_TARGETS) == 0)
+		dev->pool = pool_new(thread_name, params, grace);
 	if (!dev->pool) {
+		pubtab_free(&dev->targets);
 		if (dev->read_wake >= 0)
 			close(dev->read_wake);
 		pthread_mutex_destroy(&dev->read_lock);
-		free(dev->targets);
 		free(dev);
 		return NULL;
 	}
@@ -45,11 +46,13 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params)
 int
 wb_dev_add_target(struct wb_dev *dev, struct wb_target *t)
 {
-	if (dev->n_targets >= WB_DEV_MAX_TARGETS)
-		return -1;
-	dev->targets[dev->n_targets] = t;
-	__atomic_store_n(&dev->n_targets, dev->n_targets + 1, __ATOMIC_RELEASE);
-	return 0;
+	return pubtab_add(&dev->targets, t) < 0 ? -1 : 0;
+}
+
+void
+wb_dev_remove_target(struct wb_dev *dev, struct wb_target *t)
+{
+	pubtab_remove(&dev->targets, t);
 }
 
 void
@@ -58,8 +61,8 @@ wb_dev_free(struct wb_dev *dev)
 	if (!dev)
 		return;
 	pool_free(dev->pool);
+	pubtab_free(&dev->targets);
 	close(dev->read_wake);
 	pthread_mutex_destroy(&dev->read_lock);
-	free(dev->targets);
 	free(dev);
 }

@@ -14,8 +14,11 @@
 
 #include "job.h"
 #include "pool.h"
+#include "pubtab.h"
 #include "ratelimit.h"
+#include "stats.h"
 
+struct grace;
 struct fill_read;
 struct wb_target;
 
@@ -23,9 +26,13 @@ struct wb_dev {
 	dev_t id;
 	char name[32];                  /* "MAJ:MIN" */
 	struct pool *pool;
-	struct wb_target **targets;     /* WB_DEV_MAX_TARGETS, append-only:
-	                                   the exports on this device */
-	unsigned n_targets;             /* published with a release store */
+	/* The exports on this device: WB_DEV_MAX_TARGETS slots (pubtab.h),
+	 * read without a lock (wb_dev_target) by writeback, I/O and control
+	 * threads; added to and emptied under daemon.tune_lock (at start-up,
+	 * by the main thread alone).  A target taken off is freed only after
+	 * a grace period (grace.h), so a reader may use what it found until
+	 * its next quiescent state. */
+	struct pubtab targets;
 
 	/* Background and periodic work: at most one of each queued. */
 	struct job bg_job, periodic_job;
@@ -52,6 +59,8 @@ struct wb_dev {
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;
 
+	/* Runs written back, by reason, and how long they took. */
+	struct stats_wb stats;
 	/* The read window (fill.c): reads queued for it, and whether a
 	 * worker runs it; under read_lock, a leaf. */
 	pthread_mutex_t read_lock;
@@ -62,18 +71,33 @@ struct wb_dev {
 	int read_wake; /* eventfd: a read was queued */
 };
 
-#define WB_DEV_MAX_TARGETS 256
+/* As many as the export table holds (daemon.c checks): a device takes
+ * every export the table does. */
+#define WB_DEV_MAX_TARGETS 1024
 
+/* 0, or -1 if DEV carries WB_DEV_MAX_TARGETS already.  One writer. */
 int wb_dev_add_target(struct wb_dev *dev, struct wb_target *t);
+/* Take T off DEV (one writer); T is freed only after a grace period. */
+void wb_dev_remove_target(struct wb_dev *dev, struct wb_target *t);
 
+/* Slots to look at: [0, wb_dev_n_targets). */
 static inline unsigned
 wb_dev_n_targets(struct wb_dev *dev)
 {
-	return __atomic_load_n(&dev->n_targets, __ATOMIC_ACQUIRE);
+	return (unsigned)pubtab_count(&dev->targets);
 }
 
+/* The target in slot I, NULL if the slot is empty. */
+static inline struct wb_target *
+wb_dev_target(struct wb_dev *dev, unsigned i)
+{
+	return pubtab_get(&dev->targets, i);
+}
+
+/* A device and its pool, whose workers are readers of GRACE (may be
+ * NULL). */
 struct wb_dev *wb_dev_new(dev_t id, const char *name,
-    const struct pool_params *params);
+    const struct pool_params *params, struct grace *grace);
 void wb_dev_free(struct wb_dev *dev);
 
 #endif

@@ -37,6 +37,9 @@
 
 static int wb_curve_ms(uint64_t dirty, uint64_t low, uint64_t high);
 
+_Static_assert(WB_REASON_SYNC + 1 == STATS_WB_REASONS,
+    "struct stats_wb counts every writeback reason");
+
 const char *
 wb_reason_name(enum wb_reason r)
 {
@@ -172,11 +175,25 @@ wb_dev_dirty_pages(struct wb_dev *dev)
 	uint64_t sum = 0;
 
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
 		uint64_t cached, dirty;
-		cache_file_stats(dev->targets[i]->cf, &cached, &dirty);
+		if (!t)
+			continue;
+		cache_file_stats(t->cf, &cached, &dirty);
 		sum += dirty;
 	}
 	return sum;
+}
+
+struct backend *
+wb_dev_backend(struct wb_dev *dev)
+{
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
+		if (t)
+			return t->backend;
+	}
+	return NULL;
 }
 
 void
@@ -341,13 +358,15 @@ struct wb_io {
 	uint64_t off;
 	uint32_t len;
 	unsigned flags;
+	enum wb_reason why;
+	uint64_t start_ns;
 	struct backend_write bw;
 };
 
 /* Start writing RUN of T (the export's last page may be short). */
 static void
 wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
-    unsigned flags)
+    unsigned flags, enum wb_reason why)
 {
 	uint64_t off = run->first_index * t->wb->page_size;
 	uint64_t len = (uint64_t)run->npages * t->wb->page_size;
@@ -356,6 +375,9 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 		len = t->size_bytes - off;
 	*w = (struct wb_io){ .t = t, .run = run, .off = off,
 	    .len = (uint32_t)len, .flags = flags };
+	w->why = why;
+	w->start_ns = now_ns();
+	stats_wb_run_begin(&t->dev->stats);
 	if (run->data) {
 		/* A snapshot of its own: one buffer, stable. */
 		struct iovec iov = { .iov_base = run->data, .iov_len = w->len };
@@ -384,6 +406,8 @@ wb_run_end(struct wb_io *w)
 	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA))
 		__atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
 	cache_end_run(w->run, r == 0);
+	stats_wb_run_end(&t->dev->stats, w->why, w->len, now_ns() - w->start_ns,
+	    r == 0);
 	if (r < 0) {
 		unsigned quiet;
 		errno = -r;
@@ -407,11 +431,12 @@ wb_run_end(struct wb_io *w)
 
 /* Write one run and wait for it; 0 or a negative errno. */
 static int
-wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags)
+wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
+    enum wb_reason why)
 {
 	struct wb_io w;
 
-	wb_run_begin(&w, t, run, flags);
+	wb_run_begin(&w, t, run, flags, why);
 	return wb_run_end(&w);
 }
 
@@ -427,16 +452,17 @@ struct wb_window {
 	struct wb_io io[WB_WINDOW];
 	unsigned head, n, cap;
 	int err;                        /* the first failure */
+	enum wb_reason why;             /* of every run it writes */
 };
 
 static void
-wb_window_init(struct wb_window *win, struct wb_dev *dev)
+wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 {
-	struct backend *b = wb_dev_n_targets(dev) ?
-	    dev->targets[0]->backend : NULL;
+	struct backend *b = wb_dev_backend(dev);
 
 	win->head = win->n = 0;
 	win->err = 0;
+	win->why = why;
 	win->cap = b ? backend_max_in_flight(b) : 1;
 	if (win->cap > WB_WINDOW)
 		win->cap = WB_WINDOW;
@@ -460,7 +486,8 @@ wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 {
 	if (win->n == win->cap)
 		wb_window_end_oldest(win);
-	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], t, run, 0);
+	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], t, run, 0,
+	    win->why);
 	win->n++;
 	if (win->cap == 1)
 		wb_window_end_oldest(win);
@@ -486,7 +513,7 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	uint64_t last_log = now_ns();
 	int r = 0;
 
-	wb_window_init(&win, t->dev);
+	wb_window_init(&win, t->dev, why);
 	while ((run = cache_take_run(t->cf, max_seq, max_run))) {
 		if (wb_window_add(&win, t, run) < 0)
 			break;          /* report now; the pages stay dirty */
@@ -518,7 +545,7 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 			/* Pages failed back into the dirty list: take them. */
 			run = cache_take_run(t->cf, max_seq, max_run);
 			if (run) {
-				if (wb_write_run(t, run, 0) < 0) {
+				if (wb_write_run(t, run, 0, why) < 0) {
 					r = -EIO;
 					break;
 				}
@@ -563,7 +590,8 @@ wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq
 
 		while ((run = cache_take_range_run(t->cf, &next, end, max_run,
 			    &seen)))
-			if (wb_write_run(t, run, BACKEND_WRITE_FUA) < 0)
+			if (wb_write_run(t, run, BACKEND_WRITE_FUA,
+				WB_REASON_FUA) < 0)
 				return -EIO;    /* the pages stay dirty */
 		if (seen & (CACHE_RANGE_CLEAN | CACHE_RANGE_BUSY))
 			need_flush = true;
@@ -598,7 +626,7 @@ wb_background_run(struct job *job)
 	struct wb_window win;
 	bool progress = true;
 
-	wb_window_init(&win, dev);
+	wb_window_init(&win, dev, WB_REASON_BACKGROUND);
 	while (progress && !wb_backing_off(dev)) {
 		struct pool_stats ps;
 		/* Background work yields to waiting work (a FLUSH, a miss):
@@ -608,7 +636,9 @@ wb_background_run(struct job *job)
 			break;
 		progress = false;
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-			struct wb_target *t = dev->targets[i];
+			struct wb_target *t = wb_dev_target(dev, i);
+			if (!t)
+				continue;
 			if (!wb_background_due(t->wb, dev,
 				cache_dirty_pages(t->wb->cache),
 				wb_dev_dirty_pages(dev)))
@@ -637,11 +667,13 @@ wb_periodic_run(struct job *job)
 	    offsetof(struct wb_dev, periodic_job));
 	struct wb_window win;
 
-	wb_window_init(&win, dev);
+	wb_window_init(&win, dev, WB_REASON_PERIODIC);
 	if (!wb_backing_off(dev)) {
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-			struct wb_target *t = dev->targets[i];
+			struct wb_target *t = wb_dev_target(dev, i);
 			struct wb_thresholds th;
+			if (!t)
+				continue;
 			wb_ctl_snapshot(t->wb, &th);
 			uint64_t now = now_ns();
 			uint64_t cutoff =

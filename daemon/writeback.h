@@ -26,7 +26,10 @@ struct wb_dev;
 /*
  * What writeback writes: one export's pages and its backing device, and
  * the state writeback keeps for it.  Embedded in struct export (whose
- * lifetime it shares); writeback knows nothing else of the export.
+ * lifetime it shares); writeback knows nothing else of the export.  A
+ * target found on its device's list (wb_dev_target) may be used until the
+ * finder's next quiescent state (grace.h): writeback jobs use the targets
+ * only while they run.
  */
 struct wb_target {
 	const char *name;               /* the export's, for the log */
@@ -159,6 +162,9 @@ int wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
 
 /* Dirty pages of every target on DEV (any thread). */
 uint64_t wb_dev_dirty_pages(struct wb_dev *dev);
+/* The backend of a target on DEV (every target on a device has a backend
+ * of one kind), NULL if it has none (a reader of the targets, grace.h). */
+struct backend *wb_dev_backend(struct wb_dev *dev);
 
 /* Wait (worker thread) until T's writeback state changes or MS pass. */
 void wb_wait_progress(struct wb_target *t, unsigned ms);

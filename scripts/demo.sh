@@ -28,6 +28,7 @@ if [[ ! -f $BUILD_DIR/meson-private/coredata.dat ]]; then
 fi
 ninja -C "$BUILD_DIR"
 WBD=$BUILD_DIR/daemon/wbd
+WBCTL=$(cd "$BUILD_DIR/client" && pwd)/wbctl
 
 mkdir -p "$DIR"
 DIR=$(cd "$DIR" && pwd)
@@ -41,7 +42,8 @@ listen = {
   unix = [ "$SOCK" ];
 };
 
-# wbctl -s $DIR/control.sock status
+# Its own control socket, never the packaged service's /run/wbd/control.sock:
+#   $WBCTL -s $DIR/control.sock status
 control = { socket = "$DIR/control.sock"; };
 
 exports = (
@@ -58,6 +60,10 @@ cat <<MSG
 wbd is starting in the foreground (Ctrl-C stops it).
   config:  $CONF
   backing: $DIR/disk0.img (sparse, 1 GiB)
+
+Look at it from another terminal (wbctl is in $BUILD_DIR/client; the
+packaged wbd's /run/wbd/control.sock is another daemon's):
+  $WBCTL -s $DIR/control.sock status
 
 Connect from another terminal:
   nbdinfo 'nbd+unix:///disk0?socket=$SOCK'

@@ -10,16 +10,32 @@ PACKAGES=(
 	# build
 	meson ninja-build pkg-config gcc libc6-dev
 	libev-dev libconfig-dev libnbd-dev libcmocka-dev libjansson-dev libsystemd-dev
+	libgnutls28-dev
+	# the HTTP endpoint for Prometheus (metrics.listen)
+	libmicrohttpd-dev
 	# tests: real NBD clients and servers
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
 	# tests and scripts
 	jq tmux procps util-linux
+	# tests: TLS certificates and PSK keys made on the fly
+	gnutls-bin
+	# tests: the metrics exposition read by Prometheus's own parser, the
+	# HTTP endpoint scraped with curl; docs: the dashboard's picture
+	python3-prometheus-client curl python3-matplotlib
 	# tests: the source tree's own checks (layers, format)
 	git clang-format
+	# tests: the source tree's own checks (layers, format), the manual
+	# pages (mandoc -T lint)
+	git clang-format mandoc
 	# tests: the ThreadSanitizer build (scripts/test-tsan.sh) and fuzzing
 	# (scripts/fuzz.sh): clang, libFuzzer and the sanitizer runtimes,
 	# llvm-symbolizer for readable crash reports
 	clang libclang-rt-dev llvm
+	# tests: the kernel's NBD client in a VM (tests/vm): qemu, and what
+	# goes into the guest's initramfs besides wbd and the kernel
+	# (busybox, nbd-client, e2fsprogs; kmod's depmod/modprobe pick the
+	# modules, cpio packs them)
+	qemu-system-x86 busybox-static e2fsprogs kmod cpio
 )
 
 if [[ -n ${WBD_SKIP_DEPS:-} ]]; then

@@ -2,14 +2,18 @@
 # test.sh - install the dependencies, build wbd twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run the whole test suite
 # (unit and integration) in both builds; then a clang ThreadSanitizer build
-# with the stress test (scripts/test-tsan.sh), and each libFuzzer target for
-# WBD_FUZZ_SECONDS (default 60; scripts/fuzz.sh), each counted as a test.
+# with the stress test (scripts/test-tsan.sh), each libFuzzer target for
+# WBD_FUZZ_SECONDS (default 60; scripts/fuzz.sh), each counted as a test, and
+# the kernel's NBD client against the plain build's wbd in a VM
+# (tests/vm/test-vm-kernel-client.sh, one test; skipped, with the reason,
+# when qemu or a kernel cannot be had).
 #
 # Usage: bash scripts/test.sh [extra `meson test` arguments, e.g. a suite]
 # Environment: CI=true builds with -Dwerror=true; BUILD_DIR / ASAN_BUILD_DIR
 # change the build directories (default build, build-asan); WBD_SKIP_DEPS=1
 # skips the apt step; WBD_SKIP_ASAN=1 skips the sanitized build and
-# WBD_SKIP_TSAN=1 the ThreadSanitizer one, WBD_SKIP_FUZZ=1 the fuzzing.
+# WBD_SKIP_TSAN=1 the ThreadSanitizer one, WBD_SKIP_FUZZ=1 the fuzzing,
+# WBD_SKIP_VM=1 the VM test.
 # Ends with one line: "N passed, N failed[, N skipped]"; exits non-zero if any
 # build or test failed.
 set -uo pipefail
@@ -116,6 +120,16 @@ if [[ -z ${WBD_SKIP_FUZZ:-} ]]; then
 	PASSED=$((PASSED + ok - bad)) FAILED=$((FAILED + bad))
 	((rc == 0)) || { STATUS=1; ((bad > 0)) || FAILED=$((FAILED + 1)); }
 	rm -f "$fuzz_out"
+fi
+
+if [[ -z ${WBD_SKIP_VM:-} ]]; then
+	echo "=== the kernel's NBD client in a VM (tests/vm) ==="
+	bash tests/vm/test-vm-kernel-client.sh "$BUILD_DIR/daemon/wbd"
+	case $? in
+	0) PASSED=$((PASSED + 1)) ;;
+	77) SKIPPED=$((SKIPPED + 1)) ;;
+	*) FAILED=$((FAILED + 1)) STATUS=1 ;;
+	esac
 fi
 
 ((FAILED == 0)) || STATUS=1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every wbctl command against a live daemon, in its human form and with
 # --json (the answer checked against the protocol's schema): status,
-# exports, tune (listing and setting), flush, reload, version; and the
+# exports, tune (listing and setting), flush, reload, metrics, version; and the
 # --help of each, both as "wbctl help CMD" and "wbctl CMD --help".
 source "${SRCDIR:-$(dirname "$0")}/lib-ctl.sh"
 
@@ -108,8 +108,14 @@ expect_exit 0 wbctl reload
 expect_exit 0 wbctl --json reload
 check_schema reload "$T/out"
 
+# metrics (tests/metrics has the rest)
+expect_exit 0 wbctl metrics
+assert_match '^wbd_export_requests_total\{export="disk0",command="write"\} [0-9]+$' "$OUT" "metrics: disk0's writes"
+expect_exit 0 wbctl --json metrics
+check_schema metrics "$T/out"
+
 # help, two ways, for every command
-for c in status exports tune flush reload version; do
+for c in status exports tune flush reload metrics version; do
 	expect_exit 0 "$WBCTL" help "$c"
 	assert_match "^Usage: wbctl \[OPTION\]\.\.\. $c" "$OUT" "help $c"
 	a=$OUT

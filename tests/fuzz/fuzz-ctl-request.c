@@ -39,6 +39,9 @@ fuzz_check_request(const struct ctl_request *req)
 	case CTL_CMD_RELOAD:
 		FUZZ_CHECK(!strcmp(req->name, "reload"));
 		break;
+	case CTL_CMD_METRICS:
+		FUZZ_CHECK(!strcmp(req->name, "metrics"));
+		break;
 	case CTL_CMD_UNKNOWN:
 		break;
 	default:

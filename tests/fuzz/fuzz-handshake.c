@@ -3,7 +3,8 @@
  * client's side of the handshake, as conn.c would: 4 bytes of client
  * flags, then options (IHAVEOPT magic, option, length, data) until the
  * handshake ends, the magic is wrong or the input runs out.  Two fake
- * exports stand behind the lookup callbacks.
+ * exports stand behind the lookup callbacks; the client may not open the
+ * second (an allow list refuses it).
  *
  * Beyond not crashing, it checks what the client would read: every option
  * that does not end the handshake is answered with well-framed replies to
@@ -50,6 +51,12 @@ fuzz_nth(void *arg, size_t i)
 	return i < N_EXPORTS ? &fuzz_exports[i] : NULL;
 }
 
+static bool
+fuzz_may_open(void *arg, const struct hs_export *e, bool listing)
+{
+	return e != &fuzz_exports[1];
+}
+
 /* OUT holds whole replies to OPT, the last one final (ACK or error). */
 static void
 fuzz_check_replies(const struct buf *out, uint32_t opt)
@@ -79,7 +86,9 @@ fuzz_check_replies(const struct buf *out, uint32_t opt)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct hs_ctx hs = { .lookup = fuzz_lookup, .nth = fuzz_nth };
+	struct hs_ctx hs = { .lookup = fuzz_lookup,
+		.nth = fuzz_nth,
+		.may_open = fuzz_may_open };
 
 	log_set_thread_quiet(true);
 	if (size < 4)
@@ -102,6 +111,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= len;
 		if (act == HS_TRANSMISSION) {
 			FUZZ_CHECK(hs.chosen != NULL);
+			FUZZ_CHECK(hs.chosen != &fuzz_exports[1]);
 			FUZZ_CHECK(hs.chosen_name != NULL);
 			FUZZ_CHECK(
 			    hs.chosen == fuzz_lookup(NULL, hs.chosen_name));

@@ -1,11 +1,11 @@
 /*
  * fuzz-proto.c - the transmission phase's request check: the input's
  * first 11 bytes describe the export and the connection (size, 8 bytes;
- * transmission flags, 2; then a byte whose bit 0 says structured replies
- * were negotiated, bit 1 a metadata context selected, bit 2 a client
- * that did not agree on block sizes: 64 MiB requests), then come 28-byte
- * request headers, each decoded (proto_decode_request) and checked
- * (proto_check_request) as conn.c does, until a bad magic.
+ * transmission flags, 2; a byte: structured replies in bit 0, the
+ * metadata contexts selected in bits 1-2, a client that did not agree on
+ * block sizes in bit 3), then come 28-byte request headers, each decoded
+ * (proto_decode_request) and checked (proto_check_request) as conn.c
+ * does, until a bad magic.
  *
  * Beyond not crashing: a header re-encodes to the same bytes, and a
  * request that passes the check is one wbd can carry out (a known
@@ -37,11 +37,15 @@ fuzz_check_passed(const struct nbd_request *req,
 						 PROTO_MAX_REQUEST_BYTES));
 		break;
 	case NBD_CMD_BLOCK_STATUS:
-		FUZZ_CHECK(ev->structured && ev->meta);
+		/* Only with a metadata context selected, so structured
+		 * replies. */
+		FUZZ_CHECK(ev->meta != 0 && ev->structured);
+		FUZZ_CHECK(proto_payload_bytes(req) == 0);
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
 	case NBD_CMD_CACHE:
+		FUZZ_CHECK(proto_payload_bytes(req) == 0);
 		break;
 	default:
 		FUZZ_CHECK(!"an unknown command passed the check");
@@ -49,6 +53,7 @@ fuzz_check_passed(const struct nbd_request *req,
 	FUZZ_CHECK(req->count > 0);
 	FUZZ_CHECK(req->offset <= ev->size_bytes);
 	FUZZ_CHECK(req->count <= ev->size_bytes - req->offset);
+	/* A read-only export takes only what does not write. */
 	if (ev->tflags & NBD_FLAG_READ_ONLY)
 		FUZZ_CHECK(req->type == NBD_CMD_READ ||
 		    req->type == NBD_CMD_CACHE ||
@@ -58,16 +63,17 @@ fuzz_check_passed(const struct nbd_request *req,
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct proto_export_view ev;
+	struct proto_export_view ev = { 0 };
 
 	if (size < VIEW_BYTES)
 		return 0;
-	memset(&ev, 0, sizeof ev);
 	ev.size_bytes = get_u64(data);
 	ev.tflags = get_u16(data + 8);
 	ev.structured = data[10] & 1;
-	ev.meta = (data[10] >> 1) & 1;
-	ev.max_request_bytes = (data[10] & 4) ? 64u << 20 : 0;
+	/* Bits 1-2: the metadata contexts selected; bit 3: a client that did
+	 * not agree on block sizes (limits.max_request_bytes = 64M). */
+	ev.meta = (data[10] >> 1) & 3;
+	ev.max_request_bytes = data[10] & 8 ? 64u << 20 : 0;
 	data += VIEW_BYTES;
 	size -= VIEW_BYTES;
 

@@ -20,6 +20,7 @@ TEST_NAME=$(basename "$0" .sh)
 # Absolute paths, because the test runs inside its temporary directory.
 SRCDIR=$(cd "$SRCDIR" && pwd)
 [[ $WBD == */* ]] && WBD=$(cd "$(dirname "$WBD")" && pwd)/$(basename "$WBD")
+[[ ${WBCTL:-} == */* ]] && WBCTL=$(cd "$(dirname "$WBCTL")" && pwd)/$(basename "$WBCTL")
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/wbd-it.XXXXXX")
 cd "$T"           # whatever a client leaves behind (fio state files...) goes here
@@ -131,6 +132,23 @@ add_export() {
 	_EXPORTS+=("$line")
 }
 
+# add_export_allow NAME SIZE ENTRY...: add a read-write export (backing
+# $T/NAME.img) whose allow list holds the ENTRYs ("127.0.0.2", "uid:1000",
+# "group:disk"...); with none, an empty list (no one may open it).
+add_export_allow() {
+	local name=$1 size=$2 e list=
+	shift 2
+	for e in "$@"; do
+		list+="${list:+, }\"$e\""
+	done
+	_EXPORTS+=("  { name = \"$name\"; backing = \"$T/$name.img\"; size = \"$size\"; allow = [ $list ]; }")
+}
+
+# What write_config adds: LISTEN_KEYS to the listen group (such as
+# 'unix_mode = "0666";'), CONF_EXTRA as top-level lines (user = "nobody";).
+LISTEN_KEYS=
+CONF_EXTRA=
+
 # write_config [FILE [SOCKET [PORT]]]: write a config with the exports added so
 # far (default file $CONF, socket $SOCK, port $PORT, picked if empty).
 write_config() {
@@ -142,7 +160,8 @@ write_config() {
 	((${#_EXPORTS[@]} > 0)) || fail "write_config: no exports (use add_export)"
 	{
 		echo "# written by $TEST_NAME"
-		echo "listen = { tcp = [ \"127.0.0.1:$port\" ]; unix = [ \"$sock\" ]; };"
+		echo "listen = { tcp = [ \"127.0.0.1:$port\" ]; unix = [ \"$sock\" ];${LISTEN_KEYS:+ $LISTEN_KEYS} };"
+		[[ -z $CONF_EXTRA ]] || echo "$CONF_EXTRA"
 		echo "cache = { size = \"64M\"; page_size = \"4K\"; };"
 		echo "control = { socket = \"${sock%/*}/control.sock\"; };"
 		echo "exports = ("
@@ -185,6 +204,13 @@ SPAWNED_PID=
 spawn_wbd() {
 	local conf=$1 logf=$2
 	shift 2
+	# The built-in control socket, /run/wbd/control.sock, is the packaged
+	# service's: a test that took it would show up in its wbctl status,
+	# or stop it from starting.
+	grep -Eq '^[[:space:]]*control[[:space:]]*=' "$conf" ||
+		fail "$conf names no control socket: wbd would take the packaged /run/wbd/control.sock"
+	! grep -q '/run/wbd/' "$conf" ||
+		fail "$conf uses /run/wbd/, the packaged service's directory"
 	_LOGS+=("$logf")
 	"$WBD" -f -c "$conf" "$@" >>"$logf" 2>&1 &
 	SPAWNED_PID=$!

@@ -3,6 +3,7 @@
 # file, and for a bad one prints FILE:LINE and what was expected and exits 1;
 # --help and --version work; an unknown option is refused.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+need nbdinfo
 
 add_export disk0 64M rw "scratch disk"
 add_export ro 16M ro
@@ -75,6 +76,79 @@ bad_config too-many-exports 2 "${many%,}
 );"
 grep -q "at most 1024 exports, got 1025" <<<"$OUT" ||
 	fail "1025 exports: expected the reason, got: $OUT"
+
+# An export larger than the largest file offset (8E) could never be
+# opened; a control socket group that does not exist could not be given
+# the socket.
+bad_config export-beyond-offsets 3 "listen = { unix = [ \"$T/s\" ]; };
+exports = (
+  { name = \"x\"; backing = \"$B\"; size = \"15E\"; }
+);"
+grep -q "below 8E" <<<"$OUT" || fail "export of 15E: expected the reason, got: $OUT"
+bad_config cache-size-overflows 2 "listen = { unix = [ \"$T/s\" ]; };
+cache = { size = \"16E\"; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
+grep -q "below 16E" <<<"$OUT" || fail "cache of 16E: expected the reason, got: $OUT"
+nogroup=wbd-no-such-group-$$
+getent group "$nogroup" >/dev/null && skip "group $nogroup exists"
+bad_config control-group-missing 3 "listen = { unix = [ \"$T/s\" ]; };
+control = { socket = \"$T/c\";
+  group = \"$nogroup\"; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
+
+# What may start but is unwise is accepted with a warning that names the
+# line: a cache above 75% of the machine's memory, an admin group that
+# does not exist (only root may then change settings).
+# good_with_warning NAME LINE CONTENT REGEX
+good_with_warning() {
+	local name=$1 line=$2 file=$T/$1.conf
+	printf '%s\n' "$3" >"$file"
+	check 0 -n -c "$file"
+	grep -q 'configuration OK' <<<"$OUT" &&
+		grep -q "warning: $file:$line: .*$4" <<<"$OUT" ||
+		fail "config '$name': expected OK and a warning at $file:$line, got: $OUT"
+	log "config '$name': $OUT"
+}
+good_with_warning cache-most-of-memory 2 "listen = { unix = [ \"$T/s\" ]; };
+cache = { size = \"90%\"; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );" \
+	"more than 75% of this machine's memory"
+good_with_warning admin-group-missing 3 "listen = { unix = [ \"$T/s\" ]; };
+control = { socket = \"$T/c\";
+  admin_group = \"$nogroup\"; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );" \
+	"only root may change settings"
+check 0 -n -c "$CONF"
+grep -q warning <<<"$OUT" && fail "a plain config got a warning: $OUT"
+
+# What the check accepts starts: 300 exports on one device (one file
+# system) -- a device used to take 256 -- serve, the last one too.
+many="listen = { unix = [ \"$T/many.sock\" ]; };
+cache = { size = \"16M\"; };
+control = { socket = \"none\"; };
+exports = ("
+for ((i = 0; i < 300; i++)); do
+	many+="
+  { name = \"d$i\"; backing = \"$T/d$i.img\"; size = \"1M\"; },"
+done
+printf '%s\n);\n' "${many%,}" >"$T/many.conf"
+check 0 -n -c "$T/many.conf"
+spawn_wbd "$T/many.conf" "$T/many.log"
+wait_ready "$SPAWNED_PID" "$T/many.sock" "" "$T/many.log"
+nbdinfo --size "$(uri_unix d299 "$T/many.sock")" >/dev/null ||
+	fail "export d299 of 300 on one device does not serve"
+stop_wbd "$SPAWNED_PID"
+((EXIT_STATUS == 0)) || fail "wbd with 300 exports exited with $EXIT_STATUS"
+
+# A start-up failure names its cause, not only "start-up failed".
+printf 'listen = { unix = [ "%s" ]; };\ncontrol = { socket = "none"; };\nexports = ( { name = "x"; backing = "%s"; size = "1M"; } );\n' \
+	"$T/fail.sock" "$T/no-such-dir/x.img" >"$T/fail.conf"
+check 1 -n -c "$T/fail.conf"
+grep -q "fail.conf:3: .*no-such-dir" <<<"$OUT" ||
+	fail "wbd -n: expected the missing directory with FILE:LINE, got: $OUT"
+check 1 -f -c "$T/fail.conf"
+grep -q "error: .*no-such-dir" <<<"$OUT" ||
+	fail "a failed start-up: expected its cause (the backing's directory), got: $OUT"
 
 # Export names are UTF-8 (the protocol's strings are, and wbctl's JSON):
 # a name that is not is refused with its line.

@@ -15,9 +15,11 @@ start_wbd
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$WBD_PID/status"; }
 before=$(rss_kib)
 
-"$PYTHON" - "$PORT" "$(uri_unix disk0)" "$WBD_PID" "$T/peak" <<'PY' || fail "see above"
-import nbd, os, socket, struct, sys, threading, time
+"$PYTHON" - "$PORT" "$(uri_unix disk0)" "$WBD_PID" "$T/peak" "$SRCDIR" <<'PY' || fail "see above"
+import socket, struct, sys, threading
 port, uri, pid, peak_path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+sys.path.insert(0, sys.argv[5])
+from bystander import bystander
 NBD_OPT_MAGIC = 0x49484156454F5054
 OPT_INFO = 6
 name = b"disk0"
@@ -41,31 +43,13 @@ def flood():
             break
     s.close()
 
-def rss_kib():
-    for line in open("/proc/%s/status" % pid):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-
 floods = [threading.Thread(target=flood) for _ in range(4)]
 for t in floods:
     t.start()
-peak = 0
-h = nbd.NBD()
-h.connect_uri(uri)
-end = time.monotonic() + 8
-off = 0
-while time.monotonic() < end:
-    buf = os.urandom(65536)
-    h.pwrite(buf, off)
-    if h.pread(65536, off) != buf:
-        sys.exit("FAIL: a well-behaved client read back wrong data")
-    off = (off + 65536) % (16 << 20)
-    peak = max(peak, rss_kib())
-    time.sleep(0.05)
+peak, _ = bystander(uri, pid, 8)
 stop.set()
 for t in floods:
     t.join(10)
-h.shutdown()
 print("peak RSS %d KiB; %d MiB of options sent by the flooders"
       % (peak, sent[0] >> 20))
 open(peak_path, "w").write(str(peak))

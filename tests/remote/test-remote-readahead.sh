@@ -15,6 +15,8 @@ for o in range(0, len(d), 8 << 20):
 h.flush(); h.shutdown()' "$(kit_uri "$KIT_SOCK")" "$T/data"
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 64M 'dirty_background_ratio = 50; dirty_ratio = 80; dirty_writeback_centisecs = 0;'
+sed -i 's/^cache = { size = "64M"; page_size = "4K"; };/cache = { size = "64M"; page_size = "4K"; readahead_bytes = "4M"; };/' "$CONF"
+grep -q 'readahead_bytes = "4M"' "$CONF" || fail "could not turn read-ahead on in $CONF"
 start_wbd
 "$PYTHON" "$SRCDIR/../integration/readahead.py" "$(uri_unix disk0)" \
 	"$WBCTL" "$T/control.sock" "$T/data" || fail "see above"

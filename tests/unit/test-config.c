@@ -170,7 +170,7 @@ test_shipped_conf_loads(void **state)
 	assert_string_equal(e->name, "disk0");
 	assert_string_equal(e->backing, "/var/lib/wbd/disk0.img");
 	assert_non_null(e->description);
-	assert_true(e->size_bytes == 10 * GiB);
+	assert_true(e->size_bytes == 64 * MiB);
 	assert_false(e->readonly);
 	assert_int_equal(e->cache_mode, CACHE_WRITEBACK);
 	assert_true(e->line > 0);
@@ -314,6 +314,25 @@ test_listeners_of_every_form(void **state)
 	assert_string_equal(c->listen_tcp[3], "[fe80::1%lo]:65535");
 	assert_int_equal(c->n_listen_unix, 2);
 	assert_string_equal(c->listen_unix[0], "wbd.sock");
+}
+
+static void
+test_metrics_endpoint_is_off_unless_listen_is_set(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "no-metrics.conf", "metrics = { };\n" EXPORTS_OK));
+	assert_null(f->cfg.metrics.listen);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "metrics.conf",
+		"metrics = { listen = \"127.0.0.1:9712\"; };\n" EXPORTS_OK));
+	assert_string_equal(f->cfg.metrics.listen, "127.0.0.1:9712");
+	config_free(&f->cfg);
+	expect_error(f, "metrics-bad.conf",
+	    "metrics = {\n  listen = \"9712\";\n};\n" EXPORTS_OK, 2,
+	    "metrics.listen", "expected \"host:port\"");
 }
 
 static void
@@ -545,7 +564,8 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	expect_error(*state, "unknown-top.conf",
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
-	    "cache, writeback, control, remote, limits, exports");
+	    "cache, writeback, control, remote, limits, memory, tls, metrics, "
+	    "user, group, exports");
 }
 
 static void
@@ -621,6 +641,24 @@ test_error_direct_not_a_bool(void **state)
 	    "    direct = 1; }\n"
 	    ");\n",
 	    3, "exports[0].direct", "expected true or false, got 1");
+}
+
+static void
+test_memory_lock(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, write_conf(f, "memory-default.conf", EXPORTS_OK));
+	assert_false(f->cfg.memory.lock);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "memory-lock.conf",
+		"memory = { lock = true; };\n" EXPORTS_OK));
+	assert_true(f->cfg.memory.lock);
+	config_free(&f->cfg);
+	expect_error(f, "memory-lock-int.conf",
+	    "memory = { lock = 1; };\n" EXPORTS_OK, 1, "memory.lock",
+	    "expected true or false, got 1");
 }
 
 static void
@@ -816,7 +854,7 @@ test_readahead_bytes(void **state)
 	load_ok(f,
 	    write_conf(f, "ra-default.conf",
 		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
-	assert_int_equal(f->cfg.cache.readahead_bytes, 4u << 20);
+	assert_int_equal(f->cfg.cache.readahead_bytes, 0); /* off */
 	config_free(&f->cfg);
 	expect_error(f, "ra-big.conf",
 	    "cache = {\n  readahead_bytes = \"65M\";\n};\n"
@@ -1156,6 +1194,177 @@ test_error_listen_group_without_listeners(void **state)
 	    2, "listen", "at least one listener expected");
 }
 
+/* ---- Security: allow lists, user and group, socket permissions. ---- */
+
+static void
+test_allow_user_group_and_socket_permissions(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+
+	load_ok(f,
+	    write_conf(f, "security.conf",
+		"listen = { unix = [ \"/run/wbd/nbd.sock\" ];\n"
+		"           unix_mode = \"0600\"; unix_group = \"root\"; };\n"
+		"user = \"root\"; group = \"root\";\n"
+		"exports = (\n"
+		"  { name = \"a\"; backing = \"/a\";\n"
+		"    allow = [ \"127.0.0.0/8\", \"::1\", \"uid:1000\", "
+		"\"user:root\",\n"
+		"              \"group:root\", \"psk:alice\", \"cn:h1\" ]; },\n"
+		"  { name = \"b\"; backing = \"/b\"; allow = [ ]; },\n"
+		"  { name = \"c\"; backing = \"/c\"; }\n"
+		");\n"));
+	assert_int_equal(c->unix_mode, 0600);
+	assert_string_equal(c->unix_group, "root");
+	assert_int_equal(c->unix_gid, 0);
+	assert_string_equal(c->run_as.user, "root");
+	assert_string_equal(c->run_as.group, "root");
+	assert_int_equal(c->run_as.uid, 0);
+	assert_int_equal(c->run_as.gid, 0);
+	assert_non_null(c->exports[0].allow);
+	assert_int_equal(c->exports[0].allow->n, 7);
+	assert_string_equal(c->exports[0].allow->v[6].text, "cn:h1");
+	assert_non_null(c->exports[1].allow); /* empty: no one */
+	assert_int_equal(c->exports[1].allow->n, 0);
+	assert_null(c->exports[2].allow); /* absent: everyone */
+	assert_false(config_export_open_to_all(&c->exports[0]));
+	assert_false(config_export_open_to_all(&c->exports[1]));
+	assert_true(config_export_open_to_all(&c->exports[2]));
+}
+
+static void
+test_socket_mode_defaults_to_0660_and_no_user(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, write_conf(f, "plain.conf", EXPORTS_OK));
+	assert_int_equal(f->cfg.unix_mode, 0660);
+	assert_null(f->cfg.unix_group);
+	assert_null(f->cfg.run_as.user);
+}
+
+/* The user's primary group, unless group says otherwise. */
+static void
+test_user_alone_takes_its_primary_group(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f, write_conf(f, "user.conf", "user = \"root\";\n" EXPORTS_OK));
+	assert_string_equal(f->cfg.run_as.user, "root");
+	assert_null(f->cfg.run_as.group);
+	assert_int_equal(f->cfg.run_as.gid, 0);
+}
+
+static void
+test_exposed_listeners(void **state)
+{
+	struct fixture *f = *state;
+	const char *out[4];
+
+	load_ok(f,
+	    write_conf(f, "exposed.conf",
+		"listen = { tcp = [ \"127.0.0.1:1\", \"0.0.0.0:2\", \"[::1]:3\",\n"
+		"                   \"[::]:4\", \"localhost:5\", \"127.9.9.9:6\" ]; "
+		"};\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; "
+		"allow = [ \"::1\" ]; },\n"
+		"            { name = \"b\"; backing = \"/b\"; } );\n"));
+	assert_int_equal(config_exposed_listeners(&f->cfg, false, out, 4), 2);
+	assert_string_equal(out[0], "0.0.0.0:2");
+	assert_string_equal(out[1], "[::]:4");
+	assert_int_equal(config_exposed_listeners(&f->cfg, false, out, 1), 2);
+	/* TLS in front of them, or an allow list on every export: none. */
+	assert_int_equal(config_exposed_listeners(&f->cfg, true, out, 4), 0);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "guarded.conf",
+		"listen = { tcp = [ \"0.0.0.0:2\" ]; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; "
+		"allow = [ \"10.0.0.0/8\" ]; } );\n"));
+	assert_int_equal(config_exposed_listeners(&f->cfg, false, out, 4), 0);
+}
+
+static void
+test_error_allow_bad_network(void **state)
+{
+	expect_error(*state, "allow-net.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    allow = [ \"127.0.0.1\",\n"
+	    "              \"192.168.10.5/24\" ]; }\n"
+	    ");\n",
+	    4, "exports[0].allow[1]", "such as \"192.168.10.0/24\"");
+}
+
+static void
+test_error_allow_unknown_user_and_group(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "allow-user.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    allow = [ \"user:no-such-user-wbd\" ]; }\n"
+	    ");\n",
+	    3, "exports[0].allow[0]", "expected a known user");
+	expect_error(f, "allow-group.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\";\n"
+	    "    allow = [ \"uid:0\", \"group:no-such-group-wbd\" ]; }\n"
+	    ");\n",
+	    3, "exports[0].allow[1]", "no such group");
+}
+
+static void
+test_error_allow_not_a_list_of_strings(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "allow-string.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "              allow = \"127.0.0.1\"; } );\n",
+	    2, "exports[0].allow", "expected a list of strings");
+	expect_error(f, "allow-int.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "              allow = ( \"uid:0\", 1000 ); } );\n",
+	    2, "exports[0].allow[1]", "expected a string");
+	expect_error(f, "allow-kind.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "              allow = [ \"gid:0\" ]; } );\n",
+	    2, "exports[0].allow[0]", "\"user:NAME\", \"group:NAME\"");
+}
+
+static void
+test_error_run_as(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "user.conf",
+	    EXPORTS_OK "user = \"no-such-user-wbd\";\n", 2, "user",
+	    "expected a known user, got \"no-such-user-wbd\"");
+	expect_error(f, "group.conf",
+	    EXPORTS_OK "user = \"root\";\ngroup = \"no-such-group-wbd\";\n", 3,
+	    "group", "no such group");
+	expect_error(f, "group-alone.conf", EXPORTS_OK "group = \"root\";\n", 2,
+	    "group", "expected user = \"...\" with group");
+}
+
+static void
+test_error_unix_mode_and_group(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "unix-mode.conf",
+	    EXPORTS_OK "listen = { unix = [ \"/s\" ];\n"
+		       "  unix_mode = \"660\"; };\n",
+	    3, "listen.unix_mode", "expected an octal mode such as \"0660\"");
+	expect_error(f, "unix-group.conf",
+	    EXPORTS_OK "listen = { unix = [ \"/s\" ];\n"
+		       "  unix_group = \"no-such-group-wbd\"; };\n",
+	    3, "listen.unix_group", "expected a known group");
+}
+
 /* A caller that passes no buffer still gets -1 and errno. */
 static void
 test_error_without_a_buffer(void **state)
@@ -1222,10 +1431,44 @@ test_error_device_ratios(void **state)
 	    EXPORTS_OK, 1, NULL, "colour");
 }
 
+/* What cannot start is an error; what is unwise, a warning with its line
+ * (the file still loads). */
+static void
+test_error_export_beyond_the_largest_offset(void **state)
+{
+	expect_error(*state, "8e.conf",
+	    "exports = (\n"
+	    "  { name = \"d\"; backing = \"/d\"; size = \"8E\"; }\n"
+	    ");\n",
+	    2, "exports[0].size", "below 8E");
+}
+
+static void
+test_a_cache_of_most_of_memory_is_a_warning(void **state)
+{
+	struct fixture *f = *state;
+	char where[600];
+
+	load_ok(f, write_conf(f, "plain.conf", EXPORTS_OK));
+	assert_null(f->cfg.warnings);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "most.conf",
+		"cache = {\n  size = \"90%\"; };\n" EXPORTS_OK));
+	assert_non_null(f->cfg.warnings);
+	snprintf(where, sizeof where, "%s:2: cache.size: ", f->path);
+	if (strncmp(f->cfg.warnings, where, strlen(where)) != 0 ||
+	    strstr(f->cfg.warnings, "75%") == NULL)
+		fail_msg("warning \"%s\"", f->cfg.warnings);
+	assert_int_equal(strchr(f->cfg.warnings, '\n')[1], '\0');
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		T(test_error_export_beyond_the_largest_offset),
+		T(test_a_cache_of_most_of_memory_is_a_warning),
 		T(test_error_max_io_bytes_not_a_power_of_two),
 		T(test_device_ratios),
 		T(test_error_device_ratios),
@@ -1236,6 +1479,7 @@ main(void)
 		T(test_cache_size_may_be_a_share_of_ram),
 		T(test_thresholds_may_be_given_in_bytes),
 		T(test_listeners_of_every_form),
+		T(test_metrics_endpoint_is_off_unless_listen_is_set),
 		T(test_unix_only_listener_drops_the_tcp_default),
 		T(test_every_cache_mode_and_readonly),
 		T(test_direct_is_per_export_and_off_by_default),
@@ -1257,6 +1501,7 @@ main(void)
 		T(test_error_bool_where_size_expected),
 		T(test_error_string_where_bool_expected),
 		T(test_error_direct_not_a_bool),
+		T(test_memory_lock),
 		T(test_error_direct_with_an_nbd_backing),
 		T(test_error_unknown_key_near_direct),
 		T(test_error_number_where_string_expected),
@@ -1303,6 +1548,15 @@ main(void)
 		T(test_error_unix_path_too_long),
 		T(test_error_listen_group_without_listeners),
 		T(test_error_without_a_buffer),
+		T(test_allow_user_group_and_socket_permissions),
+		T(test_socket_mode_defaults_to_0660_and_no_user),
+		T(test_user_alone_takes_its_primary_group),
+		T(test_exposed_listeners),
+		T(test_error_allow_bad_network),
+		T(test_error_allow_unknown_user_and_group),
+		T(test_error_allow_not_a_list_of_strings),
+		T(test_error_run_as),
+		T(test_error_unix_mode_and_group),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,6 +59,7 @@ test_every_command_is_known(void **state)
 	parse_ok("{\"v\":1,\"cmd\":\"flush\",\"exports\":[]}", CTL_CMD_FLUSH,
 	    "flush");
 	parse_ok("{\"v\":1,\"cmd\":\"reload\"}", CTL_CMD_RELOAD, "reload");
+	parse_ok("{\"v\":1,\"cmd\":\"metrics\"}", CTL_CMD_METRICS, "metrics");
 }
 
 static void

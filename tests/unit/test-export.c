@@ -135,7 +135,7 @@ efx_setup(void **state, enum cache_mode mode)
 	assert_non_null(x->cache);
 	cache_set_zero_copy(x->cache, true);
 	wb_ctl_init(&x->wb, x->cache, &x->cfg);
-	x->dev = wb_dev_new(makedev(250, 1), "250:1", &pp);
+	x->dev = wb_dev_new(makedev(250, 1), "250:1", &pp, NULL);
 	assert_non_null(x->dev);
 	x->dev->min_ratio = 0;
 	x->dev->max_ratio = 100;

@@ -346,12 +346,14 @@ test_structured_reply(void **state)
 	uint32_t len;
 
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0,
-	    &f->out), HS_CONTINUE);
+			     &f->out),
+	    HS_CONTINUE);
 	assert_true(f->hs.structured);
 	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
 	    NBD_REP_ACK);
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY,
-	    (const uint8_t *)"x", 1, &f->out), HS_CONTINUE);
+			     (const uint8_t *)"x", 1, &f->out),
+	    HS_CONTINUE);
 	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
 	    NBD_REP_ERR_INVALID);
 }
@@ -372,14 +374,15 @@ static void
 test_unsupported_options(void **state)
 {
 	struct fixture *f = *state;
-	const uint32_t opts[] = { NBD_OPT_STARTTLS, NBD_OPT_PEEK_EXPORT,
-		NBD_OPT_EXTENDED_HEADERS, 12345, 0xffffffffu };
+	const uint32_t opts[] = { NBD_OPT_PEEK_EXPORT, NBD_OPT_EXTENDED_HEADERS,
+		12345, 0xffffffffu };
 	const uint8_t *d;
 	uint32_t len;
 
 	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
 		assert_int_equal(hs_option(&f->hs, opts[i],
-		    (const uint8_t *)"abc", 3, &f->out), HS_CONTINUE);
+				     (const uint8_t *)"abc", 3, &f->out),
+		    HS_CONTINUE);
 		assert_int_equal(next_reply(f, opts[i], &d, &len),
 		    NBD_REP_ERR_UNSUP);
 	}
@@ -645,12 +648,228 @@ test_meta_too_many_queries(void **state)
 	free(p);
 }
 
+/* The allow list's verdict, as conn.c gives it: "ro" is not for this
+ * client; every question is counted. */
+static unsigned asked_open, asked_listing;
+
+static bool
+may_open_not_ro(void *arg, const struct hs_export *e, bool listing)
+{
+	if (listing)
+		asked_listing++;
+	else
+		asked_open++;
+	return strcmp(e->name, "ro") != 0;
+}
+
+static void
+test_refused_export(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t p[64];
+	uint16_t reqs[] = { NBD_INFO_BLOCK_SIZE };
+	const uint8_t *d;
+	uint32_t len;
+
+	f->hs.may_open = may_open_not_ro;
+	asked_open = asked_listing = 0;
+
+	/* INFO and GO: NBD_REP_ERR_POLICY, and the client may go on. */
+	size_t n = info_payload(p, "ro", reqs, 1);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_INFO, p, (uint32_t)n,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len),
+	    NBD_REP_ERR_POLICY);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len),
+	    NBD_REP_ERR_POLICY);
+	assert_non_null(memmem(d, len, "\"ro\"", 4));
+	assert_null(f->hs.chosen);
+	assert_int_equal(asked_open, 2);
+
+	/* LIST leaves it out, without it counting as a refusal. */
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_SERVER);
+	assert_memory_equal(d + 4, "disk0", 5);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_ACK);
+	assert_int_equal(asked_listing, 2);
+	assert_int_equal(asked_open, 2);
+
+	/* An export it may open still opens. */
+	n = info_payload(p, "disk0", reqs, 1);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_ptr_equal(f->hs.chosen, &exports[0]);
+	while (next_reply(f, NBD_OPT_GO, &d, &len) != NBD_REP_ACK)
+		;
+	assert_all_read(f);
+}
+
+/* EXPORT_NAME has no error reply: a refused client is hung up on. */
+static void
+test_refused_export_name_closes(void **state)
+{
+	struct fixture *f = *state;
+
+	f->hs.may_open = may_open_not_ro;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+			     (const uint8_t *)"ro", 2, &f->out),
+	    HS_CLOSE);
+	assert_int_equal(f->out.len, 0);
+	assert_null(f->hs.chosen);
+}
+
+/* STARTTLS: refused by policy when TLS is off, checked, then accepted
+ * once; what was negotiated in the clear is forgotten. */
+static void
+test_starttls(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ERR_POLICY);
+
+	f->hs.tls_offered = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS,
+			     (const uint8_t *)"x", 1, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ERR_INVALID);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STRUCTURED_REPLY, &d, &len),
+	    NBD_REP_ACK);
+	assert_true(f->hs.structured);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS, NULL, 0, &f->out),
+	    HS_STARTTLS);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ACK);
+	assert_int_equal(len, 0);
+	assert_false(f->hs.structured);
+
+	f->hs.tls_active = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_STARTTLS, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_STARTTLS, &d, &len),
+	    NBD_REP_ERR_INVALID);
+	assert_all_read(f);
+}
+
+/* tls.mode "require": every option but STARTTLS and ABORT gets TLS_REQD
+ * (EXPORT_NAME, which cannot, hangs up) until TLS is up. */
+static void
+test_tls_required(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+	uint8_t p[64];
+	size_t n = info_payload(p, "disk0", NULL, 0);
+	const uint32_t opts[] = { NBD_OPT_LIST, NBD_OPT_INFO, NBD_OPT_GO,
+		NBD_OPT_STRUCTURED_REPLY, 12345 };
+
+	f->hs.tls_offered = f->hs.tls_required = true;
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		assert_int_equal(hs_option(&f->hs, opts[i], p, (uint32_t)n,
+				     &f->out),
+		    HS_CONTINUE);
+		assert_int_equal(next_reply(f, opts[i], &d, &len),
+		    NBD_REP_ERR_TLS_REQD);
+	}
+	assert_false(f->hs.structured);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+			     (const uint8_t *)"disk0", 5, &f->out),
+	    HS_CLOSE);
+	assert_all_read(f);
+
+	f->hs.tls_active = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+}
+
+static const struct hs_export tls_exports[] = {
+	{ .name = "open",
+	    .size_bytes = 4096,
+	    .tflags = NBD_FLAG_HAS_FLAGS,
+	    .max_block_bytes = 32 << 20 },
+	{ .name = "secret",
+	    .size_bytes = 4096,
+	    .tflags = NBD_FLAG_HAS_FLAGS,
+	    .max_block_bytes = 32 << 20,
+	    .tls_only = true },
+};
+
+static const struct hs_export *
+tls_lookup(void *arg, const char *name)
+{
+	for (size_t i = 0; i < 2; i++)
+		if (strcmp(tls_exports[i].name, name) == 0)
+			return &tls_exports[i];
+	return NULL;
+}
+
+static const struct hs_export *
+tls_nth(void *arg, size_t i)
+{
+	return i < 2 ? &tls_exports[i] : NULL;
+}
+
+/* A TLS-only export on a server where TLS is optional: TLS_REQD for it
+ * alone, left out of LIST, until TLS is up. */
+static void
+test_tls_only_export(void **state)
+{
+	struct fixture *f = *state;
+	const uint8_t *d;
+	uint32_t len;
+	uint8_t p[64];
+	size_t n = info_payload(p, "secret", NULL, 0);
+
+	f->hs.lookup = tls_lookup;
+	f->hs.nth = tls_nth;
+	f->hs.tls_offered = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_INFO, p, (uint32_t)n,
+			     &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len),
+	    NBD_REP_ERR_TLS_REQD);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST, NULL, 0, &f->out),
+	    HS_CONTINUE);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_SERVER);
+	assert_int_equal(get_u32(d), 4);
+	assert_memory_equal(d + 4, "open", 4);
+	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_ACK);
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_EXPORT_NAME,
+			     (const uint8_t *)"secret", 6, &f->out),
+	    HS_CLOSE);
+	assert_all_read(f);
+
+	f->hs.tls_active = true;
+	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
+	    HS_TRANSMISSION);
+	assert_int_equal(next_reply(f, NBD_OPT_GO, &d, &len), NBD_REP_INFO);
+}
+
 int
 main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_greeting),
+		T(test_starttls),
+		T(test_tls_required),
+		T(test_tls_only_export),
+		T(test_refused_export),
+		T(test_refused_export_name_closes),
 		T(test_client_flags),
 		T(test_go_known_export),
 		T(test_info_does_not_enter_transmission),

@@ -74,7 +74,7 @@ test_fifo_order_and_thread_name(void **state)
 {
 	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
 	    .grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
-	struct pool *p = pool_new("flush-8:16", &pp);
+	struct pool *p = pool_new("flush-8:16", &pp, NULL);
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	int order[20], n = 0;
 	struct tjob jobs[20];
@@ -93,7 +93,7 @@ test_grows_when_work_waits_and_shrinks_when_idle(void **state)
 {
 	struct pool_params pp = { .min_workers = 1, .max_workers = 4,
 	    .grow_delay_ms = 20, .idle_timeout_ms = 200 };
-	struct pool *p = pool_new("flush-test", &pp);
+	struct pool *p = pool_new("flush-test", &pp, NULL);
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	int order[16], n = 0;
 	struct tjob jobs[16];
@@ -144,7 +144,7 @@ test_waited_on_jobs_grow_at_once(void **state)
 	struct pool_stats st;
 
 	for (int waited = 0; waited <= 1; waited++) {
-		struct pool *p = pool_new("flush-test", &pp);
+		struct pool *p = pool_new("flush-test", &pp, NULL);
 		n = 0;
 		submit_jobs(p, jobs, 8, order, &n, &lock, 100, waited);
 		usleep(50 * 1000);      /* well before the 10 s grow delay */
@@ -163,7 +163,7 @@ test_free_runs_queued_work(void **state)
 {
 	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
 	    .grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
-	struct pool *p = pool_new("flush-x", &pp);
+	struct pool *p = pool_new("flush-x", &pp, NULL);
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	int order[8], n = 0;
 	struct tjob jobs[8];

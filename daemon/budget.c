@@ -1,0 +1,112 @@
+/*
+ * budget.c - the memory budget of limits.max_inflight_bytes (budget.h).
+ */
+#include "budget.h"
+#include "log.h"
+
+/* A "budget full" line at most this often. */
+#define BUDGET_LOG_INTERVAL_NS (10ull * 1000000000u)
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+void
+budget_init(struct budget *b, uint64_t limit)
+{
+	*b = (struct budget){ .limit = limit };
+}
+
+void
+budget_set_limit(struct budget *b, uint64_t limit)
+{
+	STORE(&b->limit, limit);
+}
+
+static uint64_t
+budget_reserve(uint64_t limit)
+{
+	return limit / 8;
+}
+
+static uint64_t
+budget_small(uint64_t limit)
+{
+	return limit / 1024;
+}
+
+static void
+budget_note_peak(struct budget *b, uint64_t used)
+{
+	uint64_t peak = LOAD(&b->peak);
+
+	while (used > peak &&
+	    !__atomic_compare_exchange_n(&b->peak, &peak, used, true,
+		__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+bool
+budget_take(struct budget *b, size_t n, size_t held)
+{
+	uint64_t limit = LOAD(&b->limit);
+	uint64_t cap = limit - budget_reserve(limit);
+
+	/* Whoever holds little may use the reserve too. */
+	if (held + n <= budget_small(limit))
+		cap = limit;
+	uint64_t used = LOAD(&b->used);
+
+	do {
+		/* Alone, any request fits: none can wait for ever. */
+		if (used + n > cap && used > 0)
+			return false;
+	} while (!__atomic_compare_exchange_n(&b->used, &used, used + n, true,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	budget_note_peak(b, used + n);
+	return true;
+}
+
+void
+budget_note_wait(struct budget *b, size_t n, const char *who)
+{
+	unsigned quiet;
+
+	__atomic_add_fetch(&b->waits, 1, __ATOMIC_RELAXED);
+	if (!ratelimit_due(&b->log_rl, BUDGET_LOG_INTERVAL_NS, &quiet))
+		return;
+	log_warnx(
+	    "%s: memory budget full (%llu of limits.max_inflight_bytes "
+	    "= %llu bytes in use): waiting for %zu bytes before reading more "
+	    "(%u other waits not logged)",
+	    who, (unsigned long long)LOAD(&b->used),
+	    (unsigned long long)LOAD(&b->limit), n, quiet);
+}
+
+void
+budget_charge(struct budget *b, size_t n)
+{
+	budget_note_peak(b, __atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED));
+}
+
+bool
+budget_full(const struct budget *b)
+{
+	return LOAD(&b->used) >= LOAD(&b->limit);
+}
+
+void
+budget_give(struct budget *b, size_t n)
+{
+	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+}
+
+void
+budget_get_stats(const struct budget *b, struct budget_stats *st)
+{
+	st->limit = LOAD(&b->limit);
+	st->used = LOAD(&b->used);
+	st->peak = LOAD(&b->peak);
+	st->waits = LOAD(&b->waits);
+	st->reserve_bytes = budget_reserve(st->limit);
+	st->small_bytes = budget_small(st->limit);
+}

@@ -1,0 +1,88 @@
+/*
+ * grace.c - grace periods: see grace.h.
+ *
+ * Why it is safe.  A reader coming online stores the epoch it sees, then
+ * (a full fence) reads the tables; the reclaimer unpublishes, advances the
+ * epoch (a full fence), then reads each reader's seen.  Either the
+ * reclaimer sees the reader's new seen, or the reader's table reads come
+ * after the fence that followed the unpublishing and cannot find the
+ * object (the store-buffering case the two fences rule out).  A reader
+ * seen offline (0) or with seen >= token went offline, or came online
+ * again, after reading what it read before; its release store of seen,
+ * read with acquire, orders those reads before the free.
+ */
+#include "grace.h"
+
+void
+grace_init(struct grace *g)
+{
+	g->epoch = 1;
+	g->readers = NULL;
+	pthread_mutex_init(&g->lock, NULL);
+}
+
+void
+grace_destroy(struct grace *g)
+{
+	pthread_mutex_destroy(&g->lock);
+}
+
+void
+grace_register(struct grace *g, struct grace_reader *r)
+{
+	__atomic_store_n(&r->seen, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&g->lock);
+	r->next = g->readers;
+	g->readers = r;
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+grace_unregister(struct grace *g, struct grace_reader *r)
+{
+	pthread_mutex_lock(&g->lock);
+	for (struct grace_reader **p = &g->readers; *p; p = &(*p)->next) {
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+grace_online(struct grace *g, struct grace_reader *r)
+{
+	__atomic_store_n(&r->seen, __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE),
+	    __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void
+grace_offline(struct grace_reader *r)
+{
+	__atomic_store_n(&r->seen, 0, __ATOMIC_RELEASE);
+}
+
+uint64_t
+grace_start(struct grace *g)
+{
+	uint64_t token = __atomic_add_fetch(&g->epoch, 1, __ATOMIC_SEQ_CST);
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return token;
+}
+
+bool
+grace_done(struct grace *g, uint64_t token)
+{
+	bool done = true;
+
+	pthread_mutex_lock(&g->lock);
+	for (struct grace_reader *r = g->readers; r && done; r = r->next) {
+		uint64_t seen = __atomic_load_n(&r->seen, __ATOMIC_ACQUIRE);
+		done = seen == 0 || seen >= token;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return done;
+}

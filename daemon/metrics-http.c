@@ -1,0 +1,262 @@
+/*
+ * metrics-http.c - GET /metrics over HTTP, for Prometheus, with
+ * libmicrohttpd: a small, long-maintained HTTP server library (GNU, in
+ * Debian as libmicrohttpd12) that parses requests, keeps connections and
+ * timeouts and lets us serve from a thread of its own instead of writing
+ * an HTTP server into wbd.
+ *
+ * Threads: the socket is bound by the main thread before detaching; the
+ * requests are answered on libmicrohttpd's one polling thread (named
+ * wbd-metrics), which builds the exposition (metrics_render: the locks of
+ * "wbctl status", each for a few loads) into memory before sending any of
+ * it, so a client that reads slowly or never holds no lock, and no I/O
+ * thread ever waits for it.  At most METRICS_HTTP_MAX_CONNS connections at
+ * once; beyond that new ones wait in the listen backlog (libmicrohttpd
+ * stops accepting), and one that sends or reads nothing for
+ * METRICS_HTTP_TIMEOUT_S is closed.  Only /metrics exists (404 for any
+ * other path, 405 for a method other than GET or HEAD); while wbd shuts
+ * down the answer is 503.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+#include "metrics-http.h"
+#include "metrics.h"
+
+#define METRICS_HTTP_MAX_CONNS 32
+#define METRICS_HTTP_TIMEOUT_S 10
+#define METRICS_HTTP_BACKLOG 1024
+#define METRICS_HTTP_PATH "/metrics"
+
+struct metrics_http {
+	struct daemon *d;
+	char *listen; /* as configured, for the log */
+	int fd;       /* the listening socket */
+	struct MHD_Daemon *mhd;
+	bool named; /* its thread is called wbd-metrics */
+};
+
+/* Is SA a loopback address (127.0.0.0/8, ::1)? */
+static bool
+metrics_http_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)
+				  ->sin_addr.s_addr) >>
+			   24) == 127;
+	return sa->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/* Bind SPEC ("host:port") to the first address that takes it. */
+static int
+metrics_http_bind(const char *spec)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+	}, *res, *ai;
+	char *host, *port;
+	int fd = -1, r;
+
+	if (config_parse_hostport(spec, &host, &port) < 0) {
+		log_warnx("metrics.listen %s: expected HOST:PORT", spec);
+		return -1;
+	}
+	r = getaddrinfo(*host ? host : NULL, port, &hints, &res);
+	free(host);
+	free(port);
+	if (r != 0) {
+		log_warnx("metrics.listen %s: %s", spec, gai_strerror(r));
+		return -1;
+	}
+	for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+		int one = 1;
+		fd = socket(ai->ai_family,
+		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+		    listen(fd, METRICS_HTTP_BACKLOG) < 0) {
+			log_warn("metrics.listen %s", spec);
+			close(fd);
+			fd = -1;
+		} else if (!metrics_http_loopback(ai->ai_addr)) {
+			log_warnx(
+			    "metrics.listen %s is not a loopback address: "
+			    "whoever can reach it can read the metrics",
+			    spec);
+		}
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+int
+metrics_http_open(struct daemon *d, struct metrics_http **out)
+{
+	const char *spec = d->cfg.metrics.listen;
+	struct metrics_http *mh;
+
+	*out = NULL;
+	if (!spec)
+		return 0;
+	mh = calloc(1, sizeof *mh);
+	if (!mh || !(mh->listen = strdup(spec))) {
+		log_warnx("metrics.listen: out of memory");
+		free(mh);
+		return -1;
+	}
+	mh->d = d;
+	mh->fd = metrics_http_bind(spec);
+	if (mh->fd < 0) {
+		free(mh->listen);
+		free(mh);
+		return -1;
+	}
+	*out = mh;
+	return 0;
+}
+
+/* A plain-text answer (TEXT static). */
+static enum MHD_Result
+metrics_http_text(struct MHD_Connection *conn, unsigned status,
+    const char *text)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text),
+	    (void *)text, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    "text/plain; charset=utf-8");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result
+metrics_http_answer(void *cls, struct MHD_Connection *conn, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **req_cls)
+{
+	static int seen;
+	struct metrics_http *mh = cls;
+
+	if (!mh->named) {
+		pthread_setname_np(pthread_self(), "wbd-metrics");
+		mh->named = true;
+	}
+	if (*req_cls == NULL) {
+		/* The headers: answer once any body has been read. */
+		*req_cls = &seen;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		*upload_data_size = 0; /* a body: ignored */
+		return MHD_YES;
+	}
+	if (strcmp(url, METRICS_HTTP_PATH) != 0)
+		return metrics_http_text(conn, MHD_HTTP_NOT_FOUND,
+		    "not found: wbd serves " METRICS_HTTP_PATH " only\n");
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return metrics_http_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+		    "method not allowed: GET or HEAD\n");
+	if (__atomic_load_n(&mh->d->stopping, __ATOMIC_ACQUIRE))
+		return metrics_http_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+		    "wbd is shutting down\n");
+
+	size_t len;
+	char *text = metrics_render(mh->d, &len);
+	if (!text)
+		return metrics_http_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		    "out of memory\n");
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	    METRICS_CONTENT_TYPE);
+	enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* libmicrohttpd's own complaints, into wbd's log. */
+static void metrics_http_log(void *cls, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void
+metrics_http_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	log_debug("metrics: %s", msg);
+}
+
+int
+metrics_http_start(struct metrics_http *mh)
+{
+	sigset_t all, old;
+
+	if (!mh)
+		return 0;
+	/* Its thread takes no signal: they go to the main loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	mh->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+		MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, metrics_http_answer, mh, MHD_OPTION_LISTEN_SOCKET,
+	    (MHD_socket)mh->fd, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)METRICS_HTTP_MAX_CONNS, MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)METRICS_HTTP_TIMEOUT_S, MHD_OPTION_EXTERNAL_LOGGER,
+	    metrics_http_log, NULL, MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!mh->mhd) {
+		log_warnx("metrics.listen %s: cannot start the HTTP endpoint",
+		    mh->listen);
+		return -1;
+	}
+	log_info("metrics: serving http://%s" METRICS_HTTP_PATH, mh->listen);
+	return 0;
+}
+
+void
+metrics_http_stop(struct metrics_http *mh)
+{
+	if (!mh)
+		return;
+	if (mh->mhd) {
+		/* The socket stays ours to close. */
+		MHD_quiesce_daemon(mh->mhd);
+		MHD_stop_daemon(mh->mhd);
+	}
+	close(mh->fd);
+	free(mh->listen);
+	free(mh);
+}

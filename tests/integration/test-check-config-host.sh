@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# wbd -n checks what the file names on this host, not only the file: a
+# backing file in a directory that does not exist, a read-only export
+# whose file is missing, a TCP port or a Unix socket another server
+# holds, a control socket a live server owns, an unknown control.group --
+# each refused with the file (and line) and what is wrong, exit status 1;
+# several problems are all reported.  A running wbd's own file (its
+# control socket live) is checked as before a reload: its sockets are not
+# checked.  Run by systemd (INVOCATION_ID set, as for ExecStartPre=), a
+# live control socket is an error and the listeners are left to
+# wbd.socket.  A good configuration is still "configuration OK".
+source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+
+add_export disk0 16M rw
+write_config
+out=$("$WBD" -n -c "$CONF" 2>&1) || fail "a good configuration: $out"
+[[ $out == "configuration OK" ]] || fail "a good configuration: $out"
+
+# check_fails CONF REGEX...: wbd -n exits 1 and says each REGEX.
+check_fails() {
+	local conf=$1 rc=0 re
+	shift
+	out=$("$WBD" -n -c "$conf" 2>&1) || rc=$?
+	[[ $rc == 1 ]] || fail "wbd -n exited $rc, expected 1: $out"
+	for re in "$@"; do
+		grep -Eq -- "$re" <<<"$out" || fail "expected /$re/ in: $out"
+	done
+	grep -q 'configuration OK' <<<"$out" && fail "said OK with problems: $out"
+	log "refused: $out"
+}
+
+# Exports: a missing directory; a read-only export of a missing file.
+_EXPORTS=()
+add_export disk0 16M rw "" "$T/no/such/dir/disk0.img"
+_EXPORTS+=("  { name = \"ro\"; backing = \"$T/missing.img\"; readonly = true; }")
+write_config "$T/exports.conf"
+check_fails "$T/exports.conf" \
+	"^wbd: $T/exports.conf:[0-9]+: exports\[0\]\.backing: directory $T/no/such/dir does not exist\$" \
+	"exports\[1\]\.backing: $T/missing.img does not exist"
+
+# Listeners held by a running wbd (another control socket: not a check
+# before its reload).  (A control.group that does not exist is refused
+# when the file is read, with its line: test-check-config.)
+_EXPORTS=()
+add_export disk0 16M rw
+start_wbd
+sed -e "s|\"$T/disk0.img\"|\"$T/other.img\"|" \
+	-e "s|^control = .*|control = { socket = \"$T/other-control.sock\"; };|" \
+	"$CONF" >"$T/busy.conf"
+check_fails "$T/busy.conf" \
+	"listen\.tcp\[0\]: 127\.0\.0\.1:$PORT: in use by another server" \
+	"listen\.unix\[0\]: $SOCK is in use by a running server"
+
+# The running wbd's own file, checked before a reload: its sockets are
+# its own; a note says they were not checked.
+out=$("$WBD" -n -c "$CONF" 2>&1) || fail "its own file, before a reload: $out"
+grep -q 'note: a wbd runs on control.socket' <<<"$out" || fail "no note: $out"
+grep -q 'configuration OK' <<<"$out" || fail "not OK: $out"
+
+# As systemd's ExecStartPre= (a start): a live control socket is an
+# error, the listeners are left to wbd.socket.
+rc=0
+out=$(INVOCATION_ID=test "$WBD" -n -c "$CONF" 2>&1) || rc=$?
+[[ $rc == 1 ]] || fail "a start on a live control socket passed: $out"
+grep -q "control\.socket: $T/control.sock is in use by a running server" <<<"$out" ||
+	fail "control socket not reported under systemd: $out"
+grep -q 'listen\.' <<<"$out" && fail "listeners checked under systemd: $out"
+log "backing directories, listeners, the control socket and its group are checked"
