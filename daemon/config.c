@@ -1195,9 +1195,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->cache.size_bytes = DEFAULT_CACHE_BYTES;
 	cfg->cache.size_pct = 0;
 	cfg->cache.page_size = DEFAULT_PAGE_SIZE;
-	/* Off until read-ahead keeps the cache's scan resistance: with it,
-	 * one sequential pass evicted a hot set (test-scan-resistance). */
-	cfg->cache.readahead_bytes = 0;
+	cfg->cache.readahead_bytes = 4u << 20;
 
 	cfg->writeback.dirty_background.ratio_pct = 10;
 	cfg->writeback.dirty.ratio_pct = 20;

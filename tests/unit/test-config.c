@@ -854,7 +854,7 @@ test_readahead_bytes(void **state)
 	load_ok(f,
 	    write_conf(f, "ra-default.conf",
 		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
-	assert_int_equal(f->cfg.cache.readahead_bytes, 0); /* off */
+	assert_int_equal(f->cfg.cache.readahead_bytes, 4u << 20);
 	config_free(&f->cfg);
 	expect_error(f, "ra-big.conf",
 	    "cache = {\n  readahead_bytes = \"65M\";\n};\n"
