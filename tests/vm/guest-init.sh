@@ -91,6 +91,7 @@ cat >"$CONF" <<EOF
 listen = { tcp = [ "127.0.0.1:$PORT" ]; };
 cache = { size = "${CACHE_MIB}M"; page_size = "4K"; };
 control = { socket = "$CTL"; };
+default_export = "disk0";
 exports = (
   { name = "disk0"; backing = "/data/disk0.img"; size = "${DISK_MIB}M"; }
 );
@@ -138,17 +139,20 @@ check_wbd_log() {
 }
 
 # ---------------------------------------------------------- the NBD device
-# attach DEV: connect DEV to wbd's disk0 in $MODE (netlink, ioctl, or tls:
-# netlink with $TLS_OPTS).
+# attach DEV [default]: connect DEV to wbd's disk0 in $MODE (netlink,
+# ioctl, or tls: netlink with $TLS_OPTS); with "default", by the empty
+# export name (no -N), which default_export makes disk0.
 attach() {
 	dev=$1
-	# shellcheck disable=SC2086 # TLS_OPTS is a list of options
+	name="-N disk0"
+	[ "${2:-}" = default ] && name=
+	# shellcheck disable=SC2086 # TLS_OPTS and name are lists of options
 	if [ "$MODE" = ioctl ]; then
 		must "nbd-client (ioctl) $dev" \
-			nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096 -L
+			nbd-client 127.0.0.1 "$PORT" "$dev" $name -b 4096 -L
 	else
 		must "nbd-client ($MODE) $dev" \
-			nbd-client 127.0.0.1 "$PORT" "$dev" -N disk0 -b 4096 $TLS_OPTS
+			nbd-client 127.0.0.1 "$PORT" "$dev" $name -b 4096 $TLS_OPTS
 	fi
 	sz=/sys/block/${dev#/dev/}/size
 	i=0
@@ -236,9 +240,9 @@ run_mode() {
 	write_files a "$FILES" "$sums"
 	sync
 	must "umount /mnt" umount /mnt
-	step "$MODE: detach, re-attach, verify"
+	step "$MODE: detach, re-attach by the default export (no -N), verify"
 	detach "$dev"
-	attach "$dev"
+	attach "$dev" default
 	must "mount $dev after re-attaching" mount -t ext4 "$dev" /mnt
 	verify_files "$sums" "$MODE: a file differs after detach and re-attach"
 
