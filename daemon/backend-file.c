@@ -749,7 +749,7 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 	f->b.ops = &backend_file_ops;
 	f->b.caps |= BACKEND_CAN_TRIM | BACKEND_CAN_ZERO | BACKEND_CAN_FAST_ZERO;
 	if (f->direct)
-		f->b.caps |= BACKEND_STABLE_PAGES;
+		f->b.caps |= BACKEND_STABLE_PAGES | BACKEND_UNCACHED;
 	if (readonly)
 		f->b.caps |= BACKEND_READ_ONLY;
 	f->try_punch = f->try_zero_range = true;

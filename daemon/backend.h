@@ -91,6 +91,9 @@ struct backend_ops {
  * store a mismatch): writeback copies the pages rather than pointing at
  * them. */
 #define BACKEND_STABLE_PAGES    (1u << 6)
+/* Reads do not go through the host's page cache, so get none of the
+ * kernel's read-ahead (O_DIRECT, a remote): wbd's own is worth having. */
+#define BACKEND_UNCACHED (1u << 7)
 
 /* A remote backend's connection, for the log and wbctl status. */
 struct backend_state {

@@ -380,6 +380,11 @@ fill_readahead(struct wb_target *t, struct fill_ra *ra, uint64_t off,
 	ra->next = off + len;
 	if (max == 0 || ++ra->streak < FILL_RA_STREAK)
 		return;
+	/* A file read through the host's page cache has the kernel's
+	 * read-ahead already: ours would read the same bytes (and the
+	 * holes between a sparse file's data) a second time. */
+	if (!(t->backend->caps & (BACKEND_REMOTE | BACKEND_UNCACHED)))
+		return;
 	if (ra->ahead < ra->next)
 		ra->ahead = ra->next; /* the client got there first */
 	if (ra->window == 0) {
