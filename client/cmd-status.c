@@ -125,6 +125,38 @@ status_exports(FILE *f, const json_t *exports)
 	table_free(&t);
 }
 
+/* One line per export that not everyone may open: "disk0: allow
+ * 127.0.0.0/8, uid:1000; TLS required". */
+static void
+status_access(FILE *f, const json_t *exports)
+{
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(exports, i, e)
+	{
+		const json_t *a = json_object_get(e, "access");
+		const json_t *allow = json_object_get(a, "allow");
+		bool tls = jget_bool(a, "tls_required");
+		if (!json_is_array(allow) && !tls)
+			continue;
+		fprintf(f, "  %s:", jget_str(e, "name"));
+		if (json_is_array(allow)) {
+			json_t *v;
+			size_t j;
+			fprintf(f, " allow");
+			if (json_array_size(allow) == 0)
+				fprintf(f, " nobody (empty list)");
+			json_array_foreach(allow, j, v) fprintf(f, "%s %s",
+			    j ? "," : "", json_string_value(v));
+		}
+		fprintf(f, "%s\n",
+		    tls ? (json_is_array(allow) ? "; TLS required" :
+						  " TLS required") :
+			  "");
+	}
+}
+
 /* "3 (background, periodic)", "0". */
 static const char *
 fmt_queued(const json_t *q, char *buf, size_t len)
@@ -357,12 +389,26 @@ status_print(FILE *f, const json_t *ans)
 			jget_str(tls, "credentials") :
 			"",
 		    jget_bool(tls, "verify_peer") ? ", verify_peer" : "");
+	const json_t *ra = json_object_get(ans, "run_as");
+	if (ra)
+		fprintf(f, "  %-18s uid %llu, gid %llu%s%s%s%s%s\n",
+		    "running as", (unsigned long long)jget_u64(ra, "uid", 0),
+		    (unsigned long long)jget_u64(ra, "gid", 0),
+		    jget_str(ra, "user") ? " (user " : "",
+		    jget_str(ra, "user") ? jget_str(ra, "user") : "",
+		    jget_str(ra, "user") && jget_str(ra, "group") ? ", group " :
+								    "",
+		    jget_str(ra, "user") && jget_str(ra, "group") ?
+			jget_str(ra, "group") :
+			"",
+		    jget_str(ra, "user") ? ")" : "");
 	const json_t *rq = json_object_get(ans, "requests");
 	if (rq)
 		status_requests(f, rq);
 
 	fprintf(f, "\nexports\n");
 	status_exports(f, json_object_get(ans, "exports"));
+	status_access(f, json_object_get(ans, "exports"));
 	status_waiting(f, json_object_get(ans, "waiting_exports"));
 	fprintf(f, "\ndevices\n");
 	status_devices(f, json_object_get(ans, "devices"));

@@ -404,6 +404,15 @@ access_policy_destroy(struct access_policy *ap)
 	pthread_mutex_destroy(&ap->lock);
 }
 
+struct access_list *
+access_policy_get(struct access_policy *ap)
+{
+	pthread_mutex_lock(&ap->lock);
+	struct access_list *l = access_list_ref(ap->list);
+	pthread_mutex_unlock(&ap->lock);
+	return l;
+}
+
 bool
 access_policy_set(struct access_policy *ap, struct access_list *l)
 {

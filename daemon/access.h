@@ -88,6 +88,8 @@ struct access_policy {
 /* Start with L (the policy takes a reference of its own). */
 void access_policy_init(struct access_policy *ap, struct access_list *l);
 void access_policy_destroy(struct access_policy *ap);
+/* The list AP holds now, with a reference of its own (NULL: no list). */
+struct access_list *access_policy_get(struct access_policy *ap);
 /* Replace the list with L (a reference of its own); false if it already
  * had an equal one (nothing changed). */
 bool access_policy_set(struct access_policy *ap, struct access_list *l);

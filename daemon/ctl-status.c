@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "backend.h"
 #include "cache.h"
 #include "conn.h"
@@ -113,6 +114,21 @@ ctl_thresholds_json(struct daemon *d)
 	return o;
 }
 
+/* Who may open E: its allow list as written (null: anyone who reaches a
+ * listener) and whether it takes only TLS connections. */
+static json_t *
+ctl_access_json(struct export *e)
+{
+	struct access_list *l = access_policy_get(&e->allow);
+	json_t *allow = l ? json_array() : json_null();
+
+	for (size_t i = 0; l && i < l->n; i++)
+		json_array_append_new(allow, json_string(l->v[i].text));
+	access_list_unref(l);
+	return json_pack("{s:o, s:b}", "allow", allow, "tls_required",
+	    e->hs.tls_only);
+}
+
 static json_t *
 ctl_export_json(struct daemon *d, struct export *e, bool details,
     struct stats_export_io *all)
@@ -135,6 +151,7 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
 		return NULL;
 	json_object_set_new(o, "state", json_string(
 	    states[LOAD(&e->removed) & 3]));
+	json_object_set_new(o, "access", ctl_access_json(e));
 	if (!details) {
 		json_object_set_new(o, "description", e->description ?
 		    json_string(e->description) : json_null());
@@ -247,6 +264,16 @@ ctl_tls_json(struct daemon *d)
 	    "verify_peer", tc->mode != TLS_OFF && tc->verify_peer);
 }
 
+/* Who the daemon runs as now, and the user and group wbd.conf named. */
+static json_t *
+ctl_run_as_json(struct daemon *d)
+{
+	const struct run_as_conf *ra = &d->cfg.run_as;
+
+	return json_pack("{s:i, s:i, s:s?, s:s?}", "uid", (int)geteuid(), "gid",
+	    (int)getegid(), "user", ra->user, "group", ra->group);
+}
+
 static json_t *
 ctl_status_json_locked(struct daemon *d)
 {
@@ -309,9 +336,10 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)cs.ahead_hits, "thresholds", ctl_thresholds_json(d),
 	    "exports", exports, "devices", devices, "waiting_exports", waiting,
 	    "limits", limits, "tls", ctl_tls_json(d));
-	if (o)
+	if (o) {
 		json_object_set_new(o, "requests", requests);
-	else
+		json_object_set_new(o, "run_as", ctl_run_as_json(d));
+	} else
 		json_decref(requests);
 	return o;
 }

@@ -40,7 +40,9 @@ SCHEMAS = {
                      "at_risk_bytes": INT, "flushes": INT,
                      "flush_p50_us": INT, "flush_p99_us": INT,
                      "paced_writes": INT, "held_writes": INT,
-                     "paced_now": INT, "pause_ms": INT}],
+                     "paced_now": INT, "pause_ms": INT,
+                     "access": {"allow": ([STR], NULL),
+                                "tls_required": BOOL}}],
         "requests": {"flushes": INT, "flush_p50_us": INT, "flush_p99_us": INT,
                      "paced_writes": INT, "held_writes": INT,
                      "paced_now": INT, "pause_ms": INT},
@@ -60,6 +62,8 @@ SCHEMAS = {
         "limits": {"max_connections": INT, "max_connections_per_client": INT,
                    "idle_timeout_s": INT, "max_request_bytes": INT,
                    "connections": INT, "clients": INT, "refused": INT},
+        "run_as": {"uid": INT, "gid": INT, "user": (STR, NULL),
+                   "group": (STR, NULL)},
     },
 }
 
@@ -90,6 +94,12 @@ def check(schema, v, path, errs):
             return
         for i, item in enumerate(v):
             check(schema[0], item, "%s[%d]" % (path, i), errs)
+    elif isinstance(schema, tuple) and isinstance(v, (list, dict)):
+        # One of several: the list or object schema among them.
+        for s in schema:
+            if isinstance(s, type(v)):
+                return check(s, v, path, errs)
+        errs.append("%s: expected %s, got %r" % (path, schema, v))
     else:
         kinds = schema if isinstance(schema, tuple) else (schema,)
         if kind_of(v) not in kinds:

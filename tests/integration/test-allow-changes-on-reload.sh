@@ -3,7 +3,8 @@
 # connection that asks for the export from then on (the new client, and
 # one still in its handshake), while a client already connected keeps
 # its connection; wbctl reload says the list changed.  Removing the list
-# opens the export to everyone again.
+# opens the export to everyone again.  wbctl status shows the list as it
+# stands each time.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 
@@ -21,7 +22,7 @@ grep -q 'allow = ' "$T/no-allow.conf" && fail "could not write a config without 
 
 "$PYTHON" - "$SRCDIR" "$PORT" "$CONF" "$T" "$WBCTL" "$CTL" "$WBD_PID" \
 	>"$T/py.out" 2>&1 <<'EOF' || { cat "$T/py.out"; fail "see above"; }
-import os, shutil, signal, socket, subprocess, sys, time
+import json, os, shutil, signal, socket, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
 import nbd
 from nbdraw import Raw, CaseFailed, OPT_GO, REP_ACK, REP_ERR, repname
@@ -67,6 +68,18 @@ def reload_with(path):
         raise CaseFailed("wbctl reload failed")
     return out.stdout
 
+def shown():
+    """The allow list wbctl status --json shows for d, and the text line."""
+    js = subprocess.run([wbctl, "-s", ctl, "--json", "status"], check=True,
+                        capture_output=True, text=True, timeout=30).stdout
+    d = [e for e in json.loads(js)["exports"] if e["name"] == "d"][0]
+    text = subprocess.run([wbctl, "-s", ctl, "status"], check=True,
+                          capture_output=True, text=True, timeout=30).stdout
+    line = [l.strip() for l in text.splitlines() if l.strip().startswith("d:")]
+    return d["access"]["allow"], line
+
+check(shown() == (["127.0.0.2"], ["d: allow 127.0.0.2"]),
+      "wbctl status shows the list: %r" % (shown(),))
 check(opens("127.0.0.2") and not opens("127.0.0.1"), "before: 127.0.0.2 only")
 kept = handle("127.0.0.2")              # in transmission across the reload
 kept.pwrite(b"\xab" * 4096, 0)
@@ -78,6 +91,8 @@ out = reload_with(os.path.join(tdir, "to-one.conf"))
 check('export "d": allow list changed' in out, "wbctl reload names the change")
 check(opens("127.0.0.1"), "after: 127.0.0.1 is let in")
 check(not opens("127.0.0.2"), "after: a new client from 127.0.0.2 is refused")
+check(shown() == (["127.0.0.1"], ["d: allow 127.0.0.1"]),
+      "wbctl status shows the new list: %r" % (shown(),))
 rtype, _ = haggling.go("d")
 check(rtype == ERR_POLICY, "a client still haggling gets the new list: %s"
       % repname(rtype))
@@ -96,6 +111,7 @@ while not opens("127.0.0.2"):
         raise CaseFailed("127.0.0.2 still refused 30 s after SIGHUP")
     time.sleep(0.1)
 check(opens("127.0.0.1") and opens("127.0.0.5"), "no list: everyone")
+check(shown() == (None, []), "wbctl status shows no list: %r" % (shown(),))
 EOF
 cat "$T/py.out" >&2
 grep -q 'reload: .*export "d": allow list changed (for new connections)' "$LOG" ||

@@ -40,6 +40,11 @@ for st in /proc/"$WBD_PID"/task/*/status; do
 done
 groups=$(awk '/^Groups:/ { $1 = ""; print }' /proc/"$WBD_PID"/status | xargs)
 [[ $groups == "$NOGROUP" ]] || fail "supplementary groups: '$groups', expected nobody's ($NOGROUP)"
+"$WBCTL" -s "$T/control.sock" --json status |
+	jq -e --argjson u "$(id -u nobody)" '.run_as.uid == $u and .run_as.user == "nobody"' >/dev/null ||
+	fail "wbctl status does not show wbd running as nobody"
+"$WBCTL" -s "$T/control.sock" status | grep -q "running as *uid $(id -u nobody), gid .* (user nobody" ||
+	fail "wbctl status (text) does not say who wbd runs as"
 
 log "serving, writeback and flush still work"
 head -c 8M /dev/urandom >"$T/src.bin"
