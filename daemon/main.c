@@ -217,7 +217,10 @@ main_malloc_tune(void)
 {
 	if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 ||
 	    mallopt(M_TRIM_THRESHOLD, 64 << 20) != 1)
-		log_warnx("mallopt failed: request buffers are mapped afresh");
+		/* Not glibc's malloc (a sanitizer's takes mallopt as a no-op
+		 * that fails): slower, not wrong. */
+		log_info("mallopt is not supported by this malloc: large "
+			 "request buffers are mapped afresh");
 }
 
 int
