@@ -139,9 +139,9 @@ def bar_chart(summary, case, out):
         if (t.get("case") == name and t.get("kind") == "throughput"
                 and t.get("op") and "nbdkit-memory" in servers):
             level = med[servers.index("nbdkit-memory")] * float(t["limit"])
-            ax.axhline(level, color="#1b9e77", linestyle="--", linewidth=1)
-            ax.text(len(servers) - 0.5, level, " target %s" % t["goal"],
-                    ha="right", va="bottom", fontsize=8, color="#1b9e77")
+            ax.axhline(level, color="black", linestyle="--", linewidth=1,
+                       label="target: %s" % t["goal"])
+            ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
     ax.set_xticks(list(x))
     ax.set_xticklabels(servers, rotation=20, ha="right", fontsize=9)
     ax.set_ylabel(unit)
@@ -172,6 +172,22 @@ def read_samples(path):
     return samples
 
 
+def io_window(t, results):
+    """When fio's job ran (Unix times): from bench/run.sh's record, else
+    from the fio JSON (timestamp_ms is when fio reported, as the job
+    ended), else the fio process's own start and end."""
+    if isinstance(t.get("io_start"), (int, float)):
+        return float(t["io_start"]), float(t["io_end"])
+    try:
+        with open(os.path.join(results, "%s-%s-r%s.json"
+                               % (t["server"], t["case"], t["round"]))) as f:
+            fio = json.load(f)
+        end = fio["timestamp_ms"] / 1000.0
+        return end - fio["jobs"][0]["job_runtime"] / 1000.0, end
+    except (OSError, ValueError, KeyError, IndexError):
+        return float(t["fio_start"]), float(t["fio_end"])
+
+
 def timeline_chart(summary, results, out):
     """wbd's dirty data and writeback bandwidth during the sampled case."""
     runs = [t for t in summary.get("timelines", [])
@@ -184,7 +200,7 @@ def timeline_chart(summary, results, out):
         samples = read_samples(os.path.join(results, t["file"]))
         if len(samples) < 2:
             continue
-        t0 = float(t["fio_start"])
+        t0, t1 = io_window(t, results)
         xs, dirty, wb_x, wb_bw = [], [], [], []
         prev = None
         for s in samples:
@@ -202,8 +218,8 @@ def timeline_chart(summary, results, out):
         bottom.step(wb_x, wb_bw, where="pre", label=label, linewidth=1.2,
                     color=line.get_color())
         for ax in (top, bottom):
-            ax.axvline(float(t["fio_end"]) - t0, color=line.get_color(),
-                       linestyle=":", linewidth=0.8)
+            ax.axvline(t1 - t0, color=line.get_color(), linestyle=":",
+                       linewidth=1)
     if thresholds:
         for key, name in (("dirty_background_bytes", "background threshold"),
                           ("dirty_bytes", "dirty limit")):
@@ -216,7 +232,7 @@ def timeline_chart(summary, results, out):
     bottom.axvline(0, color="black", linewidth=0.8)
     top.set_ylabel("dirty (MiB)")
     bottom.set_ylabel("written back (MiB/s)")
-    bottom.set_xlabel("seconds since fio started (dotted: fio ended; "
+    bottom.set_xlabel("seconds since fio's job started (dotted: it ended; "
                       "then the FLUSH)")
     top.set_title("wbd during %s: dirty data and writeback"
                   % next((c.get("label") for c in summary["cases"]

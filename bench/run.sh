@@ -442,7 +442,10 @@ UP=()            # servers that started
 STATUS=()        # "server: what went wrong", for the report
 BURST_RUNS=0     # wbd runs of burst cases checked
 BURST_WB=()      # those during which writeback ran: "server case round"
-TIMELINES=()     # sampled runs: "server case round file fio-start fio-end flush-end"
+# The sampled runs: "server case round file fio-start fio-end flush-end
+# io-start io-end" (Unix times: fio started and exited, the FLUSH answered;
+# fio's job ran from io-start to io-end, from its JSON).
+TIMELINES=()
 
 # server_up NAME: start a server, fill its export and FLUSH; adds it to UP.
 server_up() {
@@ -530,7 +533,7 @@ wbd_record() {
 # TIMELINE_CASE its status sampled until the FLUSH is done.
 run_case() {
 	local name=$1 c=$2 r=$3 pid=${S_PID[$1]} uri=${S_URI[$1]} out t0 t1 vals iops bw ios f
-	local prof wbd=0 s0='' s1='' sampler='' probe='' tl='' ts0 ts1 ok=1
+	local prof wbd=0 s0='' s1='' sampler='' probe='' tl='' ts0 ts1 ok=1 io
 	if ! proc_alive "$pid"; then
 		STATUS+=("$name: server no longer running at $c, round $r")
 		return 0
@@ -555,8 +558,9 @@ run_case() {
 			sleep 0.5
 		fi
 		if (($(case_conns "$c") > 1)); then
-			# Halfway through the case: how many connections wbd has.
-			(sleep "$(awk -v t="$RT" 'BEGIN { print t / 2 }')"
+			# Halfway through the case (fio takes a second or so to
+			# start): how many connections wbd has.
+			(sleep "$(awk -v t="$RT" 'BEGIN { print t / 2 + 1 }')"
 			 wbd_snap "$name" | cut -f6 >"$T/conns") &
 			probe=$!
 			PIDS+=("$probe")
@@ -581,7 +585,12 @@ run_case() {
 	fi
 	f=$(nbd_flush "$uri") || f=error
 	if [[ -n $sampler ]]; then
-		TIMELINES+=("$name $c $r $tl $ts0 $ts1 $EPOCHREALTIME")
+		# fio's JSON: timestamp_ms is when it reported, as its job ended.
+		io='- -'
+		if ((ok)); then
+			io=$(jq -r '"\(.timestamp_ms / 1000 - .jobs[0].job_runtime / 1000) \(.timestamp_ms / 1000)"' "$out") || io='- -'
+		fi
+		TIMELINES+=("$name $c $r $tl $ts0 $ts1 $EPOCHREALTIME $io")
 		sleep 0.5
 		stop_pid "$sampler" 5 || true
 	fi
@@ -1002,7 +1011,7 @@ write_summary() {
 	mc=$(for s in "${UP[@]}"; do printf '%s\t%s\n' "$s" "${MC[$s]}"; done |
 	    jq -Rn '[inputs | split("\t") | {(.[0]): (.[1] == "yes")}] | add // {}')
 	tl=$(for s in "${TIMELINES[@]}"; do printf '%s\n' "$s" | tr ' ' '\t'; done |
-	    tsv_json server case round file fio_start fio_end flush_end)
+	    tsv_json server case round file fio_start fio_end flush_end io_start io_end)
 	targets=$(for s in "${TARGETS_TSV[@]}"; do printf '%s\n' "$s"; done |
 	    tsv_json target measured value op limit goal result case kind)
 	runs=$(tsv_json server case round iops mib_s cpu_us_per_req \
