@@ -196,6 +196,7 @@ def timeline_chart(summary, results, out):
         return None
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     thresholds = None
+    top_dirty = 0.0
     for t in runs:
         samples = read_samples(os.path.join(results, t["file"]))
         if len(samples) < 2:
@@ -213,6 +214,7 @@ def timeline_chart(summary, results, out):
                 wb_bw.append((written - prev[1]) / MIB / (s["t"] - prev[0]))
             prev = (s["t"], written)
             thresholds = thresholds or st.get("thresholds")
+        top_dirty = max([top_dirty] + dirty)
         label = "round %s" % t["round"]
         line, = top.plot(xs, dirty, label=label, linewidth=1.2)
         bottom.step(wb_x, wb_bw, where="pre", label=label, linewidth=1.2,
@@ -220,14 +222,26 @@ def timeline_chart(summary, results, out):
         for ax in (top, bottom):
             ax.axvline(t1 - t0, color=line.get_color(), linestyle=":",
                        linewidth=1)
+    # The dirty axis goes a little above the background threshold or the
+    # most dirty data, whichever is higher: a dirty limit far above both
+    # is named, not drawn.
+    ymax = top_dirty
+    if thresholds and thresholds.get("dirty_background_bytes"):
+        ymax = max(ymax, thresholds["dirty_background_bytes"] / MIB)
+    ymax = ymax * 1.3 or 1
     if thresholds:
         for key, name in (("dirty_background_bytes", "background threshold"),
                           ("dirty_bytes", "dirty limit")):
-            if thresholds.get(key):
-                v = thresholds[key] / MIB
+            if not thresholds.get(key):
+                continue
+            v = thresholds[key] / MIB
+            if v <= ymax:
                 top.axhline(v, color="grey", linestyle="--", linewidth=0.8)
                 top.text(0, v, " %s (%.0f MiB)" % (name, v), fontsize=8,
                          va="bottom", color="grey")
+            else:
+                top.text(0, ymax * 0.97, " %s: %.0f MiB, above the chart"
+                         % (name, v), fontsize=8, va="top", color="grey")
     top.axvline(0, color="black", linewidth=0.8)
     bottom.axvline(0, color="black", linewidth=0.8)
     top.set_ylabel("dirty (MiB)")
@@ -241,7 +255,7 @@ def timeline_chart(summary, results, out):
     top.legend(fontsize=8, loc="upper right")
     top.grid(alpha=0.3)
     bottom.grid(alpha=0.3)
-    top.set_ylim(bottom=0)
+    top.set_ylim(0, ymax)
     bottom.set_ylim(bottom=0)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
