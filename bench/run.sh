@@ -72,7 +72,7 @@
 #                      median counts (default 3)
 #   BENCH_CASES        the cases to run, space-separated (default all, in
 #                      the order above)
-#   BENCH_SIZE         export size for the comparison (default 1G; at most
+#   BENCH_SIZE         export size for the comparison (default 1G; less than
 #                      1.2G, so that wbd's 2G cache holds it and a burst
 #                      stays under the background threshold)
 #   BENCH_TMPDIR       where the temporary directory (sockets, backing files)
