@@ -3,8 +3,9 @@
 #
 #   bash bench/remote-fio.sh [--quick] [--slow[=RATE]]
 #
-# Runs the four fio cases of bench/run.sh (same fio options, one job, one
-# connection, --time_based, the median of BENCH_ROUNDS rounds) against:
+# Runs the four fio loads of bench/run.sh - 4K randwrite, 4K randread, 1M
+# write, 1M read (same fio options, one job, one connection, --time_based,
+# the median of BENCH_ROUNDS rounds; no burst profile) - against:
 #
 #   remote           nbdkit memory on a Unix socket, driven directly;
 #   wbd+remote       wbd (the cache settings of bench/run.sh: cache.size 2G,
@@ -44,7 +45,8 @@
 #
 # Environment: as bench/run.sh - BENCH_RUNTIME (default 10), BENCH_ROUNDS
 # (default 3), BENCH_SIZE (default 1G), BENCH_TMPDIR, BENCH_KEEP=1, WBD,
-# BENCH_WBD_VERSION, WBD_SKIP_DEPS=1 - and WBCTL (default: next to WBD),
+# WBCTL (default: next to WBD), BENCH_WBD_VERSION, WBD_SKIP_DEPS=1 (not
+# BENCH_CASES: the four cases above) - and
 # BENCH_SLOW_SIZE (default 256M; 64M with --quick), BENCH_WRITEBACK_KEYS
 # (more keys for wbd's writeback group, e.g. "min_workers = 8;").
 set -euo pipefail
@@ -70,11 +72,15 @@ else
 	SLOW_SIZE=${BENCH_SLOW_SIZE:-256M}
 fi
 
-# bench/run.sh: settings (RT, ROUNDS, SIZE, CASES, WBD_CACHE,
-# WBD_DIRTY_RATIO), the EXIT trap that stops every PID in PIDS, and the
-# functions used below.  It stops before its main part when sourced.
+# bench/run.sh: settings (RT, ROUNDS, SIZE, WBD_CACHE, WBD_DIRTY_RATIO),
+# the EXIT trap that stops every PID in PIDS, and the functions used below.
+# It stops before its main part when sourced.
 # shellcheck source=bench/run.sh
 source "$(dirname "${BASH_SOURCE[0]}")/run.sh"
+
+# bench/run.sh's four fio loads, without its burst and sustained profiles
+# (wbd keeps its configuration's thresholds) or its 4-connection cases.
+CASES=(randwrite-4k randread-4k write-1m read-1m)
 
 RESULTS=$REPO/bench/results/$STAMP-remote-fio
 CONFIGS=(remote wbd+remote wbd+remote-cold)
@@ -82,14 +88,6 @@ SLOW_CONFIGS=(remote-slow wbd+remote-slow)
 LOAD_START=$(uptime)
 LOADS=()         # 1-minute load average when each fio run started
 WB_KEYS=${BENCH_WRITEBACK_KEYS:-}
-
-build_wbctl() {
-	if [[ -z ${WBCTL:-} ]]; then
-		WBCTL=$(dirname "$WBD")/../client/wbctl
-		[[ $WBD == "$REPO/build-bench/daemon/wbd" ]] && ninja -C "$REPO/build-bench" client/wbctl
-	fi
-	[[ -x $WBCTL ]] || die "no wbctl at $WBCTL (set WBCTL)"
-}
 
 # --- the configurations -------------------------------------------------------
 
