@@ -99,6 +99,8 @@ struct cache {
 	uint64_t ghost_mask;
 	uint32_t next_file_id;
 	bool zero_copy;
+	uint64_t private_pages; /* held by write buffers; written under
+	                           qlock, read atomically */
 
 	/* atomics */
 	uint64_t used, dirty, writeback, hits, misses, evictions;
@@ -258,25 +260,53 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 		sh->dhead = p;
 }
 
+/* Pages newly dirtied, counted once for a batch. */
+struct dirt {
+	uint64_t dirtied;   /* newly dirty */
+	uint64_t unwritten; /* ... of which not under writeback */
+};
+
 static void
-mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
-    uint64_t seq)
+dirty_page_locked(struct shard *sh, struct cpage *p, uint64_t seq, uint64_t now,
+    struct dirt *d)
 {
 	lock_assert_held(&sh->lock);
 	assert((p->flags & (PF_LIVE | PF_FILLED)) == (PF_LIVE | PF_FILLED));
 	if (p->flags & PF_DIRTY)
-		return;         /* keeps its older sequence */
-	if (!(p->flags & PF_WB))
-		ATOMIC_ADD(&f->unwritten_pages, 1);
+		return; /* keeps its older sequence */
 	p->flags |= PF_DIRTY;
 	p->seq = seq;
-	p->dirtied_ns = now_ns();
+	p->dirtied_ns = now;
 	/* Under writeback: listed (so takeable) once its run ends; until
 	 * then the run's min_seq stands for it in cache_min_dirty_seq. */
-	if (!(p->flags & PF_WB))
+	if (!(p->flags & PF_WB)) {
 		dirty_insert_locked(sh, p);
-	ATOMIC_ADD(&f->dirty_pages, 1);
-	ATOMIC_ADD(&f->c->dirty, 1);
+		d->unwritten++;
+	}
+	d->dirtied++;
+}
+
+static void
+dirt_count(struct cache_file *f, const struct dirt *d)
+{
+	if (d->unwritten)
+		ATOMIC_ADD(&f->unwritten_pages, d->unwritten);
+	if (d->dirtied) {
+		ATOMIC_ADD(&f->dirty_pages, d->dirtied);
+		ATOMIC_ADD(&f->c->dirty, d->dirtied);
+	}
+}
+
+static void
+mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
+    uint64_t seq)
+{
+	struct dirt d = { 0, 0 };
+
+	if (p->flags & PF_DIRTY)
+		return;
+	dirty_page_locked(sh, p, seq, now_ns(), &d);
+	dirt_count(f, &d);
 }
 
 /* --- allocation and eviction ------------------------------------------ */
@@ -288,7 +318,9 @@ evict_locked(struct cache *c)
 	uint64_t budget = 2 * c->npages + 16;
 
 	lock_assert_held(&c->qlock);
-	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) >= c->npages)
+	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) +
+		ATOMIC_GET(&c->private_pages) >=
+	    c->npages)
 		return NULL;
 	while (budget--) {
 		struct ring *q;
@@ -372,6 +404,24 @@ page_release_unused(struct cache *c, struct cpage *p)
 	pthread_mutex_unlock(&c->qlock);
 }
 
+/* A page new in F's index into an eviction queue: main if its ghost is
+ * remembered, else small.  qlock held. */
+static void
+page_enqueue_qlocked(struct cache *c, struct cache_file *f, struct cpage *p)
+{
+	uint64_t fp = mix64(((uint64_t)f->id << 48) ^ p->index) | 1;
+
+	lock_assert_held(&c->qlock);
+	if (c->ghost[fp & c->ghost_mask] == fp) {
+		c->ghost[fp & c->ghost_mask] = 0;
+		p->queue = Q_MAIN;
+		ring_push(&c->main, (uint32_t)(p - c->pages));
+	} else {
+		p->queue = Q_SMALL;
+		ring_push(&c->small, (uint32_t)(p - c->pages));
+	}
+}
+
 /* Put P into F's index at INDEX and into an eviction queue.  Shard lock held. */
 static void
 page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
@@ -389,16 +439,8 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	ATOMIC_ADD(&f->cached_pages, 1);
 	ATOMIC_ADD(&c->used, 1);
 
-	uint64_t fp = mix64(((uint64_t)f->id << 48) ^ index) | 1;
 	pthread_mutex_lock(&c->qlock);
-	if (c->ghost[fp & c->ghost_mask] == fp) {
-		c->ghost[fp & c->ghost_mask] = 0;
-		p->queue = Q_MAIN;
-		ring_push(&c->main, (uint32_t)(p - c->pages));
-	} else {
-		p->queue = Q_SMALL;
-		ring_push(&c->small, (uint32_t)(p - c->pages));
-	}
+	page_enqueue_qlocked(c, f, p);
 	pthread_mutex_unlock(&c->qlock);
 }
 
@@ -777,6 +819,283 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 		in += n;
 		off += n;
 		len -= n;
+	}
+	return CACHE_WRITE_OK;
+}
+
+/* --- one copy per write ------------------------------------------------ */
+
+#define WBUF_DONE UINT32_MAX
+
+struct cache_wbuf {
+	struct cache_file *f;
+	uint64_t off;
+	uint32_t len;
+	uint32_t npages;
+	uint64_t first;     /* page index of off */
+	uint32_t *frame;    /* private page per page, or
+	                                   WBUF_DONE once in the index */
+	struct iovec iov[]; /* the payload's pieces */
+};
+
+/* How many private pages write buffers may hold: a quarter of the cache,
+ * so that writes being received never push out the whole working set. */
+static uint64_t
+private_cap(const struct cache *c)
+{
+	return c->npages / 4 > 0 ? c->npages / 4 : 1;
+}
+
+/* Give the private frames still in W back to the free list. */
+static void
+wbuf_release(struct cache *c, struct cache_wbuf *w)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&c->qlock);
+	for (uint32_t i = 0; i < w->npages; i++) {
+		if (w->frame[i] == WBUF_DONE)
+			continue;
+		c->free[c->nfree++] = w->frame[i];
+		w->frame[i] = WBUF_DONE;
+		n++;
+	}
+	if (n)
+		ATOMIC_SUB(&c->private_pages, n);
+	pthread_mutex_unlock(&c->qlock);
+}
+
+struct cache_wbuf *
+cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len)
+{
+	struct cache *c = f->c;
+	uint64_t first = off >> c->page_shift;
+	uint32_t npages;
+
+	if (len == 0 || off + len > f->size_bytes)
+		return NULL;
+	npages = (uint32_t)(((off + len - 1) >> c->page_shift) - first + 1);
+	struct cache_wbuf *w = malloc(
+	    sizeof *w + npages * sizeof w->iov[0] + npages * sizeof *w->frame);
+	if (!w)
+		return NULL;
+	w->f = f;
+	w->off = off;
+	w->len = len;
+	w->npages = npages;
+	w->first = first;
+	w->frame = (uint32_t *)(w->iov + npages);
+
+	/* One pass: the free list first, then clean pages evicted. */
+	uint32_t got = 0;
+	pthread_mutex_lock(&c->qlock);
+	if (ATOMIC_GET(&c->private_pages) + npages <= private_cap(c)) {
+		for (; got < npages; got++) {
+			struct cpage *p = c->nfree ?
+			    &c->pages[c->free[--c->nfree]] :
+			    evict_locked(c);
+			if (!p)
+				break;
+			w->frame[got] = (uint32_t)(p - c->pages);
+		}
+		if (got < npages) {
+			while (got > 0)
+				c->free[c->nfree++] = w->frame[--got];
+		} else {
+			ATOMIC_ADD(&c->private_pages, npages);
+		}
+	}
+	pthread_mutex_unlock(&c->qlock);
+	if (got < npages) {
+		free(w);
+		return NULL;
+	}
+
+	for (uint32_t i = 0; i < npages; i++) {
+		struct cpage *p = &c->pages[w->frame[i]];
+		uint32_t at = i == 0 ? (uint32_t)(off & (c->page_size - 1)) : 0;
+		uint32_t n = c->page_size - at < len ? c->page_size - at : len;
+
+		p->flags = 0;
+		p->freq = 0;
+		p->hnext = p->dprev = p->dnext = NULL;
+		w->iov[i].iov_base = page_data(c, p) + at;
+		w->iov[i].iov_len = n;
+		len -= n;
+	}
+	return w;
+}
+
+const struct iovec *
+cache_wbuf_iov(const struct cache_wbuf *w, unsigned *niov)
+{
+	*niov = w->npages;
+	return w->iov;
+}
+
+void
+cache_wbuf_free(struct cache_wbuf *w)
+{
+	if (!w)
+		return;
+	wbuf_release(w->f->c, w);
+	free(w);
+}
+
+uint64_t
+cache_private_pages(struct cache *c)
+{
+	return ATOMIC_GET(&c->private_pages);
+}
+
+/* Put private page Q in place of resident page P (filled, not under
+ * writeback): Q takes P's place in the index, on the dirty list and in
+ * its eviction queue; P's frame stays in that queue as a dead entry that
+ * the next eviction scan reuses (as page_drop_locked).  Shard lock and
+ * qlock held. */
+static void
+page_swap_locked(struct cache *c, struct shard *sh, struct cpage *p,
+    struct cpage *q)
+{
+	struct cpage **pp = bucket_of(sh, p->index);
+
+	lock_assert_held(&sh->lock);
+	lock_assert_held(&c->qlock);
+	assert((p->flags & (PF_LIVE | PF_FILLED | PF_WB)) ==
+	    (PF_LIVE | PF_FILLED));
+	while (*pp != p)
+		pp = &(*pp)->hnext;
+	*pp = q;
+	q->hnext = p->hnext;
+	q->file = p->file;
+	q->index = p->index;
+	q->flags = p->flags & ~PF_ZERO;
+	q->seq = p->seq;
+	q->dirtied_ns = p->dirtied_ns;
+	q->freq = p->freq;
+	q->dprev = q->dnext = NULL;
+	if (page_listed(sh, p)) {
+		q->dprev = p->dprev;
+		q->dnext = p->dnext;
+		if (q->dprev)
+			q->dprev->dnext = q;
+		else
+			sh->dhead = q;
+		if (q->dnext)
+			q->dnext->dprev = q;
+		else
+			sh->dtail = q;
+	}
+	q->queue = p->queue;
+	ring_push(p->queue == Q_MAIN ? &c->main : &c->small,
+	    (uint32_t)(q - c->pages));
+	p->hnext = p->dprev = p->dnext = NULL;
+	p->file = NULL;
+	p->flags = 0;
+}
+
+/*
+ * Commit pages [I, END) of W, all in shard SH; stops at a page that needs
+ * a fill (returns false with its index in *FILL_INDEX).
+ */
+static bool
+wbuf_commit_shard(struct cache_wbuf *w, struct shard *sh, uint32_t i,
+    uint32_t end, uint64_t seq, uint64_t now, uint64_t *fill_index)
+{
+	struct cache_file *f = w->f;
+	struct cache *c = f->c;
+	struct dirt d = { 0, 0 };
+	uint64_t published = 0;
+	uint32_t freed = 0;
+	bool ok = true;
+
+	pthread_mutex_lock(&sh->lock);
+	pthread_mutex_lock(&c->qlock);
+	for (; i < end; i++) {
+		uint64_t index = w->first + i;
+		if (w->frame[i] == WBUF_DONE)
+			continue;
+		struct cpage *q = &c->pages[w->frame[i]];
+		struct cpage *p = lookup_locked(sh, index);
+		bool whole = !partial(f, index, w->off, w->len);
+
+		if (!p && whole) {
+			/* Not resident: the private page becomes it. */
+			struct cpage **b = bucket_of(sh, index);
+			q->file = f;
+			q->index = index;
+			q->flags = PF_LIVE | PF_FILLED;
+			q->hnext = *b;
+			*b = q;
+			page_enqueue_qlocked(c, f, q);
+			published++;
+			p = q;
+		} else if (!p || !(p->flags & PF_FILLED)) {
+			/* Partial and not resident, or being filled. */
+			*fill_index = index;
+			ok = false;
+			break;
+		} else if (whole && !(p->flags & PF_WB)) {
+			page_swap_locked(c, sh, p, q);
+			p = q;
+		} else {
+			/* Partial, or under writeback (a run may point at
+			 * it): copied into, the private page given back. */
+			memcpy((uint8_t *)page_data(c, p) +
+				(i == 0 ? (w->off & (c->page_size - 1)) : 0),
+			    w->iov[i].iov_base, w->iov[i].iov_len);
+			p->flags &= ~PF_ZERO;
+			c->free[c->nfree++] = w->frame[i];
+		}
+		freed++; /* no longer private */
+		dirty_page_locked(sh, p, seq, now, &d);
+		w->frame[i] = WBUF_DONE;
+	}
+	if (freed)
+		ATOMIC_SUB(&c->private_pages, freed);
+	pthread_mutex_unlock(&c->qlock);
+	if (published) {
+		ATOMIC_ADD(&f->cached_pages, published);
+		ATOMIC_ADD(&c->used, published);
+	}
+	dirt_count(f, &d);
+	pthread_mutex_unlock(&sh->lock);
+	return ok;
+}
+
+enum cache_write_result
+cache_wbuf_commit(struct cache_wbuf *w, uint64_t seq, uint64_t *fill_index)
+{
+	struct cache_file *f = w->f;
+	struct cache *c = f->c;
+	uint32_t last = w->npages - 1;
+	uint64_t now = now_ns();
+
+	/* As cache_write: an edge that needs a fill is read in before
+	 * anything is written. */
+	if (w->frame[0] != WBUF_DONE &&
+	    !page_writable(f, w->first, w->off, w->len)) {
+		*fill_index = w->first;
+		return CACHE_WRITE_NEED_FILL;
+	}
+	if (last != 0 && w->frame[last] != WBUF_DONE &&
+	    !page_writable(f, w->first + last, w->off, w->len)) {
+		*fill_index = w->first + last;
+		return CACHE_WRITE_NEED_FILL;
+	}
+	/* A chunk's pages share a shard: one lock pass per chunk. */
+	for (uint32_t i = 0; i <= last;) {
+		uint64_t index = w->first + i;
+		uint64_t chunk_end = ((index >> c->chunk_shift) + 1)
+		    << c->chunk_shift;
+		uint32_t end = chunk_end - w->first < w->npages ?
+		    (uint32_t)(chunk_end - w->first) :
+		    w->npages;
+
+		if (!wbuf_commit_shard(w, shard_of(f, index), i, end, seq, now,
+			fill_index))
+			return CACHE_WRITE_NEED_FILL;
+		i = end;
 	}
 	return CACHE_WRITE_OK;
 }
