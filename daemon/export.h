@@ -143,6 +143,13 @@ enum export_verdict {
  * replies.
  */
 enum export_verdict export_submit(struct export *e, struct request *req);
+/*
+ * Cache pages to receive a WRITE of LEN bytes at OFF into (one copy per
+ * write), committed by export_submit; NULL if the write is smaller than a
+ * page or the cache has no pages to spare now: then a buffer (req->data).
+ */
+struct cache_wbuf *
+export_write_pages(struct export *e, uint64_t off, uint32_t len);
 /* A queued request's job is done (back on its I/O thread): REPLY or PACE. */
 enum export_verdict export_complete(struct export *e, struct request *req);
 /* A paced write held with pause -1: still at the dirty limit?  (Kicks
