@@ -101,6 +101,8 @@ struct cache {
 	bool zero_copy;
 	uint64_t private_pages; /* held by write buffers; written under
 	                           qlock, read atomically */
+	uint64_t wbuf_bytes;    /* the same: payloads taken into pages */
+	uint64_t wbuf_refused;  /* ... and write buffers refused */
 
 	/* atomics */
 	uint64_t used, dirty, writeback, hits, misses, evictions;
@@ -209,6 +211,9 @@ counter_sub(uint64_t *p, uint64_t v)
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 #define ATOMIC_SUB(p, v) counter_sub((p), (v))
 #define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+/* A counter written under a lock and read without it: no locked
+ * instruction, yet a clean read. */
+#define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /* On its shard's dirty list? */
 static inline bool
@@ -559,6 +564,8 @@ cache_get_stats(struct cache *c, struct cache_stats *st)
 	st->evictions = ATOMIC_GET(&c->evictions);
 	st->ahead_pages = ATOMIC_GET(&c->ahead_pages);
 	st->ahead_hits = ATOMIC_GET(&c->ahead_hits);
+	st->zero_copy_bytes = ATOMIC_GET(&c->wbuf_bytes);
+	st->zero_copy_refused = ATOMIC_GET(&c->wbuf_refused);
 	pthread_mutex_lock(&c->qlock);
 	st->small_pages = c->small.n;
 	st->main_pages = c->main.n;
@@ -903,8 +910,11 @@ cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len)
 				c->free[c->nfree++] = w->frame[--got];
 		} else {
 			ATOMIC_ADD(&c->private_pages, npages);
+			ATOMIC_SET(&c->wbuf_bytes, c->wbuf_bytes + len);
 		}
 	}
+	if (got < npages)
+		ATOMIC_SET(&c->wbuf_refused, c->wbuf_refused + 1);
 	pthread_mutex_unlock(&c->qlock);
 	if (got < npages) {
 		free(w);

@@ -46,6 +46,8 @@ struct cache_stats {
 	uint64_t ahead_pages; /* filled by read-ahead or CACHE */
 	uint64_t ahead_hits;  /* ... that a read then found */
 	uint64_t small_pages, main_pages;
+	uint64_t zero_copy_bytes;   /* WRITE payloads received into pages */
+	uint64_t zero_copy_refused; /* write buffers the cache refused */
 };
 
 struct cache *cache_new(const struct cache_params *params);
