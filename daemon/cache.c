@@ -56,6 +56,11 @@ struct shard {
 	struct cpage **buckets;
 	uint64_t bucket_mask;
 	struct cpage *dhead, *dtail;
+	/* Reads that found all their pages, or not (counted in the shard
+	 * of the page that decided it): written under the lock, read
+	 * atomically by cache_get_stats, so no I/O thread bumps a counter
+	 * shared with the others on a hit. */
+	uint64_t hits, misses;
 };
 
 struct cache_file {
@@ -74,6 +79,7 @@ struct cache_file {
 	 * (a release) when a run's write has ended and left it clean. */
 	uint64_t unwritten_pages;
 	uint64_t fills;                 /* atomic: fills begun, not ended */
+	struct cache_file *fnext, *fprev; /* the cache's files, under qlock */
 	struct shard shards[CACHE_SHARDS];
 };
 
@@ -98,13 +104,15 @@ struct cache {
 	uint64_t *ghost;
 	uint64_t ghost_mask;
 	uint32_t next_file_id;
+	struct cache_file *files; /* for the statistics */
 	bool zero_copy;
 	uint64_t private_pages; /* held by write buffers; written under
 	                           qlock, read atomically */
 	uint64_t wbuf_bytes;    /* the same: payloads taken into pages */
 	uint64_t wbuf_refused;  /* ... and write buffers refused */
 
-	/* atomics */
+	/* atomics; hits and misses only of files freed (the live ones'
+	 * are in their shards), written under qlock */
 	uint64_t used, dirty, writeback, hits, misses, evictions;
 	uint64_t ahead_pages, ahead_hits;
 };
@@ -559,8 +567,16 @@ cache_get_stats(struct cache *c, struct cache_stats *st)
 	st->pages_used = ATOMIC_GET(&c->used);
 	st->dirty_pages = ATOMIC_GET(&c->dirty);
 	st->writeback_pages = ATOMIC_GET(&c->writeback);
+	pthread_mutex_lock(&c->qlock);
 	st->hits = ATOMIC_GET(&c->hits);
 	st->misses = ATOMIC_GET(&c->misses);
+	for (struct cache_file *f = c->files; f; f = f->fnext) {
+		for (int i = 0; i < CACHE_SHARDS; i++) {
+			st->hits += ATOMIC_GET(&f->shards[i].hits);
+			st->misses += ATOMIC_GET(&f->shards[i].misses);
+		}
+	}
+	pthread_mutex_unlock(&c->qlock);
 	st->evictions = ATOMIC_GET(&c->evictions);
 	st->ahead_pages = ATOMIC_GET(&c->ahead_pages);
 	st->ahead_hits = ATOMIC_GET(&c->ahead_hits);
@@ -609,7 +625,36 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 			return NULL;
 		}
 	}
+	pthread_mutex_lock(&c->qlock);
+	f->fnext = c->files;
+	if (c->files)
+		c->files->fprev = f;
+	c->files = f;
+	pthread_mutex_unlock(&c->qlock);
 	return f;
+}
+
+/* Off the cache's list of files, its read counts kept in the totals. */
+static void
+file_unlink(struct cache *c, struct cache_file *f)
+{
+	pthread_mutex_lock(&c->qlock);
+	if (f->fprev || c->files == f) {
+		uint64_t hits = 0, misses = 0;
+		for (int i = 0; i < CACHE_SHARDS; i++) {
+			hits += ATOMIC_GET(&f->shards[i].hits);
+			misses += ATOMIC_GET(&f->shards[i].misses);
+		}
+		ATOMIC_SET(&c->hits, c->hits + hits);
+		ATOMIC_SET(&c->misses, c->misses + misses);
+		if (f->fprev)
+			f->fprev->fnext = f->fnext;
+		else
+			c->files = f->fnext;
+		if (f->fnext)
+			f->fnext->fprev = f->fprev;
+	}
+	pthread_mutex_unlock(&c->qlock);
 }
 
 /* Drop every page of F (which must have no run and no fill in flight). */
@@ -621,6 +666,7 @@ cache_file_free(struct cache_file *f)
 	struct cache *c = f->c;
 	assert(f->runs == NULL && ATOMIC_GET(&f->writeback_pages) == 0);
 	assert(ATOMIC_GET(&f->fills) == 0);
+	file_unlink(c, f);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
 		pthread_mutex_lock(&sh->lock);
@@ -715,17 +761,18 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 		struct cpage *p = lookup_locked(sh, index);
 		if (!p || !(p->flags & PF_FILLED)) {
 			pthread_mutex_unlock(&sh->lock);
-			ATOMIC_ADD(&c->misses, 1);
+			ATOMIC_SET(&sh->misses, sh->misses + 1);
 			return false;
 		}
 		memcpy(out, page_data(c, p) + in, n);
 		page_accessed_locked(c, p);
+		if (n == len)
+			ATOMIC_SET(&sh->hits, sh->hits + 1);
 		pthread_mutex_unlock(&sh->lock);
 		out += n;
 		off += n;
 		len -= n;
 	}
-	ATOMIC_ADD(&c->hits, 1);
 	return true;
 }
 

@@ -823,6 +823,30 @@ test_wbuf_across_chunks(void **state)
 	assert_int_equal(dirty(x), 0);
 }
 
+/* Hits and misses are counted per shard and summed on asking, and a
+ * freed file's stay in the totals. */
+static void
+test_hit_miss_counts(void **state)
+{
+	struct fx *x = *state;
+	struct cache_stats st;
+	uint8_t buf[3 * PS];
+
+	write_ok(x, 15 * PS, 3 * PS, 1, 1); /* across two chunks */
+	assert_true(cache_read(x->f, buf, 15 * PS, 3 * PS));
+	assert_true(cache_read(x->f, buf, 16 * PS, 100));
+	assert_false(cache_read(x->f, buf, 17 * PS, 2 * PS));
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.hits, 2);
+	assert_int_equal(st.misses, 1);
+	struct cache_file *g = cache_file_new(x->c, 1 << 20);
+	assert_false(cache_read(g, buf, 0, PS));
+	cache_file_free(g);
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.hits, 2);
+	assert_int_equal(st.misses, 2);
+}
+
 int
 main(void)
 {
@@ -858,6 +882,7 @@ main(void)
 		T(test_wbuf_page_under_writeback),
 		T(test_wbuf_no_pages),
 		T(test_wbuf_across_chunks),
+		T(test_hit_miss_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
