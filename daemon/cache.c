@@ -49,6 +49,9 @@ struct cpage {
 	uint16_t flags;
 	uint8_t freq;                   /* S3-FIFO access count, 0..3 */
 	uint8_t queue;
+	/* Its page of memory: its own at first, exchanged with a write
+	 * buffer's private page when that replaces its data (page_swap). */
+	uint32_t frame;
 };
 
 struct shard {
@@ -153,7 +156,7 @@ mix64(uint64_t x)
 static inline uint8_t *
 page_data(struct cache *c, const struct cpage *p)
 {
-	return c->mem + ((size_t)(p - c->pages) << c->page_shift);
+	return c->mem + ((size_t)p->frame << c->page_shift);
 }
 
 static inline struct shard *
@@ -525,8 +528,10 @@ cache_new(const struct cache_params *params)
 	c->ghost_mask = nghost - 1;
 	c->small.cap = c->main.cap = (uint32_t)c->npages;
 	c->small_target = (uint32_t)(c->npages / 10);
-	for (uint64_t i = 0; i < c->npages; i++)
+	for (uint64_t i = 0; i < c->npages; i++) {
 		c->free[i] = (uint32_t)(c->npages - 1 - i);
+		c->pages[i].frame = (uint32_t)i;
+	}
 	c->nfree = c->npages;
 	lock_init(&c->qlock);
 	return c;
@@ -1005,50 +1010,21 @@ cache_private_pages(struct cache *c)
 	return ATOMIC_GET(&c->private_pages);
 }
 
-/* Put private page Q in place of resident page P (filled, not under
- * writeback): Q takes P's place in the index, on the dirty list and in
- * its eviction queue; P's frame stays in that queue as a dead entry that
- * the next eviction scan reuses (as page_drop_locked).  Shard lock and
- * qlock held. */
+/* Private page Q's data replaces resident page P's (filled, not under
+ * writeback): they exchange their memory, so P keeps its place in the
+ * index, on the dirty list and in its eviction queue, and Q, holding P's
+ * old data, is given back.  Shard lock held. */
 static void
-page_swap_locked(struct cache *c, struct shard *sh, struct cpage *p,
-    struct cpage *q)
+page_swap_locked(struct shard *sh, struct cpage *p, struct cpage *q)
 {
-	struct cpage **pp = bucket_of(sh, p->index);
+	uint32_t frame = p->frame;
 
 	lock_assert_held(&sh->lock);
-	lock_assert_held(&c->qlock);
 	assert((p->flags & (PF_LIVE | PF_FILLED | PF_WB)) ==
 	    (PF_LIVE | PF_FILLED));
-	while (*pp != p)
-		pp = &(*pp)->hnext;
-	*pp = q;
-	q->hnext = p->hnext;
-	q->file = p->file;
-	q->index = p->index;
-	q->flags = p->flags & ~PF_ZERO;
-	q->seq = p->seq;
-	q->dirtied_ns = p->dirtied_ns;
-	q->freq = p->freq;
-	q->dprev = q->dnext = NULL;
-	if (page_listed(sh, p)) {
-		q->dprev = p->dprev;
-		q->dnext = p->dnext;
-		if (q->dprev)
-			q->dprev->dnext = q;
-		else
-			sh->dhead = q;
-		if (q->dnext)
-			q->dnext->dprev = q;
-		else
-			sh->dtail = q;
-	}
-	q->queue = p->queue;
-	ring_push(p->queue == Q_MAIN ? &c->main : &c->small,
-	    (uint32_t)(q - c->pages));
-	p->hnext = p->dprev = p->dnext = NULL;
-	p->file = NULL;
-	p->flags = 0;
+	p->frame = q->frame;
+	q->frame = frame;
+	p->flags &= ~PF_ZERO;
 }
 
 /*
@@ -1093,8 +1069,8 @@ wbuf_commit_shard(struct cache_wbuf *w, struct shard *sh, uint32_t i,
 			ok = false;
 			break;
 		} else if (whole && !(p->flags & PF_WB)) {
-			page_swap_locked(c, sh, p, q);
-			p = q;
+			page_swap_locked(sh, p, q);
+			c->free[c->nfree++] = w->frame[i];
 		} else {
 			/* Partial, or under writeback (a run may point at
 			 * it): copied into, the private page given back. */

@@ -117,9 +117,10 @@ enum cache_write_result cache_write(struct cache_file *f, const void *buf,
  *
  * cache_wbuf_commit() puts the pages into the index, dirtied with SEQ,
  * taking each shard's lock once for all its pages: a page not resident
- * is published as it is; a resident page is replaced by it (keeping its
- * older dirty sequence and its S3-FIFO state), unless it is under
- * writeback (a zero-copy run points at it): then it is copied into.  A
+ * is published as it is; a resident page takes its memory in exchange
+ * for its own (keeping its place, its older dirty sequence and its
+ * S3-FIFO state), unless it is under writeback (a zero-copy run points at
+ * it): then it is copied into.  A
  * first or last page written only in part is copied into the resident
  * page; if that page is not resident or not filled, *FILL_INDEX is
  * returned (CACHE_WRITE_NEED_FILL) as by cache_write(), and the commit

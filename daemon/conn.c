@@ -47,6 +47,8 @@
  * while this much of them waits. */
 #define CONN_HS_MAX_UNSENT_BYTES (64u << 10)
 #define CONN_DIRECT_READ_BYTES  (64u << 10)
+/* WRITEs from this size on are received into cache pages (one copy). */
+#define CONN_ZERO_COPY_BYTES CONN_DIRECT_READ_BYTES
 #define CONN_MAX_IOV            64
 /* Pieces of a payload read at once (a 1 MiB write in 4 KiB pages). */
 #define CONN_MAX_PAYLOAD_IOV 256
@@ -522,8 +524,14 @@ conn_request_new(struct conn *c, const struct nbd_request *nbd, bool data)
 {
 	struct request *req = calloc(1, sizeof *req);
 
-	/* A WRITE: into cache pages if the cache can spare them now. */
-	if (req && data && nbd->type == NBD_CMD_WRITE)
+	/*
+	 * A large WRITE: into cache pages if the cache can spare them now.
+	 * A smaller one comes through the input buffer anyway, and a buffer
+	 * from malloc is cheaper than taking pages under the cache's queue
+	 * lock (measured: 4 KiB random writes).
+	 */
+	if (req && data && nbd->type == NBD_CMD_WRITE &&
+	    nbd->count >= CONN_ZERO_COPY_BYTES)
 		req->wbuf = export_write_pages(c->exp, nbd->offset, nbd->count);
 	if (req && data && !req->wbuf) {
 		/* Page-aligned when it can hold a page: a read miss fills it in

@@ -147,6 +147,7 @@ enum export_verdict export_submit(struct export *e, struct request *req);
  * Cache pages to receive a WRITE of LEN bytes at OFF into (one copy per
  * write), committed by export_submit; NULL if the write is smaller than a
  * page or the cache has no pages to spare now: then a buffer (req->data).
+ * The caller decides from which size this pays (conn.c).
  */
 struct cache_wbuf *
 export_write_pages(struct export *e, uint64_t off, uint32_t len);
