@@ -685,9 +685,10 @@ conn_job_done(struct job *job)
 		conn_request_done(req);
 }
 
-/* Hand REQ to the export and act on its verdict (while parsing). */
+/* Hand REQ to the export and act on its verdict (while parsing); a
+ * WRITE's PAYLOAD may still be in the input buffer (else NULL). */
 static void
-conn_submit(struct conn *c, struct request *req)
+conn_submit_payload(struct conn *c, struct request *req, const void *payload)
 {
 	req->job.done = conn_job_done;
 	req->job.owner = c->host->owner;
@@ -696,7 +697,9 @@ conn_submit(struct conn *c, struct request *req)
 	req->start_ns = now_ns();
 	req->meta = c->view.meta;
 	req->ra = &c->ra;
-	enum export_verdict v = export_submit(c->exp, req);
+	enum export_verdict v = payload ?
+	    export_submit_write(c->exp, req, payload) :
+	    export_submit(c->exp, req);
 	c->flushed = req->flushed;
 	switch (v) {
 	case EXPORT_REPLY:
@@ -708,6 +711,12 @@ conn_submit(struct conn *c, struct request *req)
 	case EXPORT_QUEUED:
 		break;
 	}
+}
+
+static void
+conn_submit(struct conn *c, struct request *req)
+{
+	conn_submit_payload(c, req, NULL);
 }
 
 /* Reply with an error at once (no payload pending). */
@@ -1047,6 +1056,15 @@ conn_process(struct conn *c)
 		case CS_TX_PAYLOAD: {
 			struct request *req = c->cur;
 			uint32_t need = req->nbd.count - c->cur_got;
+			if (c->cur_got == 0 && avail >= need && !req->wbuf) {
+				/* All in the input buffer: into the cache from
+				 * there, not through the request's buffer. */
+				c->rstart += need;
+				c->cur = NULL;
+				c->state = CS_TX_HEADER;
+				conn_submit_payload(c, req, p);
+				break;
+			}
 			size_t n = avail < need ? avail : need;
 			conn_payload_copy(req, c->cur_got, p, n);
 			c->rstart += n;

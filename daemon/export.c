@@ -123,14 +123,15 @@ export_read_miss(struct export *e, struct request *req)
 }
 
 /* Put a WRITE's payload into the cache: commit the pages it was
- * received into, or copy it from its buffer. */
+ * received into, or copy it from PAYLOAD (NULL: its buffer). */
 static enum cache_write_result
-export_write_cache(struct export *e, struct request *req, uint64_t *fill)
+export_write_cache(struct export *e, struct request *req, const void *payload,
+    uint64_t *fill)
 {
 	if (req->wbuf)
 		return cache_wbuf_commit(req->wbuf, req->seq, fill);
-	return cache_write(e->cf, req->data, req->nbd.offset, req->nbd.count,
-	    req->seq, fill);
+	return cache_write(e->cf, payload ? payload : req->data,
+	    req->nbd.offset, req->nbd.count, req->seq, fill);
 }
 
 /* A write that could not complete on the I/O thread. */
@@ -141,7 +142,7 @@ export_write_slow(struct export *e, struct request *req)
 
 	for (unsigned tries = 0;; tries++) {
 		uint64_t fill;
-		switch (export_write_cache(e, req, &fill)) {
+		switch (export_write_cache(e, req, NULL, &fill)) {
 		case CACHE_WRITE_OK:
 			return 0;
 		case CACHE_WRITE_NEED_FILL: {
@@ -378,6 +379,12 @@ export_complete(struct export *e, struct request *req)
 enum export_verdict
 export_submit(struct export *e, struct request *req)
 {
+	return export_submit_write(e, req, NULL);
+}
+
+enum export_verdict
+export_submit_write(struct export *e, struct request *req, const void *payload)
+{
 	const struct nbd_request *n = &req->nbd;
 	/* Read once: tune and reload change it while requests arrive. */
 	enum cache_mode mode =
@@ -398,8 +405,12 @@ export_submit(struct export *e, struct request *req)
 	case NBD_CMD_WRITE:
 		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
-		    export_write_cache(e, req, &fill) == CACHE_WRITE_OK)
+		    export_write_cache(e, req, payload, &fill) ==
+			CACHE_WRITE_OK)
 			return export_write_verdict(e, req);
+		/* Queued: the worker needs it in the request's own buffer. */
+		if (payload)
+			memcpy(req->data, payload, n->count);
 		break;
 	case NBD_CMD_FLUSH:
 		req->flushed = true;
