@@ -313,6 +313,15 @@ dirt_count(struct cache_file *f, const struct dirt *d)
 	}
 }
 
+/* Count D and let SH go. */
+static void
+shard_unlock_counting(struct cache_file *f, struct shard *sh, struct dirt *d)
+{
+	dirt_count(f, d);
+	*d = (struct dirt){ 0, 0 };
+	pthread_mutex_unlock(&sh->lock);
+}
+
 static void
 mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
     uint64_t seq)
@@ -833,6 +842,14 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 		return CACHE_WRITE_NEED_FILL;
 	}
 
+	/* A shard's lock is held across its pages (a chunk at a time), let
+	 * go only to allocate; the dirt is counted before each unlock, so
+	 * writeback never takes a page before it is counted dirty. */
+	struct shard *held = NULL;
+	struct dirt d = { 0, 0 };
+	uint64_t now = now_ns();
+	enum cache_write_result r = CACHE_WRITE_OK;
+
 	while (len > 0) {
 		uint64_t index = off >> c->page_shift;
 		uint32_t at = (uint32_t)(off & (c->page_size - 1));
@@ -840,46 +857,52 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 		struct shard *sh = shard_of(f, index);
 		struct cpage *spare = NULL;
 
-		pthread_mutex_lock(&sh->lock);
-		struct cpage *p = lookup_locked(sh, index);
-		while (!p) {
-			pthread_mutex_unlock(&sh->lock);
-			spare = page_alloc(c);
-			if (!spare)
-				return CACHE_WRITE_NO_SPACE;
+		if (sh != held) {
+			if (held)
+				shard_unlock_counting(f, held, &d);
 			pthread_mutex_lock(&sh->lock);
-			p = lookup_locked(sh, index);
-			if (!p) {
-				if (partial(f, index, off, n)) {
-					/* Evicted meanwhile: needs a fill after all. */
-					pthread_mutex_unlock(&sh->lock);
-					page_release_unused(c, spare);
-					*fill_index = index;
-					return CACHE_WRITE_NEED_FILL;
-				}
-				page_publish_locked(f, sh, spare, index, PF_FILLED);
-				p = spare;
-				spare = NULL;
-			}
+			held = sh;
 		}
-		if (!(p->flags & PF_FILLED)) {
-			pthread_mutex_unlock(&sh->lock);
-			if (spare)
-				page_release_unused(c, spare);
+		struct cpage *p = lookup_locked(sh, index);
+		if (!p) {
+			shard_unlock_counting(f, sh, &d);
+			spare = page_alloc(c);
+			pthread_mutex_lock(&sh->lock);
+			if (!spare) {
+				r = CACHE_WRITE_NO_SPACE;
+				break;
+			}
+			p = lookup_locked(sh, index);
+		}
+		if (!p && partial(f, index, off, n)) {
+			/* Evicted meanwhile: needs a fill after all. */
+			page_release_unused(c, spare);
 			*fill_index = index;
-			return CACHE_WRITE_NEED_FILL;
+			r = CACHE_WRITE_NEED_FILL;
+			break;
+		}
+		if (!p) {
+			page_publish_locked(f, sh, spare, index, PF_FILLED);
+			p = spare;
+			spare = NULL;
+		}
+		if (spare)
+			page_release_unused(c, spare);
+		if (!(p->flags & PF_FILLED)) {
+			*fill_index = index;
+			r = CACHE_WRITE_NEED_FILL;
+			break;
 		}
 		memcpy(page_data(c, p) + at, in, n);
 		p->flags &= ~PF_ZERO;
-		mark_dirty_locked(f, sh, p, seq);
-		pthread_mutex_unlock(&sh->lock);
-		if (spare)
-			page_release_unused(c, spare);
+		dirty_page_locked(sh, p, seq, now, &d);
 		in += n;
 		off += n;
 		len -= n;
 	}
-	return CACHE_WRITE_OK;
+	if (held)
+		shard_unlock_counting(f, held, &d);
+	return r;
 }
 
 /* --- one copy per write ------------------------------------------------ */
