@@ -1171,20 +1171,26 @@ fill_begin(struct cache_file *f, uint64_t index)
 	struct shard *sh = shard_of(f, index);
 	struct cpage *p;
 
+	/* P's flags are read under the lock: once it is let go, a fill may
+	 * end or the page go. */
 	pthread_mutex_lock(&sh->lock);
 	p = lookup_locked(sh, index);
+	enum fill_found found = !p ? FILL_OURS :
+	    (p->flags & PF_FILLED) ? FILL_RESIDENT :
+				     FILL_THEIRS;
 	pthread_mutex_unlock(&sh->lock);
 	if (p)
-		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
+		return found;
 	struct cpage *np = page_alloc(c);
 	if (!np)
 		return FILL_OURS;
 	pthread_mutex_lock(&sh->lock);
 	p = lookup_locked(sh, index);
 	if (p) {
+		found = (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
 		pthread_mutex_unlock(&sh->lock);
 		page_release_unused(c, np);
-		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
+		return found;
 	}
 	page_publish_locked(f, sh, np, index, 0);
 	pthread_mutex_unlock(&sh->lock);
