@@ -49,6 +49,9 @@ struct cpage {
 	uint16_t flags;
 	uint8_t freq;                   /* S3-FIFO access count, 0..3 */
 	uint8_t queue;
+	/* Its page of memory: its own at first, exchanged with a write
+	 * buffer's private page when that replaces its data (page_swap). */
+	uint32_t frame;
 };
 
 struct shard {
@@ -56,6 +59,11 @@ struct shard {
 	struct cpage **buckets;
 	uint64_t bucket_mask;
 	struct cpage *dhead, *dtail;
+	/* Reads that found all their pages, or not (counted in the shard
+	 * of the page that decided it): written under the lock, read
+	 * atomically by cache_get_stats, so no I/O thread bumps a counter
+	 * shared with the others on a hit. */
+	uint64_t hits, misses;
 };
 
 struct cache_file {
@@ -74,6 +82,7 @@ struct cache_file {
 	 * (a release) when a run's write has ended and left it clean. */
 	uint64_t unwritten_pages;
 	uint64_t fills;                 /* atomic: fills begun, not ended */
+	struct cache_file *fnext, *fprev; /* the cache's files, under qlock */
 	struct shard shards[CACHE_SHARDS];
 };
 
@@ -98,9 +107,15 @@ struct cache {
 	uint64_t *ghost;
 	uint64_t ghost_mask;
 	uint32_t next_file_id;
+	struct cache_file *files; /* for the statistics */
 	bool zero_copy;
+	uint64_t private_pages; /* held by write buffers; written under
+	                           qlock, read atomically */
+	uint64_t wbuf_bytes;    /* the same: payloads taken into pages */
+	uint64_t wbuf_refused;  /* ... and write buffers refused */
 
-	/* atomics */
+	/* atomics; hits and misses only of files freed (the live ones'
+	 * are in their shards), written under qlock */
 	uint64_t used, dirty, writeback, hits, misses, evictions;
 	uint64_t ahead_pages, ahead_hits;
 };
@@ -141,7 +156,7 @@ mix64(uint64_t x)
 static inline uint8_t *
 page_data(struct cache *c, const struct cpage *p)
 {
-	return c->mem + ((size_t)(p - c->pages) << c->page_shift);
+	return c->mem + ((size_t)p->frame << c->page_shift);
 }
 
 static inline struct shard *
@@ -207,6 +222,9 @@ counter_sub(uint64_t *p, uint64_t v)
 #define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 #define ATOMIC_SUB(p, v) counter_sub((p), (v))
 #define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+/* A counter written under a lock and read without it: no locked
+ * instruction, yet a clean read. */
+#define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /* On its shard's dirty list? */
 static inline bool
@@ -258,25 +276,62 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 		sh->dhead = p;
 }
 
+/* Pages newly dirtied, counted once for a batch. */
+struct dirt {
+	uint64_t dirtied;   /* newly dirty */
+	uint64_t unwritten; /* ... of which not under writeback */
+};
+
 static void
-mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
-    uint64_t seq)
+dirty_page_locked(struct shard *sh, struct cpage *p, uint64_t seq, uint64_t now,
+    struct dirt *d)
 {
 	lock_assert_held(&sh->lock);
 	assert((p->flags & (PF_LIVE | PF_FILLED)) == (PF_LIVE | PF_FILLED));
 	if (p->flags & PF_DIRTY)
-		return;         /* keeps its older sequence */
-	if (!(p->flags & PF_WB))
-		ATOMIC_ADD(&f->unwritten_pages, 1);
+		return; /* keeps its older sequence */
 	p->flags |= PF_DIRTY;
 	p->seq = seq;
-	p->dirtied_ns = now_ns();
+	p->dirtied_ns = now;
 	/* Under writeback: listed (so takeable) once its run ends; until
 	 * then the run's min_seq stands for it in cache_min_dirty_seq. */
-	if (!(p->flags & PF_WB))
+	if (!(p->flags & PF_WB)) {
 		dirty_insert_locked(sh, p);
-	ATOMIC_ADD(&f->dirty_pages, 1);
-	ATOMIC_ADD(&f->c->dirty, 1);
+		d->unwritten++;
+	}
+	d->dirtied++;
+}
+
+static void
+dirt_count(struct cache_file *f, const struct dirt *d)
+{
+	if (d->unwritten)
+		ATOMIC_ADD(&f->unwritten_pages, d->unwritten);
+	if (d->dirtied) {
+		ATOMIC_ADD(&f->dirty_pages, d->dirtied);
+		ATOMIC_ADD(&f->c->dirty, d->dirtied);
+	}
+}
+
+/* Count D and let SH go. */
+static void
+shard_unlock_counting(struct cache_file *f, struct shard *sh, struct dirt *d)
+{
+	dirt_count(f, d);
+	*d = (struct dirt){ 0, 0 };
+	pthread_mutex_unlock(&sh->lock);
+}
+
+static void
+mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
+    uint64_t seq)
+{
+	struct dirt d = { 0, 0 };
+
+	if (p->flags & PF_DIRTY)
+		return;
+	dirty_page_locked(sh, p, seq, now_ns(), &d);
+	dirt_count(f, &d);
 }
 
 /* --- allocation and eviction ------------------------------------------ */
@@ -288,7 +343,9 @@ evict_locked(struct cache *c)
 	uint64_t budget = 2 * c->npages + 16;
 
 	lock_assert_held(&c->qlock);
-	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) >= c->npages)
+	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) +
+		ATOMIC_GET(&c->private_pages) >=
+	    c->npages)
 		return NULL;
 	while (budget--) {
 		struct ring *q;
@@ -372,6 +429,24 @@ page_release_unused(struct cache *c, struct cpage *p)
 	pthread_mutex_unlock(&c->qlock);
 }
 
+/* A page new in F's index into an eviction queue: main if its ghost is
+ * remembered, else small.  qlock held. */
+static void
+page_enqueue_qlocked(struct cache *c, struct cache_file *f, struct cpage *p)
+{
+	uint64_t fp = mix64(((uint64_t)f->id << 48) ^ p->index) | 1;
+
+	lock_assert_held(&c->qlock);
+	if (c->ghost[fp & c->ghost_mask] == fp) {
+		c->ghost[fp & c->ghost_mask] = 0;
+		p->queue = Q_MAIN;
+		ring_push(&c->main, (uint32_t)(p - c->pages));
+	} else {
+		p->queue = Q_SMALL;
+		ring_push(&c->small, (uint32_t)(p - c->pages));
+	}
+}
+
 /* Put P into F's index at INDEX and into an eviction queue.  Shard lock held. */
 static void
 page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
@@ -389,16 +464,8 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	ATOMIC_ADD(&f->cached_pages, 1);
 	ATOMIC_ADD(&c->used, 1);
 
-	uint64_t fp = mix64(((uint64_t)f->id << 48) ^ index) | 1;
 	pthread_mutex_lock(&c->qlock);
-	if (c->ghost[fp & c->ghost_mask] == fp) {
-		c->ghost[fp & c->ghost_mask] = 0;
-		p->queue = Q_MAIN;
-		ring_push(&c->main, (uint32_t)(p - c->pages));
-	} else {
-		p->queue = Q_SMALL;
-		ring_push(&c->small, (uint32_t)(p - c->pages));
-	}
+	page_enqueue_qlocked(c, f, p);
 	pthread_mutex_unlock(&c->qlock);
 }
 
@@ -470,8 +537,10 @@ cache_new(const struct cache_params *params)
 	c->ghost_mask = nghost - 1;
 	c->small.cap = c->main.cap = (uint32_t)c->npages;
 	c->small_target = (uint32_t)(c->npages / 10);
-	for (uint64_t i = 0; i < c->npages; i++)
+	for (uint64_t i = 0; i < c->npages; i++) {
 		c->free[i] = (uint32_t)(c->npages - 1 - i);
+		c->pages[i].frame = (uint32_t)i;
+	}
 	c->nfree = c->npages;
 	lock_init(&c->qlock);
 	return c;
@@ -512,11 +581,21 @@ cache_get_stats(struct cache *c, struct cache_stats *st)
 	st->pages_used = ATOMIC_GET(&c->used);
 	st->dirty_pages = ATOMIC_GET(&c->dirty);
 	st->writeback_pages = ATOMIC_GET(&c->writeback);
+	pthread_mutex_lock(&c->qlock);
 	st->hits = ATOMIC_GET(&c->hits);
 	st->misses = ATOMIC_GET(&c->misses);
+	for (struct cache_file *f = c->files; f; f = f->fnext) {
+		for (int i = 0; i < CACHE_SHARDS; i++) {
+			st->hits += ATOMIC_GET(&f->shards[i].hits);
+			st->misses += ATOMIC_GET(&f->shards[i].misses);
+		}
+	}
+	pthread_mutex_unlock(&c->qlock);
 	st->evictions = ATOMIC_GET(&c->evictions);
 	st->ahead_pages = ATOMIC_GET(&c->ahead_pages);
 	st->ahead_hits = ATOMIC_GET(&c->ahead_hits);
+	st->zero_copy_bytes = ATOMIC_GET(&c->wbuf_bytes);
+	st->zero_copy_refused = ATOMIC_GET(&c->wbuf_refused);
 	pthread_mutex_lock(&c->qlock);
 	st->small_pages = c->small.n;
 	st->main_pages = c->main.n;
@@ -560,7 +639,36 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 			return NULL;
 		}
 	}
+	pthread_mutex_lock(&c->qlock);
+	f->fnext = c->files;
+	if (c->files)
+		c->files->fprev = f;
+	c->files = f;
+	pthread_mutex_unlock(&c->qlock);
 	return f;
+}
+
+/* Off the cache's list of files, its read counts kept in the totals. */
+static void
+file_unlink(struct cache *c, struct cache_file *f)
+{
+	pthread_mutex_lock(&c->qlock);
+	if (f->fprev || c->files == f) {
+		uint64_t hits = 0, misses = 0;
+		for (int i = 0; i < CACHE_SHARDS; i++) {
+			hits += ATOMIC_GET(&f->shards[i].hits);
+			misses += ATOMIC_GET(&f->shards[i].misses);
+		}
+		ATOMIC_SET(&c->hits, c->hits + hits);
+		ATOMIC_SET(&c->misses, c->misses + misses);
+		if (f->fprev)
+			f->fprev->fnext = f->fnext;
+		else
+			c->files = f->fnext;
+		if (f->fnext)
+			f->fnext->fprev = f->fprev;
+	}
+	pthread_mutex_unlock(&c->qlock);
 }
 
 /* Drop every page of F (which must have no run and no fill in flight). */
@@ -572,6 +680,7 @@ cache_file_free(struct cache_file *f)
 	struct cache *c = f->c;
 	assert(f->runs == NULL && ATOMIC_GET(&f->writeback_pages) == 0);
 	assert(ATOMIC_GET(&f->fills) == 0);
+	file_unlink(c, f);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
 		pthread_mutex_lock(&sh->lock);
@@ -666,17 +775,18 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 		struct cpage *p = lookup_locked(sh, index);
 		if (!p || !(p->flags & PF_FILLED)) {
 			pthread_mutex_unlock(&sh->lock);
-			ATOMIC_ADD(&c->misses, 1);
+			ATOMIC_SET(&sh->misses, sh->misses + 1);
 			return false;
 		}
 		memcpy(out, page_data(c, p) + in, n);
 		page_accessed_locked(c, p);
+		if (n == len)
+			ATOMIC_SET(&sh->hits, sh->hits + 1);
 		pthread_mutex_unlock(&sh->lock);
 		out += n;
 		off += n;
 		len -= n;
 	}
-	ATOMIC_ADD(&c->hits, 1);
 	return true;
 }
 
@@ -732,6 +842,14 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 		return CACHE_WRITE_NEED_FILL;
 	}
 
+	/* A shard's lock is held across its pages (a chunk at a time), let
+	 * go only to allocate; the dirt is counted before each unlock, so
+	 * writeback never takes a page before it is counted dirty. */
+	struct shard *held = NULL;
+	struct dirt d = { 0, 0 };
+	uint64_t now = now_ns();
+	enum cache_write_result r = CACHE_WRITE_OK;
+
 	while (len > 0) {
 		uint64_t index = off >> c->page_shift;
 		uint32_t at = (uint32_t)(off & (c->page_size - 1));
@@ -739,44 +857,301 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 		struct shard *sh = shard_of(f, index);
 		struct cpage *spare = NULL;
 
-		pthread_mutex_lock(&sh->lock);
-		struct cpage *p = lookup_locked(sh, index);
-		while (!p) {
-			pthread_mutex_unlock(&sh->lock);
-			spare = page_alloc(c);
-			if (!spare)
-				return CACHE_WRITE_NO_SPACE;
+		if (sh != held) {
+			if (held)
+				shard_unlock_counting(f, held, &d);
 			pthread_mutex_lock(&sh->lock);
-			p = lookup_locked(sh, index);
-			if (!p) {
-				if (partial(f, index, off, n)) {
-					/* Evicted meanwhile: needs a fill after all. */
-					pthread_mutex_unlock(&sh->lock);
-					page_release_unused(c, spare);
-					*fill_index = index;
-					return CACHE_WRITE_NEED_FILL;
-				}
-				page_publish_locked(f, sh, spare, index, PF_FILLED);
-				p = spare;
-				spare = NULL;
-			}
+			held = sh;
 		}
-		if (!(p->flags & PF_FILLED)) {
-			pthread_mutex_unlock(&sh->lock);
-			if (spare)
-				page_release_unused(c, spare);
+		struct cpage *p = lookup_locked(sh, index);
+		if (!p) {
+			shard_unlock_counting(f, sh, &d);
+			spare = page_alloc(c);
+			pthread_mutex_lock(&sh->lock);
+			if (!spare) {
+				r = CACHE_WRITE_NO_SPACE;
+				break;
+			}
+			p = lookup_locked(sh, index);
+		}
+		if (!p && partial(f, index, off, n)) {
+			/* Evicted meanwhile: needs a fill after all. */
+			page_release_unused(c, spare);
 			*fill_index = index;
-			return CACHE_WRITE_NEED_FILL;
+			r = CACHE_WRITE_NEED_FILL;
+			break;
+		}
+		if (!p) {
+			page_publish_locked(f, sh, spare, index, PF_FILLED);
+			p = spare;
+			spare = NULL;
+		}
+		if (spare)
+			page_release_unused(c, spare);
+		if (!(p->flags & PF_FILLED)) {
+			*fill_index = index;
+			r = CACHE_WRITE_NEED_FILL;
+			break;
 		}
 		memcpy(page_data(c, p) + at, in, n);
 		p->flags &= ~PF_ZERO;
-		mark_dirty_locked(f, sh, p, seq);
-		pthread_mutex_unlock(&sh->lock);
-		if (spare)
-			page_release_unused(c, spare);
+		dirty_page_locked(sh, p, seq, now, &d);
 		in += n;
 		off += n;
 		len -= n;
+	}
+	if (held)
+		shard_unlock_counting(f, held, &d);
+	return r;
+}
+
+/* --- one copy per write ------------------------------------------------ */
+
+#define WBUF_DONE UINT32_MAX
+
+struct cache_wbuf {
+	struct cache_file *f;
+	uint64_t off;
+	uint32_t len;
+	uint32_t npages;
+	uint64_t first;     /* page index of off */
+	uint32_t *frame;    /* private page per page, or
+	                                   WBUF_DONE once in the index */
+	struct iovec iov[]; /* the payload's pieces */
+};
+
+/* How many private pages write buffers may hold: a quarter of the cache,
+ * so that writes being received never push out the whole working set. */
+static uint64_t
+private_cap(const struct cache *c)
+{
+	return c->npages / 4 > 0 ? c->npages / 4 : 1;
+}
+
+/* Give the private frames still in W back to the free list. */
+static void
+wbuf_release(struct cache *c, struct cache_wbuf *w)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&c->qlock);
+	for (uint32_t i = 0; i < w->npages; i++) {
+		if (w->frame[i] == WBUF_DONE)
+			continue;
+		c->free[c->nfree++] = w->frame[i];
+		w->frame[i] = WBUF_DONE;
+		n++;
+	}
+	if (n)
+		ATOMIC_SUB(&c->private_pages, n);
+	pthread_mutex_unlock(&c->qlock);
+}
+
+struct cache_wbuf *
+cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len)
+{
+	struct cache *c = f->c;
+	uint64_t first = off >> c->page_shift;
+	uint32_t npages;
+
+	if (len == 0 || off + len > f->size_bytes)
+		return NULL;
+	npages = (uint32_t)(((off + len - 1) >> c->page_shift) - first + 1);
+	struct cache_wbuf *w = malloc(
+	    sizeof *w + npages * sizeof w->iov[0] + npages * sizeof *w->frame);
+	if (!w)
+		return NULL;
+	w->f = f;
+	w->off = off;
+	w->len = len;
+	w->npages = npages;
+	w->first = first;
+	w->frame = (uint32_t *)(w->iov + npages);
+
+	/* One pass: the free list first, then clean pages evicted. */
+	uint32_t got = 0;
+	pthread_mutex_lock(&c->qlock);
+	if (ATOMIC_GET(&c->private_pages) + npages <= private_cap(c)) {
+		for (; got < npages; got++) {
+			struct cpage *p = c->nfree ?
+			    &c->pages[c->free[--c->nfree]] :
+			    evict_locked(c);
+			if (!p)
+				break;
+			w->frame[got] = (uint32_t)(p - c->pages);
+		}
+		if (got < npages) {
+			while (got > 0)
+				c->free[c->nfree++] = w->frame[--got];
+		} else {
+			ATOMIC_ADD(&c->private_pages, npages);
+			ATOMIC_SET(&c->wbuf_bytes, c->wbuf_bytes + len);
+		}
+	}
+	if (got < npages)
+		ATOMIC_SET(&c->wbuf_refused, c->wbuf_refused + 1);
+	pthread_mutex_unlock(&c->qlock);
+	if (got < npages) {
+		free(w);
+		return NULL;
+	}
+
+	for (uint32_t i = 0; i < npages; i++) {
+		struct cpage *p = &c->pages[w->frame[i]];
+		uint32_t at = i == 0 ? (uint32_t)(off & (c->page_size - 1)) : 0;
+		uint32_t n = c->page_size - at < len ? c->page_size - at : len;
+
+		p->flags = 0;
+		p->freq = 0;
+		p->hnext = p->dprev = p->dnext = NULL;
+		w->iov[i].iov_base = page_data(c, p) + at;
+		w->iov[i].iov_len = n;
+		len -= n;
+	}
+	return w;
+}
+
+const struct iovec *
+cache_wbuf_iov(const struct cache_wbuf *w, unsigned *niov)
+{
+	*niov = w->npages;
+	return w->iov;
+}
+
+void
+cache_wbuf_free(struct cache_wbuf *w)
+{
+	if (!w)
+		return;
+	wbuf_release(w->f->c, w);
+	free(w);
+}
+
+uint64_t
+cache_private_pages(struct cache *c)
+{
+	return ATOMIC_GET(&c->private_pages);
+}
+
+/* Private page Q's data replaces resident page P's (filled, not under
+ * writeback): they exchange their memory, so P keeps its place in the
+ * index, on the dirty list and in its eviction queue, and Q, holding P's
+ * old data, is given back.  Shard lock held. */
+static void
+page_swap_locked(struct shard *sh, struct cpage *p, struct cpage *q)
+{
+	uint32_t frame = p->frame;
+
+	lock_assert_held(&sh->lock);
+	assert((p->flags & (PF_LIVE | PF_FILLED | PF_WB)) ==
+	    (PF_LIVE | PF_FILLED));
+	p->frame = q->frame;
+	q->frame = frame;
+	p->flags &= ~PF_ZERO;
+}
+
+/*
+ * Commit pages [I, END) of W, all in shard SH; stops at a page that needs
+ * a fill (returns false with its index in *FILL_INDEX).
+ */
+static bool
+wbuf_commit_shard(struct cache_wbuf *w, struct shard *sh, uint32_t i,
+    uint32_t end, uint64_t seq, uint64_t now, uint64_t *fill_index)
+{
+	struct cache_file *f = w->f;
+	struct cache *c = f->c;
+	struct dirt d = { 0, 0 };
+	uint64_t published = 0;
+	uint32_t freed = 0;
+	bool ok = true;
+
+	pthread_mutex_lock(&sh->lock);
+	pthread_mutex_lock(&c->qlock);
+	for (; i < end; i++) {
+		uint64_t index = w->first + i;
+		if (w->frame[i] == WBUF_DONE)
+			continue;
+		struct cpage *q = &c->pages[w->frame[i]];
+		struct cpage *p = lookup_locked(sh, index);
+		bool whole = !partial(f, index, w->off, w->len);
+
+		if (!p && whole) {
+			/* Not resident: the private page becomes it. */
+			struct cpage **b = bucket_of(sh, index);
+			q->file = f;
+			q->index = index;
+			q->flags = PF_LIVE | PF_FILLED;
+			q->hnext = *b;
+			*b = q;
+			page_enqueue_qlocked(c, f, q);
+			published++;
+			p = q;
+		} else if (!p || !(p->flags & PF_FILLED)) {
+			/* Partial and not resident, or being filled. */
+			*fill_index = index;
+			ok = false;
+			break;
+		} else if (whole && !(p->flags & PF_WB)) {
+			page_swap_locked(sh, p, q);
+			c->free[c->nfree++] = w->frame[i];
+		} else {
+			/* Partial, or under writeback (a run may point at
+			 * it): copied into, the private page given back. */
+			memcpy((uint8_t *)page_data(c, p) +
+				(i == 0 ? (w->off & (c->page_size - 1)) : 0),
+			    w->iov[i].iov_base, w->iov[i].iov_len);
+			p->flags &= ~PF_ZERO;
+			c->free[c->nfree++] = w->frame[i];
+		}
+		freed++; /* no longer private */
+		dirty_page_locked(sh, p, seq, now, &d);
+		w->frame[i] = WBUF_DONE;
+	}
+	if (freed)
+		ATOMIC_SUB(&c->private_pages, freed);
+	pthread_mutex_unlock(&c->qlock);
+	if (published) {
+		ATOMIC_ADD(&f->cached_pages, published);
+		ATOMIC_ADD(&c->used, published);
+	}
+	dirt_count(f, &d);
+	pthread_mutex_unlock(&sh->lock);
+	return ok;
+}
+
+enum cache_write_result
+cache_wbuf_commit(struct cache_wbuf *w, uint64_t seq, uint64_t *fill_index)
+{
+	struct cache_file *f = w->f;
+	struct cache *c = f->c;
+	uint32_t last = w->npages - 1;
+	uint64_t now = now_ns();
+
+	/* As cache_write: an edge that needs a fill is read in before
+	 * anything is written. */
+	if (w->frame[0] != WBUF_DONE &&
+	    !page_writable(f, w->first, w->off, w->len)) {
+		*fill_index = w->first;
+		return CACHE_WRITE_NEED_FILL;
+	}
+	if (last != 0 && w->frame[last] != WBUF_DONE &&
+	    !page_writable(f, w->first + last, w->off, w->len)) {
+		*fill_index = w->first + last;
+		return CACHE_WRITE_NEED_FILL;
+	}
+	/* A chunk's pages share a shard: one lock pass per chunk. */
+	for (uint32_t i = 0; i <= last;) {
+		uint64_t index = w->first + i;
+		uint64_t chunk_end = ((index >> c->chunk_shift) + 1)
+		    << c->chunk_shift;
+		uint32_t end = chunk_end - w->first < w->npages ?
+		    (uint32_t)(chunk_end - w->first) :
+		    w->npages;
+
+		if (!wbuf_commit_shard(w, shard_of(f, index), i, end, seq, now,
+			fill_index))
+			return CACHE_WRITE_NEED_FILL;
+		i = end;
 	}
 	return CACHE_WRITE_OK;
 }
@@ -796,20 +1171,26 @@ fill_begin(struct cache_file *f, uint64_t index)
 	struct shard *sh = shard_of(f, index);
 	struct cpage *p;
 
+	/* P's flags are read under the lock: once it is let go, a fill may
+	 * end or the page go. */
 	pthread_mutex_lock(&sh->lock);
 	p = lookup_locked(sh, index);
+	enum fill_found found = !p ? FILL_OURS :
+	    (p->flags & PF_FILLED) ? FILL_RESIDENT :
+				     FILL_THEIRS;
 	pthread_mutex_unlock(&sh->lock);
 	if (p)
-		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
+		return found;
 	struct cpage *np = page_alloc(c);
 	if (!np)
 		return FILL_OURS;
 	pthread_mutex_lock(&sh->lock);
 	p = lookup_locked(sh, index);
 	if (p) {
+		found = (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
 		pthread_mutex_unlock(&sh->lock);
 		page_release_unused(c, np);
-		return (p->flags & PF_FILLED) ? FILL_RESIDENT : FILL_THEIRS;
+		return found;
 	}
 	page_publish_locked(f, sh, np, index, 0);
 	pthread_mutex_unlock(&sh->lock);

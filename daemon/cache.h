@@ -46,6 +46,8 @@ struct cache_stats {
 	uint64_t ahead_pages; /* filled by read-ahead or CACHE */
 	uint64_t ahead_hits;  /* ... that a read then found */
 	uint64_t small_pages, main_pages;
+	uint64_t zero_copy_bytes;   /* WRITE payloads received into pages */
+	uint64_t zero_copy_refused; /* write buffers the cache refused */
 };
 
 struct cache *cache_new(const struct cache_params *params);
@@ -101,6 +103,39 @@ enum cache_write_result {
  */
 enum cache_write_result cache_write(struct cache_file *f, const void *buf,
     uint64_t off, uint32_t len, uint64_t seq, uint64_t *fill_index);
+
+/*
+ * One copy per write: a WRITE's payload received straight into cache
+ * pages.  cache_wbuf_new() takes one private page per page of [off,
+ * off+len) (one pass over the free list and the eviction queues): pages in
+ * no index, so nothing half-received is visible to a read or to writeback,
+ * and a payload never completed leaves no trace (cache_wbuf_free gives the
+ * pages back).  The payload is received into cache_wbuf_iov(), in order.
+ * NULL if the pages cannot be had now (every page dirty or pinned, or
+ * private pages already hold a quarter of the cache): use a buffer and
+ * cache_write() instead.
+ *
+ * cache_wbuf_commit() puts the pages into the index, dirtied with SEQ,
+ * taking each shard's lock once for all its pages: a page not resident
+ * is published as it is; a resident page takes its memory in exchange
+ * for its own (keeping its place, its older dirty sequence and its
+ * S3-FIFO state), unless it is under writeback (a zero-copy run points at
+ * it): then it is copied into.  A
+ * first or last page written only in part is copied into the resident
+ * page; if that page is not resident or not filled, *FILL_INDEX is
+ * returned (CACHE_WRITE_NEED_FILL) as by cache_write(), and the commit
+ * goes on from where it stopped when called again.  It never returns
+ * CACHE_WRITE_NO_SPACE.
+ */
+struct cache_wbuf;
+struct cache_wbuf *
+cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len);
+const struct iovec *cache_wbuf_iov(const struct cache_wbuf *w, unsigned *niov);
+enum cache_write_result
+cache_wbuf_commit(struct cache_wbuf *w, uint64_t seq, uint64_t *fill_index);
+void cache_wbuf_free(struct cache_wbuf *w);
+/* Private pages held by cache_wbuf_new() now (all files). */
+uint64_t cache_private_pages(struct cache *c);
 
 /*
  * Filling a page from the backend, in three steps: cache_fill_begin() puts

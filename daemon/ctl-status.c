@@ -321,7 +321,7 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)conns * CONN_RBUF_BYTES);
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
-			      " s:I, s:I},"
+			      " s:I, s:I, s:I, s:I},"
 			      " s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
@@ -333,9 +333,12 @@ ctl_status_json_locked(struct daemon *d)
 	    "misses", (json_int_t)cs.misses, "evictions",
 	    (json_int_t)cs.evictions, "readahead_bytes",
 	    (json_int_t)(cs.ahead_pages * ps), "readahead_hits",
-	    (json_int_t)cs.ahead_hits, "thresholds", ctl_thresholds_json(d),
-	    "exports", exports, "devices", devices, "waiting_exports", waiting,
-	    "limits", limits, "tls", ctl_tls_json(d));
+	    (json_int_t)cs.ahead_hits, "zero_copy_bytes",
+	    (json_int_t)cs.zero_copy_bytes, "zero_copy_refused",
+	    (json_int_t)cs.zero_copy_refused, "thresholds",
+	    ctl_thresholds_json(d), "exports", exports, "devices", devices,
+	    "waiting_exports", waiting, "limits", limits, "tls",
+	    ctl_tls_json(d));
 	if (o) {
 		json_object_set_new(o, "requests", requests);
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));

@@ -122,6 +122,18 @@ export_read_miss(struct export *e, struct request *req)
 	return fill_read_now(&req->fill);
 }
 
+/* Put a WRITE's payload into the cache: commit the pages it was
+ * received into, or copy it from PAYLOAD (NULL: its buffer). */
+static enum cache_write_result
+export_write_cache(struct export *e, struct request *req, const void *payload,
+    uint64_t *fill)
+{
+	if (req->wbuf)
+		return cache_wbuf_commit(req->wbuf, req->seq, fill);
+	return cache_write(e->cf, payload ? payload : req->data,
+	    req->nbd.offset, req->nbd.count, req->seq, fill);
+}
+
 /* A write that could not complete on the I/O thread. */
 static int
 export_write_slow(struct export *e, struct request *req)
@@ -130,8 +142,7 @@ export_write_slow(struct export *e, struct request *req)
 
 	for (unsigned tries = 0;; tries++) {
 		uint64_t fill;
-		switch (cache_write(e->cf, req->data, req->nbd.offset,
-		    req->nbd.count, req->seq, &fill)) {
+		switch (export_write_cache(e, req, NULL, &fill)) {
 		case CACHE_WRITE_OK:
 			return 0;
 		case CACHE_WRITE_NEED_FILL: {
@@ -335,6 +346,14 @@ export_write_verdict(struct export *e, struct request *req)
 	return req->pause_ms == 0 ? EXPORT_REPLY : EXPORT_PACE;
 }
 
+struct cache_wbuf *
+export_write_pages(struct export *e, uint64_t off, uint32_t len)
+{
+	if (len < e->wb->page_size)
+		return NULL;
+	return cache_wbuf_new(e->cf, off, len);
+}
+
 bool
 export_write_held(struct export *e)
 {
@@ -360,6 +379,12 @@ export_complete(struct export *e, struct request *req)
 enum export_verdict
 export_submit(struct export *e, struct request *req)
 {
+	return export_submit_write(e, req, NULL);
+}
+
+enum export_verdict
+export_submit_write(struct export *e, struct request *req, const void *payload)
+{
 	const struct nbd_request *n = &req->nbd;
 	/* Read once: tune and reload change it while requests arrive. */
 	enum cache_mode mode =
@@ -380,9 +405,12 @@ export_submit(struct export *e, struct request *req)
 	case NBD_CMD_WRITE:
 		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
-		    cache_write(e->cf, req->data, n->offset, n->count, req->seq,
-		    &fill) == CACHE_WRITE_OK)
+		    export_write_cache(e, req, payload, &fill) ==
+			CACHE_WRITE_OK)
 			return export_write_verdict(e, req);
+		/* Queued: the worker needs it in the request's own buffer. */
+		if (payload)
+			memcpy(req->data, payload, n->count);
 		break;
 	case NBD_CMD_FLUSH:
 		req->flushed = true;

@@ -143,6 +143,22 @@ enum export_verdict {
  * replies.
  */
 enum export_verdict export_submit(struct export *e, struct request *req);
+/*
+ * The same for a WRITE (with a buffer, not cache pages) whose payload is
+ * still at PAYLOAD, the connection's input (valid during the call): put
+ * into the cache from there, and copied into req->data only if the write
+ * is queued.
+ */
+enum export_verdict
+export_submit_write(struct export *e, struct request *req, const void *payload);
+/*
+ * Cache pages to receive a WRITE of LEN bytes at OFF into (one copy per
+ * write), committed by export_submit; NULL if the write is smaller than a
+ * page or the cache has no pages to spare now: then a buffer (req->data).
+ * The caller decides from which size this pays (conn.c).
+ */
+struct cache_wbuf *
+export_write_pages(struct export *e, uint64_t off, uint32_t len);
 /* A queued request's job is done (back on its I/O thread): REPLY or PACE. */
 enum export_verdict export_complete(struct export *e, struct request *req);
 /* A paced write held with pause -1: still at the dirty limit?  (Kicks

@@ -36,6 +36,9 @@ struct request {
 	struct export *export;
 	struct nbd_request nbd;
 	void *data;                     /* WRITE payload or READ buffer */
+	/* Or a WRITE's payload received straight into cache pages (one copy
+	 * per write; cache.h), committed by the export. */
+	struct cache_wbuf *wbuf;
 	int err;                        /* result: 0 or a positive errno */
 	uint32_t nbd_err;               /* set instead when validation failed */
 	uint64_t seq;                   /* a write's sequence (cache) */

@@ -617,6 +617,236 @@ test_state_zeroed_by_discard(void **state)
 	assert_int_equal(st, CACHE_STATE_DIRTY);
 }
 
+/* --- one copy per write (cache_wbuf) ------------------------------------ */
+
+/* Receive LEN bytes of V into W's pieces, as a connection would. */
+static void
+wbuf_fill(struct cache_wbuf *w, uint8_t v, uint32_t len)
+{
+	unsigned n;
+	const struct iovec *iov = cache_wbuf_iov(w, &n);
+	uint32_t total = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		memset(iov[i].iov_base, v, iov[i].iov_len);
+		total += (uint32_t)iov[i].iov_len;
+	}
+	assert_int_equal(total, len);
+}
+
+static uint64_t
+private_pages(struct fx *x)
+{
+	return cache_private_pages(x->c);
+}
+
+/* Whole pages: received into private pages, invisible until committed,
+ * then published dirty; a rewrite replaces resident pages. */
+static void
+test_wbuf_whole_pages(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[3 * PS];
+	uint64_t fill;
+	unsigned n;
+
+	struct cache_wbuf *w = cache_wbuf_new(x->f, PS, 3 * PS);
+	assert_non_null(w);
+	cache_wbuf_iov(w, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(private_pages(x), 3);
+	wbuf_fill(w, 0x5a, 3 * PS);
+	/* Nothing visible before the commit. */
+	assert_false(cache_read(x->f, buf, PS, PS));
+	assert_int_equal(dirty(x), 0);
+	assert_int_equal(cache_wbuf_commit(w, 1, &fill), CACHE_WRITE_OK);
+	cache_wbuf_free(w);
+	assert_int_equal(private_pages(x), 0);
+	assert_int_equal(dirty(x), 3);
+	assert_true(cache_read(x->f, buf, PS, 3 * PS));
+	for (size_t i = 0; i < sizeof buf; i++)
+		assert_int_equal(buf[i], 0x5a);
+
+	/* Rewritten: the resident pages are replaced, keep their older
+	 * sequence, and stay the only copies (nothing leaks). */
+	w = cache_wbuf_new(x->f, PS, 3 * PS);
+	assert_non_null(w);
+	wbuf_fill(w, 0x6b, 3 * PS);
+	assert_int_equal(cache_wbuf_commit(w, 5, &fill), CACHE_WRITE_OK);
+	cache_wbuf_free(w);
+	assert_int_equal(dirty(x), 3);
+	assert_int_equal(cache_min_dirty_seq(x->f), 1);
+	assert_true(cache_read(x->f, buf, PS, 3 * PS));
+	for (size_t i = 0; i < sizeof buf; i++)
+		assert_int_equal(buf[i], 0x6b);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 16);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 1);
+	assert_int_equal(r->npages, 3);
+	for (size_t i = 0; i < 3 * PS; i++)
+		assert_int_equal(((uint8_t *)r->data)[i], 0x6b);
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 0);
+	uint64_t cached, d;
+	cache_file_stats(x->f, &cached, &d);
+	assert_int_equal(cached, 3);
+
+	/* Every frame is usable again: the whole cache can be filled. */
+	for (uint64_t i = 0; i < 64; i++)
+		write_ok(x, (16 + i) * PS, PS, 1, 10 + i);
+	assert_int_equal(dirty(x), 64);
+}
+
+/* A freed buffer (a client gone mid-payload) leaves no trace. */
+static void
+test_wbuf_abandoned(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS];
+
+	write_ok(x, 2 * PS, PS, 0x11, 1);
+	struct cache_wbuf *w = cache_wbuf_new(x->f, PS, 2 * PS);
+	assert_non_null(w);
+	wbuf_fill(w, 0x22, 2 * PS);
+	cache_wbuf_free(w);
+	assert_int_equal(private_pages(x), 0);
+	assert_int_equal(dirty(x), 1);
+	assert_false(cache_read(x->f, buf, PS, PS));
+	assert_true(cache_read(x->f, buf, 2 * PS, PS));
+	assert_int_equal(buf[0], 0x11);
+}
+
+/* Unaligned edges need their pages filled first, as cache_write; a
+ * commit goes on where it stopped. */
+static void
+test_wbuf_partial_edges(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[5 * PS];
+	uint64_t fill;
+
+	struct cache_wbuf *w = cache_wbuf_new(x->f, PS + 100, 3 * PS);
+	assert_non_null(w);
+	wbuf_fill(w, 0x33, 3 * PS);
+	assert_int_equal(cache_wbuf_commit(w, 1, &fill), CACHE_WRITE_NEED_FILL);
+	assert_int_equal(fill, 1);
+	assert_int_equal(dirty(x), 0);
+	memset(x->page, 0x44, PS);
+	assert_int_equal(cache_fill(x->f, 1, x->page), 0);
+	assert_int_equal(cache_wbuf_commit(w, 1, &fill), CACHE_WRITE_NEED_FILL);
+	assert_int_equal(fill, 4);
+	assert_int_equal(cache_fill(x->f, 4, x->page), 0);
+	assert_int_equal(cache_wbuf_commit(w, 1, &fill), CACHE_WRITE_OK);
+	cache_wbuf_free(w);
+	assert_int_equal(private_pages(x), 0);
+	assert_int_equal(dirty(x), 4);
+	assert_true(cache_read(x->f, buf, PS, 4 * PS));
+	for (size_t i = 0; i < 4 * PS; i++)
+		assert_int_equal(buf[i],
+		    (i >= 100 && i < 100 + 3 * PS) ? 0x33 : 0x44);
+}
+
+/* A page under (zero-copy) writeback is copied into, not replaced: the
+ * run's pointer stays valid, and the page is dirty again after it. */
+static void
+test_wbuf_page_under_writeback(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS];
+	uint64_t fill;
+
+	cache_set_zero_copy(x->c, true);
+	write_ok(x, 0, 2 * PS, 0x01, 1);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 16);
+	assert_non_null(r);
+	assert_int_equal(r->npages, 2);
+	void *was = r->iov[0].iov_base;
+	struct cache_wbuf *w = cache_wbuf_new(x->f, 0, PS);
+	assert_non_null(w);
+	wbuf_fill(w, 0x02, PS);
+	assert_int_equal(cache_wbuf_commit(w, 2, &fill), CACHE_WRITE_OK);
+	cache_wbuf_free(w);
+	assert_ptr_equal(r->iov[0].iov_base, was);
+	assert_int_equal(((uint8_t *)was)[0], 0x02);
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 1);
+	assert_int_equal(cache_min_dirty_seq(x->f), 2);
+	assert_true(cache_read(x->f, buf, 0, PS));
+	assert_int_equal(buf[PS - 1], 0x02);
+	assert_int_equal(private_pages(x), 0);
+}
+
+/* No private pages when every page is dirty, nor beyond a quarter of the
+ * cache: the caller falls back to a buffer. */
+static void
+test_wbuf_no_pages(void **state)
+{
+	struct fx *x = *state;
+
+	struct cache_wbuf *big = cache_wbuf_new(x->f, 0, 17 * PS);
+	assert_null(big); /* 64-page cache: at most 16 private */
+	struct cache_wbuf *w = cache_wbuf_new(x->f, 0, 16 * PS);
+	assert_non_null(w);
+	assert_null(cache_wbuf_new(x->f, 0, PS));
+	cache_wbuf_free(w);
+	for (uint64_t i = 0; i < 64; i++)
+		write_ok(x, i * PS, PS, 1, 1 + i);
+	assert_null(cache_wbuf_new(x->f, 100 * PS, PS));
+	assert_int_equal(private_pages(x), 0);
+}
+
+/* A write across chunks (shards) lands whole. */
+static void
+test_wbuf_across_chunks(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS];
+	uint64_t fill;
+
+	/* Pages 14..17: chunks 0 and 1 (16 pages a chunk). */
+	struct cache_wbuf *w = cache_wbuf_new(x->f, 14 * PS, 4 * PS);
+	assert_non_null(w);
+	wbuf_fill(w, 0x7e, 4 * PS);
+	assert_int_equal(cache_wbuf_commit(w, 3, &fill), CACHE_WRITE_OK);
+	cache_wbuf_free(w);
+	assert_int_equal(dirty(x), 4);
+	for (uint64_t i = 14; i < 18; i++) {
+		assert_true(cache_read(x->f, buf, i * PS, PS));
+		assert_int_equal(buf[0], 0x7e);
+	}
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 16);
+	assert_int_equal(r->npages, 2); /* runs never cross chunks */
+	cache_end_run(r, true);
+	r = cache_take_run(x->f, UINT64_MAX, 16);
+	assert_int_equal(r->npages, 2);
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 0);
+}
+
+/* Hits and misses are counted per shard and summed on asking, and a
+ * freed file's stay in the totals. */
+static void
+test_hit_miss_counts(void **state)
+{
+	struct fx *x = *state;
+	struct cache_stats st;
+	uint8_t buf[3 * PS];
+
+	write_ok(x, 15 * PS, 3 * PS, 1, 1); /* across two chunks */
+	assert_true(cache_read(x->f, buf, 15 * PS, 3 * PS));
+	assert_true(cache_read(x->f, buf, 16 * PS, 100));
+	assert_false(cache_read(x->f, buf, 17 * PS, 2 * PS));
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.hits, 2);
+	assert_int_equal(st.misses, 1);
+	struct cache_file *g = cache_file_new(x->c, 1 << 20);
+	assert_false(cache_read(g, buf, 0, PS));
+	cache_file_free(g);
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.hits, 2);
+	assert_int_equal(st.misses, 2);
+}
+
 int
 main(void)
 {
@@ -646,6 +876,13 @@ main(void)
 		T(test_fill_after_discard_not_installed),
 		T(test_state_runs),
 		T(test_state_zeroed_by_discard),
+		T(test_wbuf_whole_pages),
+		T(test_wbuf_abandoned),
+		T(test_wbuf_partial_edges),
+		T(test_wbuf_page_under_writeback),
+		T(test_wbuf_no_pages),
+		T(test_wbuf_across_chunks),
+		T(test_hit_miss_counts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

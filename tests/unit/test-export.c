@@ -570,6 +570,39 @@ test_flush_makes_acknowledged_writes_durable(void **state)
 	}
 }
 
+/* A WRITE whose payload is still in the connection's input: put into the
+ * cache from there when it lands; copied into the request's own buffer
+ * when it is queued (FUA), so the worker does not read the input. */
+static void
+test_write_from_the_input_buffer(void **state)
+{
+	struct efx *x = *state;
+	uint8_t input[PS];
+
+	memset(input, 0x5c, sizeof input);
+	struct request *req = req_new(NBD_CMD_WRITE, 0, 6 * PS, PS, 0xee);
+	req->job.done = req_done;
+	req->job.owner = &x->owner.owner;
+	assert_int_equal(export_submit_write(x->e, req, input), EXPORT_REPLY);
+	assert_true(bytes_are(req->data, 0xee, PS)); /* not copied */
+	req_free(req);
+	req = req_new(NBD_CMD_READ, 0, 6 * PS, PS, 0);
+	assert_int_equal(req_submit(x, req), EXPORT_REPLY);
+	assert_true(bytes_are(req->data, 0x5c, PS));
+	req_free(req);
+
+	memset(input, 0x6d, sizeof input);
+	req = req_new(NBD_CMD_WRITE, NBD_CMD_FLAG_FUA, 7 * PS, PS, 0xee);
+	req->job.done = req_done;
+	req->job.owner = &x->owner.owner;
+	assert_int_equal(export_submit_write(x->e, req, input), EXPORT_QUEUED);
+	memset(input, 0, sizeof input); /* the input moves on */
+	assert_int_equal(req_complete(x, req), EXPORT_REPLY);
+	assert_int_equal(req->err, 0);
+	assert_true(device_page_is(x, 7, 0x6d));
+	req_free(req);
+}
+
 static void
 test_writeback_failure_fails_the_next_flush_once(void **state)
 {
@@ -794,7 +827,8 @@ main(void)
 		    setup_writeback),
 		T(test_fua_write_is_queued_and_durable_before_the_reply,
 		    setup_writeback),
-		T(test_flush_makes_acknowledged_writes_durable, setup_writeback),
+		T(test_flush_makes_acknowledged_writes_durable,
+		    setup_writeback),
 		T(test_writeback_failure_fails_the_next_flush_once,
 		    setup_writeback),
 		T(test_flush_fails_while_its_pages_cannot_be_written,
@@ -811,6 +845,7 @@ main(void)
 		    setup_writethrough_until_flush),
 		T(test_trim_and_write_zeroes_reach_the_device, setup_writeback),
 		T(test_trim_with_fua_flushes_the_device, setup_writeback),
+		T(test_write_from_the_input_buffer, setup_writeback),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
