@@ -339,6 +339,11 @@ status_print(FILE *f, const json_t *ans)
 	    (unsigned long long)jget_u64(c, "evictions", 0),
 	    wbctl_human(jget_u64(c, "readahead_bytes", 0), a, sizeof a),
 	    (unsigned long long)jget_u64(c, "readahead_hits", 0));
+	fprintf(f,
+	    "  writes received straight into cache pages %s, %llu time(s) "
+	    "through a buffer instead\n",
+	    wbctl_human(jget_u64(c, "zero_copy_bytes", 0), a, sizeof a),
+	    (unsigned long long)jget_u64(c, "zero_copy_refused", 0));
 
 	fprintf(f, "\nthresholds\n");
 	status_threshold(f, th, "dirty_background");
