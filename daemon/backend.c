@@ -20,6 +20,36 @@
 /* Reads: a client's queue of cache misses (fio's 32, say). */
 #define BACKEND_MAX_READS_IN_FLIGHT 64
 
+static const char *const backend_io_engine_names[] = {
+	[BACKEND_IO_AUTO] = "auto",
+	[BACKEND_IO_PWRITEV] = "pwritev",
+	[BACKEND_IO_PWRITE] = "pwrite",
+	[BACKEND_IO_URING] = "io_uring",
+};
+
+int
+backend_io_engine_parse(const char *s)
+{
+	for (unsigned i = 0; i <
+	     sizeof backend_io_engine_names / sizeof backend_io_engine_names[0];
+	     i++)
+		if (strcmp(s, backend_io_engine_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+backend_io_engine_name(enum backend_io_engine e)
+{
+	return backend_io_engine_names[e];
+}
+
+const char *
+backend_io_engine_used(struct backend *b)
+{
+	return b->io_engine ? b->io_engine : "";
+}
+
 static const char *const backend_uri_schemes[] = {
 	"nbd://", "nbds://", "nbd+unix://", "nbds+unix://", NULL
 };
