@@ -68,7 +68,7 @@ void
 backend_set_io_engine(enum backend_io_engine e)
 {
 	bf_engine = e;
-	if (e == BACKEND_IO_AUTO || e == BACKEND_IO_URING)
+	if (e == BACKEND_IO_URING)
 		(void)bf_uring_usable(); /* said now, not per file */
 }
 
@@ -813,14 +813,15 @@ static const struct backend_ops backend_file_ops_uring = {
 	BF_OPS_COMMON,
 };
 
-/* The write path of writeback.io_engine (AUTO: io_uring where usable). */
+/* The write path of writeback.io_engine (AUTO: pwrite; the measurements
+ * behind it are in docs/design-writeback.md). */
 static void
 bf_choose_ops(struct backend_file *f, bool readonly)
 {
 	enum backend_io_engine e = bf_engine;
 
 	if (e == BACKEND_IO_AUTO)
-		e = BACKEND_IO_URING;
+		e = BACKEND_IO_PWRITE;
 	if (e == BACKEND_IO_URING && (readonly || !bf_uring_usable()))
 		e = BACKEND_IO_PWRITE;
 	switch (e) {

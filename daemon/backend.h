@@ -121,7 +121,7 @@ struct backend {
  *   IO_URING  copied likewise, the runs of a writeback window submitted
  *             together through a per-thread io_uring; where the kernel
  *             refuses io_uring, PWRITE, with a log line;
- *   AUTO      IO_URING (the reasons: docs/design-writeback.md).
+ *   AUTO      PWRITE (the measurements: docs/design-writeback.md).
  */
 enum backend_io_engine {
 	BACKEND_IO_AUTO,
@@ -216,6 +216,7 @@ void backend_reconfigure(struct backend *b, const struct remote_conf *rc);
 struct backend_write {
 	struct backend *b;
 	void *bounce;                   /* the gathered copy, if any */
+	size_t bounce_cap;              /* its size */
 	struct backend_io *io;          /* in flight, or NULL */
 	int r;                          /* the result, if not in flight */
 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # writeback.io_engine: each engine ("pwritev", "pwrite", "io_uring",
-# "auto") writes back the right data.  An export of 16 MiB + 1000 bytes
+# "auto", which is pwrite) writes back the right data.  An export of 16 MiB + 1000 bytes
 # (a short last page) is filled with nbdcopy (runs of 1 MiB, a window of
 # them in flight with io_uring) and then written at random 4 KiB-aligned
 # and unaligned offsets (runs of a page); after each FLUSH the backing file
@@ -81,6 +81,7 @@ run_engine() {
 
 run_engine pwritev pwritev
 run_engine pwrite pwrite
+run_engine auto pwrite
 # uring_ok: does this kernel give this process an io_uring (io_uring_setup)?
 uring_ok() {
 	"$PYTHON" -c 'import ctypes, sys
@@ -93,7 +94,6 @@ uring_ok && URING=io_uring
 # Where the kernel refuses io_uring here already, the fallback is what runs.
 if [[ $URING == io_uring ]]; then
 	run_engine io_uring io_uring
-	run_engine auto io_uring
 else
 	log "this kernel refuses io_uring: checking the fallback only"
 fi
@@ -107,7 +107,7 @@ unset WBD_TEST_NO_IO_URING
 # O_DIRECT through io_uring, where the filesystem of $T takes O_DIRECT.
 if dd if=/dev/zero of="$T/.direct-probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
 	rm -f "$T/.direct-probe"
-	run_engine auto "$URING" " direct = true;"
+	run_engine io_uring "$URING" " direct = true;"
 else
 	log "$T does not take O_DIRECT: skipping the O_DIRECT case"
 fi
