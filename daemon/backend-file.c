@@ -816,13 +816,15 @@ static const struct backend_ops backend_file_ops_uring = {
 /* The write path of writeback.io_engine (AUTO: pwrite; the measurements
  * behind it are in docs/design-writeback.md). */
 static void
-bf_choose_ops(struct backend_file *f, bool readonly)
+bf_choose_ops(struct backend_file *f)
 {
 	enum backend_io_engine e = bf_engine;
 
 	if (e == BACKEND_IO_AUTO)
 		e = BACKEND_IO_PWRITE;
-	if (e == BACKEND_IO_URING && (readonly || !bf_uring_usable()))
+	/* Read-only ones too: every file on a device writes one way (the
+	 * writeback window is sized by the first backend's). */
+	if (e == BACKEND_IO_URING && !bf_uring_usable())
 		e = BACKEND_IO_PWRITE;
 	switch (e) {
 	case BACKEND_IO_PWRITEV:
@@ -1043,7 +1045,7 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 	if (direct && bf_set_direct(f, &st) < 0)
 		goto fail;
 
-	bf_choose_ops(f, readonly);
+	bf_choose_ops(f);
 	f->b.caps |= BACKEND_CAN_TRIM | BACKEND_CAN_ZERO | BACKEND_CAN_FAST_ZERO;
 	if (f->direct)
 		f->b.caps |= BACKEND_STABLE_PAGES;

@@ -630,7 +630,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 	bool need_flush = false;
 
 	if (len == 0)
-		return wb_flush(t, seq, WB_REASON_FUA);
+		return wb_flush_work(t, seq, WB_REASON_FUA);
 	for (unsigned round = 0;; round++) {
 		struct cache_run *run;
 		uint64_t next = first;
@@ -646,7 +646,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 		if (!(seen & CACHE_RANGE_BUSY))
 			break;
 		if (round == WB_FUA_MAX_ROUNDS)
-			return wb_flush(t, seq, WB_REASON_FUA);
+			return wb_flush_work(t, seq, WB_REASON_FUA);
 		wb_wait_progress(t, 10);
 	}
 	return need_flush ? wb_flush_backend(t) : 0;
