@@ -813,7 +813,7 @@ static const struct backend_ops backend_file_ops_uring = {
 	BF_OPS_COMMON,
 };
 
-/* The write path of writeback.io_engine (AUTO: pwrite; the measurements
+/* The write path of writeback.io_engine (AUTO: pwritev; the measurements
  * behind it are in docs/design-writeback.md). */
 static void
 bf_choose_ops(struct backend_file *f)
@@ -821,7 +821,7 @@ bf_choose_ops(struct backend_file *f)
 	enum backend_io_engine e = bf_engine;
 
 	if (e == BACKEND_IO_AUTO)
-		e = BACKEND_IO_PWRITE;
+		e = BACKEND_IO_PWRITEV;
 	/* Read-only ones too: every file on a device writes one way (the
 	 * writeback window is sized by the first backend's). */
 	if (e == BACKEND_IO_URING && !bf_uring_usable())

@@ -121,7 +121,7 @@ struct backend {
  *   IO_URING  copied likewise, the runs of a writeback window submitted
  *             together through a per-thread io_uring; where the kernel
  *             refuses io_uring, PWRITE, with a log line;
- *   AUTO      PWRITE (the measurements: docs/design-writeback.md).
+ *   AUTO      PWRITEV (the measurements: docs/design-writeback.md).
  */
 enum backend_io_engine {
 	BACKEND_IO_AUTO,

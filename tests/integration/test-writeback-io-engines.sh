@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # writeback.io_engine: each engine ("pwritev", "pwrite", "io_uring",
-# "auto", which is pwrite) writes back the right data.  An export of 16 MiB + 1000 bytes
+# "auto", which is pwritev) writes back the right data.  An export of 16 MiB + 1000 bytes
 # (a short last page) is filled with nbdcopy (runs of 1 MiB, a window of
 # them in flight with io_uring) and then written at random 4 KiB-aligned
 # and unaligned offsets (runs of a page); after each FLUSH the backing file
@@ -81,7 +81,7 @@ run_engine() {
 
 run_engine pwritev pwritev
 run_engine pwrite pwrite
-run_engine auto pwrite
+run_engine auto pwritev
 # uring_ok: does this kernel give this process an io_uring (io_uring_setup)?
 uring_ok() {
 	"$PYTHON" -c 'import ctypes, sys
