@@ -240,6 +240,20 @@ status_devices(FILE *f, const json_t *devices)
 	json_array_foreach(devices, i, d) {
 		const char *le = jget_str(d, "last_error");
 		const json_t *r = json_object_get(d, "remote");
+		const char *eng = jget_str(d, "io_engine");
+		/* Writeback's CPU: bounded by the workers, one CPU each. */
+		fprintf(f,
+		    "  %s: writeback CPU %.2f s, now %.0f%% of a CPU "
+		    "(at most %llu00%%: workers)%s%s\n",
+		    jget_str(d, "device"),
+		    json_number_value(
+			json_object_get(d, "writeback_cpu_seconds")),
+		    100 *
+			json_number_value(
+			    json_object_get(d, "writeback_cpu_share")),
+		    (unsigned long long)jget_u64(json_object_get(d, "workers"),
+			"max", 0),
+		    eng && *eng ? "; io_engine " : "", eng && *eng ? eng : "");
 		if (le)
 			fprintf(f, "  %s: last error: %s\n",
 			    jget_str(d, "device"), le);

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <liburing.h>
 #include <pthread.h>
 #include <stdalign.h>
 #include <stdint.h>
@@ -57,6 +58,19 @@ struct backend_file {
 };
 
 #define BF(b) ((struct backend_file *)(b))
+
+/* writeback.io_engine, set before the first open. */
+static enum backend_io_engine bf_engine = BACKEND_IO_AUTO;
+
+static bool bf_uring_usable(void);
+
+void
+backend_set_io_engine(enum backend_io_engine e)
+{
+	bf_engine = e;
+	if (e == BACKEND_IO_URING)
+		(void)bf_uring_usable(); /* said now, not per file */
+}
 
 /* Largest bounce buffer: a longer unaligned transfer goes in pieces. */
 #define BF_BOUNCE_MAX_BYTES     (1u << 20)
@@ -346,6 +360,251 @@ bf_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 	return bf_pwritev(b, &v, 1, off, flags);
 }
 
+/* --- io_uring ------------------------------------------------------------
+ *
+ * Writeback's two-step writes (pwrite_start/pwrite_end) through one ring
+ * per worker thread, made on first use and closed when the thread exits.
+ * pwrite_start only fills a submission entry; the first pwrite_end
+ * submits every entry filled so far in one system call and waits, so a
+ * writeback window of runs (writeback.c) costs one io_uring_enter, and
+ * the kernel works on the runs while the thread copies the next ones.
+ * A buffered write the kernel cannot do without blocking goes to its
+ * io-wq workers, so the page-cache copies of a window spread over CPUs.
+ *
+ * O_DIRECT: rmw_lock is held shared from the first write of a file in
+ * flight on the thread to the completion of its last (counted in the
+ * ring), never taken twice by one thread: a write to another O_DIRECT
+ * file while one is held, and an unaligned write, go the synchronous way
+ * after the ring's writes have completed.
+ */
+struct backend_io {
+	struct bf_ring *ring;
+	struct backend_file *f;
+	const char *buf;
+	uint32_t left;
+	uint64_t off;
+	int rwf;
+	int res;
+	bool done;
+	bool locked; /* counted in ring->nlocked */
+};
+
+#define BF_RING_ENTRIES 64
+
+struct bf_ring {
+	struct io_uring ring;
+	unsigned in_flight;          /* started, not completed */
+	struct backend_file *locked; /* whose rmw_lock is held shared */
+	unsigned nlocked;
+};
+
+static pthread_key_t bf_ring_key;
+static pthread_once_t bf_ring_once = PTHREAD_ONCE_INIT;
+
+static void
+bf_ring_free(void *p)
+{
+	struct bf_ring *r = p;
+
+	io_uring_queue_exit(&r->ring);
+	free(r);
+}
+
+static void
+bf_ring_key_init(void)
+{
+	if (pthread_key_create(&bf_ring_key, bf_ring_free) != 0)
+		abort();
+}
+
+/* WBD_TEST_NO_IO_URING=1 (tests): io_uring_queue_init fails as a kernel
+ * without io_uring (or a seccomp filter refusing it) would. */
+static int
+bf_ring_init(struct io_uring *ring, unsigned entries)
+{
+	const char *no = getenv("WBD_TEST_NO_IO_URING");
+
+	if (no && strcmp(no, "1") == 0)
+		return -ENOSYS;
+	return io_uring_queue_init(entries, ring, 0);
+}
+
+/* This thread's ring, made on first use; NULL if it cannot be. */
+static struct bf_ring *
+bf_ring_get(void)
+{
+	struct bf_ring *r;
+
+	pthread_once(&bf_ring_once, bf_ring_key_init);
+	if ((r = pthread_getspecific(bf_ring_key)) != NULL)
+		return r;
+	if ((r = calloc(1, sizeof *r)) == NULL)
+		return NULL;
+	if (bf_ring_init(&r->ring, BF_RING_ENTRIES) < 0) {
+		free(r);
+		return NULL;
+	}
+	pthread_setspecific(bf_ring_key, r);
+	return r;
+}
+
+static void
+bf_ring_unlock_one(struct bf_ring *r, struct backend_io *io)
+{
+	if (!io->locked)
+		return;
+	io->locked = false;
+	if (--r->nlocked == 0) {
+		pthread_rwlock_unlock(&r->locked->rmw_lock);
+		r->locked = NULL;
+	}
+}
+
+/* Queue IO's remaining bytes (the ring has room: a window is smaller). */
+static void
+bf_ring_prep(struct bf_ring *r, struct backend_io *io)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+	if (!sqe) {
+		io_uring_submit(&r->ring);
+		sqe = io_uring_get_sqe(&r->ring);
+	}
+	io_uring_prep_write(sqe, io->f->fd, io->buf, io->left, io->off);
+	sqe->rw_flags = io->rwf;
+	io_uring_sqe_set_data(sqe, io);
+}
+
+/* A completion: done, or the rest of a short write queued again. */
+static void
+bf_ring_complete(struct bf_ring *r, struct backend_io *io, int res)
+{
+	if (res == -EINTR || res == -EAGAIN ||
+	    (res > 0 && (uint32_t)res < io->left)) {
+		if (res > 0) {
+			io->buf += res;
+			io->off += (uint64_t)res;
+			io->left -= (uint32_t)res;
+		}
+		bf_ring_prep(r, io);
+		return;
+	}
+	io->res = res < 0 ? res : (res == 0 ? -EIO : 0);
+	io->done = true;
+	r->in_flight--;
+	bf_ring_unlock_one(r, io);
+}
+
+/* Submit what is queued, wait for at least one completion, take them
+ * all; false if the ring fails (then the writes are left in flight). */
+static bool
+bf_ring_wait(struct bf_ring *r)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+	int e;
+
+	do
+		e = io_uring_submit_and_wait(&r->ring, 1);
+	while (e == -EINTR);
+	if (e < 0 && e != -EBUSY && e != -EAGAIN)
+		return false;
+	io_uring_for_each_cqe(&r->ring, head, cqe)
+	{
+		bf_ring_complete(r, io_uring_cqe_get_data(cqe), cqe->res);
+		n++;
+	}
+	io_uring_cq_advance(&r->ring, n);
+	return true;
+}
+
+/* Every write of the ring completed (and any lock it held let go). */
+static void
+bf_ring_drain(struct bf_ring *r)
+{
+	while (r->in_flight > 0)
+		if (!bf_ring_wait(r))
+			abort(); /* buffers would be freed in flight */
+}
+
+static int
+bf_uring_start(struct backend *b, const void *buf, uint32_t count, uint64_t off,
+    unsigned flags, struct backend_io **iop)
+{
+	struct backend_file *f = BF(b);
+	struct bf_ring *r = bf_ring_get();
+	struct backend_io *io;
+
+	*iop = NULL;
+	if (r && f->direct) {
+		struct iovec v = { .iov_base = (void *)buf, .iov_len = count };
+		if (!bf_iov_is_aligned(f, &v, 1, off) ||
+		    (r->nlocked > 0 && r->locked != f)) {
+			/* Synchronously: bf_pwrite takes a lock, and a thread
+			 * never waits for a lock while holding one. */
+			bf_ring_drain(r);
+			r = NULL;
+		}
+	}
+	if (!r || (io = calloc(1, sizeof *io)) == NULL)
+		return bf_pwrite(b, buf, count, off, flags);
+	*io = (struct backend_io){ .ring = r,
+		.f = f,
+		.buf = buf,
+		.left = count,
+		.off = off };
+	io->rwf = (flags & BACKEND_WRITE_FUA) ? RWF_DSYNC : 0;
+	if (f->direct) {
+		if (r->nlocked++ == 0) {
+			pthread_rwlock_rdlock(&f->rmw_lock);
+			r->locked = f;
+		}
+		io->locked = true;
+	}
+	bf_ring_prep(r, io);
+	r->in_flight++;
+	*iop = io;
+	return 0;
+}
+
+static int
+bf_uring_end(struct backend *b, struct backend_io *io)
+{
+	struct bf_ring *r = io->ring;
+	int res;
+
+	(void)b;
+	while (!io->done)
+		if (!bf_ring_wait(r))
+			abort(); /* the buffer would be freed in flight */
+	res = io->res;
+	free(io);
+	return res;
+}
+
+/* Can this process use io_uring?  Said once, with the reason if not. */
+static bool
+bf_uring_usable(void)
+{
+	static int usable = -1;
+	struct io_uring ring;
+	int e, u = __atomic_load_n(&usable, __ATOMIC_RELAXED);
+
+	if (u >= 0)
+		return u;
+	if ((e = bf_ring_init(&ring, 2)) < 0) {
+		log_warnx("io_uring is not available (%s): writeback writes "
+			  "to files with pwrite",
+		    strerror(-e));
+		u = 0;
+	} else {
+		io_uring_queue_exit(&ring);
+		u = 1;
+	}
+	__atomic_store_n(&usable, u, __ATOMIC_RELAXED);
+	return u;
+}
+
 static int
 bf_flush(struct backend *b)
 {
@@ -528,18 +787,58 @@ bf_close(struct backend *b)
 	free(f);
 }
 
-static const struct backend_ops backend_file_ops = {
+#define BF_OPS_COMMON                                                          \
+	.pread = bf_pread, .pwrite = bf_pwrite, .flush = bf_flush,             \
+	.trim = bf_trim, .zero = bf_zero, .extents = bf_extents,               \
+	.size = bf_size, .close = bf_close
+
+/* Zero-copy: writeback hands over the pages, gathered by pwritev. */
+static const struct backend_ops backend_file_ops_pwritev = {
 	.name = "file",
-	.pread = bf_pread,
-	.pwrite = bf_pwrite,
 	.pwritev = bf_pwritev,
-	.flush = bf_flush,
-	.trim = bf_trim,
-	.zero = bf_zero,
-	.extents = bf_extents,
-	.size = bf_size,
-	.close = bf_close,
+	BF_OPS_COMMON,
 };
+
+/* No pwritev: writeback copies a run into one buffer (backend.c). */
+static const struct backend_ops backend_file_ops_pwrite = {
+	.name = "file",
+	BF_OPS_COMMON,
+};
+
+/* Copied likewise, a window of runs in flight through io_uring. */
+static const struct backend_ops backend_file_ops_uring = {
+	.name = "file",
+	.pwrite_start = bf_uring_start,
+	.pwrite_end = bf_uring_end,
+	BF_OPS_COMMON,
+};
+
+/* The write path of writeback.io_engine (AUTO: pwritev; the measurements
+ * behind it are in docs/design-writeback.md). */
+static void
+bf_choose_ops(struct backend_file *f)
+{
+	enum backend_io_engine e = bf_engine;
+
+	if (e == BACKEND_IO_AUTO)
+		e = BACKEND_IO_PWRITEV;
+	/* Read-only ones too: every file on a device writes one way (the
+	 * writeback window is sized by the first backend's). */
+	if (e == BACKEND_IO_URING && !bf_uring_usable())
+		e = BACKEND_IO_PWRITE;
+	switch (e) {
+	case BACKEND_IO_PWRITEV:
+		f->b.ops = &backend_file_ops_pwritev;
+		break;
+	case BACKEND_IO_URING:
+		f->b.ops = &backend_file_ops_uring;
+		break;
+	default:
+		f->b.ops = &backend_file_ops_pwrite;
+		break;
+	}
+	f->b.io_engine = backend_io_engine_name(e);
+}
 
 /* Size the file: create it sparse, or extend it; never shrink data. */
 static int
@@ -746,7 +1045,7 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 	if (direct && bf_set_direct(f, &st) < 0)
 		goto fail;
 
-	f->b.ops = &backend_file_ops;
+	bf_choose_ops(f);
 	f->b.caps |= BACKEND_CAN_TRIM | BACKEND_CAN_ZERO | BACKEND_CAN_FAST_ZERO;
 	if (f->direct)
 		f->b.caps |= BACKEND_STABLE_PAGES | BACKEND_UNCACHED;

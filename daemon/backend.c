@@ -8,6 +8,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,36 @@
 #define BACKEND_MAX_IN_FLIGHT   16
 /* Reads: a client's queue of cache misses (fio's 32, say). */
 #define BACKEND_MAX_READS_IN_FLIGHT 64
+
+static const char *const backend_io_engine_names[] = {
+	[BACKEND_IO_AUTO] = "auto",
+	[BACKEND_IO_PWRITEV] = "pwritev",
+	[BACKEND_IO_PWRITE] = "pwrite",
+	[BACKEND_IO_URING] = "io_uring",
+};
+
+int
+backend_io_engine_parse(const char *s)
+{
+	for (unsigned i = 0; i <
+	     sizeof backend_io_engine_names / sizeof backend_io_engine_names[0];
+	     i++)
+		if (strcmp(s, backend_io_engine_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+backend_io_engine_name(enum backend_io_engine e)
+{
+	return backend_io_engine_names[e];
+}
+
+const char *
+backend_io_engine_used(struct backend *b)
+{
+	return b->io_engine ? b->io_engine : "";
+}
 
 static const char *const backend_uri_schemes[] = {
 	"nbd://", "nbds://", "nbd+unix://", "nbds+unix://", NULL
@@ -165,14 +196,110 @@ backend_read_end(struct backend_read *rd)
 	return r;
 }
 
+/*
+ * Bounce buffers, kept per thread for the next write: a window of writes
+ * in flight holds several at once, and freeing them in turn scatters the
+ * heap so that each new one is fresh memory, faulted in page by page
+ * (measured: a third of writeback's CPU through io_uring).  At most
+ * BACKEND_MAX_IN_FLIGHT are kept, each as large as the largest write it
+ * carried; a thread's go when it exits.
+ */
+struct backend_bufs {
+	unsigned n;
+	struct {
+		void *p;
+		size_t cap;
+	} buf[BACKEND_MAX_IN_FLIGHT];
+};
+
+static pthread_key_t backend_bufs_key;
+static pthread_once_t backend_bufs_once = PTHREAD_ONCE_INIT;
+
+static void
+backend_bufs_free(void *p)
+{
+	struct backend_bufs *bb = p;
+
+	for (unsigned i = 0; i < bb->n; i++)
+		free(bb->buf[i].p);
+	free(bb);
+}
+
+static void
+backend_bufs_key_init(void)
+{
+	if (pthread_key_create(&backend_bufs_key, backend_bufs_free) != 0)
+		abort();
+}
+
+static struct backend_bufs *
+backend_bufs(void)
+{
+	struct backend_bufs *bb;
+
+	pthread_once(&backend_bufs_once, backend_bufs_key_init);
+	if ((bb = pthread_getspecific(backend_bufs_key)) == NULL &&
+	    (bb = calloc(1, sizeof *bb)) != NULL)
+		pthread_setspecific(backend_bufs_key, bb);
+	return bb;
+}
+
+/* A page-aligned buffer of COUNT bytes at least, into *CAP. */
+static void *
+backend_buf_get(uint32_t count, size_t *cap)
+{
+	struct backend_bufs *bb = backend_bufs();
+	void *p;
+
+	for (unsigned i = 0; bb && i < bb->n; i++)
+		if (bb->buf[i].cap >= count) {
+			p = bb->buf[i].p;
+			*cap = bb->buf[i].cap;
+			bb->buf[i] = bb->buf[--bb->n];
+			return p;
+		}
+	if (posix_memalign(&p, 4096, count) != 0)
+		return NULL;
+	*cap = count;
+	return p;
+}
+
+static void
+backend_buf_put(void *p, size_t cap)
+{
+	struct backend_bufs *bb = backend_bufs();
+	unsigned small = 0;
+
+	if (!bb) {
+		free(p);
+		return;
+	}
+	if (bb->n < BACKEND_MAX_IN_FLIGHT) {
+		bb->buf[bb->n].p = p;
+		bb->buf[bb->n++].cap = cap;
+		return;
+	}
+	/* Full: the smallest goes. */
+	for (unsigned i = 1; i < bb->n; i++)
+		if (bb->buf[i].cap < bb->buf[small].cap)
+			small = i;
+	if (bb->buf[small].cap < cap) {
+		free(bb->buf[small].p);
+		bb->buf[small].p = p;
+		bb->buf[small].cap = cap;
+	} else {
+		free(p);
+	}
+}
+
 /* IOV's COUNT bytes in one page-aligned buffer (an O_DIRECT device takes
  * it as it is); NULL if out of memory. */
 static void *
-backend_gather(const struct iovec *iov, int iovcnt, uint32_t count)
+backend_gather(const struct iovec *iov, int iovcnt, uint32_t count, size_t *cap)
 {
-	void *buf;
+	void *buf = backend_buf_get(count, cap);
 
-	if (posix_memalign(&buf, 4096, count) != 0)
+	if (!buf)
 		return NULL;
 	for (int i = 0, done = 0; i < iovcnt && (uint32_t)done < count; i++) {
 		uint32_t n = count - (uint32_t)done;
@@ -207,7 +334,8 @@ backend_write_begin(struct backend *b, struct backend_write *w,
 	if (private) {
 		buf = iov[0].iov_base;
 	} else {
-		buf = w->bounce = backend_gather(iov, iovcnt, count);
+		buf = w->bounce =
+		    backend_gather(iov, iovcnt, count, &w->bounce_cap);
 		if (!buf) {
 			w->r = -ENOMEM;
 			return;
@@ -227,7 +355,8 @@ backend_write_end(struct backend_write *w)
 	if (w->io)
 		r = w->b->ops->pwrite_end(w->b, w->io);
 	w->io = NULL;
-	free(w->bounce);
+	if (w->bounce)
+		backend_buf_put(w->bounce, w->bounce_cap);
 	w->bounce = NULL;
 	return r;
 }

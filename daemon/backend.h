@@ -113,7 +113,32 @@ struct backend {
 	dev_t dev;
 	char dev_name[32];
 	char *description;      /* what it is, for logs ("file /x/y.img") */
+	const char *io_engine;  /* backend_io_engine_used */
 };
+
+/*
+ * How a local file's writeback writes go (writeback.io_engine), chosen
+ * once before the backends are opened:
+ *   PWRITEV   the cache pages themselves, gathered by pwritev (zero-copy);
+ *   PWRITE    the pages copied into one buffer, one pwrite per run;
+ *   IO_URING  copied likewise, the runs of a writeback window submitted
+ *             together through a per-thread io_uring; where the kernel
+ *             refuses io_uring, PWRITE, with a log line;
+ *   AUTO      PWRITEV (the measurements: docs/design-writeback.md).
+ */
+enum backend_io_engine {
+	BACKEND_IO_AUTO,
+	BACKEND_IO_PWRITEV,
+	BACKEND_IO_PWRITE,
+	BACKEND_IO_URING,
+};
+void backend_set_io_engine(enum backend_io_engine e);
+/* "auto", "pwritev", "pwrite", "io_uring"; -1 for anything else. */
+int backend_io_engine_parse(const char *s);
+const char *backend_io_engine_name(enum backend_io_engine e);
+/* The engine a backend's writes use ("pwritev", "pwrite", "io_uring"),
+ * or "" for one that has no choice (a remote). */
+const char *backend_io_engine_used(struct backend *b);
 
 /*
  * Open a local file or block device.  A regular file that does not exist
@@ -194,6 +219,7 @@ void backend_reconfigure(struct backend *b, const struct remote_conf *rc);
 struct backend_write {
 	struct backend *b;
 	void *bounce;                   /* the gathered copy, if any */
+	size_t bounce_cap;              /* its size */
 	struct backend_io *io;          /* in flight, or NULL */
 	int r;                          /* the result, if not in flight */
 };

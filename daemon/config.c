@@ -431,7 +431,7 @@ static int
 cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
     struct writeback_conf *wc, uint32_t page_size)
 {
-	const char *keys[SETTINGS_MAX + 2];
+	const char *keys[SETTINGS_MAX + 3];
 	const struct setting *row;
 	config_setting_t *list;
 	size_t n_keys = 0;
@@ -523,7 +523,33 @@ config_device_ratios(const struct wbd_config *cfg, const char *name,
 		}
 }
 
-/* The writeback group: the rows of the settings table, and devices. */
+/* writeback.io_engine = "auto" | "pwritev" | "pwrite" | "io_uring". */
+static int
+cfg_io_engine(struct cfg_load *ld, const config_setting_t *wb,
+    struct writeback_conf *wc)
+{
+	const config_setting_t *s;
+	char got[64];
+	int e;
+
+	wc->io_engine = BACKEND_IO_AUTO;
+	if (wb == NULL ||
+	    (s = config_setting_get_member(wb, "io_engine")) == NULL)
+		return 0;
+	if (config_setting_type(s) != CONFIG_TYPE_STRING ||
+	    (e = backend_io_engine_parse(config_setting_get_string(s))) < 0) {
+		cfg_error(ld, s,
+		    "expected \"auto\", \"pwritev\", \"pwrite\" "
+		    "or \"io_uring\", got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	wc->io_engine = e;
+	return 0;
+}
+
+/* The writeback group: the rows of the settings table, devices and the
+ * I/O engine. */
 static int
 cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
@@ -538,7 +564,7 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	const struct setting *row;
 	struct settings_err e;
 	config_setting_t *wb, *list;
-	const char *keys[SETTINGS_MAX + 2];
+	const char *keys[SETTINGS_MAX + 3];
 	uint64_t given = 0, v;
 	size_t n_keys = 0;
 
@@ -547,6 +573,7 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	for (row = settings_table; row < settings_table + settings_n; row++)
 		keys[n_keys++] = row->name;
 	keys[n_keys++] = "devices";
+	keys[n_keys++] = "io_engine";
 	keys[n_keys] = NULL;
 	if (wb != NULL && cfg_check_keys(ld, wb, keys) == -1)
 		return -1;
@@ -560,7 +587,8 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 			break;
 		}
 	}
-	if (cfg_devices(ld, wb, wc, cfg->cache.page_size) == -1)
+	if (cfg_devices(ld, wb, wc, cfg->cache.page_size) == -1 ||
+	    cfg_io_engine(ld, wb, wc) == -1)
 		return -1;
 	if (settings_check(wc, wc->devices, wc->n_devices, &env, given,
 	    &e) == 0)

@@ -242,6 +242,12 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	if (o) {
 		json_object_set_new(o, "backing", json_string(b ?
 		    b->description : ""));
+		json_object_set_new(o, "io_engine",
+		    json_string(b ? backend_io_engine_used(b) : ""));
+		json_object_set_new(o, "writeback_cpu_seconds",
+		    json_real((double)LOAD(&dev->wb_cpu_ns) / 1e9));
+		json_object_set_new(o, "writeback_cpu_share",
+		    json_real((double)LOAD(&dev->wb_cpu_share_ppm) / 1e6));
 		json_object_set_new(o, "remote", remote);
 	} else {
 		json_decref(remote);

@@ -797,6 +797,17 @@ ctl_sample_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			__atomic_store_n(&dev->bandwidth_bps,
 			    (old + rate) / 2, __ATOMIC_RELAXED);
 		}
+		uint64_t cpu =
+		    __atomic_load_n(&dev->wb_cpu_ns, __ATOMIC_RELAXED);
+		if (dev->bw_last_ns && now > dev->bw_last_ns) {
+			uint64_t share = (cpu - dev->cpu_last_ns) * 1000000ull /
+			    (now - dev->bw_last_ns);
+			uint64_t old = __atomic_load_n(&dev->wb_cpu_share_ppm,
+			    __ATOMIC_RELAXED);
+			__atomic_store_n(&dev->wb_cpu_share_ppm,
+			    (old + share) / 2, __ATOMIC_RELAXED);
+		}
+		dev->cpu_last_ns = cpu;
 		dev->bw_last_bytes = bytes;
 		dev->bw_last_ns = now;
 	}

@@ -289,6 +289,7 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 {
 	char why[512];
 
+	backend_set_io_engine(d->cfg.writeback.io_engine);
 	for (size_t i = 0; i < d->cfg.n_exports; i++) {
 		const struct export_conf *ec = &d->cfg.exports[i];
 		/* What goes wrong is said once: a warning if the export

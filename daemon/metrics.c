@@ -134,6 +134,12 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Writeback rate, sampled every second and smoothed." },
 	{ "errors", "wbd_device_writeback_errors_total", COUNTER, 1,
 	    "Failed writes and flushes of the device." },
+	{ "writeback_cpu_seconds", "wbd_device_writeback_cpu_seconds_total",
+	    COUNTER, 1,
+	    "CPU time of writeback work on the device's worker threads." },
+	{ "writeback_cpu_share", "wbd_device_writeback_cpu_share", GAUGE, 1,
+	    "Writeback's recent CPU use on the device, in CPUs (at most "
+	    "its workers), sampled every second and smoothed." },
 	{ "backoff_ms", "wbd_device_backoff_seconds", GAUGE, 0.001,
 	    "Time left in the device's back-off after a failure (0: not "
 	    "backing off)." },

@@ -51,6 +51,7 @@ struct writeback_conf {
 	unsigned max_ratio;                  /* per-device default, 100 */
 	struct device_conf *devices;         /* per-device overrides */
 	size_t n_devices;
+	int io_engine; /* enum backend_io_engine */
 };
 
 enum setting_type {

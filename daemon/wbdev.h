@@ -49,6 +49,12 @@ struct wb_dev {
 	struct ratelimit fail_log;      /* writeback failures logged */
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
 	uint64_t bw_last_bytes, bw_last_ns;
+	/* CPU time of writeback work on the device's workers (their thread
+	 * CPU clocks, atomic), and its share of one CPU, sampled by ctl in
+	 * millionths (smoothed like bandwidth_bps). */
+	uint64_t wb_cpu_ns;
+	uint64_t wb_cpu_share_ppm;
+	uint64_t cpu_last_ns;
 
 	/* Work waiting or running, by reason (atomics; WB_REASON_*), besides
 	 * the background and periodic flags above; "read" counts cache-miss

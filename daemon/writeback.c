@@ -221,6 +221,28 @@ wb_target_last_err(struct wb_target *t)
 	return err;
 }
 
+/* This thread's CPU time so far, in ns. */
+static uint64_t
+wb_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Count the CPU time this thread spent since START on DEV's writeback. */
+static void
+wb_cpu_account(struct wb_dev *dev, uint64_t start)
+{
+	uint64_t now = wb_thread_cpu_ns();
+
+	if (now > start)
+		__atomic_add_fetch(&dev->wb_cpu_ns, now - start,
+		    __ATOMIC_RELAXED);
+}
+
 static void
 wb_signal(struct wb_target *t)
 {
@@ -503,8 +525,21 @@ wb_window_drain(struct wb_window *win)
 	return win->err;
 }
 
+static int
+wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why);
+
 int
 wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
+{
+	uint64_t cpu = wb_thread_cpu_ns();
+	int r = wb_flush_work(t, max_seq, why);
+
+	wb_cpu_account(t->dev, cpu);
+	return r;
+}
+
+static int
+wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
 	uint32_t max_run =
 	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
@@ -572,8 +607,21 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
  */
 #define WB_FUA_MAX_ROUNDS       100
 
+static int
+wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq);
+
 int
 wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
+{
+	uint64_t cpu = wb_thread_cpu_ns();
+	int r = wb_fua_work(t, off, len, seq);
+
+	wb_cpu_account(t->dev, cpu);
+	return r;
+}
+
+static int
+wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 {
 	uint32_t ps = t->wb->page_size;
 	uint32_t max_run =
@@ -582,7 +630,7 @@ wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq
 	bool need_flush = false;
 
 	if (len == 0)
-		return wb_flush(t, seq, WB_REASON_FUA);
+		return wb_flush_work(t, seq, WB_REASON_FUA);
 	for (unsigned round = 0;; round++) {
 		struct cache_run *run;
 		uint64_t next = first;
@@ -598,7 +646,7 @@ wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq
 		if (!(seen & CACHE_RANGE_BUSY))
 			break;
 		if (round == WB_FUA_MAX_ROUNDS)
-			return wb_flush(t, seq, WB_REASON_FUA);
+			return wb_flush_work(t, seq, WB_REASON_FUA);
 		wb_wait_progress(t, 10);
 	}
 	return need_flush ? wb_flush_backend(t) : 0;
@@ -625,6 +673,7 @@ wb_background_run(struct job *job)
 	    offsetof(struct wb_dev, bg_job));
 	struct wb_window win;
 	bool progress = true;
+	uint64_t cpu = wb_thread_cpu_ns();
 
 	wb_window_init(&win, dev, WB_REASON_BACKGROUND);
 	while (progress && !wb_backing_off(dev)) {
@@ -657,6 +706,7 @@ wb_background_run(struct job *job)
 	}
 out:
 	wb_window_drain(&win);
+	wb_cpu_account(dev, cpu);
 	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_RELEASE);
 }
 
@@ -666,6 +716,7 @@ wb_periodic_run(struct job *job)
 	struct wb_dev *dev = (struct wb_dev *)((char *)job -
 	    offsetof(struct wb_dev, periodic_job));
 	struct wb_window win;
+	uint64_t cpu = wb_thread_cpu_ns();
 
 	wb_window_init(&win, dev, WB_REASON_PERIODIC);
 	if (!wb_backing_off(dev)) {
@@ -687,6 +738,7 @@ wb_periodic_run(struct job *job)
 	}
 out:
 	wb_window_drain(&win);
+	wb_cpu_account(dev, cpu);
 	__atomic_store_n(&dev->periodic_queued, 0, __ATOMIC_RELEASE);
 }
 

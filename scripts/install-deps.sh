@@ -13,6 +13,8 @@ PACKAGES=(
 	libgnutls28-dev
 	# the HTTP endpoint for Prometheus (metrics.listen)
 	libmicrohttpd-dev
+	# writeback through io_uring (writeback.io_engine)
+	liburing-dev
 	# tests: real NBD clients and servers
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
 	# tests and scripts
