@@ -99,6 +99,8 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 		    "readahead_bytes changed: needs a restart");
 	if (oc->writeback.max_io_bytes != nc->writeback.max_io_bytes)
 		reload_note(msg, msglen, "max_io_bytes changed: needs a restart");
+	if (oc->writeback.io_engine != nc->writeback.io_engine)
+		reload_note(msg, msglen, "io_engine changed: needs a restart");
 	if (oc->memory.lock != nc->memory.lock)
 		reload_note(msg, msglen,
 		    "memory.lock changed: needs a restart");

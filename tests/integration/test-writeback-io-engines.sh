@@ -75,6 +75,15 @@ run_engine() {
 	json_dev writeback_cpu_share >/dev/null || fail "status has no writeback_cpu_share"
 	"$WBCTL" -s "$T/control.sock" status | grep -q "writeback CPU [0-9.]* s" ||
 		fail "wbctl status does not show writeback's CPU time"
+	if [[ $engine == pwrite ]]; then
+		# The engine is chosen at start: a reload says it needs a restart.
+		sed -i 's/io_engine = "pwrite"/io_engine = "pwritev"/' "$CONF"
+		local out
+		out=$("$WBCTL" -s "$T/control.sock" reload 2>&1) || fail "wbctl reload failed: $out"
+		grep -q "io_engine changed: needs a restart" <<<"$out" ||
+			fail "a reload changing io_engine does not say it needs a restart: $out"
+		[[ $(json_dev io_engine) == pwrite ]] || fail "the reload changed the engine in use"
+	fi
 	stop_wbd
 	log "io_engine \"$engine\" ($expect${keys:+,$keys}): data correct, writeback CPU $cpu s"
 }
