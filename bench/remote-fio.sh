@@ -166,6 +166,7 @@ cfg_up() {
 		STATUS+=("$tag: wbd did not start (log: $(tail -n 3 "$T/wbd-$tag.log" | tr '\n' ' '))")
 		return 1
 	fi
+	wbd_settled "$CTL"
 	is_cold "$cfg" || fill "$URI" "$tag"
 }
 

@@ -354,6 +354,21 @@ wait_ready() {
 	return 1
 }
 
+# wbd_settled CONTROL_SOCKET: wait (60 s at most) until wbd has faulted
+# its cache's memory in (memory.prefault, on by default: a background
+# thread at start), so that no case measures that start-up work.  Says
+# how long it waited.
+wbd_settled() {
+	local i s
+	for ((i = 0; i < 600; i++)); do
+		s=$("$WBCTL" -s "$1" --json status 2>/dev/null) &&
+			jq -e '(.cache.prefaulted_bytes // -1) < 0 or .cache.prefaulted_bytes >= .cache.size_bytes' <<<"$s" >/dev/null &&
+			{ ((i == 0)) || say "wbd: cache memory faulted in after $((i / 10)).$((i % 10)) s"; return 0; }
+		sleep 0.1
+	done
+	say "wbd: cache memory not faulted in after 60 s (going on)"
+}
+
 nbd_flush() { "$PY" "$REPO/bench/nbd-flush.py" "$1"; }
 
 # --- cases -----------------------------------------------------------------------
@@ -458,7 +473,8 @@ server_up() {
 		return 0
 	fi
 	S_PID[$name]=$SRV_PID S_URI[$name]=$SRV_URI
-	is_wbd_server "$name" && S_CTL[$name]=$T/$name-control.sock
+	is_wbd_server "$name" && S_CTL[$name]=$T/$name-control.sock &&
+		wbd_settled "${S_CTL[$name]}"
 	UP+=("$name")
 	if nbdinfo --can multi-conn "$SRV_URI" 2>/dev/null; then MC[$name]=yes; else MC[$name]=no; fi
 	[[ $name == nbdkit-null ]] && return 0
@@ -697,6 +713,7 @@ bench_rss() {
 		stop_pid "$SRV_PID" 20 || true
 		return 0
 	fi
+	wbd_settled "${sock%.sock}-control.sock"
 	local pid=$SRV_PID
 	(
 		max=0
@@ -765,6 +782,7 @@ wb_flush_time() {
 		stop_pid "$pid" 20 || true
 		return 0
 	fi
+	wbd_settled "${sock%.sock}-control.sock"
 	t0=$(date +%s.%N)
 	# With fio's random map every 4 KiB block of the export is written once.
 	if ! run_fio "$T/json/writeback-$setup-fill.json" "$uri" --rw=randwrite \

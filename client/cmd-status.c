@@ -358,6 +358,12 @@ status_print(FILE *f, const json_t *ans)
 	    "through a buffer instead\n",
 	    wbctl_human(jget_u64(c, "zero_copy_bytes", 0), a, sizeof a),
 	    (unsigned long long)jget_u64(c, "zero_copy_refused", 0));
+	uint64_t pf = jget_u64(c, "prefaulted_bytes", 0);
+	uint64_t size = jget_u64(c, "size_bytes", 0);
+	if (pf > 0 && pf < size)
+		fprintf(f, "  memory faulted in at start so far %s of %s\n",
+		    wbctl_human(pf, a, sizeof a),
+		    wbctl_human(size, b, sizeof b));
 
 	fprintf(f, "\nthresholds\n");
 	status_threshold(f, th, "dirty_background");

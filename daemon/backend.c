@@ -8,13 +8,13 @@
  */
 #include <assert.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "backend.h"
+#include "bufstash.h"
 
 /* Writes a device taking them in two steps keeps in flight per thread. */
 #define BACKEND_MAX_IN_FLIGHT   16
@@ -196,108 +196,12 @@ backend_read_end(struct backend_read *rd)
 	return r;
 }
 
-/*
- * Bounce buffers, kept per thread for the next write: a window of writes
- * in flight holds several at once, and freeing them in turn scatters the
- * heap so that each new one is fresh memory, faulted in page by page
- * (measured: a third of writeback's CPU through io_uring).  At most
- * BACKEND_MAX_IN_FLIGHT are kept, each as large as the largest write it
- * carried; a thread's go when it exits.
- */
-struct backend_bufs {
-	unsigned n;
-	struct {
-		void *p;
-		size_t cap;
-	} buf[BACKEND_MAX_IN_FLIGHT];
-};
-
-static pthread_key_t backend_bufs_key;
-static pthread_once_t backend_bufs_once = PTHREAD_ONCE_INIT;
-
-static void
-backend_bufs_free(void *p)
-{
-	struct backend_bufs *bb = p;
-
-	for (unsigned i = 0; i < bb->n; i++)
-		free(bb->buf[i].p);
-	free(bb);
-}
-
-static void
-backend_bufs_key_init(void)
-{
-	if (pthread_key_create(&backend_bufs_key, backend_bufs_free) != 0)
-		abort();
-}
-
-static struct backend_bufs *
-backend_bufs(void)
-{
-	struct backend_bufs *bb;
-
-	pthread_once(&backend_bufs_once, backend_bufs_key_init);
-	if ((bb = pthread_getspecific(backend_bufs_key)) == NULL &&
-	    (bb = calloc(1, sizeof *bb)) != NULL)
-		pthread_setspecific(backend_bufs_key, bb);
-	return bb;
-}
-
-/* A page-aligned buffer of COUNT bytes at least, into *CAP. */
-static void *
-backend_buf_get(uint32_t count, size_t *cap)
-{
-	struct backend_bufs *bb = backend_bufs();
-	void *p;
-
-	for (unsigned i = 0; bb && i < bb->n; i++)
-		if (bb->buf[i].cap >= count) {
-			p = bb->buf[i].p;
-			*cap = bb->buf[i].cap;
-			bb->buf[i] = bb->buf[--bb->n];
-			return p;
-		}
-	if (posix_memalign(&p, 4096, count) != 0)
-		return NULL;
-	*cap = count;
-	return p;
-}
-
-static void
-backend_buf_put(void *p, size_t cap)
-{
-	struct backend_bufs *bb = backend_bufs();
-	unsigned small = 0;
-
-	if (!bb) {
-		free(p);
-		return;
-	}
-	if (bb->n < BACKEND_MAX_IN_FLIGHT) {
-		bb->buf[bb->n].p = p;
-		bb->buf[bb->n++].cap = cap;
-		return;
-	}
-	/* Full: the smallest goes. */
-	for (unsigned i = 1; i < bb->n; i++)
-		if (bb->buf[i].cap < bb->buf[small].cap)
-			small = i;
-	if (bb->buf[small].cap < cap) {
-		free(bb->buf[small].p);
-		bb->buf[small].p = p;
-		bb->buf[small].cap = cap;
-	} else {
-		free(p);
-	}
-}
-
 /* IOV's COUNT bytes in one page-aligned buffer (an O_DIRECT device takes
  * it as it is); NULL if out of memory. */
 static void *
 backend_gather(const struct iovec *iov, int iovcnt, uint32_t count, size_t *cap)
 {
-	void *buf = backend_buf_get(count, cap);
+	void *buf = bufstash_get(count, cap);
 
 	if (!buf)
 		return NULL;
@@ -356,7 +260,7 @@ backend_write_end(struct backend_write *w)
 		r = w->b->ops->pwrite_end(w->b, w->io);
 	w->io = NULL;
 	if (w->bounce)
-		backend_buf_put(w->bounce, w->bounce_cap);
+		bufstash_put(w->bounce, w->bounce_cap);
 	w->bounce = NULL;
 	return r;
 }

@@ -546,6 +546,13 @@ cache_new(const struct cache_params *params)
 	return c;
 }
 
+void *
+cache_memory(const struct cache *c, size_t *bytes)
+{
+	*bytes = c->mem_bytes;
+	return c->mem;
+}
+
 void
 cache_free(struct cache *c)
 {

@@ -62,6 +62,8 @@ struct cache *cache_new(const struct cache_params *params);
  */
 void cache_set_zero_copy(struct cache *c, bool on);
 void cache_free(struct cache *c);
+/* The memory of C's pages: its address, and its size into *BYTES. */
+void *cache_memory(const struct cache *c, size_t *bytes);
 uint32_t cache_page_size(const struct cache *c);
 void cache_get_stats(struct cache *c, struct cache_stats *st);
 /* Dirty pages (not under writeback) in the whole cache: one atomic read,

@@ -1092,12 +1092,12 @@ cfg_metrics(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
-/* memory = { lock; } */
+/* memory = { lock; prefault; } */
 static int
 cfg_memory(struct cfg_load *ld, const config_setting_t *root,
     struct memory_conf *mc)
 {
-	static const char *const keys[] = { "lock", NULL };
+	static const char *const keys[] = { "lock", "prefault", NULL };
 	config_setting_t *g;
 
 	if (cfg_group(ld, root, "memory", &g) == -1)
@@ -1105,7 +1105,8 @@ cfg_memory(struct cfg_load *ld, const config_setting_t *root,
 	if (g == NULL)
 		return 0;
 	if (cfg_check_keys(ld, g, keys) == -1 ||
-	    cfg_bool(ld, g, "lock", &mc->lock) == -1)
+	    cfg_bool(ld, g, "lock", &mc->lock) == -1 ||
+	    cfg_bool(ld, g, "prefault", &mc->prefault) == -1)
 		return -1;
 	return 0;
 }
@@ -1224,6 +1225,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->cache.size_pct = 0;
 	cfg->cache.page_size = DEFAULT_PAGE_SIZE;
 	cfg->cache.readahead_bytes = 4u << 20;
+	cfg->memory.prefault = true;
 
 	cfg->writeback.dirty_background.ratio_pct = 10;
 	cfg->writeback.dirty.ratio_pct = 20;

@@ -93,7 +93,8 @@ struct run_as_conf {
 /* memory = { lock; }: the process's memory, for a kernel client on the
  * same host (docs/service.md). */
 struct memory_conf {
-	bool lock; /* mlockall at start; default false */
+	bool lock;     /* mlockall at start; default false */
+	bool prefault; /* the cache faulted in at start; default true */
 };
 
 /* The HTTP endpoint for Prometheus (metrics-http.c). */

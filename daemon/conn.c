@@ -29,6 +29,7 @@
 
 #include "budget.h"
 #include "buf.h"
+#include "bufstash.h"
 #include "cache.h"
 #include "conn.h"
 #include "export.h"
@@ -95,6 +96,8 @@ struct conn {
 	bool flushing;                  /* inside conn_flush_out() */
 	bool corked;                    /* parsing input: replies wait for
 	                                   its end, then go in one writev */
+	bool cork_listed;               /* on host->cork_list */
+	struct conn *cork_next;
 
 	struct hs_ctx hs;
 	struct tls_session *tls; /* once STARTTLS began */
@@ -180,9 +183,36 @@ conn_queue_out(struct conn *c, struct out *o)
 	*c->out_tail = o;
 	c->out_tail = &o->next;
 	/* Inside a flush, the running loop picks it up; while corked, the
-	 * end of the parse does. */
-	if (!c->flushing && !c->corked && !ev_is_active(&c->ww))
+	 * end of the parse does, or conn_host_uncork. */
+	if (c->flushing || c->corked || ev_is_active(&c->ww))
+		return;
+	if (!c->host->corked) {
 		conn_flush_out(c);
+	} else if (!c->cork_listed) {
+		c->cork_listed = true;
+		c->cork_next = c->host->cork_list;
+		c->host->cork_list = c;
+	}
+}
+
+void
+conn_host_cork(struct conn_host *h)
+{
+	h->corked = true;
+}
+
+void
+conn_host_uncork(struct conn_host *h)
+{
+	h->corked = false;
+	while (h->cork_list) {
+		struct conn *c = h->cork_list;
+		h->cork_list = c->cork_next;
+		c->cork_listed = false;
+		if (!c->dead && c->out_head && !ev_is_active(&c->ww))
+			conn_flush_out(c);
+		conn_maybe_finish(c);
+	}
 }
 
 static void
@@ -490,7 +520,7 @@ conn_request_release(struct out *o)
 	if (req->data || req->wbuf) {
 		c->inflight_bytes -= req->nbd.count;
 		budget_give(c->host->budget, req->nbd.count);
-		free(req->data);
+		bufstash_put(req->data, req->data_cap);
 		/* Pages not committed (a client gone mid-payload) go back
 		 * to the cache unseen. */
 		cache_wbuf_free(req->wbuf);
@@ -536,10 +566,7 @@ conn_request_new(struct conn *c, const struct nbd_request *nbd, bool data)
 	if (req && data && !req->wbuf) {
 		/* Page-aligned when it can hold a page: a read miss fills it in
 		 * place, on an O_DIRECT backing too. */
-		if (nbd->count < 4096)
-			req->data = malloc(nbd->count);
-		else if (posix_memalign(&req->data, 4096, nbd->count) != 0)
-			req->data = NULL;
+		req->data = bufstash_get(nbd->count, &req->data_cap);
 		if (!req->data) {
 			free(req);
 			req = NULL;
@@ -1202,6 +1229,12 @@ conn_maybe_finish(struct conn *c)
 
 	struct conn_host *h = c->host;
 	conn_close_socket(c);
+	for (struct conn **pp = &h->cork_list; c->cork_listed && *pp;
+	     pp = &(*pp)->cork_next)
+		if (*pp == c) {
+			*pp = c->cork_next;
+			break;
+		}
 	if (c->prev)
 		c->prev->next = c->next;
 	else

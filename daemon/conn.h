@@ -40,6 +40,10 @@ struct conn_host {
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
 	struct stats_io stats; /* its requests, per export */
+	/* Between conn_host_cork and conn_host_uncork: replies are queued,
+	 * and the connections holding them listed, to go out together. */
+	bool corked;
+	struct conn *cork_list; /* through conn->cork_next */
 };
 
 /* Take ownership of an accepted, non-blocking socket (H's thread); PEER
@@ -52,5 +56,10 @@ void conn_drain_all(struct conn_host *h);
 /* Every connection of H: close now; requests in flight still complete on
  * the backend. */
 void conn_abort_all(struct conn_host *h);
+/* Hold the replies of requests completed from now on (H's thread: the
+ * completions of one wake-up), then send each connection's in one write:
+ * fewer system calls, and fewer wake-ups of the client, per reply. */
+void conn_host_cork(struct conn_host *h);
+void conn_host_uncork(struct conn_host *h);
 
 #endif

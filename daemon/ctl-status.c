@@ -34,6 +34,7 @@
 #include "nbd-proto.h"
 #include "pending.h"
 #include "pool.h"
+#include "prefault.h"
 #include "settings.h"
 #include "slots.h"
 #include "wbdev.h"
@@ -327,7 +328,7 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)conns * CONN_RBUF_BYTES);
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
-			      " s:I, s:I, s:I, s:I},"
+			      " s:I, s:I, s:I, s:I, s:I},"
 			      " s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ok", 1, "v", CTL_PROTOCOL_VERSION, "daemon_version", WBD_VERSION,
 	    "pid", (int)getpid(), "uptime_s",
@@ -341,7 +342,8 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)(cs.ahead_pages * ps), "readahead_hits",
 	    (json_int_t)cs.ahead_hits, "zero_copy_bytes",
 	    (json_int_t)cs.zero_copy_bytes, "zero_copy_refused",
-	    (json_int_t)cs.zero_copy_refused, "thresholds",
+	    (json_int_t)cs.zero_copy_refused, "prefaulted_bytes",
+	    (json_int_t)prefault_done_bytes(d->prefault), "thresholds",
 	    ctl_thresholds_json(d), "exports", exports, "devices", devices,
 	    "waiting_exports", waiting, "limits", limits, "tls",
 	    ctl_tls_json(d));

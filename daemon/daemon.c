@@ -33,6 +33,7 @@
 #include "notify.h"
 #include "pending.h"
 #include "pool.h"
+#include "prefault.h"
 #include "settings.h"
 #include "size.h"
 #include "slots.h"
@@ -338,6 +339,16 @@ daemon_create_cache(struct daemon *d)
 	}
 	cache_set_zero_copy(d->cache, true);
 	wb_ctl_init(&d->wb, d->cache, &d->cfg);
+	if (d->cfg.memory.prefault) {
+		/* Its thread takes no signal: they go to the main loop. */
+		sigset_t all, old;
+		size_t bytes;
+		void *mem = cache_memory(d->cache, &bytes);
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		d->prefault = prefault_start(mem, bytes);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
 	log_info("cache: %s in %u-byte pages; dirty background %s, limit %s",
 	    size_human(d->wb.total_pages * d->wb.page_size, a, sizeof a),
 	    d->wb.page_size,
@@ -804,6 +815,8 @@ daemon_shutdown(struct daemon *d)
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	listeners_close(&d->listeners);
+	prefault_stop(d->prefault);
+	d->prefault = NULL;
 	/* The I/O threads cut a connection that takes longer than 30 s. */
 	if (d->n_io)
 		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull,
@@ -866,6 +879,7 @@ daemon_free(struct daemon *d)
 		pending_stop(d->pending);
 		pending_free(d->pending);
 	}
+	prefault_stop(d->prefault);
 	cache_free(d->cache);
 	config_free(&d->cfg);
 	if (d->loop)

@@ -34,6 +34,7 @@ struct drain_job;
 struct export;
 struct ioloop;
 struct pending_table;
+struct prefault;
 struct wb_dev;
 
 struct daemon {
@@ -68,6 +69,7 @@ struct daemon {
 	struct export *freeing;
 
 	struct cache *cache;
+	struct prefault *prefault; /* memory.prefault, while it runs */
 	struct wb_ctl wb;
 	ev_timer periodic;              /* the tick: dirty_writeback_centisecs */
 	uint64_t last_periodic_ns;

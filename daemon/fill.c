@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bufstash.h"
 #include "cache.h"
 #include "clock.h"
 #include "fill.h"
@@ -99,7 +100,7 @@ fill_begin(struct fill_read *r)
 		fill_backend_begin(t, &r->br, r->tmp, (uint32_t)rd_len, rd_off);
 		return true;
 	}
-	if (!(r->tmp = malloc(rd_len))) {
+	if (!(r->tmp = bufstash_get(rd_len, &r->tmp_cap))) {
 		for (uint32_t i = r->lo; i <= r->hi; i++)
 			if (r->need[i] == CACHE_NEED_FILL)
 				fill_install(r, i, NULL);
@@ -176,7 +177,7 @@ fill_end(struct fill_read *r)
 		    page + (from - (r->first + i) * ps), to - from);
 	}
 	if (!r->direct)
-		free(r->tmp);
+		bufstash_put(r->tmp, r->tmp_cap);
 	/* A prefetch has nothing to wait for: the other read fills it. */
 	for (uint32_t i = 0; i < r->npages && err == 0 && r->buf; i++)
 		if (r->need[i] == CACHE_NEED_WAIT)

@@ -39,7 +39,8 @@ struct fill_read {
 	/* Private. */
 	struct fill_read *next; /* on the device's window queue */
 	uint8_t *need, *tmp;
-	bool direct; /* tmp is inside buf */
+	size_t tmp_cap; /* tmp's size (bufstash.h) */
+	bool direct;    /* tmp is inside buf */
 	uint64_t first, gen;
 	uint32_t npages, lo, hi; /* lo == npages: nothing to read */
 	struct backend_read br;

@@ -31,12 +31,15 @@ ioloop_wake_cb(struct ev_loop *loop, ev_async *w, int revents)
 	io->mail_tail = &io->mail_head;
 	pthread_mutex_unlock(&io->lock);
 
+	/* The replies of these completions go out together. */
+	conn_host_cork(&io->host);
 	while (job) {
 		struct job *next = job->next;
 		job->next = NULL;
 		job->done(job);
 		job = next;
 	}
+	conn_host_uncork(&io->host);
 }
 
 static void

@@ -104,6 +104,9 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	if (oc->memory.lock != nc->memory.lock)
 		reload_note(msg, msglen,
 		    "memory.lock changed: needs a restart");
+	if (oc->memory.prefault != nc->memory.prefault)
+		reload_note(msg, msglen,
+		    "memory.prefault changed: needs a restart");
 	if (!str_equal(oc->control.socket, nc->control.socket) ||
 	    oc->control.mode != nc->control.mode ||
 	    !str_equal(oc->control.group, nc->control.group) ||

@@ -36,6 +36,7 @@ struct request {
 	struct export *export;
 	struct nbd_request nbd;
 	void *data;                     /* WRITE payload or READ buffer */
+	size_t data_cap;                /* its size, for bufstash_put */
 	/* Or a WRITE's payload received straight into cache pages (one copy
 	 * per write; cache.h), committed by the export. */
 	struct cache_wbuf *wbuf;

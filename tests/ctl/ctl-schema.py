@@ -27,7 +27,7 @@ SCHEMAS = {
                   "dirty_bytes": INT, "writeback_bytes": INT, "hits": INT,
                   "misses": INT, "evictions": INT, "readahead_bytes": INT,
                   "readahead_hits": INT, "zero_copy_bytes": INT,
-                  "zero_copy_refused": INT},
+                  "zero_copy_refused": INT, "prefaulted_bytes": INT},
         "thresholds": {"dirty_background_bytes": INT, "dirty_bytes": INT,
                        "dirty_background_ratio": (INT, NULL),
                        "dirty_ratio": (INT, NULL),

@@ -1,0 +1,149 @@
+/*
+ * test-bufstash.c - large buffers kept per thread: a buffer given back is
+ * the one handed out next (best fit, never more than a quarter too
+ * large), page-aligned; what a thread keeps is bounded in number and
+ * bytes, the largest staying; small buffers are not kept.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bufstash.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+static void
+test_a_buffer_given_back_is_used_again(void **state)
+{
+	size_t cap, cap2;
+	void *p = bufstash_get(1 * MiB, &cap);
+
+	assert_non_null(p);
+	assert_true(cap >= 1 * MiB);
+	assert_int_equal((uintptr_t)p % 4096, 0);
+	memset(p, 0xa5, 1 * MiB);
+	bufstash_put(p, cap);
+	/* Slightly smaller: the same one. */
+	void *q = bufstash_get(1 * MiB - 4096, &cap2);
+	assert_ptr_equal(q, p);
+	assert_int_equal(cap2, cap);
+	bufstash_put(q, cap2);
+	/* Much smaller: not that one (more than a quarter too large). */
+	void *r = bufstash_get(64 * KiB, &cap2);
+	assert_ptr_not_equal(r, p);
+	assert_int_equal(cap2, 64 * KiB);
+	bufstash_put(r, cap2);
+	/* Larger: a new one. */
+	void *s = bufstash_get(2 * MiB, &cap2);
+	assert_ptr_not_equal(s, p);
+	bufstash_put(s, cap2);
+}
+
+static void
+test_best_fit(void **state)
+{
+	size_t c1, c2, c3, cap;
+	void *a = bufstash_get(256 * KiB, &c1);
+	void *b = bufstash_get(200 * KiB, &c2);
+	void *c = bufstash_get(220 * KiB, &c3);
+
+	bufstash_put(a, c1);
+	bufstash_put(b, c2);
+	bufstash_put(c, c3);
+	void *p = bufstash_get(210 * KiB, &cap);
+	assert_ptr_equal(p, c);
+	assert_int_equal(cap, 220 * KiB);
+	bufstash_put(p, cap);
+}
+
+static void
+test_small_ones_are_not_kept(void **state)
+{
+	size_t cap;
+	void *p = bufstash_get(100, &cap);
+
+	assert_non_null(p);
+	assert_int_equal(cap, 100);
+	bufstash_put(p, cap); /* freed: ASan would report a leak if kept */
+	p = bufstash_get(4096, &cap);
+	assert_int_equal((uintptr_t)p % 4096, 0);
+	assert_int_equal(cap, 4096);
+	bufstash_put(p, cap);
+}
+
+/* More than BUFSTASH_KEEP buffers, or more bytes than BUFSTASH_KEEP_BYTES:
+ * the largest stay, and only so many.  On a thread of its own, whose
+ * stash starts empty (and is freed when it ends). */
+static void *
+bounded_main(void *arg)
+{
+	enum {
+		N = BUFSTASH_KEEP + 8
+	};
+	void *p[N];
+	size_t cap[N], bytes;
+
+	if (bufstash_kept(&bytes) != 0 || bytes != 0)
+		return NULL;
+	for (int i = 0; i < N; i++)
+		p[i] = bufstash_get(128 * KiB, &cap[i]);
+	for (int i = 0; i < N; i++)
+		bufstash_put(p[i], cap[i]);
+	/* Only BUFSTASH_KEEP of them are kept. */
+	if (bufstash_kept(&bytes) != BUFSTASH_KEEP ||
+	    bytes != BUFSTASH_KEEP * 128 * KiB)
+		return NULL;
+	/* Eight of a quarter of BUFSTASH_KEEP_BYTES: the 128 KiB ones go
+	 * first, and four large ones stay. */
+	const size_t q = BUFSTASH_KEEP_BYTES / 4;
+	for (int i = 0; i < 8; i++)
+		p[i] = bufstash_get(q, &cap[i]);
+	for (int i = 0; i < 8; i++)
+		bufstash_put(p[i], cap[i]);
+	if (bufstash_kept(&bytes) != 4 || bytes != BUFSTASH_KEEP_BYTES)
+		return NULL;
+	/* Taken again: the stash empties. */
+	for (int i = 0; i < 4; i++)
+		p[i] = bufstash_get(q, &cap[i]);
+	if (bufstash_kept(&bytes) != 0 || bytes != 0)
+		return NULL;
+	for (int i = 0; i < 4; i++)
+		bufstash_put(p[i], cap[i]);
+	/* Larger than all it keeps: freed at once. */
+	void *huge = bufstash_get(BUFSTASH_KEEP_BYTES + MiB, &cap[0]);
+	if (!huge)
+		return NULL;
+	bufstash_put(huge, cap[0]);
+	if (bufstash_kept(&bytes) != 4 || bytes != BUFSTASH_KEEP_BYTES)
+		return NULL;
+	return arg;
+}
+
+static void
+test_what_is_kept_is_bounded(void **state)
+{
+	pthread_t t;
+	void *ret = NULL;
+
+	assert_int_equal(pthread_create(&t, NULL, bounded_main, state), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_ptr_equal(ret, state);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_buffer_given_back_is_used_again),
+		cmocka_unit_test(test_best_fit),
+		cmocka_unit_test(test_small_ones_are_not_kept),
+		cmocka_unit_test(test_what_is_kept_is_bounded),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
