@@ -517,6 +517,7 @@ conn_request_release(struct out *o)
 	struct conn *c = req->conn;
 
 	c->inflight--;
+	c->ra.inflight_bytes -= req->ra_bytes;
 	if (req->data || req->wbuf) {
 		c->inflight_bytes -= req->nbd.count;
 		budget_give(c->host->budget, req->nbd.count);
@@ -724,6 +725,10 @@ conn_submit_payload(struct conn *c, struct request *req, const void *payload)
 	req->start_ns = now_ns();
 	req->meta = c->view.meta;
 	req->ra = &c->ra;
+	if (req->nbd.type == NBD_CMD_READ) {
+		req->ra_bytes = req->nbd.count;
+		c->ra.inflight_bytes += req->ra_bytes;
+	}
 	enum export_verdict v = payload ?
 	    export_submit_write(c->exp, req, payload) :
 	    export_submit(c->exp, req);

@@ -74,6 +74,10 @@ struct fill_ra {
 	uint64_t ahead;  /* read ahead up to here */
 	uint32_t window; /* the next read-ahead's size */
 	unsigned streak; /* sequential reads in a row */
+	/* The bytes of the client's READs in flight, this one included
+	 * (kept by the connection): a client that keeps more than a window
+	 * of reads in flight reads ahead by itself. */
+	uint64_t inflight_bytes;
 };
 
 /* A READ of [OFF, OFF+LEN) of T by the client whose reading is RA (its

@@ -55,6 +55,7 @@ struct request {
 	bool flushed;                   /* in/out: the client sent a FLUSH */
 	unsigned meta;                  /* in: the metadata contexts selected */
 	struct fill_ra *ra;             /* in: the client's reading (fill.h) */
+	uint32_t ra_bytes;              /* counted in ra->inflight_bytes */
 	/* out: a reply the export encoded whole (BLOCK_STATUS), freed with
 	 * the request */
 	void *reply;

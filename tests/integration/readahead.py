@@ -11,7 +11,11 @@ wbd's cache yet.  Exit 0 if all holds, else 1 with the reason:
      ahead, and hits on them), return the data, and read the device about
      once (no more than the 16 MiB, plus what is read ahead past them: at
      most one and a half windows of 4 MiB, plus the reads before it
-     started).
+     started);
+  4. 32 MiB read in order, 1 MiB at a time with 8 reads in flight (a
+     client that reads ahead by itself), are read ahead by no more than
+     8 MiB (the first windows, while its reads ramp up; a client reading
+     one at a time gets nearly all of it read ahead), and return the data.
 """
 import json
 import random
@@ -71,4 +75,26 @@ if export["dirty_bytes"] != 4 * MiB:
     fail("the dirty data went: %d bytes dirty" % export["dirty_bytes"])
 if h.pread(MiB, 72 * MiB) != b"\x5a" * MiB:
     fail("the dirty data reads back wrong")
+
+# 4: a client with 8 reads of 1 MiB in flight, in order, over [32, 64) MiB
+# (only the random 4 KiB reads above touched it).
+bufs = {}
+next_off, end = 32 * MiB, 64 * MiB
+while next_off < end or bufs:
+    while next_off < end and len(bufs) < 8:
+        b = nbd.Buffer(MiB)
+        bufs[h.aio_pread(b, next_off)] = (b, next_off)
+        next_off += MiB
+    h.poll(-1)
+    for cookie in [c for c in bufs if h.aio_command_completed(c)]:
+        b, off = bufs.pop(cookie)
+        if b.to_bytearray() != data[off:off + MiB]:
+            fail("pipelined read at %d returned wrong data" % off)
+c2, _, _ = status()
+deep = c2["readahead_bytes"] - c1["readahead_bytes"]
+print("32 MiB in 1 MiB reads, 8 in flight: %.1f MiB read ahead"
+      % (deep / MiB))
+if deep > 8 * MiB:
+    fail("a client with 8 MiB of reads in flight was read ahead by %d bytes"
+         % deep)
 h.shutdown()
