@@ -815,8 +815,8 @@ daemon_shutdown(struct daemon *d)
 	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
 	listeners_close(&d->listeners);
+	/* Freed in daemon_free: wbctl status may still read it. */
 	prefault_stop(d->prefault);
-	d->prefault = NULL;
 	/* The I/O threads cut a connection that takes longer than 30 s. */
 	if (d->n_io)
 		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull,
@@ -879,7 +879,7 @@ daemon_free(struct daemon *d)
 		pending_stop(d->pending);
 		pending_free(d->pending);
 	}
-	prefault_stop(d->prefault);
+	prefault_free(d->prefault);
 	cache_free(d->cache);
 	config_free(&d->cfg);
 	if (d->loop)

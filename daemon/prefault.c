@@ -26,6 +26,7 @@ struct prefault {
 	size_t bytes;
 	uint64_t done; /* atomic: bytes faulted in */
 	bool stop;     /* atomic */
+	bool joined;   /* the stopping thread's */
 };
 
 static void *
@@ -100,9 +101,16 @@ prefault_done_bytes(const struct prefault *pf)
 void
 prefault_stop(struct prefault *pf)
 {
-	if (!pf)
+	if (!pf || pf->joined)
 		return;
 	__atomic_store_n(&pf->stop, true, __ATOMIC_RELAXED);
 	pthread_join(pf->thread, NULL);
+	pf->joined = true;
+}
+
+void
+prefault_free(struct prefault *pf)
+{
+	prefault_stop(pf);
 	free(pf);
 }

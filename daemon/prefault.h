@@ -25,7 +25,10 @@ struct prefault;
 struct prefault *prefault_start(void *mem, size_t bytes);
 /* The bytes faulted in so far (0 for NULL). */
 uint64_t prefault_done_bytes(const struct prefault *pf);
-/* Stop it (between slices), wait for the thread, free PF (NULL: no-op). */
+/* Stop it (between slices) and wait for the thread; PF stays readable
+ * (prefault_done_bytes) until prefault_free.  NULL, or twice: no-op. */
 void prefault_stop(struct prefault *pf);
+/* Stop it if need be, and free PF (NULL: no-op). */
+void prefault_free(struct prefault *pf);
 
 #endif
