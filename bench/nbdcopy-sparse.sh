@@ -46,6 +46,7 @@ RESULTS=$REPO/bench/results/$STAMP-nbdcopy-sparse
 
 install_deps
 build_wbd
+build_wbctl
 T=$(mktemp -d "${BENCH_TMPDIR:-/var/tmp}/wbd-copy.XXXXXX")
 ((${#T} < 80)) || die "temporary directory $T is too long for Unix socket paths"
 IMG=$T/sparse.img
@@ -101,6 +102,7 @@ up() {
 		;;
 	esac
 	wait_ready "$SRV_PID" "$URI" || die "$1 did not start (see $SRV_LOG)"
+	[[ $1 != wbd ]] || wbd_settled "$T/ctl.sock"
 }
 
 # timed URI: seconds taken by `nbdcopy URI null:`.
