@@ -68,6 +68,11 @@ prefault_main(void *arg)
 			 "%.1f s",
 		    size_human(pf->bytes, a, sizeof a),
 		    (double)(now_ns() - t0) / 1e9);
+	else
+		log_info("memory.prefault: stopped (shutting down) with %s of "
+			 "the cache's %s faulted in",
+		    size_human(at, a, sizeof a),
+		    size_human(pf->bytes, b, sizeof b));
 	return NULL;
 }
 
