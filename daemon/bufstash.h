@@ -6,10 +6,10 @@
  * scatters malloc's heap so that each new one is fresh memory, faulted in
  * page by page (measured: a third of writeback's CPU through io_uring, and
  * 15% of wbd's CPU in a pass of cold 1 MiB reads).  A thread keeps those
- * it frees (at most BUFSTASH_KEEP of them and BUFSTASH_KEEP_BYTES in all; the
- * largest stay), and hands them out again best fit (never one more than a
- * quarter larger than asked for).  A thread's go when
- * it exits.  Buffers of under a page come from malloc as they are.
+ * it frees (at most BUFSTASH_KEEP of them and BUFSTASH_KEEP_BYTES in all;
+ * the largest stay) and hands them out again best fit, never one more than
+ * a quarter larger than asked for.  A thread's go when it exits.  Buffers
+ * of under a page come from malloc as they are.
  */
 #ifndef WBD_BUFSTASH_H
 #define WBD_BUFSTASH_H

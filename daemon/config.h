@@ -90,8 +90,8 @@ struct run_as_conf {
 	uint32_t uid, gid;
 };
 
-/* memory = { lock; }: the process's memory, for a kernel client on the
- * same host (docs/service.md). */
+/* memory = { lock; prefault; }: the process's memory (lock: for a kernel
+ * client on the same host, docs/service.md). */
 struct memory_conf {
 	bool lock;     /* mlockall at start; default false */
 	bool prefault; /* the cache faulted in at start; default true */

@@ -69,7 +69,8 @@ struct daemon {
 	struct export *freeing;
 
 	struct cache *cache;
-	struct prefault *prefault; /* memory.prefault, while it runs */
+	struct prefault *prefault; /* memory.prefault: stopped at shutdown,
+	                              freed with the daemon */
 	struct wb_ctl wb;
 	ev_timer periodic;              /* the tick: dirty_writeback_centisecs */
 	uint64_t last_periodic_ns;
