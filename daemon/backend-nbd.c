@@ -54,6 +54,7 @@
 #include "config.h"
 #include "lock.h"
 #include "log.h"
+#include "nbdread.h"
 
 #define BN_MAJOR                43      /* NBD's block major */
 #define BN_MAX_SERVERS          1024
@@ -118,6 +119,22 @@ struct backend_nbd {
 	uint64_t next_try_ns;           /* monotonic: earliest reconnection */
 	uint64_t grow_after_ns;         /* monotonic: next extra connection */
 	char last_error[256];
+	/*
+	 * The read connection (nbdread.h): the read window's misses, on a
+	 * multi-conn remote without TLS.  Fields under bn.lock; NR itself
+	 * is used by OWNER alone, while INFLIGHT > 0 (and by whoever takes
+	 * it at 0).
+	 */
+	struct {
+		struct nbd_handle *h;
+		struct nbdread *nr;
+		pthread_t owner;
+		unsigned inflight;
+		bool off; /* TLS: libnbd only */
+		bool connecting;
+		bool announced;          /* logged once */
+		uint64_t retry_after_ns; /* monotonic */
+	} rd;
 };
 
 #define BN(b) ((struct backend_nbd *)(b))
@@ -241,9 +258,10 @@ bn_errmsg(void)
 	return m ? m : "unknown libnbd error";
 }
 
-/* Connect within connect_timeout_ms; NULL with ERR filled. */
+/* Connect within connect_timeout_ms; NULL with ERR filled.  SIMPLE: for
+ * the read connection, simple replies only. */
 static struct nbd_handle *
-bn_connect(struct backend_nbd *bn, char *err, size_t errlen)
+bn_connect(struct backend_nbd *bn, bool simple, char *err, size_t errlen)
 {
 	struct nbd_handle *h = nbd_create();
 	unsigned timeout_ms = __atomic_load_n(&bn->connect_timeout_ms,
@@ -265,7 +283,9 @@ bn_connect(struct backend_nbd *bn, char *err, size_t errlen)
 	 */
 	nbd_set_pread_initialize(h, false);
 	/* For block status (bn_extents); a server without it is all data. */
-	if (nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
+	if (simple ?
+		nbd_set_request_structured_replies(h, false) == -1 :
+		nbd_add_meta_context(h, LIBNBD_CONTEXT_BASE_ALLOCATION) == -1)
 		goto fail;
 	if (nbd_aio_connect_uri(h, bn->uri) == -1)
 		goto fail;
@@ -423,7 +443,7 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 	lock_assert_held(&bn->lock);
 	bn->connecting = true;
 	pthread_mutex_unlock(&bn->lock);
-	struct nbd_handle *h = bn_connect(bn, err, sizeof err);
+	struct nbd_handle *h = bn_connect(bn, false, err, sizeof err);
 	if (h && bn_check_same(bn, h, err, sizeof err) < 0) {
 		nbd_close(h);
 		h = NULL;
@@ -828,6 +848,102 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 	}
 }
 
+/* --- the read connection --------------------------------------------- */
+
+/* Open the read connection, with bn.lock dropped meanwhile. */
+static void
+bn_rd_open_locked(struct backend_nbd *bn)
+{
+	char err[256] = "";
+	struct nbdread *nr = NULL;
+
+	lock_assert_held(&bn->lock);
+	bn->rd.connecting = true;
+	pthread_mutex_unlock(&bn->lock);
+	struct nbd_handle *h = bn_connect(bn, true, err, sizeof err);
+	bool tls = h && nbd_get_tls_negotiated(h) == 1;
+	if (h && !tls && bn_check_same(bn, h, err, sizeof err) == 0 &&
+	    !(nr = nbdread_new(nbd_aio_get_fd(h))))
+		snprintf(err, sizeof err, "%s", strerror(errno));
+	if (h && !nr) {
+		nbd_close(h);
+		h = NULL;
+	}
+	pthread_mutex_lock(&bn->lock);
+	bn->rd.connecting = false;
+	if (tls) {
+		/* nbdread speaks the protocol in the clear only. */
+		bn->rd.off = true;
+		log_debug("remote %s: TLS: cache misses go through libnbd",
+		    bn->uri);
+	} else if (nr) {
+		bn->rd.h = h;
+		bn->rd.nr = nr;
+		if (!bn->rd.announced)
+			log_info("remote %s (device %s): cache misses are read "
+				 "on a connection of their own, simple replies",
+			    bn->uri, bn->b.dev_name);
+		bn->rd.announced = true;
+	} else {
+		bn->rd.retry_after_ns = bn_now() + BN_GROW_RETRY_MS * NS_PER_MS;
+		log_debug("remote %s: cannot open the read connection: %s",
+		    bn->uri, err);
+	}
+	pthread_cond_broadcast(&bn->cond);
+}
+
+/*
+ * The read connection for this thread, its inflight count taken: opened
+ * when there is none (and the remote is up); NULL when it is busy with
+ * another thread's reads, cannot be had, or would not be consistent with
+ * the other connections (a remote without multi-conn).
+ */
+static struct nbdread *
+bn_rd_get(struct backend_nbd *bn)
+{
+	struct nbdread *nr = NULL;
+	pthread_t self = pthread_self();
+
+	if (!bn->multi_conn)
+		return NULL;
+	pthread_mutex_lock(&bn->lock);
+	if (!bn->rd.nr && !bn->rd.off && !bn->rd.connecting && bn->connected &&
+	    bn_now() >= bn->rd.retry_after_ns)
+		bn_rd_open_locked(bn);
+	if (bn->rd.nr &&
+	    (bn->rd.inflight == 0 || pthread_equal(bn->rd.owner, self))) {
+		bn->rd.owner = self;
+		bn->rd.inflight++;
+		nr = bn->rd.nr;
+	}
+	pthread_mutex_unlock(&bn->lock);
+	return nr;
+}
+
+/* Done with NR (the owner's); closed if it failed and nothing is in
+ * flight, to be opened again a little later. */
+static void
+bn_rd_put(struct backend_nbd *bn, struct nbdread *nr)
+{
+	struct nbd_handle *h = NULL;
+
+	pthread_mutex_lock(&bn->lock);
+	if (--bn->rd.inflight == 0 && nbdread_failed(nr)) {
+		log_info("remote %s (device %s): the read connection failed "
+			 "(%s); reads go through libnbd until it is reopened",
+		    bn->uri, bn->b.dev_name, nbdread_failed(nr));
+		h = bn->rd.h;
+		bn->rd.h = NULL;
+		bn->rd.nr = NULL;
+		bn->rd.retry_after_ns = bn_now() + BN_GROW_RETRY_MS * NS_PER_MS;
+	}
+	pthread_mutex_unlock(&bn->lock);
+	if (h) {
+		nbdread_free(nr);
+		nbd_close(h);
+	}
+}
+
 /* A read or write in flight (pread_start .. pread_end, pwrite_start ..
  * pwrite_end). */
 struct backend_io {
@@ -838,6 +954,8 @@ struct backend_io {
 	void *buf; /* a read's, to read again */
 	uint32_t count;
 	uint64_t off;
+	struct nbdread *nr; /* a read on the read connection */
+	struct nbdread_req rq;
 };
 
 /* --- the operations --------------------------------------------------- */
@@ -992,6 +1110,17 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	*io = (struct backend_io){ .buf = buf, .count = count, .off = off };
 	io->deadline =
 	    bn_now() + __atomic_load_n(&bn->io_timeout_ns, __ATOMIC_RELAXED);
+	if ((io->nr = bn_rd_get(bn))) {
+		io->rq = (struct nbdread_req){ .buf = buf,
+			.count = count,
+			.off = off };
+		if (nbdread_submit(io->nr, &io->rq) == 0) {
+			*iop = io;
+			return 0;
+		}
+		bn_rd_put(bn, io->nr);
+		io->nr = NULL;
+	}
 	io->c = bn_conn_get(bn, io->deadline, true, &err);
 	if (io->c &&
 	    bn_start(bn, io->c, BN_PREAD, buf, count, off, 0, &io->cmd) < 0) {
@@ -1005,9 +1134,26 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	return 0;
 }
 
+/* Wait on the read connection; a read with no reply by its deadline
+ * fails the connection (it is then read again through libnbd). */
+static bool
+bn_rd_wait(struct backend_io *io, int wake_fd)
+{
+	uint64_t now = bn_now();
+
+	if (now >= io->deadline) {
+		nbdread_fail(io->nr, "no reply within io_timeout_ms");
+		return true;
+	}
+	int ms = (int)((io->deadline - now) / NS_PER_MS) + 1;
+	return nbdread_wait(io->nr, &io->rq, ms, wake_fd);
+}
+
 static bool
 bn_pread_wait(struct backend *b, struct backend_io *io, int wake_fd)
 {
+	if (io->nr)
+		return bn_rd_wait(io, wake_fd);
 	return !io->c || bn_wait(BN(b), io->c, &io->cmd, io->deadline, wake_fd);
 }
 
@@ -1017,7 +1163,13 @@ bn_pread_end(struct backend *b, struct backend_io *io)
 	struct backend_nbd *bn = BN(b);
 	int r = io->result;
 
-	if (io->c) {
+	if (io->nr) {
+		while (!bn_rd_wait(io, -1))
+			;
+		/* ENOTCONN: the connection failed (never an NBD error). */
+		r = io->rq.error == ENOTCONN ? 1 : -io->rq.error;
+		bn_rd_put(bn, io->nr);
+	} else if (io->c) {
 		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
 		bn_conn_put(bn, io->c);
 		if (r == -ENOTCONN)
@@ -1151,6 +1303,10 @@ bn_close(struct backend *b)
 		nbd_close(c->h);
 		if (c->wake_fd >= 0)
 			close(c->wake_fd);
+	}
+	if (bn->rd.h) {
+		nbdread_free(bn->rd.nr);
+		nbd_close(bn->rd.h);
 	}
 	pthread_mutex_destroy(&bn->lock);
 	pthread_cond_destroy(&bn->cond);
@@ -1289,7 +1445,7 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 	snprintf(bn->b.dev_name, sizeof bn->b.dev_name, "%u:%u", BN_MAJOR,
 	    (unsigned)minor);
 
-	h = bn_connect(bn, err, sizeof err);
+	h = bn_connect(bn, false, err, sizeof err);
 	if (!h) {
 		log_warnx("%s: cannot connect: %s", uri, err);
 		errno = ENOTCONN;

@@ -1,0 +1,378 @@
+/*
+ * test-nbdread.c - wbd's own NBD READs (nbdread.h), against a server
+ * played by the test on the other end of a socket pair: the requests of
+ * one round leave in one send, replies are taken in any order, split
+ * anywhere, with payloads large and small; an error reply has no payload;
+ * a reply that breaks the protocol, or the end of the connection, fails
+ * every READ in flight with ENOTCONN (the caller reads them again through
+ * libnbd).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "nbd-proto.h"
+#include "nbdread.h"
+
+struct pair {
+	int fd[2]; /* [0] nbdread's, [1] the server's */
+	struct nbdread *nr;
+};
+
+static void
+pair_open(struct pair *p)
+{
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, p->fd), 0);
+	p->nr = nbdread_new(p->fd[0]);
+	assert_non_null(p->nr);
+}
+
+static void
+pair_close(struct pair *p)
+{
+	nbdread_free(p->nr);
+	close(p->fd[0]);
+	if (p->fd[1] >= 0)
+		close(p->fd[1]);
+}
+
+/* A request as the server sees it. */
+struct seen {
+	uint16_t type;
+	uint64_t cookie, off;
+	uint32_t len;
+};
+
+/* Read N requests, all there now (one send), as the server. */
+static void
+server_take(struct pair *p, struct seen *s, unsigned n)
+{
+	uint8_t buf[NBD_REQUEST_SIZE * 8];
+	size_t want = (size_t)n * NBD_REQUEST_SIZE;
+
+	assert_true(n <= 8);
+	assert_int_equal(recv(p->fd[1], buf, sizeof buf, MSG_DONTWAIT),
+	    (ssize_t)want);
+	for (unsigned i = 0; i < n; i++) {
+		const uint8_t *q = buf + i * NBD_REQUEST_SIZE;
+		uint32_t magic, len;
+		uint16_t type;
+		uint64_t cookie, off;
+		memcpy(&magic, q, 4);
+		memcpy(&type, q + 6, 2);
+		memcpy(&cookie, q + 8, 8);
+		memcpy(&off, q + 16, 8);
+		memcpy(&len, q + 24, 4);
+		assert_int_equal(be32toh(magic), NBD_REQUEST_MAGIC);
+		s[i] = (struct seen){ .type = be16toh(type),
+			.cookie = be64toh(cookie),
+			.off = be64toh(off),
+			.len = be32toh(len) };
+		assert_int_equal(s[i].type, NBD_CMD_READ);
+	}
+}
+
+/* A simple reply into OUT: its length. */
+static size_t
+reply(uint8_t *out, uint32_t magic, uint32_t error, uint64_t cookie)
+{
+	uint32_t m = htobe32(magic), e = htobe32(error);
+	uint64_t c = htobe64(cookie);
+
+	memcpy(out, &m, 4);
+	memcpy(out + 4, &e, 4);
+	memcpy(out + 8, &c, 8);
+	return NBD_SIMPLE_REPLY_SIZE;
+}
+
+/* The byte a server holds at OFF. */
+static uint8_t
+pattern(uint64_t off)
+{
+	return (uint8_t)(off * 7 + (off >> 12));
+}
+
+static size_t
+payload(uint8_t *out, uint64_t off, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		out[i] = pattern(off + i);
+	return len;
+}
+
+static void
+assert_pattern(const uint8_t *buf, uint64_t off, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (buf[i] != pattern(off + i))
+			fail_msg("byte %u of the read at %llu is wrong", i,
+			    (unsigned long long)off);
+}
+
+static void
+write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		assert_true(n > 0);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void
+test_one_send_replies_in_any_order(void **state)
+{
+	struct pair p;
+	uint8_t b0[4096], b1[8192], b2[100], out[32768];
+	struct nbdread_req r[3] = {
+		{ .buf = b0, .count = sizeof b0, .off = 0 },
+		{ .buf = b1, .count = sizeof b1, .off = 4096 },
+		{ .buf = b2, .count = sizeof b2, .off = 12345 },
+	};
+	struct seen s[3];
+	size_t n = 0;
+
+	pair_open(&p);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(nbdread_submit(p.nr, &r[i]), 0);
+	/* Nothing is sent before a wait; then all three at once. */
+	assert_int_equal(recv(p.fd[1], out, sizeof out, MSG_DONTWAIT), -1);
+	assert_false(nbdread_wait(p.nr, &r[0], 0, -1));
+	server_take(&p, s, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(s[i].off, r[i].off);
+		assert_int_equal(s[i].len, r[i].count);
+	}
+	/* Replies 2, 0, 1, in one write. */
+	const int order[3] = { 2, 0, 1 };
+	for (int k = 0; k < 3; k++) {
+		int i = order[k];
+		n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 0, s[i].cookie);
+		n += payload(out + n, s[i].off, s[i].len);
+	}
+	write_all(p.fd[1], out, n);
+	assert_true(nbdread_wait(p.nr, &r[1], 1000, -1));
+	for (int i = 0; i < 3; i++) {
+		assert_true(r[i].done);
+		assert_int_equal(r[i].error, 0);
+	}
+	assert_pattern(b0, 0, sizeof b0);
+	assert_pattern(b1, 4096, sizeof b1);
+	assert_pattern(b2, 12345, sizeof b2);
+	assert_null(nbdread_failed(p.nr));
+	pair_close(&p);
+}
+
+static void
+test_a_reply_split_byte_by_byte(void **state)
+{
+	struct pair p;
+	uint8_t buf[300], out[512];
+	struct nbdread_req r = { .buf = buf, .count = sizeof buf, .off = 77 };
+	struct seen s;
+
+	pair_open(&p);
+	assert_int_equal(nbdread_submit(p.nr, &r), 0);
+	assert_false(nbdread_wait(p.nr, &r, 0, -1));
+	server_take(&p, &s, 1);
+	size_t n = reply(out, NBD_SIMPLE_REPLY_MAGIC, 0, s.cookie);
+	n += payload(out + n, 77, sizeof buf);
+	for (size_t i = 0; i < n; i++) {
+		assert_false(r.done);
+		write_all(p.fd[1], out + i, 1);
+		(void)nbdread_wait(p.nr, &r, 0, -1);
+	}
+	assert_true(r.done);
+	assert_int_equal(r.error, 0);
+	assert_pattern(buf, 77, sizeof buf);
+	pair_close(&p);
+}
+
+struct big {
+	int fd;
+	uint64_t cookie;
+	uint32_t len;
+};
+
+/* The server of a large reply: it does not fit the socket's buffer. */
+static void *
+big_writer(void *arg)
+{
+	struct big *b = arg;
+	uint8_t *out = malloc(NBD_SIMPLE_REPLY_SIZE + b->len);
+
+	size_t n = reply(out, NBD_SIMPLE_REPLY_MAGIC, 0, b->cookie);
+	n += payload(out + n, 1 << 20, b->len);
+	for (size_t i = 0; i < n; i += 5000)
+		write_all(b->fd, out + i, n - i < 5000 ? n - i : 5000);
+	free(out);
+	return NULL;
+}
+
+static void
+test_a_large_payload(void **state)
+{
+	struct pair p;
+	uint32_t len = 3 << 20;
+	uint8_t *buf = malloc(len);
+	struct nbdread_req r = { .buf = buf, .count = len, .off = 1 << 20 };
+	struct seen s;
+	pthread_t t;
+
+	pair_open(&p);
+	assert_int_equal(nbdread_submit(p.nr, &r), 0);
+	assert_false(nbdread_wait(p.nr, &r, 0, -1));
+	server_take(&p, &s, 1);
+	struct big b = { .fd = p.fd[1], .cookie = s.cookie, .len = len };
+	assert_int_equal(pthread_create(&t, NULL, big_writer, &b), 0);
+	assert_true(nbdread_wait(p.nr, &r, 10000, -1));
+	pthread_join(t, NULL);
+	assert_int_equal(r.error, 0);
+	assert_pattern(buf, 1 << 20, len);
+	free(buf);
+	pair_close(&p);
+}
+
+static void
+test_an_error_reply_has_no_payload(void **state)
+{
+	struct pair p;
+	uint8_t b[3][512], out[2048];
+	struct nbdread_req r[3];
+	struct seen s[3];
+	size_t n = 0;
+
+	pair_open(&p);
+	for (int i = 0; i < 3; i++) {
+		r[i] = (struct nbdread_req){ .buf = b[i],
+			.count = 512,
+			.off = (uint64_t)i * 512 };
+		assert_int_equal(nbdread_submit(p.nr, &r[i]), 0);
+	}
+	assert_false(nbdread_wait(p.nr, &r[0], 0, -1));
+	server_take(&p, s, 3);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, NBD_EIO, s[0].cookie);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 1234, s[1].cookie);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 0, s[2].cookie);
+	n += payload(out + n, s[2].off, 512);
+	write_all(p.fd[1], out, n);
+	assert_true(nbdread_wait(p.nr, &r[2], 1000, -1));
+	assert_int_equal(r[0].error, EIO);
+	assert_int_equal(r[1].error,
+	    EINVAL); /* unknown: EINVAL, as the spec says */
+	assert_int_equal(r[2].error, 0);
+	assert_pattern(b[2], 1024, 512);
+	assert_null(nbdread_failed(p.nr));
+	pair_close(&p);
+}
+
+/* Two READs in flight, then WHAT from the server: both fail, with
+ * ENOTCONN, and so does the next submit. */
+static void
+broken(const uint8_t *what, size_t len, bool hang_up)
+{
+	struct pair p;
+	uint8_t b[2][64];
+	struct nbdread_req r[2] = {
+		{ .buf = b[0], .count = 64, .off = 0 },
+		{ .buf = b[1], .count = 64, .off = 64 },
+	};
+	struct seen s[2];
+
+	pair_open(&p);
+	assert_int_equal(nbdread_submit(p.nr, &r[0]), 0);
+	assert_int_equal(nbdread_submit(p.nr, &r[1]), 0);
+	assert_false(nbdread_wait(p.nr, &r[0], 0, -1));
+	server_take(&p, s, 2);
+	if (len > 0)
+		write_all(p.fd[1], what, len);
+	if (hang_up) {
+		close(p.fd[1]);
+		p.fd[1] = -1;
+	}
+	assert_true(nbdread_wait(p.nr, &r[0], 1000, -1));
+	assert_true(r[1].done);
+	assert_int_equal(r[0].error, ENOTCONN);
+	assert_int_equal(r[1].error, ENOTCONN);
+	assert_non_null(nbdread_failed(p.nr));
+	struct nbdread_req again = { .buf = b[0], .count = 64 };
+	assert_int_equal(nbdread_submit(p.nr, &again), -ENOTCONN);
+	pair_close(&p);
+}
+
+static void
+test_a_bad_magic_fails_the_connection(void **state)
+{
+	uint8_t out[NBD_STRUCTURED_REPLY_SIZE] = { 0 };
+
+	/* A structured reply: not negotiated, so not allowed. */
+	reply(out, NBD_STRUCTURED_REPLY_MAGIC, 0, 0);
+	broken(out, sizeof out, false);
+}
+
+static void
+test_a_reply_to_nothing_fails_the_connection(void **state)
+{
+	uint8_t out[NBD_SIMPLE_REPLY_SIZE];
+
+	reply(out, NBD_SIMPLE_REPLY_MAGIC, 0, 99);
+	broken(out, sizeof out, false);
+}
+
+static void
+test_the_end_of_the_connection_fails_reads(void **state)
+{
+	broken(NULL, 0, true);
+}
+
+static void
+test_in_flight_is_bounded(void **state)
+{
+	struct pair p;
+	static struct nbdread_req r[NBDREAD_MAX_INFLIGHT + 1];
+	uint8_t b[1];
+
+	pair_open(&p);
+	for (int i = 0; i < NBDREAD_MAX_INFLIGHT; i++) {
+		r[i] = (struct nbdread_req){ .buf = b, .count = 1 };
+		assert_int_equal(nbdread_submit(p.nr, &r[i]), 0);
+	}
+	r[NBDREAD_MAX_INFLIGHT] = (struct nbdread_req){ .buf = b, .count = 1 };
+	assert_int_equal(nbdread_submit(p.nr, &r[NBDREAD_MAX_INFLIGHT]),
+	    -EBUSY);
+	/* Freed with READs in flight: they complete, failed. */
+	nbdread_free(p.nr);
+	p.nr = NULL;
+	assert_true(r[0].done);
+	assert_int_equal(r[0].error, ENOTCONN);
+	pair_close(&p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_send_replies_in_any_order),
+		cmocka_unit_test(test_a_reply_split_byte_by_byte),
+		cmocka_unit_test(test_a_large_payload),
+		cmocka_unit_test(test_an_error_reply_has_no_payload),
+		cmocka_unit_test(test_a_bad_magic_fails_the_connection),
+		cmocka_unit_test(test_a_reply_to_nothing_fails_the_connection),
+		cmocka_unit_test(test_the_end_of_the_connection_fails_reads),
+		cmocka_unit_test(test_in_flight_is_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
