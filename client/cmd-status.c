@@ -267,13 +267,21 @@ status_devices(FILE *f, const json_t *devices)
 				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
 				    &tm);
 			const char *rle = jget_str(r, "last_error");
-			fprintf(f, "  %s: %s, %s since %s, %llu connection(s), "
+			fprintf(f,
+			    "  %s: %s, %s since %s, %llu connection(s)%s, "
 			    "%llu failed reconnect(s)%s%s\n",
 			    jget_str(d, "device"),
-			    jget_str(d, "backing") ? jget_str(d, "backing") : "",
+			    jget_str(d, "backing") ? jget_str(d, "backing") :
+						     "",
 			    json_is_true(json_object_get(r, "connected")) ?
-			    "connected" : "DISCONNECTED", when,
+				"connected" :
+				"DISCONNECTED",
+			    when,
 			    (unsigned long long)jget_u64(r, "connections", 0),
+			    json_is_true(
+				json_object_get(r, "read_connection")) ?
+				" and a read connection" :
+				"",
 			    (unsigned long long)jget_u64(r, "retries", 0),
 			    rle ? "; last: " : "", rle ? rle : "");
 		}

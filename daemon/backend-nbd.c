@@ -1284,6 +1284,7 @@ bn_get_state(struct backend *b, struct backend_state *st)
 	st->reconnects = bn->reconnects;
 	st->failed_attempts = bn->failed_attempts;
 	st->connections = bn_live_conns_locked(bn);
+	st->read_connection = bn->rd.nr != NULL;
 	snprintf(st->last_error, sizeof st->last_error, "%s", bn->last_error);
 	pthread_mutex_unlock(&bn->lock);
 }

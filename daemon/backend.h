@@ -103,6 +103,7 @@ struct backend_state {
 	uint64_t reconnects;            /* outages ended since start-up */
 	uint64_t failed_attempts; /* reconnections failed since start-up */
 	unsigned connections;           /* open connections (multi-conn: >1) */
+	bool read_connection;           /* misses read on one of their own */
 	char last_error[256];           /* "" if none */
 };
 

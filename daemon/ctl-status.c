@@ -216,6 +216,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    json_string(bs.last_error) : json_null());
 		ctl_set_u64(remote, "reconnects", bs.reconnects);
 		ctl_set_u64(remote, "failed_reconnects", bs.failed_attempts);
+		json_object_set_new(remote, "read_connection",
+		    json_boolean(bs.read_connection));
 	}
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
