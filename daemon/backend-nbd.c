@@ -103,6 +103,7 @@ struct backend_nbd {
 	uint64_t io_timeout_ns;
 	unsigned connect_timeout_ms;
 	unsigned reconnect_max_ms;
+	bool read_connection; /* remote.read_connection */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* connection up, poll round ended */
@@ -907,6 +908,19 @@ bn_rd_get(struct backend_nbd *bn)
 	if (!bn->multi_conn)
 		return NULL;
 	pthread_mutex_lock(&bn->lock);
+	if (!__atomic_load_n(&bn->read_connection, __ATOMIC_RELAXED)) {
+		/* Turned off by a reload: closed once idle. */
+		struct nbd_handle *h = bn->rd.inflight == 0 ? bn->rd.h : NULL;
+		nr = h ? bn->rd.nr : NULL;
+		if (h)
+			bn->rd.h = NULL, bn->rd.nr = NULL;
+		pthread_mutex_unlock(&bn->lock);
+		if (h) {
+			nbdread_free(nr);
+			nbd_close(h);
+		}
+		return NULL;
+	}
 	if (!bn->rd.nr && !bn->rd.off && !bn->rd.connecting && bn->connected &&
 	    bn_now() >= bn->rd.retry_after_ns)
 		bn_rd_open_locked(bn);
@@ -1327,6 +1341,8 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS,
 	    __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->read_connection, rc->read_connection,
+	    __ATOMIC_RELAXED);
 }
 
 static const struct backend_ops backend_nbd_ops = {
@@ -1431,6 +1447,7 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 	bn->connect_timeout_ms = rc ? rc->connect_timeout_ms : 10000;
 	bn->reconnect_max_ms = rc ? rc->reconnect_max_ms : 5000;
 	bn->io_timeout_ns = (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS;
+	bn->read_connection = rc ? rc->read_connection : true;
 	bn->uri = strdup(uri);
 	if (!bn->uri)
 		goto fail;

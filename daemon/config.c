@@ -951,14 +951,14 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
-/* remote = { connect_timeout_ms; reconnect_max_ms; io_timeout_ms; } */
+/* remote = { connect_timeout_ms; reconnect_max_ms; io_timeout_ms;
+ * read_connection; } */
 static int
 cfg_remote(struct cfg_load *ld, const config_setting_t *root,
     struct remote_conf *rc)
 {
-	static const char *const keys[] = {
-		"connect_timeout_ms", "reconnect_max_ms", "io_timeout_ms", NULL
-	};
+	static const char *const keys[] = { "connect_timeout_ms",
+		"reconnect_max_ms", "io_timeout_ms", "read_connection", NULL };
 	config_setting_t *g;
 
 	if (cfg_group(ld, root, "remote", &g) == -1)
@@ -967,11 +967,12 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 		return 0;
 	if (cfg_check_keys(ld, g, keys) == -1 ||
 	    cfg_uint(ld, g, "connect_timeout_ms", 100, 600000,
-	    &rc->connect_timeout_ms) == -1 ||
+		&rc->connect_timeout_ms) == -1 ||
 	    cfg_uint(ld, g, "reconnect_max_ms", 100, 600000,
-	    &rc->reconnect_max_ms) == -1 ||
+		&rc->reconnect_max_ms) == -1 ||
 	    cfg_uint(ld, g, "io_timeout_ms", 100, 3600000,
-	    &rc->io_timeout_ms) == -1)
+		&rc->io_timeout_ms) == -1 ||
+	    cfg_bool(ld, g, "read_connection", &rc->read_connection) == -1)
 		return -1;
 	return 0;
 }
@@ -1242,6 +1243,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->remote.connect_timeout_ms = 10000;
 	cfg->remote.reconnect_max_ms = 5000;
 	cfg->remote.io_timeout_ms = 30000;
+	cfg->remote.read_connection = true;
 
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;

@@ -66,6 +66,8 @@ struct remote_conf {
 	unsigned reconnect_max_ms;      /* back-off cap, default 5 s */
 	unsigned io_timeout_ms;         /* one request; reads wait this long for
 	                                   a reconnection; default 30 s */
+	bool read_connection;           /* misses on a connection of their own
+	                                   (nbdread.h); default true */
 };
 
 /* What one client, or all of them, may take (slots). */

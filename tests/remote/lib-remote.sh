@@ -47,6 +47,18 @@ add_remote_settings() {
 	echo "remote = { $1 };" >>"$CONF"
 }
 
+# reload_remote: SIGHUP wbd and wait until the log says its remote
+# settings were applied.
+reload_remote() {
+	local i
+	kill -HUP "$WBD_PID"
+	for ((i = 0; i < 50; i++)); do
+		grep -q 'reload: .*remote settings applied' "$LOG" && return 0
+		sleep 0.1
+	done
+	fail "the reload did not apply the remote settings: $(grep reload "$LOG")"
+}
+
 # stop_kit PID [SIGNAL]: stop one nbdkit and wait for it.
 stop_kit() {
 	kill -s "${2:-TERM}" "$1" 2>/dev/null || true

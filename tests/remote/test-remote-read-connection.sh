@@ -7,7 +7,8 @@
 # the next read of the range succeeds.  Then nbdkit is killed and started
 # again: the read in flight on the dead connection is read again through
 # libnbd (correct data, the log says the read connection failed), and the
-# read connection is reopened for later misses.
+# read connection is reopened for later misses.  A reload with
+# remote.read_connection = false closes it.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
@@ -97,4 +98,11 @@ sleep 1.2
 read_check $((24 * MiB)) 65536 || fail "a read after the reopening"
 [[ $(read_connection) == True ]] || fail "the read connection was not reopened"
 log "after the restart: read again through libnbd, the read connection reopened"
+
+# Turned off by a reload: closed at the next miss, which libnbd reads.
+echo 'remote = { read_connection = false; };' >>"$CONF"
+reload_remote
+read_check $((28 * MiB)) 65536 || fail "a read after read_connection = false"
+[[ $(read_connection) == False ]] || fail "read_connection = false left it open"
+log "read_connection = false by a reload: misses through libnbd"
 assert_alive

@@ -24,12 +24,7 @@ stop_kit "$KIT" KILL
 
 sed -i 's/io_timeout_ms = 60000;/io_timeout_ms = 1000;/' "$CONF"
 grep -q 'io_timeout_ms = 1000;' "$CONF" || fail "could not edit $CONF"
-kill -HUP "$WBD_PID"
-for ((i = 0; i < 50; i++)); do
-	grep -q 'reload: .*remote settings applied' "$LOG" && break
-	sleep 0.1
-done
-((i < 50)) || fail "the reload did not apply the remote settings: $(grep reload "$LOG")"
+reload_remote
 
 "$PYTHON" - "$(uri_unix r)" <<'PY' || fail "see above"
 import nbd, sys, time
