@@ -196,6 +196,32 @@ backend_read_end(struct backend_read *rd)
 	return r;
 }
 
+/*
+ * The gather below reads cache pages that a client may be writing at the
+ * same moment, on purpose: such a page is dirty again, and the next
+ * writeback puts its new version whole (docs/design-writeback.md, "a page
+ * written again while its run is being written").  It is the one race wbd
+ * means to have, as the kernel's writeback reads a page a process may be
+ * writing (without stable pages); ThreadSanitizer is told to look away
+ * from it, the way the kernel marks such reads data_race() for KCSAN.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define WBD_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WBD_TSAN 1
+#endif
+#endif
+#ifdef WBD_TSAN
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define RACY_READS_BEGIN() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
+#define RACY_READS_END() AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
+#else
+#define RACY_READS_BEGIN() ((void)0)
+#define RACY_READS_END() ((void)0)
+#endif
+
 /* IOV's COUNT bytes in one page-aligned buffer (an O_DIRECT device takes
  * it as it is); NULL if out of memory. */
 static void *
@@ -205,6 +231,7 @@ backend_gather(const struct iovec *iov, int iovcnt, uint32_t count, size_t *cap)
 
 	if (!buf)
 		return NULL;
+	RACY_READS_BEGIN();
 	for (int i = 0, done = 0; i < iovcnt && (uint32_t)done < count; i++) {
 		uint32_t n = count - (uint32_t)done;
 		if (n > iov[i].iov_len)
@@ -212,6 +239,7 @@ backend_gather(const struct iovec *iov, int iovcnt, uint32_t count, size_t *cap)
 		memcpy((char *)buf + done, iov[i].iov_base, n);
 		done += (int)n;
 	}
+	RACY_READS_END();
 	return buf;
 }
 
