@@ -4,7 +4,7 @@
 #
 # Usage: bash scripts/fuzz.sh [SECONDS] [TARGET...]
 #   SECONDS  how long each target runs (default 60)
-#   TARGET   handshake, proto, config, ctl-request (default: all)
+#   TARGET   handshake, proto, config, ctl-request, nbd-replies (default: all)
 # Environment: FUZZ_BUILD_DIR (default build-fuzz); WBD_SKIP_DEPS=1 skips
 # the apt step.
 #
@@ -20,7 +20,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(handshake proto config ctl-request)
+((${#TARGETS[@]})) || TARGETS=(handshake proto config ctl-request nbd-replies)
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 NPROC=$(nproc 2>/dev/null || echo 2)
 
