@@ -41,6 +41,7 @@
 #include <libnbd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +132,12 @@ struct backend_nbd {
 		struct nbdread *nr;
 		pthread_t owner;
 		unsigned inflight;
-		bool off; /* TLS: libnbd only */
-		bool connecting;
+		bool off;            /* TLS: libnbd only */
+		bool connecting;     /* OPENER is opening it */
+		bool opener_started; /* OPENER to be joined */
+		pthread_t opener;
 		bool announced;          /* logged once */
+		unsigned backoff_ms;     /* after a failure; 0 after an open */
 		uint64_t retry_after_ns; /* monotonic */
 	} rd;
 };
@@ -851,16 +855,34 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 
 /* --- the read connection --------------------------------------------- */
 
-/* Open the read connection, with bn.lock dropped meanwhile. */
+#define BN_RD_BACKOFF_MIN_MS 1000
+#define BN_RD_BACKOFF_MAX_MS 60000
+
+/* The read connection failed, or could not be opened: not again for a
+ * while, the wait doubling from 1 s to a minute until one opens. */
 static void
-bn_rd_open_locked(struct backend_nbd *bn)
+bn_rd_backoff_locked(struct backend_nbd *bn)
 {
+	lock_assert_held(&bn->lock);
+	bn->rd.backoff_ms =
+	    bn->rd.backoff_ms ? bn->rd.backoff_ms * 2 : BN_RD_BACKOFF_MIN_MS;
+	if (bn->rd.backoff_ms > BN_RD_BACKOFF_MAX_MS)
+		bn->rd.backoff_ms = BN_RD_BACKOFF_MAX_MS;
+	bn->rd.retry_after_ns = bn_now() + bn->rd.backoff_ms * NS_PER_MS;
+}
+
+/*
+ * Open the read connection, on a thread of its own: a handshake may take
+ * up to connect_timeout_ms (a server that has stopped accepting, a full
+ * listen backlog), and the read window goes on through libnbd meanwhile.
+ */
+static void *
+bn_rd_opener(void *arg)
+{
+	struct backend_nbd *bn = arg;
 	char err[256] = "";
 	struct nbdread *nr = NULL;
 
-	lock_assert_held(&bn->lock);
-	bn->rd.connecting = true;
-	pthread_mutex_unlock(&bn->lock);
 	struct nbd_handle *h = bn_connect(bn, true, err, sizeof err);
 	bool tls = h && nbd_get_tls_negotiated(h) == 1;
 	if (h && !tls && bn_check_same(bn, h, err, sizeof err) == 0 &&
@@ -880,24 +902,53 @@ bn_rd_open_locked(struct backend_nbd *bn)
 	} else if (nr) {
 		bn->rd.h = h;
 		bn->rd.nr = nr;
+		bn->rd.backoff_ms = 0;
 		if (!bn->rd.announced)
 			log_info("remote %s (device %s): cache misses are read "
 				 "on a connection of their own, simple replies",
 			    bn->uri, bn->b.dev_name);
 		bn->rd.announced = true;
 	} else {
-		bn->rd.retry_after_ns = bn_now() + BN_GROW_RETRY_MS * NS_PER_MS;
-		log_debug("remote %s: cannot open the read connection: %s",
-		    bn->uri, err);
+		bn_rd_backoff_locked(bn);
+		log_debug("remote %s: cannot open the read connection: %s; "
+			  "again in %u ms",
+		    bn->uri, err, bn->rd.backoff_ms);
 	}
-	pthread_cond_broadcast(&bn->cond);
+	pthread_mutex_unlock(&bn->lock);
+	return NULL;
+}
+
+/* Start opening the read connection (the last opener has ended). */
+static void
+bn_rd_open_locked(struct backend_nbd *bn)
+{
+	lock_assert_held(&bn->lock);
+	if (bn->rd.opener_started)
+		pthread_join(bn->rd.opener, NULL);
+	bn->rd.opener_started = false;
+	bn->rd.connecting = true;
+	/* Signals go to the main loop, as for every thread of wbd's. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int e = pthread_create(&bn->rd.opener, NULL, bn_rd_opener, bn);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
+		bn->rd.connecting = false;
+		bn_rd_backoff_locked(bn);
+		log_debug("remote %s: cannot start the read connection's "
+			  "opener: %s",
+		    bn->uri, strerror(e));
+		return;
+	}
+	bn->rd.opener_started = true;
 }
 
 /*
- * The read connection for this thread, its inflight count taken: opened
- * when there is none (and the remote is up); NULL when it is busy with
- * another thread's reads, cannot be had, or would not be consistent with
- * the other connections (a remote without multi-conn).
+ * The read connection for this thread, its inflight count taken; NULL
+ * when there is none (its opening is started then, if the remote is up),
+ * when it is busy with another thread's reads, or when it would not be
+ * consistent with the other connections (a remote without multi-conn).
  */
 static struct nbdread *
 bn_rd_get(struct backend_nbd *bn)
@@ -949,7 +1000,7 @@ bn_rd_put(struct backend_nbd *bn, struct nbdread *nr)
 		h = bn->rd.h;
 		bn->rd.h = NULL;
 		bn->rd.nr = NULL;
-		bn->rd.retry_after_ns = bn_now() + BN_GROW_RETRY_MS * NS_PER_MS;
+		bn_rd_backoff_locked(bn);
 	}
 	pthread_mutex_unlock(&bn->lock);
 	if (h) {
@@ -1319,6 +1370,9 @@ bn_close(struct backend *b)
 		if (c->wake_fd >= 0)
 			close(c->wake_fd);
 	}
+	/* An opener still connecting gives up within connect_timeout_ms. */
+	if (bn->rd.opener_started)
+		pthread_join(bn->rd.opener, NULL);
 	if (bn->rd.h) {
 		nbdread_free(bn->rd.nr);
 		nbd_close(bn->rd.h);
