@@ -138,6 +138,7 @@ struct backend_nbd {
 		pthread_t opener;
 		bool announced;          /* logged once */
 		unsigned backoff_ms;     /* after a failure; 0 after an open */
+		uint64_t failures;       /* since start-up */
 		uint64_t retry_after_ns; /* monotonic */
 	} rd;
 };
@@ -864,6 +865,7 @@ static void
 bn_rd_backoff_locked(struct backend_nbd *bn)
 {
 	lock_assert_held(&bn->lock);
+	bn->rd.failures++;
 	bn->rd.backoff_ms =
 	    bn->rd.backoff_ms ? bn->rd.backoff_ms * 2 : BN_RD_BACKOFF_MIN_MS;
 	if (bn->rd.backoff_ms > BN_RD_BACKOFF_MAX_MS)
@@ -1350,6 +1352,7 @@ bn_get_state(struct backend *b, struct backend_state *st)
 	st->failed_attempts = bn->failed_attempts;
 	st->connections = bn_live_conns_locked(bn);
 	st->read_connection = bn->rd.nr != NULL;
+	st->read_connection_failures = bn->rd.failures;
 	snprintf(st->last_error, sizeof st->last_error, "%s", bn->last_error);
 	pthread_mutex_unlock(&bn->lock);
 }

@@ -218,6 +218,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		ctl_set_u64(remote, "failed_reconnects", bs.failed_attempts);
 		json_object_set_new(remote, "read_connection",
 		    json_boolean(bs.read_connection));
+		ctl_set_u64(remote, "read_connection_failures",
+		    bs.read_connection_failures);
 	}
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"

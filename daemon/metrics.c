@@ -157,6 +157,11 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Outages of a remote ended by a reconnection." },
 	{ "remote.failed_reconnects", "wbd_remote_failed_reconnects_total",
 	    COUNTER, 1, "Reconnections to a remote that failed." },
+	{ "remote.read_connection", "wbd_remote_read_connection", GAUGE, 1,
+	    "A remote's cache misses: 1 while on a connection of their own." },
+	{ "remote.read_connection_failures",
+	    "wbd_remote_read_connection_failures_total", COUNTER, 1,
+	    "Times a remote's read connection failed or could not open." },
 };
 
 /* The work items counted on a device, by reason. */

@@ -49,9 +49,10 @@ h.shutdown()
 PY
 }
 
-read_connection() {
+# remote_field NAME: the device's remote.NAME in `wbctl status --json`.
+remote_field() {
 	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-print(json.load(sys.stdin)["devices"][0]["remote"]["read_connection"])'
+print(json.load(sys.stdin)["devices"][0]["remote"][sys.argv[1]])' "$1"
 }
 
 # wait_read_connection True|False: it is opened on a thread of its own
@@ -59,7 +60,7 @@ print(json.load(sys.stdin)["devices"][0]["remote"]["read_connection"])'
 wait_read_connection() {
 	local i
 	for ((i = 0; i < 50; i++)); do
-		[[ $(read_connection) == "$1" ]] && return 0
+		[[ $(remote_field read_connection) == "$1" ]] && return 0
 		sleep 0.1
 	done
 	return 1
@@ -102,6 +103,8 @@ rm -f "$ERRS"
 read_check $((16 * MiB)) 65536 || fail "the read after the error"
 grep -q 'the read connection failed' "$T/wbd.log" &&
 	fail "a read error the remote reported failed the read connection"
+[[ $(remote_field read_connection_failures) == 0 ]] ||
+	fail "a read error the remote reported counted as a read connection failure"
 log "a read error: EIO to the client, the next read of the range succeeds"
 
 # The server dies and comes back: the read is read again through libnbd.
@@ -111,6 +114,8 @@ read_check $((20 * MiB)) 65536 $((21 * MiB)) 4096 ||
 	fail "reads after the remote was restarted"
 grep -q 'the read connection failed' "$T/wbd.log" ||
 	fail "the log does not say the read connection failed"
+failures=$(remote_field read_connection_failures)
+((failures >= 1)) || fail "wbctl status: read_connection_failures is $failures"
 # Reopened a second after it failed, at the next miss.
 sleep 1.2
 read_check $((24 * MiB)) 65536 || fail "a read after the reopening"
