@@ -1216,12 +1216,35 @@ bn_rd_wait(struct backend_io *io, int wake_fd)
 	return nbdread_wait(io->nr, &io->rq, ms, wake_fd);
 }
 
+/*
+ * Before this thread waits for a read through libnbd: send the READs it
+ * queued on the read connection (they go out when their owner waits on
+ * them, and it is not going to, yet).  A window holds both kinds while
+ * the read connection opens, or when another thread had it.
+ */
+static void
+bn_rd_send_queued(struct backend_nbd *bn)
+{
+	struct nbdread *nr = NULL;
+
+	pthread_mutex_lock(&bn->lock);
+	if (bn->rd.nr && bn->rd.inflight > 0 &&
+	    pthread_equal(bn->rd.owner, pthread_self()))
+		nr = bn->rd.nr;
+	pthread_mutex_unlock(&bn->lock);
+	if (nr)
+		nbdread_send(nr);
+}
+
 static bool
 bn_pread_wait(struct backend *b, struct backend_io *io, int wake_fd)
 {
 	if (io->nr)
 		return bn_rd_wait(io, wake_fd);
-	return !io->c || bn_wait(BN(b), io->c, &io->cmd, io->deadline, wake_fd);
+	if (!io->c)
+		return true;
+	bn_rd_send_queued(BN(b));
+	return bn_wait(BN(b), io->c, &io->cmd, io->deadline, wake_fd);
 }
 
 static int
@@ -1237,6 +1260,7 @@ bn_pread_end(struct backend *b, struct backend_io *io)
 		r = io->rq.error == ENOTCONN ? 1 : -io->rq.error;
 		bn_rd_put(bn, io->nr);
 	} else if (io->c) {
+		bn_rd_send_queued(bn);
 		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
 		bn_conn_put(bn, io->c);
 		if (r == -ENOTCONN)
@@ -1471,6 +1495,10 @@ bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
 		bn->b.caps |= BACKEND_READ_ONLY;
 	if (bn->can_trim)
 		bn->b.caps |= BACKEND_CAN_TRIM;
+	/* Without FLUSH every write goes with FUA, seen on every
+	 * connection at once. */
+	if (bn->multi_conn && bn->can_flush)
+		bn->b.caps |= BACKEND_FLUSH_BEFORE_READ;
 	/* Zeroes can always be written; fast only if the remote says so. */
 	bn->b.caps |= BACKEND_CAN_ZERO;
 	if (bn->can_zero && bn->can_fast_zero)

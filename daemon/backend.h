@@ -94,6 +94,11 @@ struct backend_ops {
 /* Reads do not go through the host's page cache, so get none of the
  * kernel's read-ahead (O_DIRECT, a remote): wbd's own is worth having. */
 #define BACKEND_UNCACHED (1u << 7)
+/* A read may go on another connection than the writes before it (an NBD
+ * remote with multi-conn): a completed write is certain to be seen by it
+ * only once a FLUSH has covered it, so a read of what was written back
+ * since the last flush waits for one (fill.c). */
+#define BACKEND_FLUSH_BEFORE_READ (1u << 9)
 
 /* A remote backend's connection, for the log and wbctl status. */
 struct backend_state {

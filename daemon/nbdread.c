@@ -161,6 +161,13 @@ nr_send(struct nbdread *nr)
 	nr->out_pos = nr->out_len = 0;
 }
 
+void
+nbdread_send(struct nbdread *nr)
+{
+	if (!nr->why[0])
+		nr_send(nr);
+}
+
 /* The errno of an NBD error; the spec has unknown values read as
  * EINVAL. */
 static int

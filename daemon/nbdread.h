@@ -47,6 +47,10 @@ void nbdread_free(struct nbdread *nr);
  * in flight as allowed), or -ENOTCONN (the connection failed). */
 int nbdread_submit(struct nbdread *nr, struct nbdread_req *req);
 
+/* Send what is queued, as far as the socket takes it now: before its
+ * owner waits for something else (a read through libnbd). */
+void nbdread_send(struct nbdread *nr);
+
 /*
  * Send what is queued and take replies until REQ is done (true), or
  * TIMEOUT_MS (-1: none) passes or CALLER_FD (-1: none) is readable

@@ -370,6 +370,12 @@ wb_flush_backend(struct wb_target *t)
 	return 0;
 }
 
+int
+wb_flush_written(struct wb_target *t)
+{
+	return wb_flush_backend(t);
+}
+
 /*
  * One run being written: begun (wb_run_begin), then ended (wb_run_end),
  * through the backend's two-step write (see backend_write_begin).

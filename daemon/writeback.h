@@ -122,6 +122,10 @@ void wb_ctl_snapshot(const struct wb_ctl *wb, struct wb_thresholds *th);
  */
 int wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why);
 
+/* Flush T's backend if writes reached it since the last flush that
+ * covered them (no writeback first).  0 or a negative errno. */
+int wb_flush_written(struct wb_target *t);
+
 /*
  * FUA: make the write at [OFF, OFF+LEN) (already in the cache with
  * sequence SEQ) durable, passing FUA to the device: only that range is
