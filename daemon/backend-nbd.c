@@ -19,6 +19,12 @@
  * driver through the connection's eventfd, so a command queued while the
  * driver sleeps on a read is sent at once.
  *
+ * The read connection.  On a multi-conn remote without TLS the read
+ * window's misses go on one more connection, spoken by nbdread.c (opened
+ * by libnbd with simple replies, on a thread of its own), used by one
+ * thread at a time; what it cannot carry, or what it failed, goes through
+ * libnbd.  See docs/remote.md.
+ *
  * Connection loss.  A command that fails because the connection died
  * (libnbd's handle is dead, or the error is ENOTCONN, EPIPE, ECONNRESET,
  * ...) or that gets no reply within io_timeout_ms marks the backend
@@ -946,6 +952,29 @@ bn_rd_open_locked(struct backend_nbd *bn)
 	bn->rd.opener_started = true;
 }
 
+/* A read connection taken out of bn.rd, to be closed with no lock held. */
+struct bn_rd_gone {
+	struct nbd_handle *h;
+	struct nbdread *nr;
+};
+
+static void
+bn_rd_detach_locked(struct backend_nbd *bn, struct bn_rd_gone *g)
+{
+	g->h = bn->rd.h;
+	g->nr = bn->rd.nr;
+	bn->rd.h = NULL;
+	bn->rd.nr = NULL;
+}
+
+static void
+bn_rd_close(struct bn_rd_gone *g)
+{
+	nbdread_free(g->nr);
+	if (g->h)
+		nbd_close(g->h);
+}
+
 /*
  * The read connection for this thread, its inflight count taken; NULL
  * when there is none (its opening is started then, if the remote is up),
@@ -963,15 +992,11 @@ bn_rd_get(struct backend_nbd *bn)
 	pthread_mutex_lock(&bn->lock);
 	if (!__atomic_load_n(&bn->read_connection, __ATOMIC_RELAXED)) {
 		/* Turned off by a reload: closed once idle. */
-		struct nbd_handle *h = bn->rd.inflight == 0 ? bn->rd.h : NULL;
-		nr = h ? bn->rd.nr : NULL;
-		if (h)
-			bn->rd.h = NULL, bn->rd.nr = NULL;
+		struct bn_rd_gone gone = { 0 };
+		if (bn->rd.inflight == 0)
+			bn_rd_detach_locked(bn, &gone);
 		pthread_mutex_unlock(&bn->lock);
-		if (h) {
-			nbdread_free(nr);
-			nbd_close(h);
-		}
+		bn_rd_close(&gone);
 		return NULL;
 	}
 	if (!bn->rd.nr && !bn->rd.off && !bn->rd.connecting && bn->connected &&
@@ -992,23 +1017,18 @@ bn_rd_get(struct backend_nbd *bn)
 static void
 bn_rd_put(struct backend_nbd *bn, struct nbdread *nr)
 {
-	struct nbd_handle *h = NULL;
+	struct bn_rd_gone gone = { 0 };
 
 	pthread_mutex_lock(&bn->lock);
 	if (--bn->rd.inflight == 0 && nbdread_failed(nr)) {
 		log_info("remote %s (device %s): the read connection failed "
 			 "(%s); reads go through libnbd until it is reopened",
 		    bn->uri, bn->b.dev_name, nbdread_failed(nr));
-		h = bn->rd.h;
-		bn->rd.h = NULL;
-		bn->rd.nr = NULL;
+		bn_rd_detach_locked(bn, &gone);
 		bn_rd_backoff_locked(bn);
 	}
 	pthread_mutex_unlock(&bn->lock);
-	if (h) {
-		nbdread_free(nr);
-		nbd_close(h);
-	}
+	bn_rd_close(&gone);
 }
 
 /* A read or write in flight (pread_start .. pread_end, pwrite_start ..
@@ -1400,10 +1420,9 @@ bn_close(struct backend *b)
 	/* An opener still connecting gives up within connect_timeout_ms. */
 	if (bn->rd.opener_started)
 		pthread_join(bn->rd.opener, NULL);
-	if (bn->rd.h) {
-		nbdread_free(bn->rd.nr);
-		nbd_close(bn->rd.h);
-	}
+	struct bn_rd_gone gone = { 0 };
+	bn_rd_detach_locked(bn, &gone); /* nobody else is left */
+	bn_rd_close(&gone);
 	pthread_mutex_destroy(&bn->lock);
 	pthread_cond_destroy(&bn->cond);
 	free(bn->uri);

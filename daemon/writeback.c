@@ -344,8 +344,8 @@ wb_backing_off(struct wb_dev *dev)
  * have completed, and so been counted.  Several may run at once: each
  * raises flushed_upto to what it read before flushing, never lowers it.
  */
-static int
-wb_flush_backend(struct wb_target *t)
+int
+wb_flush_written(struct wb_target *t)
 {
 	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
 	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
@@ -368,12 +368,6 @@ wb_flush_backend(struct wb_target *t)
 	    w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;               /* DONE reloaded: someone raised it meanwhile */
 	return 0;
-}
-
-int
-wb_flush_written(struct wb_target *t)
-{
-	return wb_flush_backend(t);
 }
 
 /*
@@ -596,7 +590,7 @@ wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 		}
 	}
 	if (r == 0)
-		r = wb_flush_backend(t);
+		r = wb_flush_written(t);
 	return r;
 }
 
@@ -655,7 +649,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 			return wb_flush_work(t, seq, WB_REASON_FUA);
 		wb_wait_progress(t, 10);
 	}
-	return need_flush ? wb_flush_backend(t) : 0;
+	return need_flush ? wb_flush_written(t) : 0;
 }
 
 bool
