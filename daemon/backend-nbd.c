@@ -893,9 +893,17 @@ bn_rd_opener(void *arg)
 
 	struct nbd_handle *h = bn_connect(bn, true, err, sizeof err);
 	bool tls = h && nbd_get_tls_negotiated(h) == 1;
-	if (h && !tls && bn_check_same(bn, h, err, sizeof err) == 0 &&
-	    !(nr = nbdread_new(nbd_aio_get_fd(h))))
-		snprintf(err, sizeof err, "%s", strerror(errno));
+	if (h && !tls && bn_check_same(bn, h, err, sizeof err) == 0) {
+		/* Reads on a connection of their own see what others wrote
+		 * (once flushed) only with multi-conn: a server restarted
+		 * without it gets none. */
+		if (nbd_can_multi_conn(h) != 1)
+			snprintf(err, sizeof err,
+			    "the remote no longer "
+			    "offers multi-conn");
+		else if (!(nr = nbdread_new(nbd_aio_get_fd(h))))
+			snprintf(err, sizeof err, "%s", strerror(errno));
+	}
 	if (h && !nr) {
 		nbd_close(h);
 		h = NULL;
@@ -908,9 +916,10 @@ bn_rd_opener(void *arg)
 		log_debug("remote %s: TLS: cache misses go through libnbd",
 		    bn->uri);
 	} else if (nr) {
+		/* The back-off stays until it has worked (bn_rd_put): one
+		 * that opens and then fails is not reopened every second. */
 		bn->rd.h = h;
 		bn->rd.nr = nr;
-		bn->rd.backoff_ms = 0;
 		if (!bn->rd.announced)
 			log_info("remote %s (device %s): cache misses are read "
 				 "on a connection of their own, simple replies",
@@ -1012,15 +1021,19 @@ bn_rd_get(struct backend_nbd *bn)
 	return nr;
 }
 
-/* Done with NR (the owner's); closed if it failed and nothing is in
- * flight, to be opened again a little later. */
+/* Done with NR (the owner's) for one read, which WORKED (was answered
+ * on it: the back-off starts over); closed if it failed and nothing is
+ * in flight, to be opened again a little later. */
 static void
-bn_rd_put(struct backend_nbd *bn, struct nbdread *nr)
+bn_rd_put(struct backend_nbd *bn, struct nbdread *nr, bool worked)
 {
 	struct bn_rd_gone gone = { 0 };
 
 	pthread_mutex_lock(&bn->lock);
-	if (--bn->rd.inflight == 0 && nbdread_failed(nr)) {
+	bn->rd.inflight--;
+	if (worked && !nbdread_failed(nr))
+		bn->rd.backoff_ms = 0;
+	if (bn->rd.inflight == 0 && nbdread_failed(nr)) {
 		log_info("remote %s (device %s): the read connection failed "
 			 "(%s); reads go through libnbd until it is reopened",
 		    bn->uri, bn->b.dev_name, nbdread_failed(nr));
@@ -1205,7 +1218,7 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 			*iop = io;
 			return 0;
 		}
-		bn_rd_put(bn, io->nr);
+		bn_rd_put(bn, io->nr, false);
 		io->nr = NULL;
 	}
 	io->c = bn_conn_get(bn, io->deadline, true, &err);
@@ -1222,13 +1235,16 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 }
 
 /* Wait on the read connection; a read with no reply by its deadline
- * fails the connection (it is then read again through libnbd). */
+ * (none in the socket either) fails the connection (it is then read
+ * again through libnbd). */
 static bool
 bn_rd_wait(struct backend_io *io, int wake_fd)
 {
 	uint64_t now = bn_now();
 
 	if (now >= io->deadline) {
+		if (nbdread_wait(io->nr, &io->rq, 0, -1))
+			return true;
 		nbdread_fail(io->nr, "no reply within io_timeout_ms");
 		return true;
 	}
@@ -1278,7 +1294,7 @@ bn_pread_end(struct backend *b, struct backend_io *io)
 			;
 		/* ENOTCONN: the connection failed (never an NBD error). */
 		r = io->rq.error == ENOTCONN ? 1 : -io->rq.error;
-		bn_rd_put(bn, io->nr);
+		bn_rd_put(bn, io->nr, io->rq.error != ENOTCONN);
 	} else if (io->c) {
 		bn_rd_send_queued(bn);
 		r = bn_finish(bn, io->c, &io->cmd, io->deadline);

@@ -259,7 +259,7 @@ export_run(struct job *job)
 			    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
 			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
 		/* Even a failure may have changed something: flush it. */
-		__atomic_add_fetch(&e->wt.written, 1, __ATOMIC_RELEASE);
+		wb_count_written(&e->wt, n->offset, n->count);
 		if (r == 0)
 			cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (r == 0 && (fua || req->writethrough))

@@ -35,18 +35,16 @@
 /*
  * Read from T's backing device, counted on its device.  A remote whose
  * reads may go on another connection than its writes first gets a FLUSH
- * if anything was written back since the last one (NBD multi-conn makes
- * a write visible on every connection once flushed; before, a page
- * written back and evicted could be read back stale).  If that flush
- * fails, the error is the writeback's (reported to the export's clients
- * at their next FLUSH) and the read goes on.
+ * if something in the range was written to it since the last one (NBD
+ * multi-conn makes a write visible on every connection once flushed;
+ * before, a page written back and evicted could be read back stale):
+ * wb_flush_before_read.
  */
 static void
 fill_backend_begin(struct wb_target *t, struct backend_read *br, void *buf,
     uint32_t count, uint64_t off)
 {
-	if (t->backend->caps & BACKEND_FLUSH_BEFORE_READ)
-		(void)wb_flush_written(t);
+	wb_flush_before_read(t, off, count);
 	__atomic_add_fetch(&t->dev->read_bytes, count, __ATOMIC_RELAXED);
 	backend_read_begin(t->backend, br, buf, count, off);
 }

@@ -10,6 +10,7 @@
  * reply to a READ not in flight is seen as the protocol error it is.
  */
 #include <endian.h>
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "nbd-proto.h"
 #include "nbdread.h"
 
@@ -122,6 +124,15 @@ nbdread_submit(struct nbdread *nr, struct nbdread_req *req)
 	req->error = 0;
 	req->done = false;
 	req->got = 0;
+	if (nr->out_pos > 0) {
+		/* What a partial send left: requests still in flight, so with
+		 * this one never more than OUT holds. */
+		memmove(nr->out, nr->out + nr->out_pos,
+		    nr->out_len - nr->out_pos);
+		nr->out_len -= nr->out_pos;
+		nr->out_pos = 0;
+	}
+	assert(nr->out_len + NBD_REQUEST_SIZE <= sizeof nr->out);
 	nr->slot[s] = req;
 	nr->slot_seq[s] = ++nr->seq;
 	nr->inflight++;
@@ -181,7 +192,6 @@ nr_errno(uint32_t nbd_error)
 	case NBD_ENOSPC:
 	case NBD_EOVERFLOW:
 	case NBD_ENOTSUP:
-	case NBD_ESHUTDOWN:
 		return (int)nbd_error; /* the same numbers as Linux's */
 	default:
 		return EINVAL;
@@ -217,6 +227,12 @@ nr_header(struct nbdread *nr)
 		return false;
 	}
 	error = be32toh(error);
+	if (error == NBD_ESHUTDOWN) {
+		/* The server is going away: every read in flight, this one
+		 * too, is read again through libnbd, which reconnects. */
+		nbdread_fail(nr, "the server is shutting down (ESHUTDOWN)");
+		return false;
+	}
 	if (error != 0 || nr->slot[s]->count == 0) {
 		/* A failed READ has no payload. */
 		nr_complete(nr, s, error ? nr_errno(error) : 0);
@@ -308,6 +324,10 @@ bool
 nbdread_wait(struct nbdread *nr, struct nbdread_req *req, int timeout_ms,
     int caller_fd)
 {
+	/* One deadline for the whole wait, however many replies come. */
+	uint64_t until =
+	    timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+
 	for (;;) {
 		if (req->done)
 			return true;
@@ -324,7 +344,14 @@ nbdread_wait(struct nbdread *nr, struct nbdread_req *req, int timeout_ms,
 		};
 		if (nr->out_len > nr->out_pos)
 			fds[0].events |= POLLOUT;
-		int r = poll(fds, 2, timeout_ms);
+		int ms = timeout_ms;
+		if (timeout_ms > 0) {
+			uint64_t now = now_ns();
+			ms = now >= until ?
+			    0 :
+			    (int)((until - now + 999999u) / 1000000u);
+		}
+		int r = poll(fds, 2, ms);
 		if (r < 0 && errno != EINTR) {
 			nr_fail_errno(nr, "poll", errno);
 			continue;

@@ -22,6 +22,7 @@
 
 #include "backend.h"
 #include "cache.h"
+#include "lock.h"
 #include "log.h"
 #include "ratelimit.h"
 #include "settings.h"
@@ -201,6 +202,10 @@ wb_target_init(struct wb_target *t)
 {
 	t->err_seq = t->written = t->flushed_upto = 0;
 	t->last_err = 0;
+	t->uf_n = 0;
+	t->uf_lost = 0;
+	t->uf_commit_ns = 0;
+	lock_init(&t->uf_lock);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 }
@@ -208,6 +213,7 @@ wb_target_init(struct wb_target *t)
 void
 wb_target_destroy(struct wb_target *t)
 {
+	pthread_mutex_destroy(&t->uf_lock);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->cond);
 }
@@ -344,7 +350,7 @@ wb_backing_off(struct wb_dev *dev)
  * have completed, and so been counted.  Several may run at once: each
  * raises flushed_upto to what it read before flushing, never lowers it.
  */
-int
+static int
 wb_flush_written(struct wb_target *t)
 {
 	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
@@ -368,6 +374,66 @@ wb_flush_written(struct wb_target *t)
 	    w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;               /* DONE reloaded: someone raised it meanwhile */
 	return 0;
+}
+
+/* Drop T's unflushed ranges a flush has covered since they were kept. */
+static void
+wb_uf_prune_locked(struct wb_target *t)
+{
+	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
+
+	lock_assert_held(&t->uf_lock);
+	if (t->uf_lost <= done)
+		t->uf_lost = 0;
+	for (unsigned i = 0; i < t->uf_n;)
+		if (t->uf[i].written <= done)
+			t->uf[i] = t->uf[--t->uf_n];
+		else
+			i++;
+}
+
+void
+wb_count_written(struct wb_target *t, uint64_t off, uint64_t len)
+{
+	uint64_t w = __atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
+	uint64_t end = off + len;
+	struct wb_range *r = NULL;
+
+	if (!(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
+		return;
+	pthread_mutex_lock(&t->uf_lock);
+	wb_uf_prune_locked(t);
+	for (unsigned i = 0; i < t->uf_n && !r; i++)
+		if (t->uf[i].lo <= end && off <= t->uf[i].hi)
+			r = &t->uf[i]; /* overlaps or touches: one range */
+	if (r) {
+		r->lo = off < r->lo ? off : r->lo;
+		r->hi = end > r->hi ? end : r->hi;
+		r->written = w > r->written ? w : r->written;
+	} else if (t->uf_n < WB_UNFLUSHED_MAX) {
+		t->uf[t->uf_n++] = (struct wb_range){ off, end, w };
+	} else if (w > t->uf_lost) {
+		t->uf_lost = w;
+	}
+	pthread_mutex_unlock(&t->uf_lock);
+}
+
+void
+wb_flush_before_read(struct wb_target *t, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+	bool need;
+
+	if (!(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
+		return;
+	pthread_mutex_lock(&t->uf_lock);
+	wb_uf_prune_locked(t);
+	need = t->uf_lost != 0;
+	for (unsigned i = 0; i < t->uf_n && !need; i++)
+		need = t->uf[i].lo < end && off < t->uf[i].hi;
+	pthread_mutex_unlock(&t->uf_lock);
+	if (need)
+		(void)wb_flush_written(t);
 }
 
 /*
@@ -426,7 +492,7 @@ wb_run_end(struct wb_io *w)
 	/* Counted before its pages are clean: a FLUSH that sees them clean
 	 * sees the count, and flushes the device. */
 	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA))
-		__atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
+		wb_count_written(t, w->off, w->len);
 	cache_end_run(w->run, r == 0);
 	stats_wb_run_end(&t->dev->stats, w->why, w->len, now_ns() - w->start_ns,
 	    r == 0);
@@ -473,6 +539,7 @@ wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
 struct wb_window {
 	struct wb_io io[WB_WINDOW];
 	unsigned head, n, cap;
+	unsigned begun;                 /* runs begun, in all */
 	int err;                        /* the first failure */
 	enum wb_reason why;             /* of every run it writes */
 };
@@ -482,7 +549,7 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 {
 	struct backend *b = wb_dev_backend(dev);
 
-	win->head = win->n = 0;
+	win->head = win->n = win->begun = 0;
 	win->err = 0;
 	win->why = why;
 	win->cap = b ? backend_max_in_flight(b) : 1;
@@ -511,6 +578,7 @@ wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], t, run, 0,
 	    win->why);
 	win->n++;
+	win->begun++;
 	if (win->cap == 1)
 		wb_window_end_oldest(win);
 	return win->err;
@@ -652,6 +720,39 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 	return need_flush ? wb_flush_written(t) : 0;
 }
 
+/*
+ * After background or periodic writeback that wrote something (WIN):
+ * flush each of DEV's targets that keeps unflushed ranges (wb_target.uf),
+ * at most every WB_COMMIT_MS, so that a read seldom finds one and waits
+ * for a flush, as an NFS client commits its unstable writes.  A failure
+ * is the writeback's (wb_flush_written).
+ */
+static void
+wb_commit(struct wb_dev *dev, const struct wb_window *win)
+{
+	uint64_t now = now_ns();
+
+	if (win->begun == 0)
+		return;
+
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
+		bool due = false;
+		if (!t || !(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
+			continue;
+		pthread_mutex_lock(&t->uf_lock);
+		wb_uf_prune_locked(t);
+		if ((t->uf_n > 0 || t->uf_lost) &&
+		    now - t->uf_commit_ns >= WB_COMMIT_MS * 1000000ull) {
+			t->uf_commit_ns = now;
+			due = true;
+		}
+		pthread_mutex_unlock(&t->uf_lock);
+		if (due)
+			(void)wb_flush_written(t);
+	}
+}
+
 bool
 wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
     uint64_t dirty_pages, uint64_t dev_dirty)
@@ -706,6 +807,7 @@ wb_background_run(struct job *job)
 	}
 out:
 	wb_window_drain(&win);
+	wb_commit(dev, &win);
 	wb_cpu_account(dev, cpu);
 	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_RELEASE);
 }
@@ -738,6 +840,7 @@ wb_periodic_run(struct job *job)
 	}
 out:
 	wb_window_drain(&win);
+	wb_commit(dev, &win);
 	wb_cpu_account(dev, cpu);
 	__atomic_store_n(&dev->periodic_queued, 0, __ATOMIC_RELEASE);
 }

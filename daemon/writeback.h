@@ -23,6 +23,11 @@ struct cache_file;
 struct wb_ctl;
 struct wb_dev;
 
+/* Unflushed ranges a target keeps apart (struct wb_target.uf). */
+#define WB_UNFLUSHED_MAX 1024
+/* Background writeback flushes such ranges at most this often. */
+#define WB_COMMIT_MS 50
+
 /*
  * What writeback writes: one export's pages and its backing device, and
  * the state writeback keeps for it.  Embedded in struct export (whose
@@ -51,6 +56,27 @@ struct wb_target {
 	 * connected (its clients saw it die).
 	 */
 	uint64_t written, flushed_upto;
+
+	/*
+	 * Only for a backend with BACKEND_FLUSH_BEFORE_READ (its reads may
+	 * go on another connection than its writes): the byte ranges
+	 * written to it that no flush has covered yet, each with the count
+	 * of `written` that includes its last write, so that a read of a
+	 * range none of them touches needs no flush first
+	 * (wb_flush_before_read).  Adjacent or overlapping ranges are
+	 * merged; once WB_UNFLUSHED_MAX are kept, a further one is only
+	 * counted in uf_lost (every read flushes until a flush covers it).
+	 * Ranges a flush has covered are dropped as they are met.  Under
+	 * uf_lock.
+	 */
+	pthread_mutex_t uf_lock;
+	unsigned uf_n;
+	uint64_t uf_lost;      /* 0: none */
+	uint64_t uf_commit_ns; /* the last wb_commit's flush */
+	struct wb_range {
+		uint64_t lo, hi;  /* bytes [lo, hi) */
+		uint64_t written; /* its count, in `written` */
+	} uf[WB_UNFLUSHED_MAX];
 
 	/* Signalled whenever a writeback of this target ends. */
 	pthread_mutex_t lock;
@@ -122,9 +148,16 @@ void wb_ctl_snapshot(const struct wb_ctl *wb, struct wb_thresholds *th);
  */
 int wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why);
 
-/* Flush T's backend if writes reached it since the last flush that
- * covered them (no writeback first).  0 or a negative errno. */
-int wb_flush_written(struct wb_target *t);
+/* Count a write that reached T's backend over [OFF, OFF + LEN), not
+ * durable on its own (see wb_target.written): once it has completed,
+ * before the cache may let the range's pages go. */
+void wb_count_written(struct wb_target *t, uint64_t off, uint64_t len);
+
+/* Before reading [OFF, OFF + LEN) from T's backend: on a backend with
+ * BACKEND_FLUSH_BEFORE_READ, flush it unless a flush has covered every
+ * write to that range (wb_target.uf).  A failed flush is the writeback's
+ * (reported at the next FLUSH), and the read goes on. */
+void wb_flush_before_read(struct wb_target *t, uint64_t off, uint64_t len);
 
 /*
  * FUA: make the write at [OFF, OFF+LEN) (already in the cache with

@@ -2,10 +2,11 @@
 # On a multi-conn remote a read may go on another connection than the
 # writes before it (the read connection, or another of libnbd's), and NBD
 # multi-conn promises that it sees a completed write only once a FLUSH has
-# covered it.  So a cache miss after writeback that no FLUSH has covered
-# yet is preceded by one: the remote (nbdkit memory behind its log filter)
-# sees Write, then Flush, then the Read.  A second miss with nothing
-# written back since sends no FLUSH of its own.
+# covered it.  wbd keeps the ranges written to such a remote that no FLUSH
+# has covered yet: a cache miss in one of them is preceded by a FLUSH, a
+# miss elsewhere is not; and writeback flushes what it wrote soon after
+# (a commit), so that misses seldom wait for one.  The remote is nbdkit
+# memory behind its log filter.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
@@ -13,11 +14,12 @@ need_wbctl
 KLOG=$T/kit-requests.log
 start_nbdkit kit --filter=log memory 64M logfile="$KLOG"
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
-# Periodic writeback after half a second: written back without a FLUSH.
+# Periodic writeback after half a second.
 write_cache_config 64M 'dirty_expire_centisecs = 50; dirty_writeback_centisecs = 20;'
 start_wbd
 
-# pyio OP OFFSET [LEN]: write 64 KiB of 0xab at OFFSET, or read LEN there.
+# pyio OP OFFSET [LEN]: write 64 KiB of 0xab at OFFSET, trim 64 KiB there,
+# or read LEN there (checking what the writes and the trim left).
 pyio() {
 	"$PYTHON" - "$(uri_unix disk0)" "$@" <<'PY'
 import nbd, sys
@@ -26,22 +28,25 @@ h = nbd.NBD()
 h.connect_uri(uri)
 if op == "write":
     h.pwrite(b"\xab" * 65536, off)
+elif op == "trim":
+    h.trim(65536, off)
 else:
     data = h.pread(int(sys.argv[4]), off)
-    if off == 0 and data != b"\xab" * len(data):
-        sys.exit("FAIL: the data written back does not read back")
+    want = 0xab if off < 65536 else 0
+    if data != bytes([want]) * len(data):
+        sys.exit("FAIL: the read at %d does not hold what was written" % off)
 h.shutdown()
 PY
 }
 
-# The remote's requests from LINE on, one word each: Write, Flush, Read.
+# The remote's requests from LINE on, one word each.
 requests_since() {
-	tail -n +"$1" "$KLOG" | awk '/ (Write|Flush|Read) id=/ {
-		for (i = 1; i <= NF; i++) if ($i ~ /^(Write|Flush|Read)$/) print $i }'
+	tail -n +"$1" "$KLOG" | awk '/ (Write|Trim|Flush|Read) id=/ {
+		for (i = 1; i <= NF; i++) if ($i ~ /^(Write|Trim|Flush|Read)$/) print $i }'
 }
 
+# 1. Writeback commits: a FLUSH follows the periodic writeback by itself.
 pyio write 0 || fail "the write"
-# Until it has been written back (by periodic writeback, with no FLUSH).
 for ((i = 0; i < 100; i++)); do
 	dirty=$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
 print(json.load(sys.stdin)["cache"]["dirty_bytes"])')
@@ -49,22 +54,42 @@ print(json.load(sys.stdin)["cache"]["dirty_bytes"])')
 	sleep 0.1
 done
 ((dirty == 0)) || fail "still $dirty bytes dirty after 10 s"
-grep -q ' Write id=' "$KLOG" || fail "the remote saw no write"
-grep -q ' Flush id=' "$KLOG" && fail "a FLUSH before any read: nothing to check"
-mark=$(($(wc -l <"$KLOG") + 1))
+for ((i = 0; i < 50; i++)); do
+	[[ $(requests_since 1 | tr '\n' ' ') == *"Write "*"Flush"* ]] && break
+	sleep 0.1
+done
+seen=$(requests_since 1 | tr '\n' ' ')
+[[ $seen == *"Write "*"Flush"* ]] ||
+	fail "no FLUSH after the writeback within 5 s (saw: $seen)"
+log "writeback, then its commit: $seen"
 
-# A miss (8 MiB on: never written, not cached).
-pyio read $((8 << 20)) 4096 || fail "the first miss"
+# 2. A TRIM reaches the remote and is not flushed by anyone: its range
+# is unflushed, and the cache's pages of it are gone.
+mark=$(($(wc -l <"$KLOG") + 1))
+pyio trim $((1 << 20)) || fail "the trim"
 seen=$(requests_since "$mark" | tr '\n' ' ')
-log "the remote saw, after the writeback: $seen"
+[[ $seen == "Trim " ]] || fail "the remote did not see the TRIM alone (saw: $seen)"
+
+# A miss elsewhere needs no FLUSH.
+mark=$(($(wc -l <"$KLOG") + 1))
+pyio read $((8 << 20)) 4096 || fail "the miss elsewhere"
+seen=$(requests_since "$mark" | tr '\n' ' ')
+[[ $seen == "Read " ]] ||
+	fail "a miss outside every unflushed range was not a READ alone (saw: $seen)"
+
+# A miss in the trimmed range: a FLUSH covering the TRIM first.
+mark=$(($(wc -l <"$KLOG") + 1))
+pyio read $((1 << 20)) 4096 || fail "the miss in the trimmed range"
+seen=$(requests_since "$mark" | tr '\n' ' ')
+log "a miss in the trimmed range: $seen"
 [[ $seen == "Flush Read "* ]] ||
-	fail "the miss was not preceded by a FLUSH covering the writeback (saw: $seen)"
+	fail "the miss was not preceded by a FLUSH covering the TRIM (saw: $seen)"
 
-# Nothing written back since: the next miss has no FLUSH of its own.
+# Covered now: another miss in that range sends no FLUSH of its own.
 mark=$(($(wc -l <"$KLOG") + 1))
-pyio read $((16 << 20)) 4096 || fail "the second miss"
+pyio read $(((1 << 20) + 32768)) 4096 || fail "the second miss"
 seen=$(requests_since "$mark" | tr '\n' ' ')
-[[ $seen == *Flush* ]] && fail "a FLUSH before a miss with nothing written back since (saw: $seen)"
+[[ $seen == *Flush* ]] && fail "a FLUSH before a miss whose range a FLUSH covered (saw: $seen)"
 [[ $seen == *Read* ]] || fail "the second miss did not reach the remote (saw: $seen)"
-log "a second miss, nothing written back since: no FLUSH ($seen)"
+log "the same range again, flushed since: no FLUSH ($seen)"
 assert_alive

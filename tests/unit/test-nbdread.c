@@ -278,10 +278,11 @@ test_an_error_reply_has_no_payload(void **state)
 	pair_close(&p);
 }
 
-/* Two READs in flight, then WHAT from the server: both fail, with
- * ENOTCONN, and so does the next submit. */
+/* Two READs in flight, then WHAT from the server (or a reply to the
+ * first with ERROR): both fail, with ENOTCONN, and so does the next
+ * submit. */
 static void
-broken(const uint8_t *what, size_t len, bool hang_up)
+broken(const uint8_t *what, size_t len, bool hang_up, uint32_t error)
 {
 	struct pair p;
 	uint8_t b[2][64];
@@ -298,6 +299,11 @@ broken(const uint8_t *what, size_t len, bool hang_up)
 	server_take(&p, s, 2);
 	if (len > 0)
 		write_all(p.fd[1], what, len);
+	if (error) {
+		uint8_t out[NBD_SIMPLE_REPLY_SIZE];
+		write_all(p.fd[1], out,
+		    reply(out, NBD_SIMPLE_REPLY_MAGIC, error, s[0].cookie));
+	}
 	if (hang_up) {
 		close(p.fd[1]);
 		p.fd[1] = -1;
@@ -319,7 +325,7 @@ test_a_bad_magic_fails_the_connection(void **state)
 
 	/* A structured reply: not negotiated, so not allowed. */
 	reply(out, NBD_STRUCTURED_REPLY_MAGIC, 0, 0);
-	broken(out, sizeof out, false);
+	broken(out, sizeof out, false, 0);
 }
 
 static void
@@ -328,13 +334,21 @@ test_a_reply_to_nothing_fails_the_connection(void **state)
 	uint8_t out[NBD_SIMPLE_REPLY_SIZE];
 
 	reply(out, NBD_SIMPLE_REPLY_MAGIC, 0, 99);
-	broken(out, sizeof out, false);
+	broken(out, sizeof out, false, 0);
 }
 
 static void
 test_the_end_of_the_connection_fails_reads(void **state)
 {
-	broken(NULL, 0, true);
+	broken(NULL, 0, true, 0);
+}
+
+static void
+test_eshutdown_fails_the_connection(void **state)
+{
+	/* The server is going away: not an answer for the client, but the
+	 * cue to read everything in flight again elsewhere. */
+	broken(NULL, 0, false, NBD_ESHUTDOWN);
 }
 
 static void
@@ -371,6 +385,7 @@ main(void)
 		cmocka_unit_test(test_a_bad_magic_fails_the_connection),
 		cmocka_unit_test(test_a_reply_to_nothing_fails_the_connection),
 		cmocka_unit_test(test_the_end_of_the_connection_fails_reads),
+		cmocka_unit_test(test_eshutdown_fails_the_connection),
 		cmocka_unit_test(test_in_flight_is_bounded),
 	};
 

@@ -221,6 +221,14 @@ setup_gather_stable_pages(void **state)
 }
 
 static int
+setup_flush_before_read(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES,
+		.caps = BACKEND_FLUSH_BEFORE_READ };
+	return wfx_setup(state, &p);
+}
+
+static int
 setup_read_only(void **state)
 {
 	struct fake_params p = { .size_bytes = DEV_BYTES,
@@ -424,23 +432,118 @@ test_flush_with_nothing_new_written_skips_the_device_flush(void **state)
 	assert_flush_after_every_write(x->fake);
 }
 
+/* N separate pages dirtied and written back by background writeback. */
+static void
+background_writeback(struct wfx *x, unsigned n)
+{
+	set_thresholds(x, 0, 64, 3000);
+	dirty_separate_pages(x, n);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), n);
+}
+
 static void
 test_flush_after_background_writeback_flushes_the_device(void **state)
 {
 	struct wfx *x = *state;
 
 	/* Background writeback leaves the device unflushed... */
-	set_thresholds(x, 0, 64, 3000);
-	dirty_separate_pages(x, 3);
-	wb_kick_background(x->dev);
-	wait_work_done(&x->dev->bg_queued);
-	assert_int_equal(dirty_pages(x), 0);
-	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 3);
+	background_writeback(x, 3);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
 	/* ...so a FLUSH with no page of its own left still flushes it. */
 	assert_int_equal(wb_flush(&x->t, 3, WB_REASON_FLUSH), 0);
 	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 3);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+}
+
+static void
+test_read_flushes_first_only_where_written_unflushed(void **state)
+{
+	struct wfx *x = *state;
+
+	wb_count_written(&x->t, 0, PS);
+	wb_count_written(&x->t, 4 * PS, PS);
+	/* Next to both, inside neither: no flush. */
+	wb_flush_before_read(&x->t, PS, 3 * PS);
+	wb_flush_before_read(&x->t, 5 * PS, 8 * PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	/* One byte of one: a flush, covering both. */
+	wb_flush_before_read(&x->t, 4 * PS + PS - 1, 2 * PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	wb_flush_before_read(&x->t, 0, 8 * PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(x->t.uf_n, 0);
+}
+
+static void
+test_unflushed_ranges_merge_and_overflow(void **state)
+{
+	struct wfx *x = *state;
+
+	/* Touching or overlapping: one range. */
+	wb_count_written(&x->t, 0, PS);
+	wb_count_written(&x->t, PS, PS);
+	wb_count_written(&x->t, PS / 2, 2 * PS);
+	assert_int_equal(x->t.uf_n, 1);
+	assert_int_equal(x->t.uf[0].lo, 0);
+	assert_int_equal(x->t.uf[0].hi, 5 * PS / 2);
+	assert_int_equal(x->t.uf[0].written, 3);
+	/* One more than are kept: every read flushes, until one has. */
+	for (unsigned i = 1; i <= WB_UNFLUSHED_MAX; i++)
+		wb_count_written(&x->t, (2ull * i + 2) * PS, PS);
+	assert_int_equal(x->t.uf_n, WB_UNFLUSHED_MAX);
+	assert_true(x->t.uf_lost != 0);
+	wb_flush_before_read(&x->t, DEV_BYTES - PS, PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	wb_flush_before_read(&x->t, DEV_BYTES - PS, PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(x->t.uf_lost, 0);
+	assert_int_equal(x->t.uf_n, 0);
+}
+
+static void
+test_read_after_a_failed_flush_flushes_again(void **state)
+{
+	struct wfx *x = *state;
+
+	wb_count_written(&x->t, 0, PS);
+	fake_fail_flushes(x->fake, 1, EIO);
+	wb_flush_before_read(&x->t, 0, PS); /* fails: the read goes on */
+	assert_int_equal(x->t.uf_n, 1);
+	assert_int_equal(wb_target_last_err(&x->t), EIO);
+	wb_flush_before_read(&x->t, 0, PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 2);
+	assert_true(load64(&x->t.flushed_upto) == load64(&x->t.written));
+	wb_flush_before_read(&x->t, 0, PS); /* covered now */
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 2);
+	assert_int_equal(x->t.uf_n, 0);
+}
+
+static void
+test_background_writeback_commits_unflushed_ranges(void **state)
+{
+	struct wfx *x = *state;
+
+	/* Written back, then flushed by the same job: a read needs none. */
+	background_writeback(x, 3);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_flush_after_every_write(x->fake);
+	wb_flush_before_read(&x->t, 0, 8 * PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+}
+
+static void
+test_read_without_the_capability_never_flushes(void **state)
+{
+	struct wfx *x = *state;
+
+	wb_count_written(&x->t, 0, PS);
+	wb_flush_before_read(&x->t, 0, PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	assert_int_equal(x->t.uf_n, 0);
+	assert_int_equal(load64(&x->t.written), 1);
 }
 
 static void
@@ -856,6 +959,16 @@ main(void)
 		T(test_flush_with_nothing_new_written_skips_the_device_flush,
 		    setup_one_step),
 		T(test_flush_after_background_writeback_flushes_the_device,
+		    setup_one_step),
+		T(test_read_flushes_first_only_where_written_unflushed,
+		    setup_flush_before_read),
+		T(test_unflushed_ranges_merge_and_overflow,
+		    setup_flush_before_read),
+		T(test_read_after_a_failed_flush_flushes_again,
+		    setup_flush_before_read),
+		T(test_background_writeback_commits_unflushed_ranges,
+		    setup_flush_before_read),
+		T(test_read_without_the_capability_never_flushes,
 		    setup_one_step),
 		T(test_flush_waits_for_writeback_of_its_pages_already_in_flight,
 		    setup_two_step),
