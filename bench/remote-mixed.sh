@@ -23,7 +23,7 @@
 #
 # Environment: as bench/run.sh - BENCH_RUNTIME (default 10), BENCH_ROUNDS
 # (default 3), BENCH_SIZE, BENCH_TMPDIR, BENCH_KEEP=1, WBD, WBCTL,
-# WBD_SKIP_DEPS=1 - and BENCH_CACHE, BENCH_MIX.  Nothing is written to
+# WBD_SKIP_DEPS=1, BENCH_WBD_VERSION - and BENCH_CACHE, BENCH_MIX.  Nothing is written to
 # docs/; the figures in docs/remote.md come from this script.
 set -euo pipefail
 
@@ -51,7 +51,7 @@ build_wbd
 build_wbctl
 T=$(mktemp -d "${BENCH_TMPDIR:-/var/tmp}/wbd-rmix.XXXXXX")
 ((${#T} < 80)) || die "temporary directory $T is too long for Unix socket paths"
-say "wbd $(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown);" \
+say "wbd ${BENCH_WBD_VERSION:-$(git -C "$REPO" describe --always --dirty 2>/dev/null || echo unknown)} ($WBD);" \
     "$RT s per round, $ROUNDS round(s); cache $CACHE, export $SIZE, $MIX% reads"
 
 say "writing $SIZE of random data for the remote"
