@@ -1317,6 +1317,9 @@ bn_flush(struct backend *b)
 	 * it has no volatile cache to flush (see docs/remote.md). */
 	if (!bn->can_flush)
 		return 0;
+	/* A miss's FLUSH (wb_flush_before_read) in the read window: the
+	 * READs queued before it go out before it is waited for. */
+	bn_rd_send_queued(bn);
 	return bn_run(bn, BN_FLUSH, NULL, 0, 0, 0);
 }
 
