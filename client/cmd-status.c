@@ -284,6 +284,26 @@ status_devices(FILE *f, const json_t *devices)
 				"",
 			    (unsigned long long)jget_u64(r, "retries", 0),
 			    rle ? "; last: " : "", rle ? rle : "");
+			if (json_is_true(
+				json_object_get(r, "flush_before_read")))
+				fprintf(f,
+				    "  %s: written, not yet flushed: %llu "
+				    "range(s) of %llu kept (%llu time(s) more); "
+				    "%llu miss(es) flushed first; %llu commit(s), "
+				    "every %llu ms at most\n",
+				    jget_str(d, "device"),
+				    (unsigned long long)jget_u64(r,
+					"unflushed_ranges", 0),
+				    (unsigned long long)jget_u64(r,
+					"unflushed_ranges_max", 0),
+				    (unsigned long long)jget_u64(r,
+					"unflushed_overflows", 0),
+				    (unsigned long long)jget_u64(r,
+					"flushes_before_read", 0),
+				    (unsigned long long)jget_u64(r, "commits",
+					0),
+				    (unsigned long long)jget_u64(r,
+					"commit_interval_ms", 0));
 		}
 	}
 }

@@ -1462,6 +1462,10 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&bn->read_connection, rc->read_connection,
 	    __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->b.unflushed_max, rc->unflushed_ranges,
+	    __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->b.commit_ms, rc->commit_interval_ms,
+	    __ATOMIC_RELAXED);
 }
 
 static const struct backend_ops backend_nbd_ops = {
@@ -1571,6 +1575,8 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 	bn->reconnect_max_ms = rc ? rc->reconnect_max_ms : 5000;
 	bn->io_timeout_ns = (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS;
 	bn->read_connection = rc ? rc->read_connection : true;
+	bn->b.unflushed_max = rc ? rc->unflushed_ranges : 1024;
+	bn->b.commit_ms = rc ? rc->commit_interval_ms : 50;
 	bn->uri = strdup(uri);
 	if (!bn->uri)
 		goto fail;

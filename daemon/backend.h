@@ -121,6 +121,11 @@ struct backend {
 	char dev_name[32];
 	char *description;      /* what it is, for logs ("file /x/y.img") */
 	const char *io_engine;  /* backend_io_engine_used */
+	/* With BACKEND_FLUSH_BEFORE_READ (atomics, set by the backend from
+	 * remote.unflushed_ranges and remote.commit_interval_ms, changed by
+	 * a reload): see wb_target.uf and wb_commit. */
+	unsigned unflushed_max;
+	unsigned commit_ms;
 };
 
 /*

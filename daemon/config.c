@@ -952,13 +952,14 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 }
 
 /* remote = { connect_timeout_ms; reconnect_max_ms; io_timeout_ms;
- * read_connection; } */
+ * read_connection; unflushed_ranges; commit_interval_ms; } */
 static int
 cfg_remote(struct cfg_load *ld, const config_setting_t *root,
     struct remote_conf *rc)
 {
 	static const char *const keys[] = { "connect_timeout_ms",
-		"reconnect_max_ms", "io_timeout_ms", "read_connection", NULL };
+		"reconnect_max_ms", "io_timeout_ms", "read_connection",
+		"unflushed_ranges", "commit_interval_ms", NULL };
 	config_setting_t *g;
 
 	if (cfg_group(ld, root, "remote", &g) == -1)
@@ -972,7 +973,11 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 		&rc->reconnect_max_ms) == -1 ||
 	    cfg_uint(ld, g, "io_timeout_ms", 100, 3600000,
 		&rc->io_timeout_ms) == -1 ||
-	    cfg_bool(ld, g, "read_connection", &rc->read_connection) == -1)
+	    cfg_bool(ld, g, "read_connection", &rc->read_connection) == -1 ||
+	    cfg_uint(ld, g, "unflushed_ranges", 1, 65536,
+		&rc->unflushed_ranges) == -1 ||
+	    cfg_uint(ld, g, "commit_interval_ms", 0, 60000,
+		&rc->commit_interval_ms) == -1)
 		return -1;
 	return 0;
 }
@@ -1244,6 +1249,8 @@ config_defaults(struct wbd_config *cfg)
 	cfg->remote.reconnect_max_ms = 5000;
 	cfg->remote.io_timeout_ms = 30000;
 	cfg->remote.read_connection = true;
+	cfg->remote.unflushed_ranges = 1024;
+	cfg->remote.commit_interval_ms = 50;
 
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;

@@ -188,7 +188,7 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 {
 	uint64_t ps = d->wb.page_size;
 	struct pool_stats st;
-	uint64_t wb_pages = 0;
+	uint64_t wb_pages = 0, unflushed = 0;
 	json_t *names = json_array();
 	int err = LOAD(&dev->last_err);
 
@@ -201,6 +201,7 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		if (!export_retired(e))
 			json_array_append_new(names, json_string(e->name));
 		wb_pages += cache_file_writeback_pages(e->cf);
+		unflushed += wb_target_unflushed(t);
 	}
 	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
 	json_t *remote = json_null();
@@ -220,6 +221,19 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    json_boolean(bs.read_connection));
 		ctl_set_u64(remote, "read_connection_failures",
 		    bs.read_connection_failures);
+		/* Reads after writeback (remote.md): only on a multi-conn
+		 * remote that can flush. */
+		json_object_set_new(remote, "flush_before_read",
+		    json_boolean(b->caps & BACKEND_FLUSH_BEFORE_READ));
+		ctl_set_u64(remote, "unflushed_ranges", unflushed);
+		ctl_set_u64(remote, "unflushed_ranges_max",
+		    LOAD(&b->unflushed_max));
+		ctl_set_u64(remote, "unflushed_overflows",
+		    LOAD(&dev->unflushed_overflows));
+		ctl_set_u64(remote, "flushes_before_read",
+		    LOAD(&dev->read_flushes));
+		ctl_set_u64(remote, "commit_interval_ms", LOAD(&b->commit_ms));
+		ctl_set_u64(remote, "commits", LOAD(&dev->commits));
 	}
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"

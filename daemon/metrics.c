@@ -162,6 +162,16 @@ static const struct metrics_row metrics_device_rows[] = {
 	{ "remote.read_connection_failures",
 	    "wbd_remote_read_connection_failures_total", COUNTER, 1,
 	    "Times a remote's read connection failed or could not open." },
+	{ "remote.unflushed_ranges", "wbd_remote_unflushed_ranges", GAUGE, 1,
+	    "Ranges written to a multi-conn remote that no FLUSH covers yet." },
+	{ "remote.unflushed_overflows", "wbd_remote_unflushed_overflows_total",
+	    COUNTER, 1,
+	    "Times more ranges were written than remote.unflushed_ranges." },
+	{ "remote.flushes_before_read", "wbd_remote_flushes_before_read_total",
+	    COUNTER, 1,
+	    "Cache misses that sent a FLUSH first (reads after writeback)." },
+	{ "remote.commits", "wbd_remote_commits_total", COUNTER, 1,
+	    "FLUSHes writeback sent after writing (remote.commit_interval_ms)." },
 };
 
 /* The work items counted on a device, by reason. */

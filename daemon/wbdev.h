@@ -47,6 +47,12 @@ struct wb_dev {
 	                                   CACHE, read-ahead */
 	int last_err;                   /* errno of the last failure, 0 none */
 	struct ratelimit fail_log;      /* writeback failures logged */
+	/* A remote with BACKEND_FLUSH_BEFORE_READ (atomics; writeback.h):
+	 * misses that flushed first, writeback's commits, and times a
+	 * range was not kept (remote.unflushed_ranges reached), logged
+	 * at most once a minute. */
+	uint64_t read_flushes, commits, unflushed_overflows;
+	struct ratelimit overflow_log;
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
 	uint64_t bw_last_bytes, bw_last_ns;
 	/* CPU time of writeback work on the device's workers (their thread

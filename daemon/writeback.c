@@ -202,7 +202,8 @@ wb_target_init(struct wb_target *t)
 {
 	t->err_seq = t->written = t->flushed_upto = 0;
 	t->last_err = 0;
-	t->uf_n = 0;
+	t->uf_n = t->uf_cap = 0;
+	t->uf = NULL;
 	t->uf_lost = 0;
 	t->uf_commit_ns = 0;
 	lock_init(&t->uf_lock);
@@ -213,6 +214,8 @@ wb_target_init(struct wb_target *t)
 void
 wb_target_destroy(struct wb_target *t)
 {
+	free(t->uf);
+	t->uf = NULL;
 	pthread_mutex_destroy(&t->uf_lock);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->cond);
@@ -392,16 +395,58 @@ wb_uf_prune_locked(struct wb_target *t)
 			i++;
 }
 
+/* Size T's array of unflushed ranges to the backend's setting (first
+ * use, or a reload changed it).  Ranges that no longer fit are given up
+ * to uf_lost; if memory is short, the old array stays. */
+static void
+wb_uf_size_locked(struct wb_target *t)
+{
+	unsigned want =
+	    __atomic_load_n(&t->backend->unflushed_max, __ATOMIC_RELAXED);
+
+	lock_assert_held(&t->uf_lock);
+	if (want == t->uf_cap || want == 0)
+		return;
+	for (unsigned i = want; i < t->uf_n; i++)
+		if (t->uf[i].written > t->uf_lost)
+			t->uf_lost = t->uf[i].written;
+	if (t->uf_n > want)
+		t->uf_n = want;
+	struct wb_range *r = realloc(t->uf, (size_t)want * sizeof *r);
+	if (!r)
+		return;
+	t->uf = r;
+	t->uf_cap = want;
+}
+
+/* A range T could not keep: counted, and logged at most once a minute. */
+static void
+wb_uf_overflow(struct wb_target *t, unsigned cap)
+{
+	unsigned quiet;
+
+	__atomic_add_fetch(&t->dev->unflushed_overflows, 1, __ATOMIC_RELAXED);
+	if (ratelimit_due(&t->dev->overflow_log, 60 * 1000000000ull, &quiet))
+		log_warnx(
+		    "export \"%s\": more than %u ranges written to the "
+		    "remote since its last FLUSH (remote.unflushed_ranges): "
+		    "cache misses flush first until the next one (%u more "
+		    "times since the last such line)",
+		    t->name, cap, quiet);
+}
+
 void
 wb_count_written(struct wb_target *t, uint64_t off, uint64_t len)
 {
 	uint64_t w = __atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
 	uint64_t end = off + len;
 	struct wb_range *r = NULL;
+	bool lost = false;
 
 	if (!(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
 		return;
 	pthread_mutex_lock(&t->uf_lock);
+	wb_uf_size_locked(t);
 	wb_uf_prune_locked(t);
 	for (unsigned i = 0; i < t->uf_n && !r; i++)
 		if (t->uf[i].lo <= end && off <= t->uf[i].hi)
@@ -410,12 +455,29 @@ wb_count_written(struct wb_target *t, uint64_t off, uint64_t len)
 		r->lo = off < r->lo ? off : r->lo;
 		r->hi = end > r->hi ? end : r->hi;
 		r->written = w > r->written ? w : r->written;
-	} else if (t->uf_n < WB_UNFLUSHED_MAX) {
+	} else if (t->uf_n < t->uf_cap) {
 		t->uf[t->uf_n++] = (struct wb_range){ off, end, w };
-	} else if (w > t->uf_lost) {
-		t->uf_lost = w;
+	} else {
+		lost = t->uf_lost == 0; /* once until a flush covers it */
+		if (w > t->uf_lost)
+			t->uf_lost = w;
 	}
+	unsigned cap = t->uf_cap;
 	pthread_mutex_unlock(&t->uf_lock);
+	if (lost)
+		wb_uf_overflow(t, cap);
+}
+
+unsigned
+wb_target_unflushed(struct wb_target *t)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&t->uf_lock);
+	wb_uf_prune_locked(t);
+	n = t->uf_n;
+	pthread_mutex_unlock(&t->uf_lock);
+	return n;
 }
 
 void
@@ -432,8 +494,10 @@ wb_flush_before_read(struct wb_target *t, uint64_t off, uint64_t len)
 	for (unsigned i = 0; i < t->uf_n && !need; i++)
 		need = t->uf[i].lo < end && off < t->uf[i].hi;
 	pthread_mutex_unlock(&t->uf_lock);
-	if (need)
+	if (need) {
+		__atomic_add_fetch(&t->dev->read_flushes, 1, __ATOMIC_RELAXED);
 		(void)wb_flush_written(t);
+	}
 }
 
 /*
@@ -723,7 +787,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 /*
  * After background or periodic writeback that wrote something (WIN):
  * flush each of DEV's targets that keeps unflushed ranges (wb_target.uf),
- * at most every WB_COMMIT_MS, so that a read seldom finds one and waits
+ * at most every backend->commit_ms (0: never), so that a read seldom finds one and waits
  * for a flush, as an NFS client commits its unstable writes.  A failure
  * is the writeback's (wb_flush_written).
  */
@@ -742,14 +806,18 @@ wb_commit(struct wb_dev *dev, const struct wb_window *win)
 			continue;
 		pthread_mutex_lock(&t->uf_lock);
 		wb_uf_prune_locked(t);
-		if ((t->uf_n > 0 || t->uf_lost) &&
-		    now - t->uf_commit_ns >= WB_COMMIT_MS * 1000000ull) {
+		unsigned ms =
+		    __atomic_load_n(&t->backend->commit_ms, __ATOMIC_RELAXED);
+		if (ms > 0 && (t->uf_n > 0 || t->uf_lost) &&
+		    now - t->uf_commit_ns >= ms * 1000000ull) {
 			t->uf_commit_ns = now;
 			due = true;
 		}
 		pthread_mutex_unlock(&t->uf_lock);
-		if (due)
+		if (due) {
+			__atomic_add_fetch(&dev->commits, 1, __ATOMIC_RELAXED);
 			(void)wb_flush_written(t);
+		}
 	}
 }
 

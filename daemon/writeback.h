@@ -23,11 +23,6 @@ struct cache_file;
 struct wb_ctl;
 struct wb_dev;
 
-/* Unflushed ranges a target keeps apart (struct wb_target.uf). */
-#define WB_UNFLUSHED_MAX 1024
-/* Background writeback flushes such ranges at most this often. */
-#define WB_COMMIT_MS 50
-
 /*
  * What writeback writes: one export's pages and its backing device, and
  * the state writeback keeps for it.  Embedded in struct export (whose
@@ -64,19 +59,20 @@ struct wb_target {
 	 * of `written` that includes its last write, so that a read of a
 	 * range none of them touches needs no flush first
 	 * (wb_flush_before_read).  Adjacent or overlapping ranges are
-	 * merged; once WB_UNFLUSHED_MAX are kept, a further one is only
-	 * counted in uf_lost (every read flushes until a flush covers it).
-	 * Ranges a flush has covered are dropped as they are met.  Under
-	 * uf_lock.
+	 * merged; once backend->unflushed_max are kept (the array is sized
+	 * to it at the first write, and again when a reload changes it), a
+	 * further one is only counted in uf_lost (every read flushes until
+	 * a flush covers it).  Ranges a flush has covered are dropped as
+	 * they are met.  Under uf_lock.
 	 */
 	pthread_mutex_t uf_lock;
-	unsigned uf_n;
+	unsigned uf_n, uf_cap;
 	uint64_t uf_lost;      /* 0: none */
 	uint64_t uf_commit_ns; /* the last wb_commit's flush */
 	struct wb_range {
 		uint64_t lo, hi;  /* bytes [lo, hi) */
 		uint64_t written; /* its count, in `written` */
-	} uf[WB_UNFLUSHED_MAX];
+	} * uf;
 
 	/* Signalled whenever a writeback of this target ends. */
 	pthread_mutex_t lock;
@@ -86,6 +82,8 @@ struct wb_target {
 
 /* Set up T's lock and counters (the pointers are the caller's). */
 void wb_target_init(struct wb_target *t);
+/* Ranges T keeps written and not yet flushed (wb_target.uf), now. */
+unsigned wb_target_unflushed(struct wb_target *t);
 void wb_target_destroy(struct wb_target *t);
 /* The errno of T's last writeback failure, 0 if none. */
 int wb_target_last_err(struct wb_target *t);

@@ -863,6 +863,34 @@ test_readahead_bytes(void **state)
 }
 
 static void
+test_remote_unflushed_ranges_and_commit_interval(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "uf-default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.remote.unflushed_ranges, 1024);
+	assert_int_equal(f->cfg.remote.commit_interval_ms, 50);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "uf.conf",
+		"remote = { unflushed_ranges = 16; commit_interval_ms = 0; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.remote.unflushed_ranges, 16);
+	assert_int_equal(f->cfg.remote.commit_interval_ms, 0);
+	config_free(&f->cfg);
+	expect_error(f, "uf-zero.conf",
+	    "remote = {\n  unflushed_ranges = 0;\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "remote.unflushed_ranges", "1 to 65536");
+	expect_error(f, "commit-big.conf",
+	    "remote = {\n\n  commit_interval_ms = 60001;\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    3, "remote.commit_interval_ms", "0 to 60000");
+}
+
+static void
 test_error_default_export_unknown(void **state)
 {
 	expect_error(*state, "default-unknown.conf",
@@ -1517,6 +1545,7 @@ main(void)
 		T(test_error_default_export_unknown),
 		T(test_max_request_bytes),
 		T(test_readahead_bytes),
+		T(test_remote_unflushed_ranges_and_commit_interval),
 		T(test_error_missing_name),
 		T(test_error_empty_name),
 		T(test_error_name_too_long),

@@ -220,12 +220,20 @@ setup_gather_stable_pages(void **state)
 	return wfx_setup(state, &p);
 }
 
+/* A remote's settings as wbd.conf(5) has them by default, but 8 ranges
+ * kept. */
+#define UF_CAP 8
 static int
 setup_flush_before_read(void **state)
 {
 	struct fake_params p = { .size_bytes = DEV_BYTES,
 		.caps = BACKEND_FLUSH_BEFORE_READ };
-	return wfx_setup(state, &p);
+	int r = wfx_setup(state, &p);
+	struct wfx *x = *state;
+
+	x->t.backend->unflushed_max = UF_CAP;
+	x->t.backend->commit_ms = 50;
+	return r;
 }
 
 static int
@@ -491,16 +499,60 @@ test_unflushed_ranges_merge_and_overflow(void **state)
 	assert_int_equal(x->t.uf[0].hi, 5 * PS / 2);
 	assert_int_equal(x->t.uf[0].written, 3);
 	/* One more than are kept: every read flushes, until one has. */
-	for (unsigned i = 1; i <= WB_UNFLUSHED_MAX; i++)
+	for (unsigned i = 1; i <= UF_CAP; i++)
 		wb_count_written(&x->t, (2ull * i + 2) * PS, PS);
-	assert_int_equal(x->t.uf_n, WB_UNFLUSHED_MAX);
+	assert_int_equal(wb_target_unflushed(&x->t), UF_CAP);
 	assert_true(x->t.uf_lost != 0);
+	assert_int_equal(x->dev->unflushed_overflows, 1);
+	wb_count_written(&x->t, DEV_BYTES / 2, PS); /* one episode */
+	assert_int_equal(x->dev->unflushed_overflows, 1);
 	wb_flush_before_read(&x->t, DEV_BYTES - PS, PS);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(x->dev->read_flushes, 1);
 	wb_flush_before_read(&x->t, DEV_BYTES - PS, PS);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
 	assert_int_equal(x->t.uf_lost, 0);
 	assert_int_equal(x->t.uf_n, 0);
+}
+
+static void
+test_a_reload_resizes_the_unflushed_ranges(void **state)
+{
+	struct wfx *x = *state;
+
+	for (unsigned i = 0; i < 6; i++)
+		wb_count_written(&x->t, 2ull * i * PS, PS);
+	/* Fewer kept: the rest are given up, so reads flush first... */
+	x->t.backend->unflushed_max = 4;
+	wb_count_written(&x->t, 100 * PS, PS);
+	assert_int_equal(x->t.uf_cap, 4);
+	assert_int_equal(wb_target_unflushed(&x->t), 4);
+	assert_true(x->t.uf_lost != 0);
+	wb_flush_before_read(&x->t, 200 * PS, PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	/* ...until one has covered them; more kept again. */
+	x->t.backend->unflushed_max = 16;
+	for (unsigned i = 0; i < 10; i++)
+		wb_count_written(&x->t, 2ull * i * PS, PS);
+	assert_int_equal(wb_target_unflushed(&x->t), 10);
+	assert_int_equal(x->t.uf_lost, 0);
+	wb_flush_before_read(&x->t, 200 * PS, PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+}
+
+static void
+test_commit_interval_zero_never_commits(void **state)
+{
+	struct wfx *x = *state;
+
+	x->t.backend->commit_ms = 0;
+	background_writeback(x, 3);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	assert_int_equal(x->dev->commits, 0);
+	/* So a miss in what was written flushes first. */
+	wb_flush_before_read(&x->t, 0, PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(x->dev->read_flushes, 1);
 }
 
 static void
@@ -529,6 +581,7 @@ test_background_writeback_commits_unflushed_ranges(void **state)
 	/* Written back, then flushed by the same job: a read needs none. */
 	background_writeback(x, 3);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(x->dev->commits, 1);
 	assert_flush_after_every_write(x->fake);
 	wb_flush_before_read(&x->t, 0, 8 * PS);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
@@ -965,6 +1018,10 @@ main(void)
 		T(test_unflushed_ranges_merge_and_overflow,
 		    setup_flush_before_read),
 		T(test_read_after_a_failed_flush_flushes_again,
+		    setup_flush_before_read),
+		T(test_a_reload_resizes_the_unflushed_ranges,
+		    setup_flush_before_read),
+		T(test_commit_interval_zero_never_commits,
 		    setup_flush_before_read),
 		T(test_background_writeback_commits_unflushed_ranges,
 		    setup_flush_before_read),
