@@ -17,6 +17,9 @@ PACKAGES=(
 	liburing-dev
 	# tests: real NBD clients and servers
 	nbdkit qemu-utils fio nbd-client libnbd-bin python3 python3-libnbd
+	# tests: a remote that keeps to the letter of multi-conn
+	# (tests/remote/weak-multiconn.py)
+	nbdkit-plugin-python
 	# tests and scripts
 	jq tmux procps util-linux
 	# tests: TLS certificates and PSK keys made on the fly
