@@ -289,7 +289,7 @@ status_devices(FILE *f, const json_t *devices)
 				fprintf(f,
 				    "  %s: written, not yet flushed: %llu "
 				    "range(s) of %llu kept (%llu time(s) more); "
-				    "%llu miss(es) flushed first; %llu commit(s), "
+				    "%llu read(s) flushed first; %llu commit(s), "
 				    "every %llu ms at most\n",
 				    jget_str(d, "device"),
 				    (unsigned long long)jget_u64(r,

@@ -151,6 +151,10 @@ bs_reply(const struct bs_source *src, const struct nbd_request *req,
 	if (contexts & (1u << META_BASE_ALLOCATION)) {
 		if (!(dev = malloc(max * sizeof *dev)))
 			goto out;
+		/* After the cache: a page found clean was written back, and
+		 * counted, before. */
+		if (src->before_backend)
+			src->before_backend(src->arg, off, stop - off);
 		n_dev =
 		    backend_extents(src->backend, stop - off, off, dev, max);
 		if (n_dev < 0) {

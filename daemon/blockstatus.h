@@ -37,6 +37,12 @@ struct bs_source {
 	struct cache_file *cf;
 	struct backend *backend;
 	uint32_t page_size;
+	/* Called (if set) with ARG once the cache has been looked at and
+	 * before the backend is asked about [off, off + len): a multi-conn
+	 * remote's answer covers what was written back only once flushed
+	 * (wb_flush_before_read). */
+	void (*before_backend)(void *arg, uint64_t off, uint64_t len);
+	void *arg;
 };
 
 /*

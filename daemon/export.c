@@ -202,6 +202,14 @@ export_make_durable(struct export *e, struct request *req, uint64_t seq)
 
 /* What a queued request is, for wbctl status: a FLUSH, a write made
  * durable (fua), or reading from the device (a miss or a fill). */
+/* Block status's hook (bs_source.before_backend): ARG is the export's
+ * writeback target. */
+static void
+export_flush_before_read(void *arg, uint64_t off, uint64_t len)
+{
+	wb_flush_before_read(arg, off, len);
+}
+
 static unsigned *
 export_work_counter(struct export *e, const struct request *req)
 {
@@ -271,7 +279,9 @@ export_run(struct job *job)
 	case NBD_CMD_BLOCK_STATUS: {
 		struct bs_source src = { .cf = e->cf,
 			.backend = b,
-			.page_size = e->wb->page_size };
+			.page_size = e->wb->page_size,
+			.before_backend = export_flush_before_read,
+			.arg = &e->wt };
 		r = bs_reply(&src, n, req->meta, &req->reply,
 		    &req->reply_bytes);
 		break;

@@ -169,7 +169,7 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Times more ranges were written than remote.unflushed_ranges." },
 	{ "remote.flushes_before_read", "wbd_remote_flushes_before_read_total",
 	    COUNTER, 1,
-	    "Cache misses that sent a FLUSH first (reads after writeback)." },
+	    "Misses and block status queries that sent a FLUSH first." },
 	{ "remote.commits", "wbd_remote_commits_total", COUNTER, 1,
 	    "FLUSHes writeback sent after writing (remote.commit_interval_ms)." },
 };

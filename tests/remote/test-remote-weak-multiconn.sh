@@ -4,7 +4,8 @@
 # connection has covered it) behind a cache too small to hold what is
 # written: writeback puts the data on one of libnbd's connections, the
 # pages are evicted, and the misses read it back on others (the read
-# connection among them).  Every byte must read back as written: with
+# connection among them).  Block status must show it all as data, and
+# every byte must read back as written: with
 # writeback's commits (the default), and with none
 # (commit_interval_ms = 0), where each miss of an unflushed range must
 # FLUSH first.  The remote is checked first to really hide unflushed
@@ -57,6 +58,27 @@ print(json.load(sys.stdin)["cache"]["dirty_bytes"])')
 		sleep 0.1
 	done
 	((dirty == 0)) || fail "round $1: still $dirty bytes dirty after 30 s"
+	# Block status first (reads would flush): written means data, not
+	# a hole a copy would skip.
+	"$PYTHON" - "$(uri_unix disk0)" "$SIZE" <<'PY' || fail "round $1: block status"
+import nbd, sys
+uri, size = sys.argv[1], int(sys.argv[2])
+h = nbd.NBD()
+h.add_meta_context("base:allocation")
+h.connect_uri(uri)
+pos, holes = 0, []
+while pos < size:
+    got = []
+    h.block_status(size - pos, pos,
+                   lambda ctx, off, ext, err: got.extend(ext) if ctx == "base:allocation" else None)
+    for i in range(0, len(got), 2):
+        if got[i + 1] & nbd.STATE_HOLE:
+            holes.append((pos, got[i]))
+        pos += got[i]
+h.shutdown()
+if holes:
+    sys.exit("FAIL: written ranges reported as holes: %s" % holes[:5])
+PY
 	"$PYTHON" - "$(uri_unix disk0)" "$SIZE" "$1" <<'PY' || fail "round $1: reading back"
 import nbd, struct, sys
 uri, size, rnd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

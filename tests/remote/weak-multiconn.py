@@ -6,7 +6,8 @@
 # the connection that wrote it, until a FLUSH (or a FUA write) on any
 # connection applies every pending write.  A client that reads on one
 # connection what it wrote on another without a FLUSH in between reads
-# the old data, as the spec allows.
+# the old data, as the spec allows; and its block status
+# (base:allocation) likewise shows a chunk as data only once flushed.
 #
 #   nbdkit -U SOCK python weak-multiconn.py size=BYTES
 import nbdkit
@@ -17,6 +18,8 @@ size = 64 << 20
 store = None
 pending = []            # (connection, offset, bytes), oldest first
 connections = 0
+CHUNK = 64 << 10        # block status: a chunk is data once written
+allocated = set()       # chunks written, flushed
 
 
 def thread_model():
@@ -58,10 +61,36 @@ def can_fua(h):
     return nbdkit.FUA_NATIVE
 
 
+def chunks(off, length):
+    return range(off // CHUNK, (off + length - 1) // CHUNK + 1)
+
+
 def apply_pending():
     for _, off, data in pending:
         store[off:off + len(data)] = data
+        allocated.update(chunks(off, len(data)))
     pending.clear()
+
+
+def can_extents(h):
+    return True
+
+
+def extents(h, count, offset, flags):
+    # As the data: what this connection wrote, and what was flushed.
+    mine = set()
+    for conn, off, data in pending:
+        if conn == h:
+            mine.update(chunks(off, len(data)))
+    pos, end, out = offset, offset + count, []
+    while pos < end:
+        c = pos // CHUNK
+        nxt = min((c + 1) * CHUNK, end)
+        data = c in allocated or c in mine
+        out.append((pos, nxt - pos,
+                    0 if data else nbdkit.EXTENT_HOLE | nbdkit.EXTENT_ZERO))
+        pos = nxt
+    return out
 
 
 def pread(h, buf, offset, flags):
