@@ -142,9 +142,9 @@ struct backend_nbd {
 		bool connecting;     /* OPENER is opening it */
 		bool opener_started; /* OPENER to be joined */
 		pthread_t opener;
-		bool announced;          /* logged once */
-		unsigned backoff_ms;     /* after a failure; 0 after an open */
-		uint64_t failures;       /* since start-up */
+		bool announced;      /* logged once */
+		unsigned backoff_ms; /* after a failure; 0 once a read worked */
+		uint64_t failures;   /* since start-up */
 		uint64_t retry_after_ns; /* monotonic */
 	} rd;
 };
@@ -342,6 +342,16 @@ bn_check_same(struct backend_nbd *bn, struct nbd_handle *h, char *err,
 	}
 	if (!bn->readonly && nbd_is_read_only(h) == 1) {
 		snprintf(err, errlen, "the remote export is now read-only");
+		return -1;
+	}
+	/* What reads after writeback rely on (BACKEND_FLUSH_BEFORE_READ):
+	 * several connections see one another's writes once flushed. */
+	if (bn->multi_conn && nbd_can_multi_conn(h) != 1) {
+		snprintf(err, errlen, "the remote no longer offers multi-conn");
+		return -1;
+	}
+	if (bn->can_flush && nbd_can_flush(h) != 1) {
+		snprintf(err, errlen, "the remote no longer offers FLUSH");
 		return -1;
 	}
 	return 0;
@@ -893,17 +903,9 @@ bn_rd_opener(void *arg)
 
 	struct nbd_handle *h = bn_connect(bn, true, err, sizeof err);
 	bool tls = h && nbd_get_tls_negotiated(h) == 1;
-	if (h && !tls && bn_check_same(bn, h, err, sizeof err) == 0) {
-		/* Reads on a connection of their own see what others wrote
-		 * (once flushed) only with multi-conn: a server restarted
-		 * without it gets none. */
-		if (nbd_can_multi_conn(h) != 1)
-			snprintf(err, sizeof err,
-			    "the remote no longer "
-			    "offers multi-conn");
-		else if (!(nr = nbdread_new(nbd_aio_get_fd(h))))
-			snprintf(err, sizeof err, "%s", strerror(errno));
-	}
+	if (h && !tls && bn_check_same(bn, h, err, sizeof err) == 0 &&
+	    !(nr = nbdread_new(nbd_aio_get_fd(h))))
+		snprintf(err, sizeof err, "%s", strerror(errno));
 	if (h && !nr) {
 		nbd_close(h);
 		h = NULL;

@@ -200,8 +200,6 @@ export_make_durable(struct export *e, struct request *req, uint64_t seq)
 	return r;
 }
 
-/* What a queued request is, for wbctl status: a FLUSH, a write made
- * durable (fua), or reading from the device (a miss or a fill). */
 /* Block status's hook (bs_source.before_backend): ARG is the export's
  * writeback target. */
 static void
@@ -210,6 +208,8 @@ export_flush_before_read(void *arg, uint64_t off, uint64_t len)
 	wb_flush_before_read(arg, off, len);
 }
 
+/* What a queued request is, for wbctl status: a FLUSH, a write made
+ * durable (fua), or reading from the device (a miss or a fill). */
 static unsigned *
 export_work_counter(struct export *e, const struct request *req)
 {

@@ -166,7 +166,7 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Ranges written to a multi-conn remote that no FLUSH covers yet." },
 	{ "remote.unflushed_overflows", "wbd_remote_unflushed_overflows_total",
 	    COUNTER, 1,
-	    "Times more ranges were written than remote.unflushed_ranges." },
+	    "Times ranges were given up past remote.unflushed_ranges." },
 	{ "remote.flushes_before_read", "wbd_remote_flushes_before_read_total",
 	    COUNTER, 1,
 	    "Misses and block status queries that sent a FLUSH first." },

@@ -205,6 +205,7 @@ wb_target_init(struct wb_target *t)
 	t->uf_n = t->uf_cap = 0;
 	t->uf = NULL;
 	t->uf_lost = 0;
+	t->uf_owed = false;
 	t->uf_commit_ns = 0;
 	lock_init(&t->uf_lock);
 	pthread_mutex_init(&t->lock, NULL);
@@ -354,7 +355,7 @@ wb_backing_off(struct wb_dev *dev)
  * raises flushed_upto to what it read before flushing, never lowers it.
  */
 static int
-wb_flush_written(struct wb_target *t)
+wb_flush_written_sent(struct wb_target *t, bool *sent)
 {
 	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
 	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
@@ -362,6 +363,7 @@ wb_flush_written(struct wb_target *t)
 
 	if (done >= w || t->read_only)
 		return 0;
+	*sent = true;
 	r = backend_flush(t->backend);
 	if (r < 0) {
 		unsigned quiet;
@@ -379,6 +381,15 @@ wb_flush_written(struct wb_target *t)
 	return 0;
 }
 
+/* wb_flush_written_sent, for callers that need not know if it flushed. */
+static int
+wb_flush_written(struct wb_target *t)
+{
+	bool sent;
+
+	return wb_flush_written_sent(t, &sent);
+}
+
 /* Drop T's unflushed ranges a flush has covered since they were kept. */
 static void
 wb_uf_prune_locked(struct wb_target *t)
@@ -393,6 +404,8 @@ wb_uf_prune_locked(struct wb_target *t)
 			t->uf[i] = t->uf[--t->uf_n];
 		else
 			i++;
+	if (t->uf_n == 0 && !t->uf_lost)
+		t->uf_owed = false;
 }
 
 /* Size T's array of unflushed ranges to the backend's setting (first
@@ -419,7 +432,8 @@ wb_uf_size_locked(struct wb_target *t)
 	t->uf_cap = want;
 }
 
-/* A range T could not keep: counted, and logged at most once a minute. */
+/* Ranges given up (T's array full, or made smaller): counted once until
+ * a flush covers them, and logged at most once a minute. */
 static void
 wb_uf_overflow(struct wb_target *t, unsigned cap)
 {
@@ -435,37 +449,68 @@ wb_uf_overflow(struct wb_target *t, unsigned cap)
 		    t->name, cap, quiet);
 }
 
-void
-wb_count_written(struct wb_target *t, uint64_t off, uint64_t len)
+/* Range I of T, grown: take in every other range it now touches. */
+static void
+wb_uf_join_locked(struct wb_target *t, unsigned i)
+{
+	for (unsigned j = 0; j < t->uf_n;) {
+		struct wb_range *r = &t->uf[i], *q = &t->uf[j];
+		if (j == i || q->lo > r->hi || r->lo > q->hi) {
+			j++;
+			continue;
+		}
+		r->lo = q->lo < r->lo ? q->lo : r->lo;
+		r->hi = q->hi > r->hi ? q->hi : r->hi;
+		r->written = q->written > r->written ? q->written : r->written;
+		t->uf[j] = t->uf[--t->uf_n];
+		if (i == t->uf_n)
+			i = j; /* R was the last: moved into J's place */
+		j = 0;         /* R grew: look again */
+	}
+}
+
+/* wb_count_written; BY_WRITEBACK: a run, which wb_commit owes a flush. */
+static void
+wb_count(struct wb_target *t, uint64_t off, uint64_t len, bool by_writeback)
 {
 	uint64_t w = __atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
 	uint64_t end = off + len;
-	struct wb_range *r = NULL;
-	bool lost = false;
+	bool had_lost;
+	unsigned i;
 
 	if (!(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
 		return;
 	pthread_mutex_lock(&t->uf_lock);
-	wb_uf_size_locked(t);
 	wb_uf_prune_locked(t);
-	for (unsigned i = 0; i < t->uf_n && !r; i++)
+	had_lost = t->uf_lost != 0;
+	wb_uf_size_locked(t);
+	for (i = 0; i < t->uf_n; i++)
 		if (t->uf[i].lo <= end && off <= t->uf[i].hi)
-			r = &t->uf[i]; /* overlaps or touches: one range */
-	if (r) {
+			break; /* overlaps or touches: one range */
+	if (i < t->uf_n) {
+		struct wb_range *r = &t->uf[i];
 		r->lo = off < r->lo ? off : r->lo;
 		r->hi = end > r->hi ? end : r->hi;
 		r->written = w > r->written ? w : r->written;
+		wb_uf_join_locked(t, i);
 	} else if (t->uf_n < t->uf_cap) {
 		t->uf[t->uf_n++] = (struct wb_range){ off, end, w };
-	} else {
-		lost = t->uf_lost == 0; /* once until a flush covers it */
-		if (w > t->uf_lost)
-			t->uf_lost = w;
+	} else if (w > t->uf_lost) {
+		t->uf_lost = w;
 	}
+	if (by_writeback)
+		t->uf_owed = true;
+	bool lost = !had_lost && t->uf_lost != 0;
 	unsigned cap = t->uf_cap;
 	pthread_mutex_unlock(&t->uf_lock);
 	if (lost)
 		wb_uf_overflow(t, cap);
+}
+
+void
+wb_count_written(struct wb_target *t, uint64_t off, uint64_t len)
+{
+	wb_count(t, off, len, false);
 }
 
 unsigned
@@ -494,10 +539,11 @@ wb_flush_before_read(struct wb_target *t, uint64_t off, uint64_t len)
 	for (unsigned i = 0; i < t->uf_n && !need; i++)
 		need = t->uf[i].lo < end && off < t->uf[i].hi;
 	pthread_mutex_unlock(&t->uf_lock);
-	if (need) {
+	bool sent = false;
+	if (need)
+		(void)wb_flush_written_sent(t, &sent);
+	if (sent)
 		__atomic_add_fetch(&t->dev->read_flushes, 1, __ATOMIC_RELAXED);
-		(void)wb_flush_written(t);
-	}
 }
 
 /*
@@ -556,7 +602,7 @@ wb_run_end(struct wb_io *w)
 	/* Counted before its pages are clean: a FLUSH that sees them clean
 	 * sees the count, and flushes the device. */
 	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA))
-		wb_count_written(t, w->off, w->len);
+		wb_count(t, w->off, w->len, true);
 	cache_end_run(w->run, r == 0);
 	stats_wb_run_end(&t->dev->stats, w->why, w->len, now_ns() - w->start_ns,
 	    r == 0);
@@ -603,7 +649,6 @@ wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
 struct wb_window {
 	struct wb_io io[WB_WINDOW];
 	unsigned head, n, cap;
-	unsigned begun;                 /* runs begun, in all */
 	int err;                        /* the first failure */
 	enum wb_reason why;             /* of every run it writes */
 };
@@ -613,7 +658,7 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 {
 	struct backend *b = wb_dev_backend(dev);
 
-	win->head = win->n = win->begun = 0;
+	win->head = win->n = 0;
 	win->err = 0;
 	win->why = why;
 	win->cap = b ? backend_max_in_flight(b) : 1;
@@ -642,7 +687,6 @@ wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], t, run, 0,
 	    win->why);
 	win->n++;
-	win->begun++;
 	if (win->cap == 1)
 		wb_window_end_oldest(win);
 	return win->err;
@@ -785,39 +829,38 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 }
 
 /*
- * After background or periodic writeback that wrote something (WIN):
- * flush each of DEV's targets that keeps unflushed ranges (wb_target.uf),
- * at most every backend->commit_ms (0: never), so that a read seldom finds one and waits
- * for a flush, as an NFS client commits its unstable writes.  A failure
- * is the writeback's (wb_flush_written).
+ * After background or periodic writeback (periodic work runs every
+ * dirty_writeback_centisecs, written or not): flush each of DEV's targets
+ * that writeback wrote to since the last flush and that keeps unflushed
+ * ranges (wb_target.uf), at most every backend->commit_ms (0: never), so
+ * that a read seldom finds one and waits for a flush, as an NFS client
+ * commits its unstable writes.  A failure is the writeback's
+ * (wb_flush_written).
  */
 static void
-wb_commit(struct wb_dev *dev, const struct wb_window *win)
+wb_commit(struct wb_dev *dev)
 {
-	uint64_t now = now_ns();
-
-	if (win->begun == 0)
-		return;
-
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 		struct wb_target *t = wb_dev_target(dev, i);
-		bool due = false;
+		bool due = false, sent = false;
 		if (!t || !(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
 			continue;
+		uint64_t ms =
+		    __atomic_load_n(&t->backend->commit_ms, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&t->uf_lock);
 		wb_uf_prune_locked(t);
-		unsigned ms =
-		    __atomic_load_n(&t->backend->commit_ms, __ATOMIC_RELAXED);
-		if (ms > 0 && (t->uf_n > 0 || t->uf_lost) &&
-		    now - t->uf_commit_ns >= ms * 1000000ull) {
+		uint64_t now = now_ns();
+		if (ms > 0 && t->uf_owed &&
+		    now >= t->uf_commit_ns + ms * 1000000u) {
 			t->uf_commit_ns = now;
+			t->uf_owed = false;
 			due = true;
 		}
 		pthread_mutex_unlock(&t->uf_lock);
-		if (due) {
+		if (due)
+			(void)wb_flush_written_sent(t, &sent);
+		if (sent)
 			__atomic_add_fetch(&dev->commits, 1, __ATOMIC_RELAXED);
-			(void)wb_flush_written(t);
-		}
 	}
 }
 
@@ -875,7 +918,7 @@ wb_background_run(struct job *job)
 	}
 out:
 	wb_window_drain(&win);
-	wb_commit(dev, &win);
+	wb_commit(dev);
 	wb_cpu_account(dev, cpu);
 	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_RELEASE);
 }
@@ -908,7 +951,7 @@ wb_periodic_run(struct job *job)
 	}
 out:
 	wb_window_drain(&win);
-	wb_commit(dev, &win);
+	wb_commit(dev);
 	wb_cpu_account(dev, cpu);
 	__atomic_store_n(&dev->periodic_queued, 0, __ATOMIC_RELEASE);
 }

@@ -69,6 +69,7 @@ struct wb_target {
 	unsigned uf_n, uf_cap;
 	uint64_t uf_lost;      /* 0: none */
 	uint64_t uf_commit_ns; /* the last wb_commit's flush */
+	bool uf_owed;          /* writeback wrote since: commit */
 	struct wb_range {
 		uint64_t lo, hi;  /* bytes [lo, hi) */
 		uint64_t written; /* its count, in `written` */

@@ -73,6 +73,14 @@ print(str(d["remote"][sys.argv[1]]).lower())' "$1"
 (($(rfield commits) >= 1)) || fail "wbctl status counts no commit"
 [[ $(rfield unflushed_ranges_max) == 1024 && $(rfield commit_interval_ms) == 50 ]] ||
 	fail "the settings in wbctl status are not the defaults"
+# Everything committed (a second run may have been, by the next
+# periodic pass) before the TRIM.
+for ((i = 0; i < 50; i++)); do
+	(($(rfield unflushed_ranges) == 0)) && break
+	sleep 0.1
+done
+(($(rfield unflushed_ranges) == 0)) ||
+	fail "$(rfield unflushed_ranges) ranges still unflushed 5 s after the writeback"
 
 # 2. A TRIM reaches the remote and is not flushed by anyone: its range
 # is unflushed, and the cache's pages of it are gone.

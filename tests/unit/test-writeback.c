@@ -528,6 +528,7 @@ test_a_reload_resizes_the_unflushed_ranges(void **state)
 	assert_int_equal(x->t.uf_cap, 4);
 	assert_int_equal(wb_target_unflushed(&x->t), 4);
 	assert_true(x->t.uf_lost != 0);
+	assert_int_equal(x->dev->unflushed_overflows, 1);
 	wb_flush_before_read(&x->t, 200 * PS, PS);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
 	/* ...until one has covered them; more kept again. */
@@ -538,6 +539,47 @@ test_a_reload_resizes_the_unflushed_ranges(void **state)
 	assert_int_equal(x->t.uf_lost, 0);
 	wb_flush_before_read(&x->t, 200 * PS, PS);
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+}
+
+static void
+test_a_range_that_bridges_two_joins_them(void **state)
+{
+	struct wfx *x = *state;
+
+	wb_count_written(&x->t, 0, PS);
+	wb_count_written(&x->t, 2 * PS, PS);
+	wb_count_written(&x->t, 8 * PS, PS);
+	assert_int_equal(x->t.uf_n, 3);
+	wb_count_written(&x->t, PS, PS);
+	assert_int_equal(x->t.uf_n, 2);
+	for (unsigned i = 0; i < x->t.uf_n; i++)
+		if (x->t.uf[i].lo == 0)
+			assert_int_equal(x->t.uf[i].hi, 3 * PS);
+		else
+			assert_int_equal(x->t.uf[i].lo, 8 * PS);
+	assert_int_equal(x->dev->unflushed_overflows, 0);
+}
+
+static void
+test_only_writeback_is_committed(void **state)
+{
+	struct wfx *x = *state;
+
+	/* A TRIM's range (not writeback's): periodic work commits nothing;
+	 * a read of it flushes. */
+	wb_count_written(&x->t, 0, PS);
+	wb_kick_periodic(x->dev);
+	wait_work_done(&x->dev->periodic_queued);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	/* Writeback's runs: committed, by the job that wrote them or by
+	 * periodic work after it, which runs with nothing to write. */
+	background_writeback(x, 2);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(x->dev->commits, 1);
+	wb_kick_periodic(x->dev);
+	wait_work_done(&x->dev->periodic_queued);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(wb_target_unflushed(&x->t), 0);
 }
 
 static void
@@ -1023,6 +1065,9 @@ main(void)
 		    setup_flush_before_read),
 		T(test_commit_interval_zero_never_commits,
 		    setup_flush_before_read),
+		T(test_a_range_that_bridges_two_joins_them,
+		    setup_flush_before_read),
+		T(test_only_writeback_is_committed, setup_flush_before_read),
 		T(test_background_writeback_commits_unflushed_ranges,
 		    setup_flush_before_read),
 		T(test_read_without_the_capability_never_flushes,
