@@ -43,6 +43,7 @@ struct nbdread {
 	/* The READ whose payload is being received, and its slot. */
 	struct nbdread_req *cur;
 	unsigned cur_slot;
+	size_t send_limit; /* nbdread_test_send_limit; 0: none */
 };
 
 struct nbdread *
@@ -158,8 +159,13 @@ static void
 nr_send(struct nbdread *nr)
 {
 	while (nr->out_pos < nr->out_len) {
-		ssize_t n = send(nr->fd, nr->out + nr->out_pos,
-		    nr->out_len - nr->out_pos, MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t len = nr->out_len - nr->out_pos;
+		/* Tests: a send that takes only part, as from a full socket. */
+		bool limited = nr->send_limit && len > nr->send_limit;
+		if (limited)
+			len = nr->send_limit;
+		ssize_t n = send(nr->fd, nr->out + nr->out_pos, len,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -168,8 +174,16 @@ nr_send(struct nbdread *nr)
 			return;
 		}
 		nr->out_pos += (size_t)n;
+		if (limited)
+			return;
 	}
 	nr->out_pos = nr->out_len = 0;
+}
+
+void
+nbdread_test_send_limit(struct nbdread *nr, size_t bytes)
+{
+	nr->send_limit = bytes;
 }
 
 void

@@ -51,6 +51,10 @@ int nbdread_submit(struct nbdread *nr, struct nbdread_req *req);
  * owner waits for something else (a read through libnbd). */
 void nbdread_send(struct nbdread *nr);
 
+/* Tests: each sending round sends at most BYTES (0: no limit) and stops,
+ * as a full socket would make it. */
+void nbdread_test_send_limit(struct nbdread *nr, size_t bytes);
+
 /*
  * Send what is queued and take replies until REQ is done (true), or
  * TIMEOUT_MS (-1: none) passes or CALLER_FD (-1: none) is readable

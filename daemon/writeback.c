@@ -840,10 +840,16 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 static void
 wb_commit(struct wb_dev *dev)
 {
+	/* Not while the device fails or its remote is away: a commit is
+	 * owed until it can be made, and a worker would wait meanwhile. */
+	if (wb_backing_off(dev))
+		return;
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 		struct wb_target *t = wb_dev_target(dev, i);
+		struct backend_state st;
 		bool due = false, sent = false;
-		if (!t || !(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
+		if (!t || !(t->backend->caps & BACKEND_FLUSH_BEFORE_READ) ||
+		    (backend_get_state(t->backend, &st) && !st.connected))
 			continue;
 		uint64_t ms =
 		    __atomic_load_n(&t->backend->commit_ms, __ATOMIC_RELAXED);

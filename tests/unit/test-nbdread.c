@@ -351,6 +351,89 @@ test_eshutdown_fails_the_connection(void **state)
 	broken(NULL, 0, false, NBD_ESHUTDOWN);
 }
 
+/* As the server: take the requests that have arrived whole (IN holds
+ * *GOT bytes, *AT of them taken) and answer each one-byte READ with its
+ * offset's byte.  How many it answered. */
+static unsigned
+serve_bytes(struct pair *p, uint8_t *in, size_t cap, size_t *got, size_t *at)
+{
+	uint8_t out[NBD_SIMPLE_REPLY_SIZE + 1];
+	unsigned n = 0;
+	ssize_t k = recv(p->fd[1], in + *got, cap - *got, MSG_DONTWAIT);
+
+	if (k > 0)
+		*got += (size_t)k;
+	for (; *at + NBD_REQUEST_SIZE <= *got; *at += NBD_REQUEST_SIZE, n++) {
+		uint64_t cookie, off;
+		memcpy(&cookie, in + *at + 8, 8);
+		memcpy(&off, in + *at + 16, 8);
+		reply(out, NBD_SIMPLE_REPLY_MAGIC, 0, be64toh(cookie));
+		out[NBD_SIMPLE_REPLY_SIZE] = pattern(be64toh(off));
+		write_all(p->fd[1], out, sizeof out);
+	}
+	return n;
+}
+
+static void
+test_submits_after_a_partial_send(void **state)
+{
+	enum {
+		N = NBDREAD_MAX_INFLIGHT,
+		M = 8
+	};
+	static struct nbdread_req r[N + M];
+	static uint8_t b[N + M], in[(N + M) * NBD_REQUEST_SIZE];
+	size_t got = 0, at = 0;
+	struct pair p;
+
+	/* Every send takes 100 bytes (three requests and part of a fourth)
+	 * and stops, as from a full socket: replies to what was sent free
+	 * slots while most of OUT is still unsent, and more READs are
+	 * queued behind it. */
+	pair_open(&p);
+	nbdread_test_send_limit(p.nr, 100);
+	for (int i = 0; i < N; i++) {
+		r[i] = (struct nbdread_req){ .buf = &b[i],
+			.count = 1,
+			.off = (uint64_t)i * 4096 };
+		assert_int_equal(nbdread_submit(p.nr, &r[i]), 0);
+	}
+	nbdread_send(p.nr);
+	assert_int_equal(serve_bytes(&p, in, sizeof in, &got, &at), 3);
+	/* Slots are taken lowest first: READ i is in slot i. */
+	assert_true(nbdread_wait(p.nr, &r[2], 1000, -1));
+	assert_true(r[0].done && r[1].done);
+	assert_true(got < (size_t)N * NBD_REQUEST_SIZE);
+	for (int i = 0; i < M; i++) {
+		r[N + i] = (struct nbdread_req){ .buf = &b[N + i],
+			.count = 1,
+			.off = (uint64_t)(N + i) * 4096 };
+		if (i < 3)
+			assert_int_equal(nbdread_submit(p.nr, &r[N + i]), 0);
+		else
+			assert_int_equal(nbdread_submit(p.nr, &r[N + i]),
+			    -EBUSY);
+	}
+	/* Serve the rest: every READ gets its offset's byte. */
+	for (unsigned i = 0, rounds = 0; i < N + 3; rounds++) {
+		assert_true(rounds < 100000);
+		if (r[i].done) {
+			i++;
+			continue;
+		}
+		nbdread_send(p.nr);
+		serve_bytes(&p, in, sizeof in, &got, &at);
+		(void)nbdread_wait(p.nr, &r[i], 10, -1);
+	}
+	for (int i = 0; i < N + 3; i++) {
+		assert_int_equal(r[i].error, 0);
+		assert_int_equal(b[i], pattern(r[i].off));
+	}
+	assert_int_equal(got, (size_t)(N + 3) * NBD_REQUEST_SIZE);
+	assert_null(nbdread_failed(p.nr));
+	pair_close(&p);
+}
+
 static void
 test_in_flight_is_bounded(void **state)
 {
@@ -386,6 +469,7 @@ main(void)
 		cmocka_unit_test(test_a_reply_to_nothing_fails_the_connection),
 		cmocka_unit_test(test_the_end_of_the_connection_fails_reads),
 		cmocka_unit_test(test_eshutdown_fails_the_connection),
+		cmocka_unit_test(test_submits_after_a_partial_send),
 		cmocka_unit_test(test_in_flight_is_bounded),
 	};
 
