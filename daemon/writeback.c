@@ -449,6 +449,15 @@ wb_uf_overflow(struct wb_target *t, unsigned cap)
 		    t->name, cap, quiet);
 }
 
+/* R grown to take in [LO, HI) written up to count W. */
+static void
+wb_range_grow(struct wb_range *r, uint64_t lo, uint64_t hi, uint64_t w)
+{
+	r->lo = lo < r->lo ? lo : r->lo;
+	r->hi = hi > r->hi ? hi : r->hi;
+	r->written = w > r->written ? w : r->written;
+}
+
 /* Range I of T, grown: take in every other range it now touches. */
 static void
 wb_uf_join_locked(struct wb_target *t, unsigned i)
@@ -459,9 +468,7 @@ wb_uf_join_locked(struct wb_target *t, unsigned i)
 			j++;
 			continue;
 		}
-		r->lo = q->lo < r->lo ? q->lo : r->lo;
-		r->hi = q->hi > r->hi ? q->hi : r->hi;
-		r->written = q->written > r->written ? q->written : r->written;
+		wb_range_grow(r, q->lo, q->hi, q->written);
 		t->uf[j] = t->uf[--t->uf_n];
 		if (i == t->uf_n)
 			i = j; /* R was the last: moved into J's place */
@@ -488,10 +495,7 @@ wb_count(struct wb_target *t, uint64_t off, uint64_t len, bool by_writeback)
 		if (t->uf[i].lo <= end && off <= t->uf[i].hi)
 			break; /* overlaps or touches: one range */
 	if (i < t->uf_n) {
-		struct wb_range *r = &t->uf[i];
-		r->lo = off < r->lo ? off : r->lo;
-		r->hi = end > r->hi ? end : r->hi;
-		r->written = w > r->written ? w : r->written;
+		wb_range_grow(&t->uf[i], off, end, w);
 		wb_uf_join_locked(t, i);
 	} else if (t->uf_n < t->uf_cap) {
 		t->uf[t->uf_n++] = (struct wb_range){ off, end, w };

@@ -59,6 +59,26 @@ reload_remote() {
 	fail "the reload did not apply the remote settings: $(grep reload "$LOG")"
 }
 
+# remote_field NAME: the first remote device's remote.NAME in `wbctl
+# status --json`, as Python prints it (True, False, numbers).
+remote_field() {
+	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
+d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
+print(d["remote"][sys.argv[1]])' "$1"
+}
+
+# wait_clean SECONDS: wait until the cache holds nothing dirty.
+wait_clean() {
+	local i dirty
+	for ((i = 0; i < $1 * 10; i++)); do
+		dirty=$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
+print(json.load(sys.stdin)["cache"]["dirty_bytes"])')
+		((dirty == 0)) && return 0
+		sleep 0.1
+	done
+	fail "still $dirty bytes dirty after $1 s"
+}
+
 # stop_kit PID [SIGNAL]: stop one nbdkit and wait for it.
 stop_kit() {
 	kill -s "${2:-TERM}" "$1" 2>/dev/null || true

@@ -47,13 +47,7 @@ requests_since() {
 
 # 1. Writeback commits: a FLUSH follows the periodic writeback by itself.
 pyio write 0 || fail "the write"
-for ((i = 0; i < 100; i++)); do
-	dirty=$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-print(json.load(sys.stdin)["cache"]["dirty_bytes"])')
-	((dirty == 0)) && break
-	sleep 0.1
-done
-((dirty == 0)) || fail "still $dirty bytes dirty after 10 s"
+wait_clean 10
 for ((i = 0; i < 50; i++)); do
 	[[ $(requests_since 1 | tr '\n' ' ') == *"Write "*"Flush"* ]] && break
 	sleep 0.1
@@ -63,24 +57,18 @@ seen=$(requests_since 1 | tr '\n' ' ')
 	fail "no FLUSH after the writeback within 5 s (saw: $seen)"
 log "writeback, then its commit: $seen"
 
-# rfield NAME: the remote device's status figure NAME (lower case).
-rfield() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
-print(str(d["remote"][sys.argv[1]]).lower())' "$1"
-}
-[[ $(rfield flush_before_read) == true ]] || fail "flush_before_read is not true"
-(($(rfield commits) >= 1)) || fail "wbctl status counts no commit"
-[[ $(rfield unflushed_ranges_max) == 1024 && $(rfield commit_interval_ms) == 50 ]] ||
+[[ $(remote_field flush_before_read) == True ]] || fail "flush_before_read is not true"
+(($(remote_field commits) >= 1)) || fail "wbctl status counts no commit"
+[[ $(remote_field unflushed_ranges_max) == 1024 && $(remote_field commit_interval_ms) == 50 ]] ||
 	fail "the settings in wbctl status are not the defaults"
 # Everything committed (a second run may have been, by the next
 # periodic pass) before the TRIM.
 for ((i = 0; i < 50; i++)); do
-	(($(rfield unflushed_ranges) == 0)) && break
+	(($(remote_field unflushed_ranges) == 0)) && break
 	sleep 0.1
 done
-(($(rfield unflushed_ranges) == 0)) ||
-	fail "$(rfield unflushed_ranges) ranges still unflushed 5 s after the writeback"
+(($(remote_field unflushed_ranges) == 0)) ||
+	fail "$(remote_field unflushed_ranges) ranges still unflushed 5 s after the writeback"
 
 # 2. A TRIM reaches the remote and is not flushed by anyone: its range
 # is unflushed, and the cache's pages of it are gone.
@@ -88,8 +76,8 @@ mark=$(($(wc -l <"$KLOG") + 1))
 pyio trim $((1 << 20)) || fail "the trim"
 seen=$(requests_since "$mark" | tr '\n' ' ')
 [[ $seen == "Trim " ]] || fail "the remote did not see the TRIM alone (saw: $seen)"
-(($(rfield unflushed_ranges) == 1)) ||
-	fail "wbctl status shows $(rfield unflushed_ranges) unflushed ranges after the TRIM, not 1"
+(($(remote_field unflushed_ranges) == 1)) ||
+	fail "wbctl status shows $(remote_field unflushed_ranges) unflushed ranges after the TRIM, not 1"
 
 # A miss elsewhere needs no FLUSH.
 mark=$(($(wc -l <"$KLOG") + 1))
@@ -105,8 +93,8 @@ seen=$(requests_since "$mark" | tr '\n' ' ')
 log "a miss in the trimmed range: $seen"
 [[ $seen == "Flush Read "* ]] ||
 	fail "the miss was not preceded by a FLUSH covering the TRIM (saw: $seen)"
-(($(rfield flushes_before_read) == 1 && $(rfield unflushed_ranges) == 0)) ||
-	fail "wbctl status: $(rfield flushes_before_read) misses flushed first, $(rfield unflushed_ranges) ranges left (want 1 and 0)"
+(($(remote_field flushes_before_read) == 1 && $(remote_field unflushed_ranges) == 0)) ||
+	fail "wbctl status: $(remote_field flushes_before_read) misses flushed first, $(remote_field unflushed_ranges) ranges left (want 1 and 0)"
 
 # Covered now: another miss in that range sends no FLUSH of its own.
 mark=$(($(wc -l <"$KLOG") + 1))

@@ -49,12 +49,6 @@ h.shutdown()
 PY
 }
 
-# remote_field NAME: the device's remote.NAME in `wbctl status --json`.
-remote_field() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-print(json.load(sys.stdin)["devices"][0]["remote"][sys.argv[1]])' "$1"
-}
-
 # wait_read_connection True|False: it is opened on a thread of its own
 # (the misses meanwhile go through libnbd), closed at the next miss.
 wait_read_connection() {

@@ -50,14 +50,7 @@ for off in range(0, size, 1 << 20):
                       for i in range(256)), off)
 h.shutdown()
 PY
-	local dirty i
-	for ((i = 0; i < 300; i++)); do
-		dirty=$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-print(json.load(sys.stdin)["cache"]["dirty_bytes"])')
-		((dirty == 0)) && break
-		sleep 0.1
-	done
-	((dirty == 0)) || fail "round $1: still $dirty bytes dirty after 30 s"
+	wait_clean 30
 	# Block status first (reads would flush): written means data, not
 	# a hole a copy would skip.
 	"$PYTHON" - "$(uri_unix disk0)" "$SIZE" <<'PY' || fail "round $1: block status"
@@ -101,13 +94,6 @@ if bad:
 PY
 }
 
-# misses_flushed: how many misses sent a FLUSH first.
-misses_flushed() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
-print(d["remote"]["flushes_before_read"])'
-}
-
 for commit in 50 0; do
 	start_nbdkit weak python "$PLUGIN" size=$SIZE
 	kit=$KIT_PID
@@ -118,9 +104,9 @@ for commit in 50 0; do
 	start_wbd
 	write_then_verify 1
 	write_then_verify 2
-	log "commit_interval_ms = $commit: $((SIZE >> 20)) MiB written, written back, read back whole twice ($(misses_flushed) misses flushed first)"
+	log "commit_interval_ms = $commit: $((SIZE >> 20)) MiB written, written back, read back whole twice ($(remote_field flushes_before_read) misses flushed first)"
 	if ((commit == 0)); then
-		(($(misses_flushed) > 0)) || fail "with no commits, no miss flushed first"
+		(($(remote_field flushes_before_read) > 0)) || fail "with no commits, no miss flushed first"
 	fi
 	assert_alive
 	stop_wbd
