@@ -96,8 +96,9 @@ struct backend_ops {
 #define BACKEND_UNCACHED (1u << 7)
 /* A read may go on another connection than the writes before it (an NBD
  * remote with multi-conn): a completed write is certain to be seen by it
- * only once a FLUSH has covered it, so a read of what was written back
- * since the last flush waits for one (fill.c). */
+ * only once a FLUSH has covered it, so a read (or a block status query)
+ * of a range written to the remote since the last flush waits for one:
+ * wb_flush_before_read, per range (wb_target.uf). */
 #define BACKEND_FLUSH_BEFORE_READ (1u << 9)
 
 /* A remote backend's connection, for the log and wbctl status. */

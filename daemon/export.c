@@ -134,6 +134,17 @@ export_write_cache(struct export *e, struct request *req, const void *payload,
 	    req->nbd.offset, req->nbd.count, req->seq, fill);
 }
 
+/* No page free for a write on this worker: write back one of the
+ * export's runs here (the workers may all be such writers, the background
+ * job queued behind them), else wait for writeback elsewhere. */
+static void
+export_make_room(struct export *e)
+{
+	wb_kick_background(e->dev);
+	if (!wb_write_for_space(&e->wt))
+		wb_wait_progress(&e->wt, 10);
+}
+
 /* A write that could not complete on the I/O thread. */
 static int
 export_write_slow(struct export *e, struct request *req)
@@ -149,12 +160,10 @@ export_write_slow(struct export *e, struct request *req)
 			int r = fill_page(&e->wt, fill);
 			if (r < 0)
 				return r;
-			if (fill == last_fill) {
+			if (fill == last_fill)
 				/* Filled, yet not resident: no page to put it
-				 * in.  Wait for writeback to free one. */
-				wb_kick_background(e->dev);
-				wb_wait_progress(&e->wt, 10);
-			}
+				 * in. */
+				export_make_room(e);
 			last_fill = fill;
 			break;
 		}
@@ -167,8 +176,7 @@ export_write_slow(struct export *e, struct request *req)
 			if (tries % 100 == 99)
 				log_warnx("export \"%s\": waiting for cache space "
 				    "(all pages dirty)", e->name);
-			wb_kick_background(e->dev);
-			wb_wait_progress(&e->wt, 10);
+			export_make_room(e);
 			break;
 		}
 	}
@@ -259,6 +267,14 @@ export_run(struct job *job)
 		 * After: pages filled from the backend while it was being
 		 * zeroed are dropped.
 		 */
+		/* A fast zero the backend cannot make fast is refused
+		 * (ENOTSUP) with nothing touched, the cache included, as
+		 * the spec asks.  Made, it is made once more below, over
+		 * what writeback in flight may land meanwhile. */
+		if ((n->flags & NBD_CMD_FLAG_FAST_ZERO) &&
+		    (r = backend_zero(b, n->count, n->offset,
+			 !(n->flags & NBD_CMD_FLAG_NO_HOLE), true)) == -ENOTSUP)
+			break;
 		cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (n->type == NBD_CMD_TRIM)
 			r = backend_trim(b, n->count, n->offset);

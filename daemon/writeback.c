@@ -705,6 +705,22 @@ wb_window_drain(struct wb_window *win)
 	return win->err;
 }
 
+bool
+wb_write_for_space(struct wb_target *t)
+{
+	if (t->read_only || wb_backing_off(t->dev))
+		return false;
+	uint32_t max_run =
+	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
+	struct cache_run *run = cache_take_run(t->cf, UINT64_MAX, max_run);
+	if (!run)
+		return false;
+	uint64_t cpu = wb_thread_cpu_ns();
+	(void)wb_write_run(t, run, 0, WB_REASON_BACKGROUND);
+	wb_cpu_account(t->dev, cpu);
+	return true;
+}
+
 static int
 wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why);
 

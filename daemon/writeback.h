@@ -205,4 +205,15 @@ struct backend *wb_dev_backend(struct wb_dev *dev);
 /* Wait (worker thread) until T's writeback state changes or MS pass. */
 void wb_wait_progress(struct wb_target *t, unsigned ms);
 
+/*
+ * A writer on a worker that finds no page to take (every one dirty or
+ * pinned) makes room itself, as the kernel's dirtier once did in
+ * balance_dirty_pages: it writes back one run of T's oldest dirty pages,
+ * whatever the thresholds (counted as background writeback).  The
+ * device's workers may all be such writers, with the background job
+ * queued behind them.  False if T had nothing to write or its device
+ * backs off after failures (then wait for progress).
+ */
+bool wb_write_for_space(struct wb_target *t);
+
 #endif

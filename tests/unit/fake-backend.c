@@ -261,7 +261,10 @@ static int
 fake_zero(struct backend *b, uint32_t count, uint64_t off, bool may_trim,
     bool fast)
 {
-	(void)may_trim, (void)fast;
+	(void)may_trim;
+	/* Refused, as a remote that cannot zero fast refuses. */
+	if (fast && !(b->caps & BACKEND_CAN_FAST_ZERO))
+		return -ENOTSUP;
 	return fake_discard(fake_of(b), FAKE_ZERO, count, off);
 }
 

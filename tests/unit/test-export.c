@@ -117,11 +117,12 @@ struct efx {
 };
 
 static int
-efx_setup(void **state, enum cache_mode mode)
+efx_setup_sized(void **state, enum cache_mode mode, uint64_t cache_bytes)
 {
 	struct efx *x = calloc(1, sizeof *x);
-	struct cache_params cp = { .size_bytes = CACHE_BYTES, .page_size = PS,
-	    .chunk_bytes = 1 << 20 };
+	struct cache_params cp = { .size_bytes = cache_bytes,
+		.page_size = PS,
+		.chunk_bytes = 1 << 20 };
 	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
 	    .grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
 	struct fake_params fp = { .size_bytes = DEV_BYTES,
@@ -151,9 +152,24 @@ efx_setup(void **state, enum cache_mode mode)
 }
 
 static int
+efx_setup(void **state, enum cache_mode mode)
+{
+	return efx_setup_sized(state, mode, CACHE_BYTES);
+}
+
+static int
 setup_writeback(void **state)
 {
 	return efx_setup(state, CACHE_WRITEBACK);
+}
+
+/* A cache of SMALL_PAGES, smaller than the device. */
+#define SMALL_PAGES 32u
+
+static int
+setup_small_cache(void **state)
+{
+	return efx_setup_sized(state, CACHE_WRITEBACK, SMALL_PAGES * PS);
 }
 
 static int
@@ -521,6 +537,45 @@ test_held_writer_is_let_go_when_shutting_down(void **state)
 }
 
 static void
+test_writer_on_a_full_cache_makes_room_itself(void **state)
+{
+	struct efx *x = *state;
+
+	/*
+	 * Every page of the cache dirty, below the background threshold
+	 * (nothing writes back on its own), and the device's only worker
+	 * given to a write that finds no page: no background job could run
+	 * before it ends.  The writer writes back a run itself.
+	 */
+	set_thresholds(x, SMALL_PAGES - 1, SMALL_PAGES);
+	efx_plug(x);
+	for (unsigned i = 0; i < SMALL_PAGES; i++) {
+		struct request *req =
+		    req_new(NBD_CMD_WRITE, 0, i * PS, PS, 0x21);
+		assert_int_not_equal(req_submit(x, req), EXPORT_QUEUED);
+		req_free(req);
+	}
+	assert_int_equal(dirty_pages(x), SMALL_PAGES);
+	struct request *req = req_new(NBD_CMD_WRITE, 0, 100 * PS, PS, 0x22);
+	assert_int_equal(req_submit(x, req), EXPORT_QUEUED);
+	efx_unplug(x);
+	assert_int_not_equal(req_complete(x, req), EXPORT_QUEUED);
+	assert_int_equal(req->err, 0);
+	req_free(req);
+	/* Room made by writing back the oldest pages, not by losing any. */
+	assert_true(fake_count(x->fake, FAKE_PWRITE, 0) > 0);
+	assert_true(device_page_is(x, 0, 0x21));
+	req = req_new(NBD_CMD_READ, 0, 100 * PS, PS, 0);
+	assert_int_equal(req_submit(x, req), EXPORT_REPLY);
+	assert_true(bytes_are(req->data, 0x22, PS));
+	req_free(req);
+	assert_int_equal(flush(x), 0);
+	for (unsigned i = 0; i < SMALL_PAGES; i++)
+		assert_true(device_page_is(x, i, 0x21));
+	assert_true(device_page_is(x, 100, 0x22));
+}
+
+static void
 test_fua_write_is_queued_and_durable_before_the_reply(void **state)
 {
 	struct efx *x = *state;
@@ -795,6 +850,52 @@ test_trim_and_write_zeroes_reach_the_device(void **state)
 }
 
 static void
+test_fast_zero_refused_changes_nothing(void **state)
+{
+	struct efx *x = *state;
+
+	device_fill(x, 50, 2, 0xaa);
+	write_page(x, 50, 0x50); /* dirty in the cache */
+	struct request *req = req_new(NBD_CMD_READ, 0, 51 * PS, PS, 0);
+	assert_int_equal(req_run(x, req), EXPORT_REPLY); /* clean, cached */
+	req_free(req);
+
+	/* The device cannot zero fast: ENOTSUP, and neither the cache nor
+	 * the device is changed (NBD_CMD_FLAG_FAST_ZERO, proto.md). */
+	req = req_new(NBD_CMD_WRITE_ZEROES, NBD_CMD_FLAG_FAST_ZERO, 50 * PS,
+	    2 * PS, 0);
+	assert_int_equal(req_run(x, req), EXPORT_REPLY);
+	assert_int_equal(req->err, ENOTSUP);
+	req_free(req);
+	assert_int_equal(fake_count(x->fake, FAKE_ZERO, 0), 0);
+	assert_int_equal(dirty_pages(x), 1);
+	req = req_new(NBD_CMD_READ, 0, 50 * PS, 2 * PS, 0);
+	assert_int_equal(req_run(x, req), EXPORT_REPLY);
+	assert_true(bytes_are(req->data, 0x50, PS));
+	assert_true(bytes_are((uint8_t *)req->data + PS, 0xaa, PS));
+	req_free(req);
+	assert_int_equal(flush(x), 0);
+	assert_true(device_page_is(x, 50, 0x50));
+	assert_true(device_page_is(x, 51, 0xaa));
+
+	/* A device that can: zeroes, in the cache and on the device. */
+	fake_backend(x->fake)->caps |= BACKEND_CAN_FAST_ZERO;
+	write_page(x, 50, 0x51);
+	req = req_new(NBD_CMD_WRITE_ZEROES, NBD_CMD_FLAG_FAST_ZERO, 50 * PS,
+	    2 * PS, 0);
+	assert_int_equal(req_run(x, req), EXPORT_REPLY);
+	assert_int_equal(req->err, 0);
+	req_free(req);
+	req = req_new(NBD_CMD_READ, 0, 50 * PS, 2 * PS, 0);
+	assert_int_equal(req_run(x, req), EXPORT_REPLY);
+	assert_true(bytes_are(req->data, 0, 2 * PS));
+	req_free(req);
+	assert_int_equal(flush(x), 0);
+	assert_true(device_page_is(x, 50, 0));
+	assert_true(device_page_is(x, 51, 0));
+}
+
+static void
 test_trim_with_fua_flushes_the_device(void **state)
 {
 	struct efx *x = *state;
@@ -825,6 +926,8 @@ main(void)
 		    setup_writeback),
 		T(test_held_writer_is_let_go_when_shutting_down,
 		    setup_writeback),
+		T(test_writer_on_a_full_cache_makes_room_itself,
+		    setup_small_cache),
 		T(test_fua_write_is_queued_and_durable_before_the_reply,
 		    setup_writeback),
 		T(test_flush_makes_acknowledged_writes_durable,
@@ -845,6 +948,7 @@ main(void)
 		    setup_writethrough_until_flush),
 		T(test_trim_and_write_zeroes_reach_the_device, setup_writeback),
 		T(test_trim_with_fua_flushes_the_device, setup_writeback),
+		T(test_fast_zero_refused_changes_nothing, setup_writeback),
 		T(test_write_from_the_input_buffer, setup_writeback),
 	};
 #undef T
