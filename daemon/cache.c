@@ -43,7 +43,9 @@ struct cpage {
 	uint64_t index;
 	struct cpage *hnext;            /* hash chain */
 	struct cpage *dprev, *dnext;    /* shard dirty list, by seq */
-	uint64_t seq;                   /* first-dirty sequence */
+	uint64_t seq;                   /* first-dirty sequence; of a
+					 * placeholder, its number
+					 * (cache_file.placeholders) */
 	uint64_t wb_seq;                /* seq when its writeback began */
 	uint64_t dirtied_ns;
 	uint16_t flags;
@@ -76,6 +78,7 @@ struct cache_file {
 	uint64_t cached_pages;          /* atomic */
 	uint64_t dirty_pages;           /* atomic */
 	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
+	uint64_t placeholders;          /* atomic: bumped by each put in */
 	uint64_t writeback_pages;       /* atomic */
 	/* Atomic: pages dirty or under writeback, not (all) on the backing
 	 * device: raised when a page not under writeback is dirtied, lowered
@@ -1200,6 +1203,7 @@ fill_begin(struct cache_file *f, uint64_t index)
 		return found;
 	}
 	page_publish_locked(f, sh, np, index, 0);
+	np->seq = __atomic_add_fetch(&f->placeholders, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&sh->lock);
 	return FILL_OURS;
 }
@@ -1214,28 +1218,35 @@ cache_fill_begin(struct cache_file *f, uint64_t index)
 	return true;
 }
 
-uint64_t
-cache_fill_gen(struct cache_file *f)
+struct cache_fill_mark
+cache_fill_mark(struct cache_file *f)
 {
-	return __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE);
+	return (struct cache_fill_mark){
+		.discards = __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE),
+		.placeholders =
+		    __atomic_load_n(&f->placeholders, __ATOMIC_RELAXED),
+	};
 }
 
 static void
-fill_end(struct cache_file *f, uint64_t index, const void *data, uint64_t gen,
-    uint16_t flags)
+fill_end(struct cache_file *f, uint64_t index, const void *data,
+    const struct cache_fill_mark *m, uint16_t flags)
 {
 	struct cache *c = f->c;
 	struct shard *sh = shard_of(f, index);
 
 	pthread_mutex_lock(&sh->lock);
-	if (gen != cache_fill_gen(f))
+	if (m->discards != __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE))
 		data = NULL;
 	struct cpage *p = lookup_locked(sh, index);
-	if (p && !(p->flags & PF_FILLED)) {
+	/* Not a placeholder put in after this read began: that one is its
+	 * own filler's (placeholders are numbered under the lock). */
+	if (p && !(p->flags & PF_FILLED) && p->seq <= m->placeholders) {
 		/* A placeholder: never dirtied nor written back. */
 		assert(!(p->flags & (PF_DIRTY | PF_WB)));
 		if (data) {
 			memcpy(page_data(c, p), data, c->page_size);
+			p->seq = 0;
 			p->flags |= PF_FILLED | flags;
 			if (flags & PF_AHEAD)
 				ATOMIC_ADD(&c->ahead_pages, 1);
@@ -1249,16 +1260,16 @@ fill_end(struct cache_file *f, uint64_t index, const void *data, uint64_t gen,
 
 void
 cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
-    uint64_t gen)
+    const struct cache_fill_mark *m)
 {
-	fill_end(f, index, data, gen, 0);
+	fill_end(f, index, data, m, 0);
 }
 
 void
 cache_fill_end_ahead(struct cache_file *f, uint64_t index, const void *data,
-    uint64_t gen)
+    const struct cache_fill_mark *m)
 {
-	fill_end(f, index, data, gen, PF_AHEAD);
+	fill_end(f, index, data, m, PF_AHEAD);
 }
 
 int
@@ -1268,11 +1279,11 @@ cache_fill(struct cache_file *f, uint64_t index, const void *data)
 
 	if (!cache_fill_begin(f, index))
 		return 0;
-	uint64_t gen = cache_fill_gen(f);
+	struct cache_fill_mark m = cache_fill_mark(f);
 	pthread_mutex_lock(&sh->lock);
 	bool placed = lookup_locked(sh, index) != NULL;
 	pthread_mutex_unlock(&sh->lock);
-	cache_fill_end(f, index, data, gen);
+	cache_fill_end(f, index, data, &m);
 	return placed ? 0 : -1;
 }
 

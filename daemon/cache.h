@@ -150,22 +150,31 @@ uint64_t cache_private_pages(struct cache *c);
  * cache_fill_begin() returns true if the page must be read (a placeholder
  * is there), false if it is already resident and filled.  When no page can
  * be had it returns true without a placeholder; cache_fill_end() then
- * installs nothing.  Every true return is ended by exactly one
- * cache_fill_end() before the file is freed.
+ * installs nothing, not even into a placeholder put in since.  Every true
+ * return is ended by exactly one cache_fill_end() before the file is
+ * freed.
+ *
+ * Between cache_fill_begin() (or cache_read_prepare()) and the backend
+ * read, the filler takes cache_fill_mark(): what it knew when its read
+ * began.  cache_fill_end() installs the data only into a placeholder put
+ * in before the mark, and only if no discard happened since: a
+ * placeholder put in later may stand for a page written, written back and
+ * evicted after this read began, so this read's data may be older than
+ * that write.
  */
 bool cache_fill_begin(struct cache_file *f, uint64_t index);
-/*
- * DATA NULL: the backend read failed; the placeholder is removed.  GEN is
- * cache_fill_gen() taken before the backend read: if a discard happened
- * since, the data may predate it and is not installed.
- */
+struct cache_fill_mark {
+	uint64_t discards;     /* cache_discard() calls so far */
+	uint64_t placeholders; /* placeholders put in so far */
+};
+struct cache_fill_mark cache_fill_mark(struct cache_file *f);
+/* DATA NULL: the backend read failed; the placeholder is removed. */
 void cache_fill_end(struct cache_file *f, uint64_t index, const void *data,
-    uint64_t gen);
+    const struct cache_fill_mark *m);
 /* The same for a page read ahead (read-ahead, NBD_CMD_CACHE): the first
  * read that finds it counts a read-ahead hit (cache_stats). */
 void cache_fill_end_ahead(struct cache_file *f, uint64_t index,
-    const void *data, uint64_t gen);
-uint64_t cache_fill_gen(struct cache_file *f);
+    const void *data, const struct cache_fill_mark *m);
 
 /* Fill page INDEX from DATA if it is not resident (a convenience for
  * tests and callers that already have the data).  Returns 0, or -1 if no

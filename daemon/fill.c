@@ -55,9 +55,9 @@ static void
 fill_install(struct fill_read *r, uint32_t i, const void *data)
 {
 	if (r->ahead)
-		cache_fill_end_ahead(r->t->cf, r->first + i, data, r->gen);
+		cache_fill_end_ahead(r->t->cf, r->first + i, data, &r->mark);
 	else
-		cache_fill_end(r->t->cf, r->first + i, data, r->gen);
+		cache_fill_end(r->t->cf, r->first + i, data, &r->mark);
 }
 
 /* Begin R: true if it must be ended (fill_end: a backend read in
@@ -78,11 +78,11 @@ fill_begin(struct fill_read *r)
 		r->err = -ENOMEM;
 		return false;
 	}
-	r->gen = cache_fill_gen(t->cf);
 	if (cache_read_prepare(t->cf, r->buf, r->off, r->len, r->need) == 0) {
 		free(r->need);
 		return false;
 	}
+	r->mark = cache_fill_mark(t->cf);
 	/* Read from the first to the last page ours to fill, whole pages
 	 * (others' in between too: they are the same on the device). */
 	r->lo = 0;
@@ -304,21 +304,21 @@ int
 fill_page(struct wb_target *t, uint64_t index)
 {
 	uint32_t ps = t->wb->page_size;
-	uint64_t gen = cache_fill_gen(t->cf);
 	struct backend_read br;
 
 	if (!cache_fill_begin(t->cf, index))
 		return 0;
+	struct cache_fill_mark m = cache_fill_mark(t->cf);
 	uint8_t *page = calloc(1, ps);
 	if (!page) {
-		cache_fill_end(t->cf, index, NULL, gen);
+		cache_fill_end(t->cf, index, NULL, &m);
 		return -ENOMEM;
 	}
 	uint64_t off = index * ps;
 	uint64_t n = off + ps > t->size_bytes ? t->size_bytes - off : ps;
 	fill_backend_begin(t, &br, page, (uint32_t)n, off);
 	int r = backend_read_end(&br);
-	cache_fill_end(t->cf, index, r == 0 ? page : NULL, gen);
+	cache_fill_end(t->cf, index, r == 0 ? page : NULL, &m);
 	free(page);
 	return r;
 }

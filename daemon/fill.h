@@ -41,7 +41,8 @@ struct fill_read {
 	uint8_t *need, *tmp;
 	size_t tmp_cap; /* tmp's size (bufstash.h) */
 	bool direct;    /* tmp is inside buf */
-	uint64_t first, gen;
+	uint64_t first;
+	struct cache_fill_mark mark; /* taken after the placeholders */
 	uint32_t npages, lo, hi; /* lo == npages: nothing to read */
 	struct backend_read br;
 };

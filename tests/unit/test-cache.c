@@ -492,8 +492,8 @@ test_read_miss_begins_and_ends_fills(void **state)
 
 	memset(x->page, 0x21, PS);
 	assert_int_equal(cache_fill(x->f, 1, x->page), 0);
-	uint64_t gen = cache_fill_gen(x->f);
 	assert_int_equal(cache_read_prepare(x->f, buf, 0, sizeof buf, need), 2);
+	struct cache_fill_mark m = cache_fill_mark(x->f);
 	assert_true(need[0] && !need[1] && need[2]);
 	assert_int_equal(buf[PS], 0x21);        /* the resident page, now */
 	/* A placeholder is neither readable nor writable. */
@@ -504,8 +504,8 @@ test_read_miss_begins_and_ends_fills(void **state)
 	assert_int_equal(fill, 0);
 	/* Page 0 read, page 2 failed: only page 0 is installed. */
 	memset(x->page, 0x22, PS);
-	cache_fill_end(x->f, 0, x->page, gen);
-	cache_fill_end(x->f, 2, NULL, gen);
+	cache_fill_end(x->f, 0, x->page, &m);
+	cache_fill_end(x->f, 2, NULL, &m);
 	assert_true(cache_read(x->f, buf, 0, PS));
 	assert_int_equal(buf[PS - 1], 0x22);
 	assert_false(cache_read(x->f, buf, 2 * PS, PS));
@@ -519,14 +519,15 @@ test_first_fill_end_wins(void **state)
 	struct fx *x = *state;
 	uint8_t buf[PS], need[1];
 
-	uint64_t gen = cache_fill_gen(x->f);
 	assert_int_equal(cache_read_prepare(x->f, buf, 5 * PS, PS, need), 1);
+	struct cache_fill_mark m1 = cache_fill_mark(x->f);
 	/* A second filler of the same page while the first reads. */
 	assert_true(cache_fill_begin(x->f, 5));
+	struct cache_fill_mark m2 = cache_fill_mark(x->f);
 	memset(x->page, 0x31, PS);
-	cache_fill_end(x->f, 5, x->page, gen);
+	cache_fill_end(x->f, 5, x->page, &m2);
 	memset(x->page, 0x32, PS);
-	cache_fill_end(x->f, 5, x->page, gen);
+	cache_fill_end(x->f, 5, x->page, &m1);
 	assert_true(cache_read(x->f, buf, 5 * PS, PS));
 	assert_int_equal(buf[0], 0x31);
 	/* Resident now: nothing to begin, nothing to end. */
@@ -539,12 +540,45 @@ test_fill_after_discard_not_installed(void **state)
 	struct fx *x = *state;
 	uint8_t buf[PS];
 
-	uint64_t gen = cache_fill_gen(x->f);
 	assert_true(cache_fill_begin(x->f, 7));
+	struct cache_fill_mark m = cache_fill_mark(x->f);
 	cache_discard(x->f, 7 * PS, PS, 1);     /* the read may predate it */
 	memset(x->page, 0x41, PS);
-	cache_fill_end(x->f, 7, x->page, gen);
+	cache_fill_end(x->f, 7, x->page, &m);
 	assert_false(cache_read(x->f, buf, 7 * PS, PS));
+}
+
+static void
+test_fill_never_installs_into_a_later_placeholder(void **state)
+{
+	struct fx *x = *state;
+	uint8_t buf[PS], need[1];
+
+	/* Read A of page 3 begins and reads the old data D0... */
+	assert_true(cache_fill_begin(x->f, 3));
+	struct cache_fill_mark a = cache_fill_mark(x->f);
+	/* ... a second filler installs it first (or A had no placeholder);
+	 * then D1 is written, written back and evicted. */
+	memset(x->page, 0xd0, PS);
+	assert_int_equal(cache_fill(x->f, 3, x->page), 0);
+	write_ok(x, 3 * PS, PS, 0xd1, 5);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r);
+	cache_end_run(r, true);
+	for (uint64_t i = 4; i < 256; i++) /* evicts page 3 */
+		cache_fill(x->f, i, x->page);
+	assert_false(cache_read(x->f, buf, 3 * PS, PS));
+	/* Read B puts a placeholder in and reads D1. */
+	assert_int_equal(cache_read_prepare(x->f, buf, 3 * PS, PS, need), 1);
+	assert_int_equal(need[0], CACHE_NEED_FILL);
+	struct cache_fill_mark b = cache_fill_mark(x->f);
+	/* A ends first, with D0: B's placeholder is not A's to fill. */
+	cache_fill_end(x->f, 3, x->page, &a);
+	assert_false(cache_read(x->f, buf, 3 * PS, PS));
+	memset(x->page, 0xd1, PS);
+	cache_fill_end(x->f, 3, x->page, &b);
+	assert_true(cache_read(x->f, buf, 3 * PS, PS));
+	assert_int_equal(buf[0], 0xd1);
 }
 
 /* Block status: what differs from the backing device, run by run. */
@@ -874,6 +908,7 @@ main(void)
 		T(test_read_miss_begins_and_ends_fills),
 		T(test_first_fill_end_wins),
 		T(test_fill_after_discard_not_installed),
+		T(test_fill_never_installs_into_a_later_placeholder),
 		T(test_state_runs),
 		T(test_state_zeroed_by_discard),
 		T(test_wbuf_whole_pages),
