@@ -42,8 +42,9 @@
 
 #define DAEMON_MAX_IO_THREADS   64
 #define DAEMON_TICK_S           0.1
-/* Shutdown retries a failing device this many times (1, 2, 4, 8 s apart). */
-#define DAEMON_DRAIN_ATTEMPTS   5
+/* Shutdown retries a failing device until it is written: 1, 2, 4 ... s
+ * apart, at most this long. */
+#define DAEMON_DRAIN_RETRY_MAX_S 30
 #define DAEMON_REFUSE_LOG_NS (10ull * 1000000000ull)
 /* A long drain is reported this often, and asks the service manager
  * for this much more time each time. */
@@ -510,18 +511,45 @@ struct drain_job {
 	unsigned *left;                 /* jobs not finished, under lock */
 };
 
-/* A device that keeps failing is tried again with back-off for a while. */
+/*
+ * A device that keeps failing is tried again, with back-off, until its
+ * data is written and flushed: wbd never exits holding data it
+ * acknowledged (SIGKILL is the operator's way to give it up).
+ */
 static void
 drain_job_run(struct job *job)
 {
 	struct drain_job *dj = (struct drain_job *)job;
+	struct export *e = dj->e;
+	unsigned wait_s = 1;
+	char b[32];
 
-	dj->r = -1;
-	for (unsigned attempt = 0; attempt < DAEMON_DRAIN_ATTEMPTS &&
-	    dj->r < 0; attempt++) {
-		if (attempt)
-			sleep(1u << (attempt - 1));
-		dj->r = export_flush(dj->e, UINT64_MAX, WB_REASON_SHUTDOWN);
+	for (unsigned attempt = 1;; attempt++) {
+		dj->r = export_flush(e, UINT64_MAX, WB_REASON_SHUTDOWN);
+		if (dj->r == 0)
+			return;
+		uint64_t cached, dirty;
+		char what[96];
+		cache_file_stats(e->cf, &cached, &dirty);
+		if (dirty)
+			snprintf(what, sizeof what,
+			    "%s of dirty data not written back",
+			    size_human(dirty * e->wb->page_size, b, sizeof b));
+		else
+			snprintf(what, sizeof what,
+			    "all written, but the device's flush failed");
+		errno = -dj->r;
+		log_warn("stopping: export \"%s\" (%s, device %s): %s "
+			 "(attempt %u); trying again in %u s: wbd does not "
+			 "exit while it holds data it acknowledged (SIGKILL "
+			 "gives it up, and LOSES it)",
+		    e->name, e->backend->description, e->dev->name, what,
+		    attempt, wait_s);
+		sleep(wait_s);
+		if (wait_s < DAEMON_DRAIN_RETRY_MAX_S)
+			wait_s = wait_s * 2 < DAEMON_DRAIN_RETRY_MAX_S ?
+			    wait_s * 2 :
+			    DAEMON_DRAIN_RETRY_MAX_S;
 	}
 }
 
@@ -540,8 +568,8 @@ drain_job_done(struct job *job)
  * Wait, LOCK held, until no drain job is left RUNNING.  Every
  * DAEMON_DRAIN_REPORT_S: a line in the log with what is left, and the
  * same to the service manager with more time (EXTEND_TIMEOUT_USEC), so
- * that a slow drain is never killed half-way by TimeoutStopSec=.  The
- * drain itself is bounded (DAEMON_DRAIN_ATTEMPTS per export).
+ * that a slow drain is never killed half-way by TimeoutStopSec=.  A
+ * device that keeps failing keeps it going (drain_job_run).
  */
 static void
 daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
@@ -574,12 +602,11 @@ daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
 /*
  * Write back everything (shutdown): every export on its own device's
  * workers, all devices at once, so a device that fails or is slow holds up
- * no other.  Returns the number of exports left dirty or unflushed.
+ * no other.  Returns once every export is written back and flushed.
  */
-static int
+static void
 daemon_drain_all(struct daemon *d)
 {
-	int left = 0;
 	struct cache_stats st;
 	char b[32];
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -612,34 +639,6 @@ daemon_drain_all(struct daemon *d)
 	}
 	daemon_drain_wait(d, &lock, &cond, &running);
 	pthread_mutex_unlock(&lock);
-	export_table_foreach(&d->exports, i, e) {
-		if (e->tflags & NBD_FLAG_READ_ONLY)
-			continue;
-		if (jobs[i].r < 0) {
-			uint64_t cached, dirty;
-			cache_file_stats(e->cf, &cached, &dirty);
-			if (dirty)
-				log_errorx(
-				    "SHUTDOWN WITH DATA NOT WRITTEN BACK: "
-				    "export \"%s\" (%s, device %s) still holds "
-				    "%s of dirty data that could not be written: "
-				    "it is LOST when wbd exits",
-				    e->name, e->backend->description,
-				    e->dev->name,
-				    size_human(dirty * d->wb.page_size, b,
-					sizeof b));
-			else
-				log_errorx(
-				    "SHUTDOWN WITHOUT A FINAL FLUSH: export "
-				    "\"%s\" (%s, device %s): everything was "
-				    "written, but the device's flush failed, so "
-				    "it may not be durable",
-				    e->name, e->backend->description,
-				    e->dev->name);
-			left++;
-		}
-	}
-	return left;
 }
 
 /* --- lifecycle --------------------------------------------------------- */
@@ -832,7 +831,7 @@ daemon_shutdown(struct daemon *d)
 	 * adds an export during the drain. */
 	pthread_mutex_lock(&d->tune_lock);
 	pending_stop(d->pending);
-	int failed = daemon_drain_all(d);
+	daemon_drain_all(d);
 	pthread_mutex_unlock(&d->tune_lock);
 	/* No job outlives its owner: the device pools end here, running
 	 * what is queued, while the control thread (stopped after this)
@@ -841,14 +840,8 @@ daemon_shutdown(struct daemon *d)
 		pool_free(d->devs[i]->pool);
 		d->devs[i]->pool = NULL;
 	}
-	if (failed)
-		log_errorx("shutdown: %d export(s) could not be written back "
-			   "and flushed",
-		    failed);
-	else
-		log_info("shutdown complete: all dirty data written back and "
-		    "flushed");
-	return failed;
+	log_info("shutdown complete: all dirty data written back and flushed");
+	return 0;
 }
 
 void
