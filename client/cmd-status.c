@@ -304,6 +304,14 @@ status_devices(FILE *f, const json_t *devices)
 					0),
 				    (unsigned long long)jget_u64(r,
 					"commit_interval_ms", 0));
+			uint64_t redo =
+			    jget_u64(r, "rewritten_after_loss_bytes", 0);
+			if (redo)
+				printf("  %s: %llu byte(s) written again, the "
+				       "remote lost before a flush covered "
+				       "them\n",
+				    jget_str(d, "device"),
+				    (unsigned long long)redo);
 		}
 	}
 }

@@ -390,6 +390,8 @@ bn_lost_locked(struct backend_nbd *bn, struct bn_conn *c, const char *why)
 	lock_assert_held(&bn->lock);
 	if (c->retired)
 		return;
+	/* Before anything goes on a new connection (writeback, wb_redo). */
+	__atomic_add_fetch(&bn->b.losses, 1, __ATOMIC_ACQ_REL);
 	for (unsigned i = 0; i < bn->max_conns; i++)
 		if (bn->conns[i].h)
 			bn->conns[i].retired = true;
@@ -1543,6 +1545,9 @@ bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
 	 * connection at once. */
 	if (bn->multi_conn && bn->can_flush)
 		bn->b.caps |= BACKEND_FLUSH_BEFORE_READ;
+	/* A server restarted loses what no FLUSH covered. */
+	if (bn->can_flush)
+		bn->b.caps |= BACKEND_REDO_AFTER_LOSS;
 	/* Zeroes can always be written; fast only if the remote says so. */
 	bn->b.caps |= BACKEND_CAN_ZERO;
 	if (bn->can_zero && bn->can_fast_zero)

@@ -100,6 +100,11 @@ struct backend_ops {
  * of a range written to the remote since the last flush waits for one:
  * wb_flush_before_read, per range (wb_target.uf). */
 #define BACKEND_FLUSH_BEFORE_READ (1u << 9)
+/* Its connection can be lost and its server restarted, losing what it
+ * acknowledged that no FLUSH covered (an NBD remote with FLUSH): writeback
+ * keeps the ranges written since the last flush (wb_target.uf) and, after
+ * a loss (backend.losses), writes them again before the next flush. */
+#define BACKEND_REDO_AFTER_LOSS (1u << 10)
 
 /* A remote backend's connection, for the log and wbctl status. */
 struct backend_state {
@@ -127,6 +132,9 @@ struct backend {
 	 * a reload): see wb_target.uf and wb_commit. */
 	unsigned unflushed_max;
 	unsigned commit_ms;
+	/* With BACKEND_REDO_AFTER_LOSS (atomic, only rising): times its
+	 * connection was lost, each outage counted once. */
+	uint64_t losses;
 };
 
 /*

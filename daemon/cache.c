@@ -265,6 +265,9 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 	assert((p->flags & (PF_LIVE | PF_FILLED | PF_DIRTY | PF_WB)) ==
 	    (PF_LIVE | PF_FILLED | PF_DIRTY));
 	assert(!page_listed(sh, p) && p->dnext == NULL);
+	/* Dirtied again after a lost remote (cache_redirty): the oldest. */
+	if (sh->dhead && p->seq < sh->dhead->seq)
+		after = NULL;
 	while (after && after->seq > p->seq)
 		after = after->dprev;
 	p->dprev = after;
@@ -335,6 +338,31 @@ mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 		return;
 	dirty_page_locked(sh, p, seq, now_ns(), &d);
 	dirt_count(f, &d);
+}
+
+uint64_t
+cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
+{
+	struct cache *c = f->c;
+	uint64_t missing = 0, now = now_ns();
+	struct dirt d = { 0, 0 };
+
+	if (len == 0 || off >= f->size_bytes)
+		return 0;
+	if (len > f->size_bytes - off)
+		len = f->size_bytes - off;
+	uint64_t last = (off + len - 1) >> c->page_shift;
+	for (uint64_t index = off >> c->page_shift; index <= last; index++) {
+		struct shard *sh = shard_of(f, index);
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *p = lookup_locked(sh, index);
+		if (!p || !(p->flags & PF_FILLED))
+			missing++;
+		else if (!(p->flags & (PF_DIRTY | PF_WB)))
+			dirty_page_locked(sh, p, seq, now, &d);
+		shard_unlock_counting(f, sh, &d);
+	}
+	return missing;
 }
 
 /* --- allocation and eviction ------------------------------------------ */

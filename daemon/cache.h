@@ -206,6 +206,16 @@ uint32_t cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 int cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at,
     uint32_t n, void *buf);
 
+/*
+ * Dirty again, with sequence SEQ, the clean resident pages of [off,
+ * off+len): their data reached a backend that may have lost it (a remote
+ * gone before a flush covered it).  Pages dirty or under writeback are
+ * left as they are.  Returns how many pages of the range the cache does
+ * not hold (evicted, or a placeholder): those cannot be written again.
+ */
+uint64_t
+cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq);
+
 /* Drop the pages in [off, off+len) that are clean; dirty ones are zeroed
  * (and stay dirty) so that later reads see the zeroes.  Used by TRIM and
  * WRITE_ZEROES after they reach the backend. */

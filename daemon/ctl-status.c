@@ -234,6 +234,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    LOAD(&dev->read_flushes));
 		ctl_set_u64(remote, "commit_interval_ms", LOAD(&b->commit_ms));
 		ctl_set_u64(remote, "commits", LOAD(&dev->commits));
+		ctl_set_u64(remote, "rewritten_after_loss_bytes",
+		    LOAD(&dev->redo_pages) * ps);
 	}
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"

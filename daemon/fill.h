@@ -43,7 +43,7 @@ struct fill_read {
 	bool direct;    /* tmp is inside buf */
 	uint64_t first;
 	struct cache_fill_mark mark; /* taken after the placeholders */
-	uint32_t npages, lo, hi; /* lo == npages: nothing to read */
+	uint32_t npages, lo, hi;     /* lo == npages: nothing to read */
 	struct backend_read br;
 };
 

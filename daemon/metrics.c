@@ -172,6 +172,10 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Misses and block status queries that sent a FLUSH first." },
 	{ "remote.commits", "wbd_remote_commits_total", COUNTER, 1,
 	    "FLUSHes writeback sent after writing (remote.commit_interval_ms)." },
+	{ "remote.rewritten_after_loss_bytes",
+	    "wbd_remote_rewritten_after_loss_bytes_total", COUNTER, 1,
+	    "Bytes written again: the remote was lost before a FLUSH covered "
+	    "them." },
 };
 
 /* The work items counted on a device, by reason. */

@@ -53,6 +53,9 @@ struct wb_dev {
 	 * at most once a minute. */
 	uint64_t read_flushes, commits, unflushed_overflows;
 	struct ratelimit overflow_log;
+	/* BACKEND_REDO_AFTER_LOSS (atomic): pages dirtied again after their
+	 * remote was lost before a flush covered them (wb_redo). */
+	uint64_t redo_pages;
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
 	uint64_t bw_last_bytes, bw_last_ns;
 	/* CPU time of writeback work on the device's workers (their thread

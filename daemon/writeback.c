@@ -354,15 +354,23 @@ wb_backing_off(struct wb_dev *dev)
  * have completed, and so been counted.  Several may run at once: each
  * raises flushed_upto to what it read before flushing, never lowers it.
  */
+static int wb_redo(struct wb_target *t, uint64_t losses);
+static void wb_uf_prune_locked(struct wb_target *t);
+
 static int
 wb_flush_written_sent(struct wb_target *t, bool *sent)
 {
 	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
 	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
+	uint64_t losses =
+	    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
 	int r;
 
 	if (done >= w || t->read_only)
 		return 0;
+	if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
+	    losses != __atomic_load_n(&t->flush_losses, __ATOMIC_ACQUIRE))
+		return wb_redo(t, losses);
 	*sent = true;
 	r = backend_flush(t->backend);
 	if (r < 0) {
@@ -375,10 +383,71 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 		wb_note_error(t, -r);
 		return r;
 	}
+	/* Lost meanwhile: the flush may have reached a server that went
+	 * with what it held; wb_redo at the next one. */
+	if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
+	    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE) != losses)
+		return -EAGAIN;
 	while (done < w && !__atomic_compare_exchange_n(&t->flushed_upto, &done,
 	    w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;               /* DONE reloaded: someone raised it meanwhile */
 	return 0;
+}
+
+/*
+ * T's remote was lost (LOSSES) since its last flush: what it acknowledged
+ * and no flush covered may have gone with it (a server restarted loses
+ * its volatile cache), so nothing may be flushed as if it were there.
+ * Every range written since the last flush is dirtied again where the
+ * cache still holds it (cache_redirty, with the oldest sequence, so that
+ * the FLUSH waiting writes it); what it no longer holds (evicted, or
+ * given up to uf_lost) cannot be, and is reported as a writeback failure
+ * (err_seq: each connection's next FLUSH fails), as the kernel reports a
+ * lost write-back page.  Returns -EAGAIN: write, then flush.
+ */
+static int
+wb_redo(struct wb_target *t, uint64_t losses)
+{
+	struct wb_range *r = NULL;
+	unsigned n = 0;
+	uint64_t missing = 0, pages = 0;
+
+	pthread_mutex_lock(&t->uf_lock);
+	wb_uf_prune_locked(t);
+	bool lost = t->uf_lost != 0;
+	if (t->uf_n && (r = malloc(t->uf_n * sizeof *r))) {
+		n = t->uf_n;
+		memcpy(r, t->uf, n * sizeof *r);
+	} else if (t->uf_n) {
+		lost = true;
+	}
+	pthread_mutex_unlock(&t->uf_lock);
+	/* Ranges stay until a flush covers the count they were written
+	 * at: a second loss before it redoes them again. */
+	__atomic_store_n(&t->flush_losses, losses, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < n; i++) {
+		missing += cache_redirty(t->cf, r[i].lo, r[i].hi - r[i].lo, 1);
+		pages += (r[i].hi - r[i].lo + t->wb->page_size - 1) /
+		    t->wb->page_size;
+	}
+	free(r);
+	__atomic_add_fetch(&t->dev->redo_pages, pages - missing,
+	    __ATOMIC_RELAXED);
+	if (missing || lost) {
+		log_warnx("export \"%s\" (device %s): its remote was lost "
+			  "before a flush covered what was written to it; %llu "
+			  "page(s)%s of that are no longer cached and may be "
+			  "lost: reported as a writeback failure",
+		    t->name, t->dev->name, (unsigned long long)missing,
+		    lost ? " and ranges not kept" : "");
+		wb_note_error(t, EIO);
+	} else {
+		log_info("export \"%s\" (device %s): its remote was lost "
+			 "before a flush covered what was written to it: "
+			 "writing %llu page(s) again",
+		    t->name, t->dev->name, (unsigned long long)pages);
+	}
+	return -EAGAIN;
 }
 
 /* wb_flush_written_sent, for callers that need not know if it flushed. */
@@ -485,7 +554,8 @@ wb_count(struct wb_target *t, uint64_t off, uint64_t len, bool by_writeback)
 	bool had_lost;
 	unsigned i;
 
-	if (!(t->backend->caps & BACKEND_FLUSH_BEFORE_READ))
+	if (!(t->backend->caps &
+		(BACKEND_FLUSH_BEFORE_READ | BACKEND_REDO_AFTER_LOSS)))
 		return;
 	pthread_mutex_lock(&t->uf_lock);
 	wb_uf_prune_locked(t);
@@ -562,6 +632,7 @@ struct wb_io {
 	unsigned flags;
 	enum wb_reason why;
 	uint64_t start_ns;
+	uint64_t losses; /* backend.losses when it began */
 	struct backend_write bw;
 };
 
@@ -579,6 +650,7 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 	    .len = (uint32_t)len, .flags = flags };
 	w->why = why;
 	w->start_ns = now_ns();
+	w->losses = __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
 	stats_wb_run_begin(&t->dev->stats);
 	if (run->data) {
 		/* A snapshot of its own: one buffer, stable. */
@@ -603,10 +675,24 @@ wb_run_end(struct wb_io *w)
 	struct wb_target *t = w->t;
 	int r = backend_write_end(&w->bw);
 
-	/* Counted before its pages are clean: a FLUSH that sees them clean
-	 * sees the count, and flushes the device. */
-	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA))
+	/* Counted (and its range kept) before its pages are clean: a FLUSH
+	 * that sees them clean sees the count, and flushes the device. */
+	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA)) {
 		wb_count(t, w->off, w->len, true);
+		/* Answered by a remote lost since it began: a wb_redo may
+		 * have run before its range was kept, so its pages stay
+		 * dirty, to be written again (not a failure).  A loss after
+		 * this finds the range kept. */
+		if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
+		    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE) !=
+			w->losses) {
+			cache_end_run(w->run, false);
+			stats_wb_run_end(&t->dev->stats, w->why, w->len,
+			    now_ns() - w->start_ns, false);
+			wb_signal(t);
+			return 0;
+		}
+	}
 	cache_end_run(w->run, r == 0);
 	stats_wb_run_end(&t->dev->stats, w->why, w->len, now_ns() - w->start_ns,
 	    r == 0);
@@ -735,7 +821,7 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 }
 
 static int
-wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
+wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
 	uint32_t max_run =
 	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
@@ -788,6 +874,18 @@ wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	if (r == 0)
 		r = wb_flush_written(t);
 	return r;
+}
+
+/* wb_flush_once until no loss of the remote overtakes it. */
+#define WB_REDO_MAX 8
+static int
+wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
+{
+	int r = -EAGAIN;
+
+	for (unsigned i = 0; i < WB_REDO_MAX && r == -EAGAIN; i++)
+		r = wb_flush_once(t, max_seq, why);
+	return r == -EAGAIN ? -EIO : r;
 }
 
 /*
@@ -845,7 +943,11 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 			return wb_flush_work(t, seq, WB_REASON_FUA);
 		wb_wait_progress(t, 10);
 	}
-	return need_flush ? wb_flush_written(t) : 0;
+	if (!need_flush)
+		return 0;
+	int r = wb_flush_written(t);
+	/* Redone after a loss: the range's pages again, and the rest. */
+	return r == -EAGAIN ? wb_flush_work(t, seq, WB_REASON_FUA) : r;
 }
 
 /*
@@ -868,7 +970,10 @@ wb_commit(struct wb_dev *dev)
 		struct wb_target *t = wb_dev_target(dev, i);
 		struct backend_state st;
 		bool due = false, sent = false;
-		if (!t || !(t->backend->caps & BACKEND_FLUSH_BEFORE_READ) ||
+		if (!t ||
+		    !(t->backend->caps &
+			(BACKEND_FLUSH_BEFORE_READ |
+			    BACKEND_REDO_AFTER_LOSS)) ||
 		    (backend_get_state(t->backend, &st) && !st.connected))
 			continue;
 		uint64_t ms =

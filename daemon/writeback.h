@@ -54,11 +54,12 @@ struct wb_target {
 
 	/*
 	 * Only for a backend with BACKEND_FLUSH_BEFORE_READ (its reads may
-	 * go on another connection than its writes): the byte ranges
-	 * written to it that no flush has covered yet, each with the count
-	 * of `written` that includes its last write, so that a read of a
-	 * range none of them touches needs no flush first
-	 * (wb_flush_before_read).  Adjacent or overlapping ranges are
+	 * go on another connection than its writes) or
+	 * BACKEND_REDO_AFTER_LOSS: the byte ranges written to it that no
+	 * flush has covered yet, each with the count of `written` that
+	 * includes its last write, so that a read of a range none of them
+	 * touches needs no flush first (wb_flush_before_read), and so that
+	 * what a lost remote may have lost is written again (wb_redo).  Adjacent or overlapping ranges are
 	 * merged; once backend->unflushed_max are kept (the array is sized
 	 * to it at the first write, and again when a reload changes it), a
 	 * further one is only counted in uf_lost (every read flushes until
@@ -70,6 +71,9 @@ struct wb_target {
 	uint64_t uf_lost;      /* 0: none */
 	uint64_t uf_commit_ns; /* the last wb_commit's flush */
 	bool uf_owed;          /* writeback wrote since: commit */
+	/* backend.losses when the last flush that no loss overtook began
+	 * (atomic): another count means a loss since. */
+	uint64_t flush_losses;
 	struct wb_range {
 		uint64_t lo, hi;  /* bytes [lo, hi) */
 		uint64_t written; /* its count, in `written` */

@@ -236,6 +236,21 @@ setup_flush_before_read(void **state)
 	return r;
 }
 
+/* A remote that can flush, without multi-conn: what it answered is kept
+ * until a flush, to be written again after a loss. */
+static int
+setup_redo_after_loss(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES,
+		.caps = BACKEND_REDO_AFTER_LOSS };
+	int r = wfx_setup(state, &p);
+	struct wfx *x = *state;
+
+	x->t.backend->unflushed_max = UF_CAP;
+	x->t.backend->commit_ms = 0;
+	return r;
+}
+
 static int
 setup_read_only(void **state)
 {
@@ -513,6 +528,78 @@ test_unflushed_ranges_merge_and_overflow(void **state)
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
 	assert_int_equal(x->t.uf_lost, 0);
 	assert_int_equal(x->t.uf_n, 0);
+}
+
+/* The remote lost (a server restarted loses what no FLUSH covered). */
+static void
+lose_the_remote(struct wfx *x)
+{
+	__atomic_add_fetch(&x->t.backend->losses, 1, __ATOMIC_ACQ_REL);
+}
+
+static void
+test_flush_after_a_loss_writes_again_what_no_flush_covered(void **state)
+{
+	struct wfx *x = *state;
+	uint64_t err = x->t.err_seq;
+
+	background_writeback(x, 3); /* pages 0, 2, 4: written, clean */
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	lose_the_remote(x);
+	/* The FLUSH writes the three again before it flushes. */
+	assert_int_equal(wb_flush(&x->t, 3, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 6);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(x->dev->redo_pages, 3);
+	assert_int_equal(dirty_pages(x), 0);
+	assert_true(x->t.err_seq == err); /* nothing lost */
+	for (unsigned i = 0; i < 3; i++)
+		assert_true(device_page_is(x, 2 * i, (uint8_t)(i + 1)));
+	/* Covered now: a second loss has nothing to write again. */
+	lose_the_remote(x);
+	assert_int_equal(wb_flush(&x->t, 3, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 6);
+	assert_int_equal(x->dev->redo_pages, 3);
+}
+
+static void
+test_a_loss_of_what_is_no_longer_cached_is_reported(void **state)
+{
+	struct wfx *x = *state;
+	uint64_t err = x->t.err_seq;
+
+	background_writeback(x, 2); /* pages 0 and 2 */
+	/* Page 2 gone from the cache (as if evicted) before the loss. */
+	cache_discard(x->t.cf, 2 * PS, PS, 10);
+	lose_the_remote(x);
+	assert_int_equal(wb_flush(&x->t, 10, WB_REASON_FLUSH), 0);
+	/* Page 0 written again; page 2 cannot be: a writeback failure,
+	 * which the export reports to each connection's next FLUSH. */
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 3);
+	assert_int_equal(x->dev->redo_pages, 1);
+	assert_true(x->t.err_seq != err);
+	assert_int_equal(wb_target_last_err(&x->t), EIO);
+}
+
+static void
+test_commit_after_a_loss_dirties_again_and_writes_nothing(void **state)
+{
+	struct wfx *x = *state;
+
+	/* Commits on: a commit after a loss sends no FLUSH over what the
+	 * remote may have lost; the pages are dirty again, and the next
+	 * FLUSH writes them. */
+	x->t.backend->commit_ms = 1;
+	set_thresholds(x, 0, 64, 3000);
+	dirty_separate_pages(x, 2);
+	lose_the_remote(x);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	assert_int_equal(dirty_pages(x), 2);
+	assert_int_equal(wb_flush(&x->t, 2, WB_REASON_FLUSH), 0);
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
 }
 
 static void
@@ -1063,6 +1150,12 @@ main(void)
 		    setup_flush_before_read),
 		T(test_a_reload_resizes_the_unflushed_ranges,
 		    setup_flush_before_read),
+		T(test_flush_after_a_loss_writes_again_what_no_flush_covered,
+		    setup_redo_after_loss),
+		T(test_a_loss_of_what_is_no_longer_cached_is_reported,
+		    setup_redo_after_loss),
+		T(test_commit_after_a_loss_dirties_again_and_writes_nothing,
+		    setup_redo_after_loss),
 		T(test_commit_interval_zero_never_commits,
 		    setup_flush_before_read),
 		T(test_a_range_that_bridges_two_joins_them,
