@@ -25,6 +25,7 @@
 
 #include "blockstatus.h"
 #include "cache.h"
+#include "clock.h"
 #include "export.h"
 #include "fill.h"
 #include "log.h"
@@ -145,13 +146,17 @@ export_make_room(struct export *e)
 		wb_wait_progress(&e->wt, 10);
 }
 
+/* A write finding no cache space: logged about this often, and refused
+ * after this long once shutting down. */
+#define EXPORT_SPACE_WAIT_NS 1000000000ull
+
 /* A write that could not complete on the I/O thread. */
 static int
 export_write_slow(struct export *e, struct request *req)
 {
-	uint64_t last_fill = UINT64_MAX;
+	uint64_t last_fill = UINT64_MAX, start = now_ns(), logged = start;
 
-	for (unsigned tries = 0;; tries++) {
+	for (;;) {
 		uint64_t fill;
 		switch (export_write_cache(e, req, NULL, &fill)) {
 		case CACHE_WRITE_OK:
@@ -169,13 +174,16 @@ export_write_slow(struct export *e, struct request *req)
 		}
 		case CACHE_WRITE_NO_SPACE:
 			/* Never acknowledged, so refusing it loses nothing. */
-			if (__atomic_load_n(&e->wb->stopping, __ATOMIC_RELAXED) &&
-			    tries > 100)
+			if (__atomic_load_n(&e->wb->stopping,
+				__ATOMIC_RELAXED) &&
+			    now_ns() - start > EXPORT_SPACE_WAIT_NS)
 				return -ESHUTDOWN;
-			/* Every page dirty or pinned: wait for writeback. */
-			if (tries % 100 == 99)
+			/* Every page dirty or pinned: make room. */
+			if (now_ns() - logged > EXPORT_SPACE_WAIT_NS) {
 				log_warnx("export \"%s\": waiting for cache space "
 				    "(all pages dirty)", e->name);
+				logged = now_ns();
+			}
 			export_make_room(e);
 			break;
 		}
