@@ -1095,9 +1095,15 @@ bn_write_flags(const struct backend_nbd *bn, unsigned wflags)
 	return fua && bn->can_fua ? LIBNBD_CMD_FLAG_FUA : 0;
 }
 
+/* Times a FUA write made as writes and a FLUSH is tried when the remote
+ * is lost between them. */
+#define BN_FUA_TRIES 3
+
 /*
  * FUA (BACKEND_WRITE_FUA) goes to the remote as NBD_CMD_FLAG_FUA when it
- * offers it, else as the writes followed by NBD_CMD_FLUSH.  A remote that
+ * offers it, else as the writes followed by NBD_CMD_FLUSH; if the remote
+ * was lost between them (backend.losses), the FLUSH may have reached a
+ * server that never kept the writes: they are made again.  A remote that
  * cannot flush but offers FUA gets every write with FUA.
  */
 static int
@@ -1105,22 +1111,33 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
     unsigned wflags)
 {
 	struct backend_nbd *bn = BN(b);
-	const char *p = buf;
 	uint32_t flags = bn_write_flags(bn, wflags);
+	bool then_flush = (wflags & BACKEND_WRITE_FUA) && !bn->can_fua;
 
-	while (count > 0) {
-		uint32_t n = count < bn->max_request_bytes ? count :
-		    bn->max_request_bytes;
-		int r = bn_run(bn, BN_PWRITE, (void *)p, n, off, flags);
-		if (r < 0)
+	for (unsigned tries = 1;; tries++) {
+		uint64_t losses = __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE);
+		const char *p = buf;
+		for (uint32_t left = count, at = 0; left > 0;) {
+			uint32_t n = left < bn->max_request_bytes ?
+			    left :
+			    bn->max_request_bytes;
+			int r = bn_run(bn, BN_PWRITE, (void *)p, n, off + at,
+			    flags);
+			if (r < 0)
+				return r;
+			p += n;
+			at += n;
+			left -= n;
+		}
+		if (!then_flush)
+			return 0;
+		int r = bn_flush(b);
+		if (r < 0 ||
+		    __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE) == losses)
 			return r;
-		p += n;
-		off += n;
-		count -= n;
+		if (tries == BN_FUA_TRIES)
+			return -EIO;
 	}
-	if ((wflags & BACKEND_WRITE_FUA) && !bn->can_fua)
-		return bn_flush(b);
-	return 0;
 }
 
 static struct backend_io *

@@ -110,9 +110,48 @@ grep -q 'its remote was lost before a flush covered what was written to it: writ
 	fail "no log line for the data written again"
 log "a remote restarted before its FLUSH: $((redo >> 20)) MiB written again, the FLUSH durable"
 assert_alive
+
+# 2. FUA to a remote that offers FLUSH but not FUA (nbdkit's fua filter,
+# its default mode): made as the write and a FLUSH, durable before the
+# reply.
+stop_wbd
+stop_kit "$KIT_PID"
+rm -f "$KIT_SOCK"
+nbdkit -f -U "$KIT_SOCK" --filter=fua python "$PLUGIN" file="$STORE" \
+	size=$SIZE >>"$T/kit.log" 2>&1 &
+KIT_PID=$!
+_KIT_PIDS+=("$KIT_PID")
+for ((i = 0; i < 100; i++)); do [[ -S $KIT_SOCK ]] && break; sleep 0.1; done
+[[ -S $KIT_SOCK ]] || fail "nbdkit with the fua filter did not start: $(cat "$T/kit.log")"
+"$PYTHON" - "$(kit_uri "$KIT_SOCK")" <<'PY' || fail "the fua filter still offers FUA"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+assert h.can_flush() and not h.can_fua()
+PY
+start_wbd
+head -c $((1 << 20)) /dev/urandom >"$T/data3"
+"$PYTHON" - "$(uri_unix disk0)" "$T/data3" <<'PY' || fail "writing with FUA through wbd"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+assert h.can_fua()
+h.pwrite(open(sys.argv[2], "rb").read(), 0, nbd.CMD_FLAG_FUA)
+h.shutdown()
+PY
+stop_kit "$KIT_PID" KILL       # no FLUSH since but the FUA write's own
+start_nbdkit kit python "$PLUGIN" file="$STORE" size=$SIZE
+"$PYTHON" - "$(kit_uri "$KIT_SOCK")" "$T/data3" <<'PY' || fail "a FUA write to a remote without FUA was not durable"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+data = open(sys.argv[2], "rb").read()
+assert h.pread(len(data), 0) == data, "the FUA write is not on the stable store"
+PY
+log "a FUA write to a remote without FUA: made durable (write and FLUSH)"
 stop_wbd
 
-# 2. A cache of 4 MiB, 12 MiB written: most of it evicted before the
+# 3. A cache of 4 MiB, 12 MiB written: most of it evicted before the
 # restart.  No FLUSH may succeed as if it were there: the first that can
 # reach the remote fails with EIO (a writeback failure, once).
 head -c $((12 << 20)) /dev/urandom >"$T/data2"
