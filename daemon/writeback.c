@@ -426,13 +426,15 @@ wb_redo(struct wb_target *t, uint64_t losses)
 	 * at: a second loss before it redoes them again. */
 	__atomic_store_n(&t->flush_losses, losses, __ATOMIC_RELEASE);
 	for (unsigned i = 0; i < n; i++) {
+		uint64_t ps = t->wb->page_size;
+		if (r[i].hi <= r[i].lo)
+			continue;
 		missing += cache_redirty(t->cf, r[i].lo, r[i].hi - r[i].lo, 1);
-		pages += (r[i].hi - r[i].lo + t->wb->page_size - 1) /
-		    t->wb->page_size;
+		pages += (r[i].hi - 1) / ps - r[i].lo / ps + 1;
 	}
 	free(r);
-	__atomic_add_fetch(&t->dev->redo_pages, pages - missing,
-	    __ATOMIC_RELAXED);
+	__atomic_add_fetch(&t->dev->redo_pages,
+	    pages > missing ? pages - missing : 0, __ATOMIC_RELAXED);
 	if (missing || lost) {
 		log_warnx("export \"%s\" (device %s): its remote was lost "
 			  "before a flush covered what was written to it; %llu "
