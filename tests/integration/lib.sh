@@ -6,6 +6,13 @@
 # stops every process the test started (SIGTERM, then SIGKILL), fails the test
 # if a daemon log holds a sanitizer report, and removes $T.
 #
+# A daemon's exit status is checked, never thrown away: stop_wbd fails the
+# test unless wbd exits with the status expected (0 after SIGTERM or
+# SIGINT), and at exit every wbd started through spawn_wbd (start_wbd) or
+# recorded with track_wbd that the test did not wait for itself (stop_wbd,
+# wait_exit) fails the test if it had already exited on its own, or if it
+# exits with a status other than 0 on SIGTERM.
+#
 # Exit codes follow meson/automake: 0 pass, 1 fail, 77 skip.
 #
 # Environment: WBD (path of the daemon, set by meson), SRCDIR (this
@@ -30,6 +37,9 @@ SOCK=$T/nbd.sock
 PORT=
 WBD_PID=
 _PIDS=()          # every background process started through this library
+_WBD_PIDS=()      # the daemons among them (spawn_wbd, track_wbd)
+declare -gA _WBD_STATE=()  # their state: "run", or the status they exited with
+_WBD_ERRORS=()    # how a daemon exited when it should not have, for _cleanup
 _LOGS=()          # every daemon log, scanned for sanitizer reports at exit
 _EXPORTS=()       # config lines built by add_export
 
@@ -96,6 +106,8 @@ proc_alive() {
 
 # wait_exit PID SECONDS: wait up to SECONDS for PID (a child of this shell) to
 # exit; sets EXIT_STATUS and returns 0, or returns 1 if it is still running.
+# The caller owns the status: a daemon waited for here is not checked again
+# at exit (see stop_wbd for one that checks it).
 EXIT_STATUS=
 wait_exit() {
 	local pid=$1 limit=$(( $2 * 10 )) i=0
@@ -103,9 +115,26 @@ wait_exit() {
 		(( i++ < limit )) || return 1
 		sleep 0.1
 	done
-	EXIT_STATUS=0
-	wait "$pid" || EXIT_STATUS=$?
+	_reap "$pid"
 	return 0
+}
+
+# _reap PID: wait for PID, which has exited; set EXIT_STATUS, and record it
+# for a daemon.
+_reap() {
+	EXIT_STATUS=0
+	wait "$1" 2>/dev/null || EXIT_STATUS=$?
+	[[ -z ${_WBD_STATE[$1]:-} ]] || _WBD_STATE[$1]=$EXIT_STATUS
+}
+
+# describe_status STATUS: "status N", with the signal's name if it is 128+n.
+describe_status() {
+	local sig
+	if (( $1 > 128 && $1 < 128 + 65 )) && sig=$(kill -l "$(($1 - 128))" 2>/dev/null); then
+		printf 'status %s (killed by SIG%s)' "$1" "$sig"
+	else
+		printf 'status %s' "$1"
+	fi
 }
 
 # free_port: print a TCP port on 127.0.0.1 that nobody listens on right now.
@@ -198,8 +227,20 @@ except OSError:
 EOF
 }
 
+# track_wbd PID [LOG]: record a wbd the test started in the background
+# itself (through a wrapper that execs it, under systemd-socket-activate...),
+# as spawn_wbd does: stopped at exit and its exit status checked (see the
+# top of this file); LOG is scanned for sanitizer reports.
+track_wbd() {
+	_PIDS+=("$1")
+	_WBD_PIDS+=("$1")
+	_WBD_STATE[$1]=run
+	[[ -z ${2:-} ]] || _LOGS+=("$2")
+}
+
 # spawn_wbd CONF LOG [ARGS...]: start "$WBD -f -c CONF ARGS" in the
-# background, its stdout and stderr to LOG; sets SPAWNED_PID.
+# background, its stdout and stderr to LOG; sets SPAWNED_PID (recorded as by
+# track_wbd).
 SPAWNED_PID=
 spawn_wbd() {
 	local conf=$1 logf=$2
@@ -214,7 +255,7 @@ spawn_wbd() {
 	_LOGS+=("$logf")
 	"$WBD" -f -c "$conf" "$@" >>"$logf" 2>&1 &
 	SPAWNED_PID=$!
-	_PIDS+=("$SPAWNED_PID")
+	track_wbd "$SPAWNED_PID"
 }
 
 # wait_ready PID SOCKET PORT LOG: wait (bounded) until the daemon accepts on
@@ -232,8 +273,7 @@ _wait_ready() {
 	local pid=$1 sock=$2 port=$3 i
 	for ((i = 0; i < 300; i++)); do
 		if ! proc_alive "$pid"; then
-			EXIT_STATUS=0
-			wait "$pid" || EXIT_STATUS=$?
+			_reap "$pid"
 			return 2
 		fi
 		if [[ -S $sock ]] && can_connect "$sock" "$port"; then
@@ -285,13 +325,29 @@ wait_prefaulted() {
 	fail "memory.prefault: nothing in $file after 30 s"
 }
 
-# stop_wbd [PID [SIGNAL [SECONDS]]]: signal the daemon (default SIGTERM) and
-# wait for it to exit; sets EXIT_STATUS, fails if it does not exit in time.
+# stop_wbd [PID [SIGNAL [SECONDS [STATUS]]]]: signal the daemon (default
+# SIGTERM) and wait for it to exit; sets EXIT_STATUS.  Fails if it does not
+# exit within SECONDS (default 20), if it had exited before the signal, or
+# if it exits with another status than STATUS: by default 0 after SIGTERM
+# or SIGINT, 137 after SIGKILL; other signals must name the status.
 stop_wbd() {
-	local pid=${1:-$WBD_PID} sig=${2:-TERM} secs=${3:-20}
+	local pid=${1:-$WBD_PID} sig=${2:-TERM} secs=${3:-20} want=${4:-} alive=1
+	sig=${sig#SIG}
+	if [[ -z $want ]]; then
+		case $sig in
+		TERM | INT) want=0 ;;
+		KILL) want=137 ;;
+		*) fail "stop_wbd: give the exit status expected after SIG$sig" ;;
+		esac
+	fi
+	proc_alive "$pid" || alive=
 	kill -s "$sig" "$pid" 2>/dev/null || true
 	wait_exit "$pid" "$secs" ||
 		fail "wbd (pid $pid) still running ${secs}s after SIG$sig"
+	[[ -n $alive ]] ||
+		fail "wbd (pid $pid) had exited, with $(describe_status "$EXIT_STATUS"), before it was sent SIG$sig"
+	[[ $EXIT_STATUS == "$want" ]] ||
+		fail "wbd (pid $pid) exited with $(describe_status "$EXIT_STATUS") after SIG$sig, expected $want"
 }
 
 # assert_alive [PID]: the daemon is still running.
@@ -327,14 +383,45 @@ check_logs_clean() {
 	return 0
 }
 
+# _stop_wbds SECS: stop every daemon the test started and has not waited for
+# itself.  One that has exited already did so on its own: an error whatever
+# its status.  The others are sent SIGTERM together, and must exit with
+# status 0 within SECS (else SIGKILL, an error too).  The errors are kept
+# in _WBD_ERRORS for _cleanup.
+_stop_wbds() {
+	local secs=$1 pid live=()
+	for pid in "${_WBD_PIDS[@]}"; do
+		[[ ${_WBD_STATE[$pid]} == run ]] || continue
+		if proc_alive "$pid"; then
+			kill -TERM "$pid" 2>/dev/null
+			live+=("$pid")
+		else
+			_reap "$pid"
+			_WBD_ERRORS+=("wbd (pid $pid) exited on its own, with $(describe_status "$EXIT_STATUS"), before the test stopped it")
+		fi
+	done
+	for pid in "${live[@]}"; do
+		if ! wait_exit "$pid" "$secs"; then
+			kill -KILL "$pid" 2>/dev/null
+			_reap "$pid"
+			_WBD_ERRORS+=("wbd (pid $pid) ignored SIGTERM for $secs s at the end of the test; killed")
+		elif ((EXIT_STATUS != 0)); then
+			_WBD_ERRORS+=("wbd (pid $pid) exited with $(describe_status "$EXIT_STATUS") on SIGTERM at the end of the test, expected 0")
+		fi
+	done
+}
+
 _cleanup() {
-	local rc=$? pid
+	local rc=$? pid e
 	trap - ERR
 	set +e
+	_stop_wbds 20
 	for pid in "${_PIDS[@]}"; do
+		[[ -z ${_WBD_STATE[$pid]:-} ]] || continue
 		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
 	done
 	for pid in "${_PIDS[@]}"; do
+		[[ -z ${_WBD_STATE[$pid]:-} ]] || continue
 		if ! wait_exit "$pid" 20; then
 			printf '%s: pid %s ignored SIGTERM for 20 s; killing it\n' \
 				"$TEST_NAME" "$pid" >&2
@@ -342,6 +429,10 @@ _cleanup() {
 			wait "$pid" 2>/dev/null
 			((rc == 0)) && rc=1
 		fi
+	done
+	for e in "${_WBD_ERRORS[@]}"; do
+		printf 'FAIL: %s: %s\n' "$TEST_NAME" "$e" >&2
+		rc=1
 	done
 	check_logs_clean || rc=1
 	if ((rc != 0 && rc != 77)); then
@@ -423,16 +514,20 @@ start_slow_file() {
 	SLOW_FILE=$dir/disk
 }
 
-# stop_started_daemons [SECS]: SIGTERM every wbd this test started and wait
-# for them (up to SECS each, default 30; _cleanup deals with the stubborn),
-# so that what they stand on (a FUSE mount, a loop device, a remote) can go
-# after them.
+# stop_started_daemons [SECS]: stop every wbd this test started, checking
+# how each exits as _cleanup does (up to SECS each, default 30), then
+# SIGTERM the other processes and wait for them (_cleanup deals with the
+# stubborn), so that what they stand on (a FUSE mount, a loop device, a
+# remote) can go after them.
 stop_started_daemons() {
 	local pid secs=${1:-30}
+	_stop_wbds "$secs"
 	for pid in "${_PIDS[@]}"; do
+		[[ -z ${_WBD_STATE[$pid]:-} ]] || continue
 		proc_alive "$pid" && kill -TERM "$pid" 2>/dev/null
 	done
 	for pid in "${_PIDS[@]}"; do
+		[[ -z ${_WBD_STATE[$pid]:-} ]] || continue
 		wait_exit "$pid" "$secs" || true
 	done
 }

@@ -54,10 +54,9 @@ grep -q 'loopback' <<<"$OUT" && fail "warned about loopback listeners: $OUT"
 log "at start, once"
 unshare -n true 2>/dev/null || skip "cannot make a network namespace (unshare -n)"
 conf "$T/start.conf" "\"0.0.0.0:$P\""
-_LOGS+=("$T/start.log")
 unshare -n "$WBD" -f -c "$T/start.conf" >"$T/start.log" 2>&1 &
 pid=$!
-_PIDS+=("$pid")
+track_wbd "$pid" "$T/start.log"
 for ((i = 0; i < 300; i++)); do
 	grep -q 'ready:' "$T/start.log" && break
 	proc_alive "$pid" || fail "wbd exited: $(cat "$T/start.log")"

@@ -95,7 +95,7 @@ _LOGS+=("$T/wbd.log")
 	setpriv --reuid=wbd --regid=wbd --groups="$groups" "${start[@]}") \
 	>>"$T/wbd.log" 2>&1 &
 pid=$!
-_PIDS+=("$pid")
+track_wbd "$pid"
 wait_note '^READY=1$' 30
 grep -q "ready" "$T/wbd.log" || fail "no ready line: $(cat "$T/wbd.log")"
 [[ $(stat -c '%U' "/proc/$pid") == wbd ]] || fail "wbd does not run as wbd"

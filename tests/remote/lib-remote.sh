@@ -3,7 +3,9 @@
 # Sourced after ../integration/lib.sh (which it sources itself).
 #
 # At exit every wbd is stopped first (so it can write its dirty data back
-# while the servers still run), then every nbdkit, then lib.sh's cleanup.
+# while the servers still run), its exit status checked as lib.sh's
+# cleanup does (a wbd that exited on its own, or not with 0 on SIGTERM,
+# fails the test), then every nbdkit, then lib.sh's cleanup.
 
 : "${SRCDIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 source "$SRCDIR/../integration/lib.sh"

@@ -32,7 +32,7 @@ write_config
 _LOGS+=("$JLOG")
 JOURNAL_STREAM=$stream "$WBD" -f -c "$CONF" 2>>"$JLOG" &
 WBD_PID=$!
-_PIDS+=("$WBD_PID")
+track_wbd "$WBD_PID"
 wait_ready "$WBD_PID" "$SOCK" "$PORT" "$JLOG"
 nbdinfo "$(uri_unix)" >/dev/null || fail "nbdinfo failed"
 stop_wbd

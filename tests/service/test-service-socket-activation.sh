@@ -22,7 +22,7 @@ systemd-socket-activate -l "127.0.0.1:$PORT" -l "$SOCK" -l "$CTL" \
 	-l "$EXTRA" --fdname=nbd-tcp:nbd:control:extra \
 	"$WBD" -f -c "$CONF" >>"$LOG" 2>&1 &
 pid=$!
-_PIDS+=("$pid")
+track_wbd "$pid"
 for ((i = 0; i < 100; i++)); do
 	[[ -S $EXTRA ]] && break
 	sleep 0.1

@@ -58,8 +58,7 @@ chown nobody:nogroup "$D/wbd.conf"
 (umask 0077 && exec setpriv --reuid=nobody --regid=nogroup --clear-groups \
 	"$WBD" -f -c "$D/wbd.conf") >>"$T/nobody.log" 2>&1 &
 pid=$!
-_PIDS+=("$pid")
-_LOGS+=("$T/nobody.log")
+track_wbd "$pid" "$T/nobody.log"
 wait_ready "$pid" "$D/nbd.sock" "$PORT" "$T/nobody.log"
 [[ $(stat -c '%U %a' "$D/control.sock") == "nobody 660" ]] ||
 	fail "control socket: $(stat -c '%U %a' "$D/control.sock")"

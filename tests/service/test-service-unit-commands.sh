@@ -42,7 +42,7 @@ start_notify_listener
 _LOGS+=("$LOG")
 NOTIFY_SOCKET=$NOTIFY "${start[@]}" >>"$LOG" 2>&1 &
 WBD_PID=$!
-_PIDS+=("$WBD_PID")
+track_wbd "$WBD_PID"
 wait_note '^READY=1$' 30
 can_connect "$SOCK" "$PORT" || fail "READY=1 came before wbd accepted connections"
 
