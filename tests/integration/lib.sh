@@ -465,6 +465,19 @@ write_cache_config() {
 	sed -i "s|^cache = .*|cache = { size = \"$size\"; page_size = \"$ps\"; };\nwriteback = { $wb };|" "$CONF"
 }
 
+# io_uring_usable: does this kernel give this process an io_uring
+# (io_uring_setup)?  Where it does, writeback.io_engine = "io_uring" is what
+# wbd uses; where not (an old kernel, kernel.io_uring_disabled, a seccomp
+# filter), it falls back to pwrite.
+io_uring_usable() {
+	python3 -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(425, 2, (ctypes.c_char * 120)())
+if fd < 0:
+    sys.exit(1)
+os.close(fd)'
+}
+
 # dev_majmin FILE: the MAJ:MIN of the filesystem holding FILE, as wbd names
 # the writeback device (and its flush-MAJ:MIN threads).
 dev_majmin() {

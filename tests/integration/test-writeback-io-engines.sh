@@ -91,14 +91,8 @@ run_engine() {
 run_engine pwritev pwritev
 run_engine pwrite pwrite
 run_engine auto pwritev
-# uring_ok: does this kernel give this process an io_uring (io_uring_setup)?
-uring_ok() {
-	"$PYTHON" -c 'import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-sys.exit(0 if libc.syscall(425, 2, (ctypes.c_char * 120)()) >= 0 else 1)'
-}
 URING=pwrite
-uring_ok && URING=io_uring
+io_uring_usable && URING=io_uring
 
 # Where the kernel refuses io_uring here already, the fallback is what runs.
 if [[ $URING == io_uring ]]; then
