@@ -1,22 +1,32 @@
 #!/usr/bin/python3
 """Check a wbctl --json answer against the control protocol's schema
 (docs/control-protocol.md).  Usage: ctl-schema.py CMD FILE.  Exit 0 if it
-matches; else print every mismatch and exit 1."""
+matches; else print every mismatch and exit 1.
+
+An answer's "ok" is true; an error's (CMD "error") is false, and it has a
+code and a message.  The lists of exports, devices, tunables, flushed
+exports and changed keys must not be empty: every caller asks a daemon
+that has exports (an empty list would pass every per-item check)."""
 import json
 import sys
 
 INT, STR, BOOL, NULL = "int", "str", "bool", "null"
 
+
+class NonEmpty(list):
+    """A list schema whose value must hold at least one item."""
+
+
 SCHEMAS = {
     "version": {"ok": BOOL, "v": INT, "daemon_version": STR, "protocol": INT},
-    "exports": {"ok": BOOL, "v": INT, "exports": [{
+    "exports": {"ok": BOOL, "v": INT, "exports": NonEmpty([{
         "name": STR, "description": (STR, NULL), "size_bytes": INT,
-        "readonly": BOOL, "cache_mode": STR, "device": STR}]},
-    "tune": {"ok": BOOL, "v": INT, "tunables": [{
+        "readonly": BOOL, "cache_mode": STR, "device": STR}])},
+    "tune": {"ok": BOOL, "v": INT, "tunables": NonEmpty([{
         "key": STR, "value": (INT, STR, NULL), "unit": STR, "scope": STR,
-        "description": STR}]},
-    "tune-set": {"ok": BOOL, "v": INT, "changed": [STR]},
-    "flush": {"ok": BOOL, "v": INT, "flushed": [STR]},
+        "description": STR}])},
+    "tune-set": {"ok": BOOL, "v": INT, "changed": NonEmpty([STR])},
+    "flush": {"ok": BOOL, "v": INT, "flushed": NonEmpty([STR])},
     "reload": {"ok": BOOL, "v": INT, "message": STR},
     "metrics": {"ok": BOOL, "v": INT, "content_type": STR, "text": STR},
     "error": {"ok": BOOL, "v": INT, "code": STR, "error": STR},
@@ -33,31 +43,32 @@ SCHEMAS = {
                        "dirty_ratio": (INT, NULL),
                        "dirty_expire_centisecs": INT,
                        "dirty_writeback_centisecs": INT},
-        "exports": [{"name": STR, "size_bytes": INT, "cache_mode": STR,
-                     "readonly": BOOL, "device": STR, "cached_bytes": INT,
-                     "dirty_bytes": INT, "oldest_dirty_age_ms": INT,
-                     "connections": INT, "writeback_errors": INT,
-                     "state": STR, "writeback_bytes": INT,
-                     "at_risk_bytes": INT, "flushes": INT,
-                     "flush_p50_us": INT, "flush_p99_us": INT,
-                     "paced_writes": INT, "held_writes": INT,
-                     "paced_now": INT, "pause_ms": INT,
-                     "access": {"allow": ([STR], NULL),
-                                "tls_required": BOOL}}],
+        "exports": NonEmpty([{
+            "name": STR, "size_bytes": INT, "cache_mode": STR,
+            "readonly": BOOL, "device": STR, "cached_bytes": INT,
+            "dirty_bytes": INT, "oldest_dirty_age_ms": INT,
+            "connections": INT, "writeback_errors": INT,
+            "state": STR, "writeback_bytes": INT,
+            "at_risk_bytes": INT, "flushes": INT,
+            "flush_p50_us": INT, "flush_p99_us": INT,
+            "paced_writes": INT, "held_writes": INT,
+            "paced_now": INT, "pause_ms": INT,
+            "access": {"allow": ([STR], NULL), "tls_required": BOOL}}]),
         "requests": {"flushes": INT, "flush_p50_us": INT, "flush_p99_us": INT,
                      "paced_writes": INT, "held_writes": INT,
                      "paced_now": INT, "pause_ms": INT},
-        "devices": [{"device": STR, "exports": [STR], "dirty_bytes": INT,
-                     "writeback_bytes": INT,
-                     "workers": {"threads": INT, "busy": INT, "min": INT,
-                                 "max": INT},
-                     "queued": {"total": INT, "background": BOOL, "flush": INT, "fua": INT, "sync": INT, "read": INT,
-                                "periodic": BOOL},
-                     "written_bytes": INT, "read_bytes": INT,
-                     "bandwidth_bytes_per_s": INT,
-                     "min_ratio": INT, "max_ratio": INT, "errors": INT,
-                     "last_error": (STR, NULL), "backoff_ms": INT,
-                     "backing": STR}],
+        "devices": NonEmpty([{
+            "device": STR, "exports": NonEmpty([STR]), "dirty_bytes": INT,
+            "writeback_bytes": INT,
+            "workers": {"threads": INT, "busy": INT, "min": INT, "max": INT},
+            "queued": {"total": INT, "background": BOOL, "flush": INT,
+                       "fua": INT, "sync": INT, "read": INT,
+                       "periodic": BOOL},
+            "written_bytes": INT, "read_bytes": INT,
+            "bandwidth_bytes_per_s": INT,
+            "min_ratio": INT, "max_ratio": INT, "errors": INT,
+            "last_error": (STR, NULL), "backoff_ms": INT,
+            "backing": STR}]),
         "waiting_exports": [{"name": STR, "backing": STR, "attempts": INT,
                              "since_unix_ms": INT}],
         "limits": {"max_connections": INT, "max_connections_per_client": INT,
@@ -93,6 +104,8 @@ def check(schema, v, path, errs):
         if not isinstance(v, list):
             errs.append("%s: expected a list, got %r" % (path, v))
             return
+        if isinstance(schema, NonEmpty) and not v:
+            errs.append("%s: empty, expected at least one item" % path)
         for i, item in enumerate(v):
             check(schema[0], item, "%s[%d]" % (path, i), errs)
     elif isinstance(schema, tuple) and isinstance(v, (list, dict)):
@@ -119,7 +132,13 @@ def main():
         return 1
     errs = []
     check(SCHEMAS[cmd], v, cmd, errs)
-    if cmd != "error" and v.get("ok") is not True:
+    if cmd == "error":
+        if v.get("ok") is not False:
+            errs.append("error.ok: not false")
+        for k in ("code", "error"):
+            if not v.get(k):
+                errs.append("error.%s: empty" % k)
+    elif v.get("ok") is not True:
         errs.append("%s.ok: not true" % cmd)
     if v.get("v") != 1:
         errs.append("%s.v: not 1" % cmd)
