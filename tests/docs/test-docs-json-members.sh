@@ -59,11 +59,32 @@ grep -q '"progress"' "$j/flush-progress" || fail "no progress line: $(cat "$j/fl
 
 "$SYSPY" "$HERE/json-members.py" "$j"/* >"$T/members"
 (( $(wc -l <"$T/members") > 50 )) || fail "too few members: $(cat "$T/members")"
-missing=()
-while read -r m; do
-	grep -qw -- "$m" "$DOCDIR/wbctl.8" "$DOCDIR/control-protocol.md" ||
-		missing+=("$m")
-done <"$T/members"
+# Documented: named as a member, not merely the word somewhere (a member
+# called "state", "name" or "mode" would match any prose): in
+# control-protocol.md quoted ("NAME", as in its JSON), as a code span of
+# its own (`NAME`) or an item of a code span's {a, b, c} list; in wbctl(8)
+# in bold (.B NAME, .BR NAME ..., \fBNAME\fP) or quoted (\(dqNAME\(dq).
+"$SYSPY" - "$T/members" "$DOCDIR/control-protocol.md" "$DOCDIR/wbctl.8" \
+	>"$T/missing" <<'PY' || fail "could not check the members"
+import re, sys
+members = open(sys.argv[1]).read().split()
+md = open(sys.argv[2]).read()
+man = open(sys.argv[3]).read()
+# The code of the markdown: fenced blocks and inline spans.
+code = re.findall(r"```.*?```", md, re.S)
+code += re.findall(r"`([^`]+)`", re.sub(r"```.*?```", "", md, flags=re.S))
+for m in members:
+    e = re.escape(m)
+    if ('"%s"' % m in md or "`%s`" % m in md or
+            any(re.search(r"[{,]\s*%s\s*[,}:]" % e, c) for c in code)):
+        continue
+    if (re.search(r"^\.(B|BR|BI) +\"?%s\"?(?=[\s,;.)]|$)" % e, man, re.M) or
+            re.search(r"\\fB%s\\f[PR]" % e, man) or
+            "\\(dq%s\\(dq" % m in man):
+        continue
+    print(m)
+PY
+mapfile -t missing <"$T/missing"
 ((${#missing[@]} == 0)) ||
 	fail "members documented in neither wbctl(8) nor control-protocol.md: ${missing[*]}"
 log "$(wc -l <"$T/members") JSON members, each documented"
