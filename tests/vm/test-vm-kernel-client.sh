@@ -307,7 +307,10 @@ show_log() {
 	tail -n "${1:-80}" "$LOG" 2>/dev/null | tr -d '\r' >&2
 }
 
-if grep -q '^WBD-VM: PASS' "$LOG" 2>/dev/null; then
+# A pass is the guest's "WBD-VM: PASS" with no "WBD-VM: FAIL" anywhere
+# before (or after) it.
+if grep -aq '^WBD-VM: PASS' "$LOG" 2>/dev/null &&
+	! grep -aq '^WBD-VM: FAIL' "$LOG" 2>/dev/null; then
 	echo "PASS: $NAME ($accel, $elapsed s)"
 	exit 0
 fi
