@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # test.sh - install the dependencies, build wbd twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run the whole test suite
-# (unit and integration) in both builds; then a clang ThreadSanitizer build
-# with the stress test (scripts/test-tsan.sh), each libFuzzer target for
-# WBD_FUZZ_SECONDS (default 60; scripts/fuzz.sh), each counted as a test, and
-# the kernel's NBD client against the plain build's wbd in a VM
-# (tests/vm/test-vm-kernel-client.sh, one test; skipped, with the reason,
-# when qemu or a kernel cannot be had).
+# (unit and integration) in both builds; the Debian package end to end
+# (the suite "package", which the default test setup leaves out: it builds
+# the package, installs, runs and purges it; once, with the plain build,
+# about a minute and a half; skipped unless root); then a clang
+# ThreadSanitizer build with the stress test (scripts/test-tsan.sh), each
+# libFuzzer target for WBD_FUZZ_SECONDS (default 60; scripts/fuzz.sh), each
+# counted as a test, and the kernel's NBD client against the plain build's
+# wbd in a VM (tests/vm/test-vm-kernel-client.sh, one test; skipped, with
+# the reason, when qemu or a kernel cannot be had).
 #
 # Usage: bash scripts/test.sh [extra `meson test` arguments, e.g. a suite]
 # Environment: CI=true builds with -Dwerror=true; BUILD_DIR / ASAN_BUILD_DIR
 # change the build directories (default build, build-asan); WBD_SKIP_DEPS=1
 # skips the apt step; WBD_SKIP_ASAN=1 skips the sanitized build and
-# WBD_SKIP_TSAN=1 the ThreadSanitizer one, WBD_SKIP_FUZZ=1 the fuzzing,
-# WBD_SKIP_VM=1 the VM test.
+# WBD_SKIP_PACKAGE=1 the package test, WBD_SKIP_TSAN=1 the
+# ThreadSanitizer build, WBD_SKIP_FUZZ=1 the fuzzing, WBD_SKIP_VM=1 the VM
+# test.
 # Ends with one line: "N passed, N failed[, N skipped]"; exits non-zero if any
 # build or test failed.
 set -uo pipefail
@@ -80,6 +84,22 @@ run_suite() {
 EXTRA_ARGS=("$@")
 TEST_ARGS=()
 run_suite plain "$BUILD_DIR" -Db_sanitize=none
+
+# The package suite, once, in the plain build: it tests the package
+# scripts/build-deb.sh makes of the tree, which a sanitized build would not
+# change.  Without the extra arguments, which pick among the default
+# setup's suites.
+if [[ -z ${WBD_SKIP_PACKAGE:-} ]]; then
+	echo "=== the Debian package (suite package) ==="
+	rm -f "$BUILD_DIR/meson-logs/testlog.json"
+	meson test -C "$BUILD_DIR" --print-errorlogs --suite package || STATUS=1
+	if [[ -f $BUILD_DIR/meson-logs/testlog.json ]]; then
+		count "$BUILD_DIR"
+	else
+		echo "test.sh: the package suite did not run" >&2
+		STATUS=1 FAILED=$((FAILED + 1))
+	fi
+fi
 
 if [[ -z ${WBD_SKIP_ASAN:-} ]]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
