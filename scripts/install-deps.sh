@@ -22,13 +22,15 @@ PACKAGES=(
 	nbdkit-plugin-python
 	# tests and scripts
 	jq tmux procps util-linux
+	# tests/service: systemd-socket-activate (socket activation),
+	# systemd-sysusers and systemd-tmpfiles (the system user and its
+	# directories, made in a scratch root); systemd need not run as PID 1
+	systemd
 	# tests: TLS certificates and PSK keys made on the fly
 	gnutls-bin
 	# tests: the metrics exposition read by Prometheus's own parser, the
 	# HTTP endpoint scraped with curl; docs: the dashboard's picture
 	python3-prometheus-client curl python3-matplotlib
-	# tests: the source tree's own checks (layers, format)
-	git clang-format
 	# tests: the source tree's own checks (layers, format), the manual
 	# pages (mandoc -T lint)
 	git clang-format mandoc
