@@ -865,11 +865,21 @@ enum cache_write_result
 cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
     uint64_t seq, uint64_t *fill_index)
 {
+	uint32_t done;
+
+	return cache_write_part(f, buf, off, len, seq, fill_index, &done);
+}
+
+enum cache_write_result
+cache_write_part(struct cache_file *f, const void *buf, uint64_t off,
+    uint32_t len, uint64_t seq, uint64_t *fill_index, uint32_t *done)
+{
 	struct cache *c = f->c;
 	const uint8_t *in = buf;
 	uint64_t first = off >> c->page_shift;
 	uint64_t last = (off + len - 1) >> c->page_shift;
 
+	*done = 0;
 	/* Only the first and the last page can be partial. */
 	if (!page_writable(f, first, off, len)) {
 		*fill_index = first;
@@ -937,6 +947,7 @@ cache_write(struct cache_file *f, const void *buf, uint64_t off, uint32_t len,
 		in += n;
 		off += n;
 		len -= n;
+		*done += n;
 	}
 	if (held)
 		shard_unlock_counting(f, held, &d);

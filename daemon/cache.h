@@ -105,6 +105,16 @@ enum cache_write_result {
  */
 enum cache_write_result cache_write(struct cache_file *f, const void *buf,
     uint64_t off, uint32_t len, uint64_t seq, uint64_t *fill_index);
+/*
+ * The same, telling in *DONE how many bytes from OFF it copied before it
+ * stopped (all of LEN with CACHE_WRITE_OK): what is copied is in the
+ * cache, or written back since, so a writer that goes on from there after
+ * making room never copies it again (a write larger than the cache would
+ * otherwise start over each time, its first pages evicting its last).
+ */
+enum cache_write_result
+cache_write_part(struct cache_file *f, const void *buf, uint64_t off,
+    uint32_t len, uint64_t seq, uint64_t *fill_index, uint32_t *done);
 
 /*
  * One copy per write: a WRITE's payload received straight into cache

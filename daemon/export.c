@@ -124,15 +124,22 @@ export_read_miss(struct export *e, struct request *req)
 }
 
 /* Put a WRITE's payload into the cache: commit the pages it was
- * received into, or copy it from PAYLOAD (NULL: its buffer). */
+ * received into (a commit goes on from where it stopped), or copy it from
+ * PAYLOAD (NULL: its buffer) from *DONE bytes in, adding what is copied. */
 static enum cache_write_result
 export_write_cache(struct export *e, struct request *req, const void *payload,
-    uint64_t *fill)
+    uint64_t *fill, uint32_t *done)
 {
+	const uint8_t *in = payload ? payload : req->data;
+	uint32_t n;
+
 	if (req->wbuf)
 		return cache_wbuf_commit(req->wbuf, req->seq, fill);
-	return cache_write(e->cf, payload ? payload : req->data,
-	    req->nbd.offset, req->nbd.count, req->seq, fill);
+	enum cache_write_result r =
+	    cache_write_part(e->cf, in + *done, req->nbd.offset + *done,
+		req->nbd.count - *done, req->seq, fill, &n);
+	*done += n;
+	return r;
 }
 
 /* No page free for a write on this worker: write back one of the
@@ -155,10 +162,11 @@ static int
 export_write_slow(struct export *e, struct request *req)
 {
 	uint64_t last_fill = UINT64_MAX, start = now_ns(), logged = start;
+	uint32_t done = 0;
 
 	for (;;) {
 		uint64_t fill;
-		switch (export_write_cache(e, req, NULL, &fill)) {
+		switch (export_write_cache(e, req, NULL, &fill, &done)) {
 		case CACHE_WRITE_OK:
 			return 0;
 		case CACHE_WRITE_NEED_FILL: {
@@ -424,6 +432,7 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 	enum cache_mode mode =
 	    __atomic_load_n(&e->cache_mode, __ATOMIC_RELAXED);
 	uint64_t fill;
+	uint32_t done = 0; /* the worker starts over: the request's own */
 
 	req->export = e;
 	req->writethrough = mode == CACHE_WRITETHROUGH ||
@@ -439,7 +448,7 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 	case NBD_CMD_WRITE:
 		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
-		    export_write_cache(e, req, payload, &fill) ==
+		    export_write_cache(e, req, payload, &fill, &done) ==
 			CACHE_WRITE_OK)
 			return export_write_verdict(e, req);
 		/* Queued: the worker needs it in the request's own buffer. */
