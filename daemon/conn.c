@@ -681,8 +681,10 @@ conn_pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	c->throttled--;
-	conn_request_done(req);
+	/* Before the request is done: that may free C (its last one, the
+	 * connection closing). */
 	conn_maybe_resume(c);
+	conn_request_done(req);
 }
 
 /* Hold REQ's reply for req->pause_ms (-1: poll until there is room). */

@@ -38,6 +38,8 @@ PACKAGES=(
 	# (scripts/fuzz.sh): clang, libFuzzer and the sanitizer runtimes,
 	# llvm-symbolizer for readable crash reports
 	clang libclang-rt-dev llvm
+	# tests/package: the package checked (no lintian error or warning)
+	lintian
 	# tests: the kernel's NBD client in a VM (tests/vm): qemu, and what
 	# goes into the guest's initramfs besides wbd and the kernel
 	# (busybox, nbd-client, e2fsprogs; kmod's depmod/modprobe pick the
