@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "blockstatus.h"
 #include "budget.h"
 #include "buf.h"
 #include "bufstash.h"
@@ -518,9 +519,11 @@ conn_request_release(struct out *o)
 
 	c->inflight--;
 	c->ra.inflight_bytes -= req->ra_bytes;
+	if (req->budget) {
+		c->inflight_bytes -= req->budget;
+		budget_give(c->host->budget, req->budget);
+	}
 	if (req->data || req->wbuf) {
-		c->inflight_bytes -= req->nbd.count;
-		budget_give(c->host->budget, req->nbd.count);
 		bufstash_put(req->data, req->data_cap);
 		/* Pages not committed (a client gone mid-payload) go back
 		 * to the cache unseen. */
@@ -548,12 +551,15 @@ conn_maybe_resume(struct conn *c)
 	}
 }
 
-/* A request; with DATA, a buffer of its length, whose bytes the caller
- * has taken from the budget (given back here if out of memory). */
+/* A request holding BUDGET bytes the caller has taken from the budget
+ * (conn_request_budget; given back here if out of memory); a READ or
+ * WRITE with them gets a buffer of its length. */
 static struct request *
-conn_request_new(struct conn *c, const struct nbd_request *nbd, bool data)
+conn_request_new(struct conn *c, const struct nbd_request *nbd, uint32_t budget)
 {
 	struct request *req = calloc(1, sizeof *req);
+	bool data =
+	    budget && (nbd->type == NBD_CMD_READ || nbd->type == NBD_CMD_WRITE);
 
 	/*
 	 * A large WRITE: into cache pages if the cache can spare them now.
@@ -574,14 +580,14 @@ conn_request_new(struct conn *c, const struct nbd_request *nbd, bool data)
 		}
 	}
 	if (!req) {
-		if (data)
-			budget_give(c->host->budget, nbd->count);
+		if (budget)
+			budget_give(c->host->budget, budget);
 		return NULL;
 	}
 	req->conn = c;
 	req->nbd = *nbd;
-	if (data)
-		c->inflight_bytes += nbd->count;
+	req->budget = budget;
+	c->inflight_bytes += budget;
 	req->out.release = conn_request_release;
 	c->inflight++;
 	return req;
@@ -757,7 +763,7 @@ conn_submit(struct conn *c, struct request *req)
 static void
 conn_reply_error(struct conn *c, const struct nbd_request *nbd, uint32_t err)
 {
-	struct request *req = conn_request_new(c, nbd, false);
+	struct request *req = conn_request_new(c, nbd, 0);
 
 	if (!req) {
 		log_warnx("%s: out of memory replying to a request", c->peer);
@@ -813,10 +819,27 @@ conn_budget_take(struct conn *c, size_t n)
 	return false;
 }
 
-static bool
-conn_request_has_buffer(const struct nbd_request *nbd)
+/*
+ * What a request takes from the budget while in flight: a READ's or
+ * WRITE's data, or the largest reply a BLOCK_STATUS can get (every
+ * context selected, each at most BS_MAX_EXTENTS extents: 64 KiB each),
+ * which stays in memory until the client reads it.
+ */
+static uint32_t
+conn_request_budget(const struct conn *c, const struct nbd_request *nbd)
 {
-	return nbd->type == NBD_CMD_READ || nbd->type == NBD_CMD_WRITE;
+	switch (nbd->type) {
+	case NBD_CMD_READ:
+	case NBD_CMD_WRITE:
+		return nbd->count;
+	case NBD_CMD_BLOCK_STATUS:
+		return (uint32_t)__builtin_popcount(c->view.meta) *
+		    (uint32_t)proto_block_status_bytes(
+			(nbd->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 :
+							      BS_MAX_EXTENTS);
+	default:
+		return 0;
+	}
 }
 
 /* A complete request header has arrived, checked (ERR, WHY); a buffer for
@@ -846,7 +869,7 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 			return;
 		}
 		/* Skip the payload, then reply, so the stream stays in sync. */
-		c->cur = conn_request_new(c, nbd, false);
+		c->cur = conn_request_new(c, nbd, 0);
 		if (!c->cur) {
 			conn_close_socket(c);
 			return;
@@ -858,12 +881,12 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 	}
 
 	struct request *req =
-	    conn_request_new(c, nbd, conn_request_has_buffer(nbd));
+	    conn_request_new(c, nbd, conn_request_budget(c, nbd));
 	if (!req) {
 		log_warnx("%s: out of memory for a %u-byte %s", c->peer,
 		    nbd->count, proto_cmd_name(nbd->type));
 		if (payload) {
-			c->cur = conn_request_new(c, nbd, false);
+			c->cur = conn_request_new(c, nbd, 0);
 			if (!c->cur) {
 				conn_close_socket(c);
 				return;
@@ -1079,8 +1102,9 @@ conn_process(struct conn *c)
 			}
 			uint32_t err =
 			    proto_check_request(&nbd, &c->view, &why);
-			if (err == 0 && conn_request_has_buffer(&nbd) &&
-			    !conn_budget_take(c, nbd.count))
+			uint32_t budget =
+			    err ? 0 : conn_request_budget(c, &nbd);
+			if (budget && !conn_budget_take(c, budget))
 				return;
 			c->rstart += NBD_REQUEST_SIZE;
 			conn_handle_request(c, &nbd, err, why);

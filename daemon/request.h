@@ -60,6 +60,10 @@ struct request {
 	 * the request */
 	void *reply;
 	size_t reply_bytes;
+	/* Bytes of the connections' budget it holds until released: its
+	 * data (READ, WRITE) or the largest reply it can get (BLOCK_STATUS;
+	 * conn.c). */
+	uint32_t budget;
 	int pause_ms;                   /* out, EXPORT_PACE: hold the reply
 	                                   this long (-1: until room) */
 	/* For the statistics (stats.h), kept by the connection. */

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Clients that pipeline BLOCK_STATUS over a fragmented export and never
+# read the replies cannot grow wbd's memory past its bounds: each request
+# takes the largest reply it can get (64 KiB a context) from the same
+# budget as READ and WRITE data (limits.max_inflight_bytes), and a
+# connection that finds it full reads nothing more.  16 connections ask
+# for base:allocation and wbd:dirty over 64 MiB with 8,192 data extents
+# and as many holes: before, each reply was built and kept outside the
+# budget (256 requests a connection, about 32 MiB each: 512 MiB here).
+# wbctl status shows the budget held meanwhile, and nothing once they go.
+source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+need_python_nbd
+
+# The backing: 4 KiB of data every 8 KiB over 64 MiB (holes between).
+"$PYTHON" - "$T/disk0.img" <<'PY'
+import sys
+with open(sys.argv[1], "wb") as f:
+    f.truncate(64 << 20)
+    for off in range(0, 64 << 20, 8192):
+        f.seek(off)
+        f.write(b"\x01" * 4096)
+PY
+add_export disk0 64M rw
+write_config
+echo 'limits = { max_inflight_bytes = "64M"; };' >>"$CONF"
+rss_bound 128
+start_wbd
+status_json() { "$WBCTL" -s "${SOCK%/*}/control.sock" status --json; }
+before=$(vmrss_kib "$WBD_PID")
+
+"$PYTHON" - "$PORT" "$WBD_PID" "$T/peak" >"$T/flood.log" 2>&1 <<'PY' &
+import socket, struct, sys, threading, time
+port, pid, peak_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+MAGIC, REQ_MAGIC, REP_ACK = 0x49484156454F5054, 0x25609513, 1
+stop = threading.Event()
+sent = [0]
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        chunk = s.recv(n - len(b))
+        if not chunk:
+            raise EOFError("server closed during the handshake")
+        b += chunk
+    return b
+
+def option(s, opt, data):
+    s.sendall(struct.pack(">QII", MAGIC, opt, len(data)) + data)
+    contexts = 0
+    while True:
+        _, _, rtype, rlen = struct.unpack(">QIII", recv_exact(s, 20))
+        recv_exact(s, rlen)
+        if rtype == REP_ACK:
+            return contexts
+        if rtype & 0x80000000:
+            raise RuntimeError("option %d refused: 0x%x" % (opt, rtype))
+        contexts += rtype == 4          # NBD_REP_META_CONTEXT
+
+def connect():
+    s = socket.create_connection(("127.0.0.1", port))
+    recv_exact(s, 18)
+    s.sendall(struct.pack(">I", 3))
+    option(s, 8, b"")                   # STRUCTURED_REPLY
+    name = b"disk0"
+    queries = [b"base:allocation", b"wbd:dirty"]
+    n = option(s, 10, struct.pack(">I", len(name)) + name +
+               struct.pack(">I", len(queries)) +
+               b"".join(struct.pack(">I", len(q)) + q for q in queries))
+    if n != 2:
+        raise RuntimeError("%d contexts selected, not 2" % n)
+    option(s, 7, struct.pack(">I", len(name)) + name + struct.pack(">H", 0))
+    return s
+
+def flood(s):
+    s.settimeout(0.2)
+    cookie = 0
+    while not stop.is_set():
+        cookie += 1
+        try:
+            s.sendall(struct.pack(">IHHQQI", REQ_MAGIC, 0, 7, cookie, 0,
+                                  64 << 20))
+            sent[0] += 1
+        except socket.timeout:
+            pass                        # the daemon stopped reading us
+        except OSError:
+            break
+
+def rss():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+
+socks = [connect() for _ in range(8)]
+floods = [threading.Thread(target=flood, args=(s,)) for s in socks]
+for t in floods:
+    t.start()
+peak = 0
+end = time.monotonic() + 4
+while time.monotonic() < end:
+    peak = max(peak, rss())
+    time.sleep(0.05)
+open(peak_path + ".held", "w").close()
+while not __import__("os").path.exists(peak_path + ".seen"):
+    time.sleep(0.05)
+stop.set()
+for t in floods:
+    t.join(10)
+for s in socks:
+    s.close()
+print("8 connections: peak RSS %d KiB; %d BLOCK_STATUS requests sent" %
+      (peak, sent[0]))
+open(peak_path, "w").write(str(peak))
+PY
+flooder=$!
+for ((i = 0; i < 300; i++)); do
+	[[ -e $T/peak.held ]] && break
+	proc_alive "$flooder" || break
+	sleep 0.1
+done
+[[ -e $T/peak.held ]] || fail "the flood did not start: $(cat "$T/flood.log")"
+held=$(status_json | "$PYTHON" -c 'import json, sys
+l = json.load(sys.stdin)["limits"]
+print(l["inflight_bytes"], l["max_inflight_bytes"])')
+touch "$T/peak.seen"
+wait "$flooder" || fail "$(cat "$T/flood.log")"
+cat "$T/flood.log"
+read -r used limit <<<"$held"
+((used > 0)) || fail "the budget held nothing while BLOCK_STATUS replies waited"
+peak=$(cat "$T/peak")
+log "RSS before $before KiB, peak $peak KiB; budget held $used of $limit bytes during the flood"
+((peak - before < RSS_BOUND_MIB * 1024)) ||
+	fail "RSS grew by $(((peak - before) / 1024)) MiB under a BLOCK_STATUS flood (bound: $RSS_BOUND_MIB MiB)"
+
+# The flooders are gone: what they held is given back.
+for _ in $(seq 100); do
+	used=$(status_json | "$PYTHON" -c 'import json, sys
+print(json.load(sys.stdin)["limits"]["inflight_bytes"])')
+	((used == 0)) && break
+	sleep 0.1
+done
+((used == 0)) || fail "$used bytes still held by the budget after the flooders left"
+assert_alive
+stop_wbd
