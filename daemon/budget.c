@@ -83,6 +83,21 @@ budget_note_wait(struct budget *b, size_t n, const char *who)
 }
 
 void
+budget_note_stall(struct budget *b, const char *who, unsigned s,
+    const char *what)
+{
+	unsigned quiet;
+
+	__atomic_add_fetch(&b->stalls, 1, __ATOMIC_RELAXED);
+	if (!ratelimit_due(&b->stall_rl, BUDGET_LOG_INTERVAL_NS, &quiet))
+		return;
+	log_warnx("%s: %s for %u s (limits.stall_timeout_s): closing; its "
+		  "requests still complete (%u other connections closed so, "
+		  "not logged)",
+	    who, what, s, quiet);
+}
+
+void
 budget_charge(struct budget *b, size_t n)
 {
 	budget_note_peak(b, __atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED));
@@ -107,6 +122,7 @@ budget_get_stats(const struct budget *b, struct budget_stats *st)
 	st->used = LOAD(&b->used);
 	st->peak = LOAD(&b->peak);
 	st->waits = LOAD(&b->waits);
+	st->stalls = LOAD(&b->stalls);
 	st->reserve_bytes = budget_reserve(st->limit);
 	st->small_bytes = budget_small(st->limit);
 }

@@ -32,6 +32,10 @@ struct budget {
 	uint64_t peak;           /* highest USED seen; atomic */
 	uint64_t waits;          /* times a connection had to wait; atomic */
 	struct ratelimit log_rl; /* "budget full" lines */
+	/* Connections closed for holding it without progress
+	 * (limits.stall_timeout_s; conn.c); atomic. */
+	uint64_t stalls;
+	struct ratelimit stall_rl;
 };
 
 void budget_init(struct budget *b, uint64_t limit);
@@ -52,8 +56,13 @@ void budget_charge(struct budget *b, size_t n);
 bool budget_full(const struct budget *b);
 void budget_give(struct budget *b, size_t n);
 
+/* A connection WHO closed after holding replies or a payload with no
+ * progress for S seconds: counted, and logged at most once in 10 s. */
+void budget_note_stall(struct budget *b, const char *who, unsigned s,
+    const char *what);
+
 struct budget_stats {
-	uint64_t limit, used, peak, waits, reserve_bytes, small_bytes;
+	uint64_t limit, used, peak, waits, reserve_bytes, small_bytes, stalls;
 };
 void budget_get_stats(const struct budget *b, struct budget_stats *st);
 

@@ -983,14 +983,16 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 }
 
 /* limits = { max_connections; max_connections_per_client;
- * idle_timeout_s; max_inflight_bytes; max_request_bytes; } */
+ * idle_timeout_s; stall_timeout_s; max_inflight_bytes;
+ * max_request_bytes; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
 {
 	static const char *const keys[] = { "max_connections",
 		"max_connections_per_client", "idle_timeout_s",
-		"max_inflight_bytes", "max_request_bytes", NULL };
+		"stall_timeout_s", "max_inflight_bytes", "max_request_bytes",
+		NULL };
 	config_setting_t *g;
 	char got[96];
 	uint64_t v;
@@ -1008,6 +1010,8 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		&lc->max_connections_per_client) == -1 ||
 	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &lc->idle_timeout_s) ==
 		-1 ||
+	    cfg_uint(ld, g, "stall_timeout_s", 0, 86400,
+		&lc->stall_timeout_s) == -1 ||
 	    (r = cfg_size(ld, g, "max_inflight_bytes", &lc->max_inflight_bytes,
 		 NULL)) == -1)
 		return -1;
@@ -1254,6 +1258,7 @@ config_defaults(struct wbd_config *cfg)
 
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;
+	cfg->limits.stall_timeout_s = 120;
 	cfg->limits.max_inflight_bytes = BUDGET_DEFAULT_BYTES;
 	cfg->limits.max_request_bytes = 64u << 20;
 }

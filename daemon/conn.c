@@ -85,6 +85,10 @@ struct conn {
 	ev_timer hs_timer;      /* handshake deadline, then the idle
 	                                   timeout (limits.idle_timeout_s) */
 	ev_tstamp last_request; /* when the last request came */
+	/* Since when it holds replies not sent or a request not all
+	 * received and has made no progress (limits.stall_timeout_s): the
+	 * last byte moved either way, or the first reply queued. */
+	ev_tstamp stall_since;
 	ev_timer budget_timer;  /* waiting for the memory budget */
 	ev_tstamp connected_at; /* when it chose its export */
 	enum conn_state state;
@@ -143,7 +147,11 @@ static void conn_tls_maybe_begin(struct conn *c);
 static ssize_t
 conn_recv(struct conn *c, void *buf, size_t len)
 {
-	return c->tls ? tls_recv(c->tls, buf, len) : read(c->fd, buf, len);
+	ssize_t r = c->tls ? tls_recv(c->tls, buf, len) : read(c->fd, buf, len);
+
+	if (r > 0)
+		c->stall_since = ev_now(c->host->loop);
+	return r;
 }
 
 /* Into several pieces: TLS fills them one after the other. */
@@ -152,23 +160,35 @@ conn_recvv(struct conn *c, const struct iovec *iov, int n)
 {
 	ssize_t total = 0;
 
-	if (!c->tls)
-		return readv(c->fd, iov, n);
-	for (int i = 0; i < n; i++) {
-		ssize_t r = tls_recv(c->tls, iov[i].iov_base, iov[i].iov_len);
-		if (r <= 0)
-			return total > 0 ? total : r;
-		total += r;
-		if ((size_t)r < iov[i].iov_len)
-			break;
+	if (!c->tls) {
+		total = readv(c->fd, iov, n);
+	} else {
+		for (int i = 0; i < n; i++) {
+			ssize_t r =
+			    tls_recv(c->tls, iov[i].iov_base, iov[i].iov_len);
+			if (r <= 0) {
+				if (total == 0)
+					total = r;
+				break;
+			}
+			total += r;
+			if ((size_t)r < iov[i].iov_len)
+				break;
+		}
 	}
+	if (total > 0)
+		c->stall_since = ev_now(c->host->loop);
 	return total;
 }
 
 static ssize_t
 conn_send(struct conn *c, const struct iovec *iov, int n)
 {
-	return c->tls ? tls_writev(c->tls, iov, n) : writev(c->fd, iov, n);
+	ssize_t r = c->tls ? tls_writev(c->tls, iov, n) : writev(c->fd, iov, n);
+
+	if (r > 0)
+		c->stall_since = ev_now(c->host->loop);
+	return r;
 }
 
 /* --- output ------------------------------------------------------------ */
@@ -181,6 +201,8 @@ conn_queue_out(struct conn *c, struct out *o)
 		return;
 	}
 	o->next = NULL;
+	if (!c->out_head)
+		c->stall_since = ev_now(c->host->loop);
 	*c->out_tail = o;
 	c->out_tail = &o->next;
 	/* Inside a flush, the running loop picks it up; while corked, the
@@ -930,6 +952,39 @@ conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	conn_maybe_finish(c);
 }
 
+/*
+ * limits.stall_timeout_s, on each I/O thread: a connection that holds
+ * replies it does not read, or a request whose payload it does not
+ * finish sending, and has moved no byte for that long, is closed (its
+ * requests still complete on the backend).  It holds the memory budget
+ * (and the cache pages a payload is received into) that others need.
+ */
+static void
+conn_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn_host *h = w->data;
+	ev_tstamp now = ev_now(loop);
+	struct conn *next;
+
+	(void)revents;
+	for (struct conn *c = h->conns; c; c = next) {
+		next = c->next;
+		if (c->dead || c->state < CS_TX_HEADER ||
+		    now - c->stall_since < h->stall_timeout_s)
+			continue;
+		const char *what = c->out_head ?
+		    "replies not read" :
+		    c->state == CS_TX_PAYLOAD || c->state == CS_TX_DISCARD ?
+		    "a request's payload not finished" :
+		    NULL;
+		if (!what)
+			continue;
+		budget_note_stall(h->budget, c->peer, h->stall_timeout_s, what);
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+	}
+}
+
 static void
 conn_enter_transmission(struct conn *c)
 {
@@ -946,7 +1001,19 @@ conn_enter_transmission(struct conn *c)
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	c->state = CS_TX_HEADER;
 	c->connected_at = ev_now(c->host->loop);
+	c->stall_since = c->connected_at;
 	ev_timer_stop(c->host->loop, &c->hs_timer);
+	if (c->host->stall_timeout_s && !c->host->stall_timer_set) {
+		/* Looked at every quarter of the timeout, at most 1 s. */
+		ev_tstamp every = c->host->stall_timeout_s / 4.0;
+		if (every > 1)
+			every = 1;
+		ev_timer_init(&c->host->stall_timer, conn_stall_cb, every,
+		    every);
+		c->host->stall_timer.data = c->host;
+		ev_timer_start(c->host->loop, &c->host->stall_timer);
+		c->host->stall_timer_set = true;
+	}
 	if (c->host->idle_timeout_s) {
 		c->last_request = ev_now(c->host->loop);
 		ev_timer_init(&c->hs_timer, conn_idle_cb,

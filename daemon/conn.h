@@ -36,6 +36,9 @@ struct conn_host {
 	unsigned n_conns;
 	bool draining;                  /* shutting down: refuse new ones */
 	unsigned idle_timeout_s;        /* limits.idle_timeout_s, 0: off */
+	unsigned stall_timeout_s;       /* limits.stall_timeout_s, 0: off */
+	ev_timer stall_timer;           /* looks for stalled connections */
+	bool stall_timer_set;
 	uint32_t max_request_bytes;     /* limits.max_request_bytes */
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);

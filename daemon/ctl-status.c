@@ -332,17 +332,18 @@ ctl_status_json_locked(struct daemon *d)
 	struct budget_stats bs;
 	budget_get_stats(&d->budget, &bs);
 	unsigned conns = LOAD(&d->n_conns);
-	json_t *limits = json_pack("{s:i, s:i, s:I, s:i, s:i, s:i, s:I, s:I,"
-				   " s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_t *limits = json_pack("{s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:I,"
+				   " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
-	    (int)lc->idle_timeout_s, "max_request_bytes",
-	    (json_int_t)lc->max_request_bytes, "max_connections_per_client",
-	    (int)lc->max_connections_per_client, "connections", (int)conns,
-	    "clients", (int)slots_clients(d->slots), "refused",
-	    (json_int_t)LOAD(&d->refused_conns), "max_inflight_bytes",
-	    (json_int_t)bs.limit, "inflight_bytes", (json_int_t)bs.used,
-	    "inflight_peak_bytes", (json_int_t)bs.peak, "inflight_waits",
-	    (json_int_t)bs.waits, "inflight_reserve_bytes",
+	    (int)lc->idle_timeout_s, "stall_timeout_s",
+	    (int)lc->stall_timeout_s, "stalled", (json_int_t)bs.stalls,
+	    "max_request_bytes", (json_int_t)lc->max_request_bytes,
+	    "max_connections_per_client", (int)lc->max_connections_per_client,
+	    "connections", (int)conns, "clients", (int)slots_clients(d->slots),
+	    "refused", (json_int_t)LOAD(&d->refused_conns),
+	    "max_inflight_bytes", (json_int_t)bs.limit, "inflight_bytes",
+	    (json_int_t)bs.used, "inflight_peak_bytes", (json_int_t)bs.peak,
+	    "inflight_waits", (json_int_t)bs.waits, "inflight_reserve_bytes",
 	    (json_int_t)bs.reserve_bytes, "inflight_small_bytes",
 	    (json_int_t)bs.small_bytes, "connection_buffer_bytes",
 	    (json_int_t)conns * CONN_RBUF_BYTES);

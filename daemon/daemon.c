@@ -440,6 +440,8 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->slots = d->slots;
 			d->io[i]->host.idle_timeout_s =
 			    d->cfg.limits.idle_timeout_s;
+			d->io[i]->host.stall_timeout_s =
+			    d->cfg.limits.stall_timeout_s;
 			d->io[i]->host.max_request_bytes =
 			    d->cfg.limits.max_request_bytes;
 			d->io[i]->host.exports = &d->exports;

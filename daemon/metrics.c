@@ -89,6 +89,9 @@ static const struct metrics_row metrics_limit_rows[] = {
 	    "The most the memory budget has held since start-up." },
 	{ "inflight_waits", "wbd_inflight_waits_total", COUNTER, 1,
 	    "Times a connection stopped reading for want of memory budget." },
+	{ "stalled", "wbd_connections_stalled_total", COUNTER, 1,
+	    "Connections closed for holding replies or a payload without "
+	    "progress (limits.stall_timeout_s)." },
 	{ "connection_buffer_bytes", "wbd_connection_buffer_bytes", GAUGE, 1,
 	    "Input buffers of the open connections (outside the budget)." },
 };

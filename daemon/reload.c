@@ -119,7 +119,8 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	if (oc->limits.max_connections != nc->limits.max_connections ||
 	    oc->limits.max_connections_per_client !=
 		nc->limits.max_connections_per_client ||
-	    oc->limits.idle_timeout_s != nc->limits.idle_timeout_s)
+	    oc->limits.idle_timeout_s != nc->limits.idle_timeout_s ||
+	    oc->limits.stall_timeout_s != nc->limits.stall_timeout_s)
 		reload_note(msg, msglen,
 		    "connection limits changed: needs a "
 		    "restart");

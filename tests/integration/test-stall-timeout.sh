@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# limits.stall_timeout_s: a connection that holds replies it does not read
+# (32 MiB READs pipelined, never read) or a WRITE payload it does not
+# finish (a 1 MiB WRITE header and 1 KiB of it, then nothing) is closed
+# once no byte has moved for that long; the memory budget it held is given
+# back, wbctl status counts it and the log says why (once in 10 s at most).
+# A client that reads slowly but keeps reading, and one that is idle, are
+# left alone.
+source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+need_python_nbd
+
+add_export disk0 128M rw
+write_config
+echo 'limits = { stall_timeout_s = 2; };' >>"$CONF"
+start_wbd
+status_limits() {
+	"$WBCTL" -s "${SOCK%/*}/control.sock" status --json | "$PYTHON" -c 'import json, sys
+l = json.load(sys.stdin)["limits"]
+print(l["stall_timeout_s"], l["stalled"], l["inflight_bytes"])'
+}
+read -r timeout stalled used <<<"$(status_limits)"
+[[ $timeout == 2 && $stalled == 0 ]] || fail "status limits: stall_timeout_s $timeout, stalled $stalled"
+
+"$PYTHON" - "$PORT" <<'PY' || fail "see above"
+import socket, struct, sys, time
+port = int(sys.argv[1])
+MAGIC, REQ_MAGIC, REP_ACK = 0x49484156454F5054, 0x25609513, 1
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        chunk = s.recv(n - len(b))
+        if not chunk:
+            raise EOFError("closed")
+        b += chunk
+    return b
+
+def connect():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    recv_exact(s, 18)
+    s.sendall(struct.pack(">I", 3))
+    name = b"disk0"
+    s.sendall(struct.pack(">QII", MAGIC, 7, 4 + len(name) + 2) +
+              struct.pack(">I", len(name)) + name + struct.pack(">H", 0))
+    while True:
+        _, _, rtype, rlen = struct.unpack(">QIII", recv_exact(s, 20))
+        recv_exact(s, rlen)
+        if rtype == REP_ACK:
+            return s
+
+def request(cmd, cookie, off, n):
+    return struct.pack(">IHHQQI", REQ_MAGIC, 0, cmd, cookie, off, n)
+
+def closed_within(s, seconds):
+    # The server closed it: a read finds EOF (or a reset) once what it
+    # sent before is drained.
+    s.settimeout(0.5)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            if not s.recv(1 << 20):
+                return True
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            return True
+    return False
+
+hog = connect()                 # READs, never read
+for i in range(4):
+    hog.sendall(request(0, i + 1, i << 25, 32 << 20))
+payload = connect()             # a WRITE it does not finish
+payload.sendall(request(1, 1, 0, 1 << 20) + b"\0" * 1024)
+idle = connect()                # nothing at all
+slow = connect()                # reads, slowly
+for i in range(4):
+    slow.sendall(request(0, i + 1, i << 25, 32 << 20))
+got, want = 0, 4 * (16 + (32 << 20))
+slow.settimeout(5)
+start = time.monotonic()
+while got < want:
+    got += len(slow.recv(min(want - got, 1 << 20)))
+    time.sleep(0.002)           # about 500 MiB/s at most: seconds
+print("the slow reader took its 128 MiB in %.1f s" % (time.monotonic() - start))
+time.sleep(1)
+for s, what in ((hog, "the READs never read"), (payload, "the unfinished WRITE")):
+    if not closed_within(s, 5):
+        sys.exit("FAIL: the connection with %s was not closed" % what)
+# Left alone: the idle one answers a READ.
+idle.sendall(request(0, 9, 0, 4096))
+idle.settimeout(5)
+hdr = recv_exact(idle, 16)
+if struct.unpack(">IIQ", hdr)[1] != 0:
+    sys.exit("FAIL: the idle connection's READ failed")
+recv_exact(idle, 4096)
+for s in (hog, payload, idle, slow):
+    s.close()
+PY
+for _ in $(seq 50); do
+	read -r timeout stalled used <<<"$(status_limits)"
+	[[ $used == 0 ]] && break
+	sleep 0.1
+done
+((stalled == 2)) || fail "limits.stalled is $stalled, expected 2"
+((used == 0)) || fail "$used bytes of the budget still held"
+grep -q 'replies not read for 2 s (limits.stall_timeout_s): closing' "$LOG" ||
+	fail "no log line for the connection that did not read"
+log "2 stalled connections closed (replies not read, a payload not finished); a slow reader and an idle one left alone"
+assert_alive
+stop_wbd
