@@ -82,13 +82,14 @@ struct limits_conf {
 	                                        (Unix socket), default 64 */
 	unsigned idle_timeout_s;             /* close a connection that sends
 	                                   nothing this long; 0 (default): off */
-	unsigned stall_timeout_s; /* close a connection that holds replies
-	                             it does not read, or a payload it does
-	                             not finish, this long; 0: off */
-	uint64_t max_inflight_bytes;         /* the memory budget of every
+	unsigned stall_timeout_s;    /* close a connection that holds replies
+	                                it does not read, or a payload it does
+	                                not finish, this long; 0: off */
+	uint64_t max_inflight_bytes; /* the memory budget of every
 	                                connection together (budget.h) */
-	uint32_t max_request_bytes; /* the longest READ or WRITE from a client
-	                               that did not agree on block sizes */
+	uint32_t max_request_bytes;  /* the longest READ or WRITE from a
+	                                client that did not agree on block
+	                                sizes */
 };
 
 /* The user and group wbd runs as once started (user = ...; group = ...;),

@@ -39,7 +39,7 @@ struct conn_host {
 	unsigned stall_timeout_s;       /* limits.stall_timeout_s, 0: off */
 	ev_timer stall_timer;           /* looks for stalled connections */
 	bool stall_timer_set;
-	uint32_t max_request_bytes;     /* limits.max_request_bytes */
+	uint32_t max_request_bytes; /* limits.max_request_bytes */
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
 	struct stats_io stats; /* its requests, per export */
