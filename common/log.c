@@ -118,6 +118,12 @@ log_vemit(int prio, const char *fmt, va_list ap, int errnum)
 		return;
 	if (errnum && (size_t)n < sizeof msg)
 		snprintf(msg + n, sizeof msg - n, ": %s", strerror(errnum));
+	/* One line, whatever a client sent (an export name, a TLS
+	 * identity): a newline would start a line of the client's own, with
+	 * a priority the journal believes. */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 
 	if (log_capture_buf && prio <= LOG_WARNING) {
 		log_capture(msg);

@@ -55,6 +55,9 @@
 /* Pieces of a payload read at once (a 1 MiB write in 4 KiB pages). */
 #define CONN_MAX_PAYLOAD_IOV 256
 #define CONN_LOG_BAD_REQUESTS   10
+/* Requests that failed (the device's errors): a line a second at most on
+ * each I/O thread. */
+#define CONN_FAIL_LOG_NS 1000000000ull
 /* A write held at the dirty limit looks again this often. */
 #define CONN_PACE_POLL_S        0.01
 /* A connection waiting for the memory budget looks again this often. */
@@ -673,10 +676,21 @@ conn_request_done(struct request *req)
 {
 	struct conn *c = req->conn;
 
-	if (req->err)
-		log_warnx("%s: %s of %u bytes at %llu failed: %s", c->peer,
-		    proto_cmd_name(req->nbd.type), req->nbd.count,
-		    (unsigned long long)req->nbd.offset, strerror(req->err));
+	unsigned quiet;
+
+	if (req->err == ENOTSUP && req->nbd.type == NBD_CMD_WRITE_ZEROES &&
+	    (req->nbd.flags & NBD_CMD_FLAG_FAST_ZERO))
+		/* The answer the spec asks for: zeroing would not be fast. */
+		log_debug("%s: fast zero of %u bytes at %llu: not fast here",
+		    c->peer, req->nbd.count,
+		    (unsigned long long)req->nbd.offset);
+	else if (req->err &&
+	    ratelimit_due(&c->host->fail_rl, CONN_FAIL_LOG_NS, &quiet))
+		log_warnx("%s: %s of %u bytes at %llu failed: %s (%u other "
+			  "failed requests not logged)",
+		    c->peer, proto_cmd_name(req->nbd.type), req->nbd.count,
+		    (unsigned long long)req->nbd.offset, strerror(req->err),
+		    quiet);
 	conn_reply(req);
 	conn_maybe_finish(c);
 }

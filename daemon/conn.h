@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ratelimit.h"
 #include "stats.h"
 
 /* Each connection's own input buffer, outside the memory budget: with
@@ -43,6 +44,7 @@ struct conn_host {
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
 	struct stats_io stats; /* its requests, per export */
+	struct ratelimit fail_rl; /* "request failed" lines */
 	/* Between conn_host_cork and conn_host_uncork: replies are queued,
 	 * and the connections holding them listed, to go out together. */
 	bool corked;
