@@ -194,6 +194,30 @@ hs_find_export(struct hs_ctx *hs, uint32_t opt, const uint8_t *p,
 	return e;
 }
 
+/* Reply the error if this client may not open E (TLS required and not
+ * active, or its allow list): true if it may not (the reply written). */
+static bool
+hs_refused(struct hs_ctx *hs, uint32_t opt, const struct hs_export *e,
+    const char *name, struct buf *out)
+{
+	char msg[160];
+
+	if (e->tls_only && !hs->tls_active) {
+		snprintf(msg, sizeof msg, "export \"%.64s\" requires TLS",
+		    name);
+		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
+		hs_reply_error(out, opt, NBD_REP_ERR_TLS_REQD, msg);
+		return true;
+	}
+	if (!hs_may_open(hs, e, false)) {
+		snprintf(msg, sizeof msg,
+		    "export \"%.64s\" is not open to this client", name);
+		hs_reply_error(out, opt, NBD_REP_ERR_POLICY, msg);
+		return true;
+	}
+	return false;
+}
+
 static enum hs_action
 hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
     struct buf *out)
@@ -220,20 +244,7 @@ hs_info_go(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	    hs_find_export(hs, opt, data + 4, namelen, &name, out);
 	if (!e)
 		return HS_CONTINUE;
-	if (e->tls_only && !hs->tls_active) {
-		char msg[160];
-		snprintf(msg, sizeof msg, "export \"%.64s\" requires TLS",
-		    name);
-		log_debug("handshake: %s: %s", hs_option_name(opt), msg);
-		hs_reply_error(out, opt, NBD_REP_ERR_TLS_REQD, msg);
-		free(name);
-		return HS_CONTINUE;
-	}
-	if (!hs_may_open(hs, e, false)) {
-		char msg[160];
-		snprintf(msg, sizeof msg,
-		    "export \"%.64s\" is not open to this client", name);
-		hs_reply_error(out, opt, NBD_REP_ERR_POLICY, msg);
+	if (hs_refused(hs, opt, e, name, out)) {
 		free(name);
 		return HS_CONTINUE;
 	}
@@ -297,7 +308,12 @@ hs_meta_context(struct hs_ctx *hs, uint32_t opt, const uint8_t *data,
 	    hs_find_export(hs, opt, mr.name, mr.namelen, &name, out);
 	if (!e)
 		return;
+	/* As INFO and GO: an export this client may not open has no
+	 * contexts to give it. */
+	bool refused = hs_refused(hs, opt, e, name, out);
 	free(name);
+	if (refused)
+		return;
 	for (unsigned m = 0; m < META_N_CONTEXTS; m++) {
 		if (!(mr.selected & (1u << m)))
 			continue;

@@ -698,6 +698,16 @@ test_refused_export(void **state)
 	assert_int_equal(asked_listing, 2);
 	assert_int_equal(asked_open, 2);
 
+	/* Its metadata contexts: refused the same way, none selected. */
+	const char *const q[] = { "base:allocation" };
+	negotiate_structured(f);
+	meta_option(f, NBD_OPT_LIST_META_CONTEXT, "ro", q, 1);
+	expect_final(f, NBD_OPT_LIST_META_CONTEXT, NBD_REP_ERR_POLICY);
+	meta_option(f, NBD_OPT_SET_META_CONTEXT, "ro", q, 1);
+	expect_final(f, NBD_OPT_SET_META_CONTEXT, NBD_REP_ERR_POLICY);
+	assert_int_equal(f->hs.meta, 0);
+	assert_int_equal(asked_open, 4);
+
 	/* An export it may open still opens. */
 	n = info_payload(p, "disk0", reqs, 1);
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_GO, p, (uint32_t)n, &f->out),
@@ -842,6 +852,11 @@ test_tls_only_export(void **state)
 	    HS_CONTINUE);
 	assert_int_equal(next_reply(f, NBD_OPT_INFO, &d, &len),
 	    NBD_REP_ERR_TLS_REQD);
+	const char *const q[] = { "base:allocation" };
+	negotiate_structured(f);
+	meta_option(f, NBD_OPT_SET_META_CONTEXT, "secret", q, 1);
+	expect_final(f, NBD_OPT_SET_META_CONTEXT, NBD_REP_ERR_TLS_REQD);
+	assert_int_equal(f->hs.meta, 0);
 	assert_int_equal(hs_option(&f->hs, NBD_OPT_LIST, NULL, 0, &f->out),
 	    HS_CONTINUE);
 	assert_int_equal(next_reply(f, NBD_OPT_LIST, &d, &len), NBD_REP_SERVER);
