@@ -1372,9 +1372,13 @@ static void
 conn_hs_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = w->data;
+	unsigned quiet;
 
-	log_warnx("%s: handshake not finished within %.0f s; disconnecting",
-	    c->peer, CONN_HANDSHAKE_TIMEOUT_S);
+	if (ratelimit_due(&c->host->hs_timeout_rl, CONN_FAIL_LOG_NS * 10,
+		&quiet))
+		log_warnx("%s: handshake not finished within %.0f s; "
+			  "disconnecting (%u other connections so, not logged)",
+		    c->peer, CONN_HANDSHAKE_TIMEOUT_S, quiet);
 	conn_close_socket(c);
 	conn_maybe_finish(c);
 }

@@ -43,8 +43,9 @@ struct conn_host {
 	uint32_t max_request_bytes; /* limits.max_request_bytes */
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
-	struct stats_io stats;    /* its requests, per export */
-	struct ratelimit fail_rl; /* "request failed" lines */
+	struct stats_io stats;          /* its requests, per export */
+	struct ratelimit fail_rl;       /* "request failed" lines */
+	struct ratelimit hs_timeout_rl; /* "handshake not finished" */
 	/* Between conn_host_cork and conn_host_uncork: replies are queued,
 	 * and the connections holding them listed, to go out together. */
 	bool corked;
