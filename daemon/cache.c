@@ -812,8 +812,9 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 		pthread_mutex_lock(&sh->lock);
 		struct cpage *p = lookup_locked(sh, index);
 		if (!p || !(p->flags & PF_FILLED)) {
-			pthread_mutex_unlock(&sh->lock);
+			/* Under the lock, as every writer of it. */
 			ATOMIC_SET(&sh->misses, sh->misses + 1);
+			pthread_mutex_unlock(&sh->lock);
 			return false;
 		}
 		memcpy(out, page_data(c, p) + in, n);
