@@ -36,10 +36,12 @@ OPT_LIST = 3
 OPT_INFO = 6
 OPT_GO = 7
 OPT_STRUCTURED_REPLY = 8
+OPT_SET_META_CONTEXT = 10
 
 REP_ACK = 1
 REP_SERVER = 2
 REP_INFO = 3
+REP_META_CONTEXT = 4
 REP_ERR = 1 << 31
 REP_ERR_UNSUP = REP_ERR | 1
 REP_ERR_UNKNOWN = REP_ERR | 6
@@ -210,15 +212,28 @@ class Raw:
                 return rtype, infos_got
         return REP_ACK, infos_got
 
-    def open(self, name, structured=False):
-        """Handshake up to transmission; returns (size, flags)."""
+    def open(self, name, structured=False, meta=()):
+        """Handshake up to transmission, selecting the META contexts
+        (structured replies first); returns (size, flags)."""
         self.greeting()
-        if structured:
+        if structured or meta:
             self.send_option(OPT_STRUCTURED_REPLY)
             r = self.option_replies(OPT_STRUCTURED_REPLY)
             if r[-1][0] != REP_ACK:
                 raise CaseFailed("STRUCTURED_REPLY refused: %s" % repname(r[-1][0]))
             self.structured = True
+        if meta:
+            n = name.encode()
+            qs = [q.encode() for q in meta]
+            self.send_option(OPT_SET_META_CONTEXT,
+                             struct.pack(">I", len(n)) + n +
+                             struct.pack(">I", len(qs)) +
+                             b"".join(struct.pack(">I", len(q)) + q for q in qs))
+            r = self.option_replies(OPT_SET_META_CONTEXT)
+            got = sum(1 for rtype, _ in r if rtype == REP_META_CONTEXT)
+            if r[-1][0] != REP_ACK or got != len(meta):
+                raise CaseFailed("SET_META_CONTEXT %r: %d selected, %s"
+                                 % (meta, got, repname(r[-1][0])))
         rtype, infos = self.go(name)
         if rtype != REP_ACK:
             raise CaseFailed("GO %r: %s" % (name, repname(rtype)))

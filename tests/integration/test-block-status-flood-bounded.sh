@@ -28,48 +28,18 @@ start_wbd
 status_json() { "$WBCTL" -s "${SOCK%/*}/control.sock" status --json; }
 before=$(vmrss_kib "$WBD_PID")
 
-"$PYTHON" - "$PORT" "$WBD_PID" "$T/peak" >"$T/flood.log" 2>&1 <<'PY' &
-import socket, struct, sys, threading, time
+"$PYTHON" - "$PORT" "$WBD_PID" "$T/peak" "$SRCDIR" >"$T/flood.log" 2>&1 <<'PY' &
+import struct, sys, threading, time, types
 port, pid, peak_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-MAGIC, REQ_MAGIC, REP_ACK = 0x49484156454F5054, 0x25609513, 1
+sys.path.insert(0, sys.argv[4])
+import nbdraw
 stop = threading.Event()
 sent = [0]
 
-def recv_exact(s, n):
-    b = b""
-    while len(b) < n:
-        chunk = s.recv(n - len(b))
-        if not chunk:
-            raise EOFError("server closed during the handshake")
-        b += chunk
-    return b
-
-def option(s, opt, data):
-    s.sendall(struct.pack(">QII", MAGIC, opt, len(data)) + data)
-    contexts = 0
-    while True:
-        _, _, rtype, rlen = struct.unpack(">QIII", recv_exact(s, 20))
-        recv_exact(s, rlen)
-        if rtype == REP_ACK:
-            return contexts
-        if rtype & 0x80000000:
-            raise RuntimeError("option %d refused: 0x%x" % (opt, rtype))
-        contexts += rtype == 4          # NBD_REP_META_CONTEXT
-
 def connect():
-    s = socket.create_connection(("127.0.0.1", port))
-    recv_exact(s, 18)
-    s.sendall(struct.pack(">I", 3))
-    option(s, 8, b"")                   # STRUCTURED_REPLY
-    name = b"disk0"
-    queries = [b"base:allocation", b"wbd:dirty"]
-    n = option(s, 10, struct.pack(">I", len(name)) + name +
-               struct.pack(">I", len(queries)) +
-               b"".join(struct.pack(">I", len(q)) + q for q in queries))
-    if n != 2:
-        raise RuntimeError("%d contexts selected, not 2" % n)
-    option(s, 7, struct.pack(">I", len(name)) + name + struct.pack(">H", 0))
-    return s
+    r = nbdraw.Raw(types.SimpleNamespace(tcp=port), tcp=True)
+    r.open("disk0", structured=True, meta=("base:allocation", "wbd:dirty"))
+    return r.s
 
 def flood(s):
     s.settimeout(0.2)
@@ -77,7 +47,8 @@ def flood(s):
     while not stop.is_set():
         cookie += 1
         try:
-            s.sendall(struct.pack(">IHHQQI", REQ_MAGIC, 0, 7, cookie, 0,
+            s.sendall(struct.pack(">IHHQQI", nbdraw.NBD_REQUEST_MAGIC, 0,
+                                  nbdraw.CMD_BLOCK_STATUS, cookie, 0,
                                   64 << 20))
             sent[0] += 1
         except socket.timeout:

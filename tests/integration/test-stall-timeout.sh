@@ -21,10 +21,17 @@ print(l["stall_timeout_s"], l["stalled"], l["inflight_bytes"])'
 read -r timeout stalled used <<<"$(status_limits)"
 [[ $timeout == 2 && $stalled == 0 ]] || fail "status limits: stall_timeout_s $timeout, stalled $stalled"
 
-"$PYTHON" - "$PORT" <<'PY' || fail "see above"
-import socket, struct, sys, time
+"$PYTHON" - "$PORT" "$SRCDIR" <<'PY' || fail "see above"
+import socket, struct, sys, time, types
 port = int(sys.argv[1])
-MAGIC, REQ_MAGIC, REP_ACK = 0x49484156454F5054, 0x25609513, 1
+sys.path.insert(0, sys.argv[2])
+import nbdraw
+
+def connect():
+    r = nbdraw.Raw(types.SimpleNamespace(tcp=port), tcp=True)
+    r.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    r.open("disk0")
+    return r.s
 
 def recv_exact(s, n):
     b = b""
@@ -35,22 +42,9 @@ def recv_exact(s, n):
         b += chunk
     return b
 
-def connect():
-    s = socket.create_connection(("127.0.0.1", port))
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
-    recv_exact(s, 18)
-    s.sendall(struct.pack(">I", 3))
-    name = b"disk0"
-    s.sendall(struct.pack(">QII", MAGIC, 7, 4 + len(name) + 2) +
-              struct.pack(">I", len(name)) + name + struct.pack(">H", 0))
-    while True:
-        _, _, rtype, rlen = struct.unpack(">QIII", recv_exact(s, 20))
-        recv_exact(s, rlen)
-        if rtype == REP_ACK:
-            return s
-
 def request(cmd, cookie, off, n):
-    return struct.pack(">IHHQQI", REQ_MAGIC, 0, cmd, cookie, off, n)
+    return struct.pack(">IHHQQI", nbdraw.NBD_REQUEST_MAGIC, 0, cmd, cookie,
+                       off, n)
 
 def closed_within(s, seconds):
     # The server closed it: a read finds EOF (or a reset) once what it
