@@ -441,6 +441,26 @@ status_print(FILE *f, const json_t *ans)
 			sizeof cb));
 	}
 
+	if (lim && json_object_get(lim, "max_requests_per_connection")) {
+		char m[32];
+		fprintf(f,
+		    "  %-18s %llu requests (max_requests_per_connection), "
+		    "%s (max_inflight_bytes_per_connection), %llu pause(s); "
+		    "handshake within %llu s, %llu timed out; stall timeout "
+		    "%llu s, %llu stalled\n",
+		    "per connection",
+		    (unsigned long long)jget_u64(lim,
+			"max_requests_per_connection", 0),
+		    wbctl_human(jget_u64(lim,
+				    "max_inflight_bytes_per_connection", 0),
+			m, sizeof m),
+		    (unsigned long long)jget_u64(lim, "connection_pauses", 0),
+		    (unsigned long long)jget_u64(lim, "handshake_timeout_s", 0),
+		    (unsigned long long)jget_u64(lim, "handshake_timeouts", 0),
+		    (unsigned long long)jget_u64(lim, "stall_timeout_s", 0),
+		    (unsigned long long)jget_u64(lim, "stalled", 0));
+	}
+
 	const json_t *tls = json_object_get(ans, "tls");
 	if (tls)
 		fprintf(f, "  %-18s %s%s%s%s\n", "tls",

@@ -98,6 +98,23 @@ budget_note_stall(struct budget *b, const char *who, unsigned s,
 }
 
 void
+budget_note_pause(struct budget *b, const char *who, uint64_t held, bool bytes,
+    uint64_t limit)
+{
+	unsigned quiet;
+
+	__atomic_add_fetch(&b->pauses, 1, __ATOMIC_RELAXED);
+	if (!ratelimit_due(&b->pause_rl[bytes], BUDGET_LOG_INTERVAL_NS, &quiet))
+		return;
+	log_info("%s: %llu %s in flight (limits.%s = %llu): reading no more "
+		 "requests until replies go out (%u other pauses not logged)",
+	    who, (unsigned long long)held, bytes ? "bytes" : "requests",
+	    bytes ? "max_inflight_bytes_per_connection" :
+		    "max_requests_per_connection",
+	    (unsigned long long)limit, quiet);
+}
+
+void
 budget_charge(struct budget *b, size_t n)
 {
 	budget_note_peak(b, __atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED));
@@ -123,6 +140,8 @@ budget_get_stats(const struct budget *b, struct budget_stats *st)
 	st->peak = LOAD(&b->peak);
 	st->waits = LOAD(&b->waits);
 	st->stalls = LOAD(&b->stalls);
+	st->pauses = LOAD(&b->pauses);
+	st->hs_timeouts = LOAD(&b->hs_timeouts);
 	st->reserve_bytes = budget_reserve(st->limit);
 	st->small_bytes = budget_small(st->limit);
 }

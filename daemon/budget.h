@@ -36,6 +36,14 @@ struct budget {
 	 * (limits.stall_timeout_s; conn.c); atomic. */
 	uint64_t stalls;
 	struct ratelimit stall_rl;
+	/* Times a connection stopped reading requests at its own limits
+	 * (limits.max_requests_per_connection,
+	 * max_inflight_bytes_per_connection; conn.c); atomic. */
+	uint64_t pauses;
+	struct ratelimit pause_rl[2]; /* requests, bytes */
+	/* Connections closed for not finishing the handshake in
+	 * limits.handshake_timeout_s (conn.c, which logs them); atomic. */
+	uint64_t hs_timeouts;
 };
 
 void budget_init(struct budget *b, uint64_t limit);
@@ -61,8 +69,15 @@ void budget_give(struct budget *b, size_t n);
 void budget_note_stall(struct budget *b, const char *who, unsigned s,
     const char *what);
 
+/* A connection WHO holding HELD requests (or, if BYTES, bytes) in flight,
+ * its limit LIMIT, stops reading requests until replies go out: counted,
+ * and logged at most once in 10 s for each of the two limits. */
+void budget_note_pause(struct budget *b, const char *who, uint64_t held,
+    bool bytes, uint64_t limit);
+
 struct budget_stats {
 	uint64_t limit, used, peak, waits, reserve_bytes, small_bytes, stalls;
+	uint64_t pauses, hs_timeouts;
 };
 void budget_get_stats(const struct budget *b, struct budget_stats *st);
 

@@ -984,7 +984,8 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 
 /* limits = { max_connections; max_connections_per_client;
  * idle_timeout_s; stall_timeout_s; max_inflight_bytes;
- * max_request_bytes; } */
+ * max_request_bytes; max_requests_per_connection;
+ * max_inflight_bytes_per_connection; handshake_timeout_s; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
@@ -992,6 +993,8 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	static const char *const keys[] = { "max_connections",
 		"max_connections_per_client", "idle_timeout_s",
 		"stall_timeout_s", "max_inflight_bytes", "max_request_bytes",
+		"max_requests_per_connection",
+		"max_inflight_bytes_per_connection", "handshake_timeout_s",
 		NULL };
 	config_setting_t *g;
 	char got[96];
@@ -1012,6 +1015,11 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		-1 ||
 	    cfg_uint(ld, g, "stall_timeout_s", 0, 86400,
 		&lc->stall_timeout_s) == -1 ||
+	    cfg_uint(ld, g, "max_requests_per_connection", 1,
+		LIMITS_MAX_CONN_REQUESTS,
+		&lc->max_requests_per_connection) == -1 ||
+	    cfg_uint(ld, g, "handshake_timeout_s", 1, 3600,
+		&lc->handshake_timeout_s) == -1 ||
 	    (r = cfg_size(ld, g, "max_inflight_bytes", &lc->max_inflight_bytes,
 		 NULL)) == -1)
 		return -1;
@@ -1036,6 +1044,20 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 	}
 	if (r == 1)
 		lc->max_request_bytes = (uint32_t)v;
+	if ((r = cfg_size(ld, g, "max_inflight_bytes_per_connection", &v,
+		 NULL)) == -1)
+		return -1;
+	if (r == 1 &&
+	    (v < LIMITS_MIN_CONN_INFLIGHT_BYTES ||
+		v > LIMITS_MAX_CONN_INFLIGHT_BYTES)) {
+		config_setting_t *s = config_setting_get_member(g,
+		    "max_inflight_bytes_per_connection");
+		cfg_error(ld, s, "expected a size from 1M to 1G, got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	if (r == 1)
+		lc->max_inflight_bytes_per_connection = v;
 	return 0;
 }
 
@@ -1261,6 +1283,9 @@ config_defaults(struct wbd_config *cfg)
 	cfg->limits.stall_timeout_s = 120;
 	cfg->limits.max_inflight_bytes = BUDGET_DEFAULT_BYTES;
 	cfg->limits.max_request_bytes = 64u << 20;
+	cfg->limits.max_requests_per_connection = 256;
+	cfg->limits.max_inflight_bytes_per_connection = 64u << 20;
+	cfg->limits.handshake_timeout_s = 30;
 }
 
 void

@@ -90,6 +90,11 @@ struct limits_conf {
 	uint32_t max_request_bytes;  /* the longest READ or WRITE from a
 	                                client that did not agree on block
 	                                sizes */
+	unsigned max_requests_per_connection;       /* requests in flight on one
+	                                         connection, default 256 */
+	uint64_t max_inflight_bytes_per_connection; /* their bytes, default
+	                                               64M */
+	unsigned handshake_timeout_s; /* to finish the handshake, default 30 */
 };
 
 /* The user and group wbd runs as once started (user = ...; group = ...;),
@@ -114,6 +119,9 @@ struct metrics_conf {
 
 #define LIMITS_MIN_REQUEST_BYTES (32u << 20) /* the advertised maximum */
 #define LIMITS_MAX_REQUEST_BYTES (1u << 30)
+#define LIMITS_MAX_CONN_REQUESTS 65536
+#define LIMITS_MIN_CONN_INFLIGHT_BYTES (1ull << 20)
+#define LIMITS_MAX_CONN_INFLIGHT_BYTES (1ull << 30)
 
 struct wbd_config {
 	char *path;                     /* the file it came from */

@@ -43,8 +43,6 @@
 #include "request.h"
 #include "tls.h"
 
-#define CONN_MAX_INFLIGHT       256u
-#define CONN_MAX_INFLIGHT_BYTES (64u << 20)
 /* A client that sends options without reading the replies is not read
  * while this much of them waits. */
 #define CONN_HS_MAX_UNSENT_BYTES (64u << 10)
@@ -62,8 +60,6 @@
 #define CONN_PACE_POLL_S        0.01
 /* A connection waiting for the memory budget looks again this often. */
 #define CONN_BUDGET_POLL_S 0.01
-/* A client must finish the handshake within this time. */
-#define CONN_HANDSHAKE_TIMEOUT_S 30.0
 
 enum conn_state {
 	CS_HS_CLIENT_FLAGS,     /* waiting for the client's 32-bit flags */
@@ -456,9 +452,26 @@ conn_close_gracefully(struct conn *c)
 static bool
 conn_over_limit(const struct conn *c)
 {
-	return c->inflight >= CONN_MAX_INFLIGHT ||
-	    c->inflight_bytes >= CONN_MAX_INFLIGHT_BYTES || c->throttled > 0 ||
-	    c->hs_unsent > CONN_HS_MAX_UNSENT_BYTES;
+	return c->inflight >= c->host->limits.max_requests_per_connection ||
+	    c->inflight_bytes >=
+	    c->host->limits.max_inflight_bytes_per_connection ||
+	    c->throttled > 0 || c->hs_unsent > CONN_HS_MAX_UNSENT_BYTES;
+}
+
+/* C stops reading requests (conn_over_limit): if at its own limits,
+ * counted and logged (budget_note_pause). */
+static void
+conn_note_pause(const struct conn *c)
+{
+	const struct conn_host *h = c->host;
+
+	if (c->inflight >= h->limits.max_requests_per_connection)
+		budget_note_pause(h->budget, c->peer, c->inflight, false,
+		    h->limits.max_requests_per_connection);
+	else if (c->inflight_bytes >=
+	    h->limits.max_inflight_bytes_per_connection)
+		budget_note_pause(h->budget, c->peer, c->inflight_bytes, true,
+		    h->limits.max_inflight_bytes_per_connection);
 }
 
 static void
@@ -953,15 +966,16 @@ conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = w->data;
 	ev_tstamp left =
-	    c->last_request + c->host->idle_timeout_s - ev_now(loop);
+	    c->last_request + c->host->limits.idle_timeout_s - ev_now(loop);
 
 	if (left > 0 || c->inflight > 0) {
-		ev_timer_set(w, left > 0 ? left : c->host->idle_timeout_s, 0);
+		ev_timer_set(w,
+		    left > 0 ? left : c->host->limits.idle_timeout_s, 0);
 		ev_timer_start(loop, w);
 		return;
 	}
 	log_info("%s: no request for %u s (limits.idle_timeout_s); closing",
-	    c->peer, c->host->idle_timeout_s);
+	    c->peer, c->host->limits.idle_timeout_s);
 	conn_close_gracefully(c);
 	conn_maybe_finish(c);
 }
@@ -984,7 +998,7 @@ conn_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	for (struct conn *c = h->conns; c; c = next) {
 		next = c->next;
 		if (c->dead || c->state < CS_TX_HEADER ||
-		    now - c->stall_since < h->stall_timeout_s)
+		    now - c->stall_since < h->limits.stall_timeout_s)
 			continue;
 		const char *what = c->out_head ?
 		    "replies not read" :
@@ -993,7 +1007,8 @@ conn_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		    NULL;
 		if (!what)
 			continue;
-		budget_note_stall(h->budget, c->peer, h->stall_timeout_s, what);
+		budget_note_stall(h->budget, c->peer, h->limits.stall_timeout_s,
+		    what);
 		conn_close_socket(c);
 		conn_maybe_finish(c);
 	}
@@ -1007,7 +1022,7 @@ conn_enter_transmission(struct conn *c)
 	c->view.tflags = c->exp->tflags;
 	c->view.structured = c->hs.structured;
 	c->view.meta = c->hs.meta;
-	c->view.max_request_bytes = c->host->max_request_bytes;
+	c->view.max_request_bytes = c->host->limits.max_request_bytes;
 	if (c->hs.block_sizes)
 		c->view.max_request_bytes = PROTO_MAX_REQUEST_BYTES;
 	c->err_seq = export_err_seq(c->exp);
@@ -1017,9 +1032,9 @@ conn_enter_transmission(struct conn *c)
 	c->connected_at = ev_now(c->host->loop);
 	c->stall_since = c->connected_at;
 	ev_timer_stop(c->host->loop, &c->hs_timer);
-	if (c->host->stall_timeout_s && !c->host->stall_timer_set) {
+	if (c->host->limits.stall_timeout_s && !c->host->stall_timer_set) {
 		/* Looked at every quarter of the timeout, at most 1 s. */
-		ev_tstamp every = c->host->stall_timeout_s / 4.0;
+		ev_tstamp every = c->host->limits.stall_timeout_s / 4.0;
 		if (every > 1)
 			every = 1;
 		ev_timer_init(&c->host->stall_timer, conn_stall_cb, every,
@@ -1028,10 +1043,10 @@ conn_enter_transmission(struct conn *c)
 		ev_timer_start(c->host->loop, &c->host->stall_timer);
 		c->host->stall_timer_set = true;
 	}
-	if (c->host->idle_timeout_s) {
+	if (c->host->limits.idle_timeout_s) {
 		c->last_request = ev_now(c->host->loop);
 		ev_timer_init(&c->hs_timer, conn_idle_cb,
-		    c->host->idle_timeout_s, 0);
+		    c->host->limits.idle_timeout_s, 0);
 		c->hs_timer.data = c;
 		ev_timer_start(c->host->loop, &c->hs_timer);
 	}
@@ -1169,6 +1184,7 @@ conn_process(struct conn *c)
 			struct nbd_request nbd;
 			const char *why = "";
 			if (conn_over_limit(c)) {
+				conn_note_pause(c);
 				conn_stop_reading(c);
 				c->paused = true;
 				return;
@@ -1374,11 +1390,13 @@ conn_hs_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct conn *c = w->data;
 	unsigned quiet;
 
+	__atomic_add_fetch(&c->host->budget->hs_timeouts, 1, __ATOMIC_RELAXED);
 	if (ratelimit_due(&c->host->hs_timeout_rl, CONN_FAIL_LOG_NS * 10,
 		&quiet))
-		log_warnx("%s: handshake not finished within %.0f s; "
-			  "disconnecting (%u other connections so, not logged)",
-		    c->peer, CONN_HANDSHAKE_TIMEOUT_S, quiet);
+		log_warnx("%s: handshake not finished within %u s "
+			  "(limits.handshake_timeout_s); disconnecting (%u "
+			  "other connections so, not logged)",
+		    c->peer, c->host->limits.handshake_timeout_s, quiet);
 	conn_close_socket(c);
 	conn_maybe_finish(c);
 }
@@ -1460,8 +1478,8 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	ev_io_init(&c->rw, conn_read_cb, fd, EV_READ);
 	ev_io_init(&c->ww, conn_write_cb, fd, EV_WRITE);
 	c->rw.data = c->ww.data = c;
-	ev_timer_init(&c->hs_timer, conn_hs_timeout_cb, CONN_HANDSHAKE_TIMEOUT_S,
-	    0);
+	ev_timer_init(&c->hs_timer, conn_hs_timeout_cb,
+	    (ev_tstamp)h->limits.handshake_timeout_s, 0);
 	c->hs_timer.data = c;
 	ev_timer_init(&c->budget_timer, conn_budget_cb, CONN_BUDGET_POLL_S, 0);
 	c->budget_timer.data = c;

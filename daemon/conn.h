@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "ratelimit.h"
 #include "stats.h"
 
@@ -36,11 +37,11 @@ struct conn_host {
 	struct conn *conns;             /* doubly linked through conn->next */
 	unsigned n_conns;
 	bool draining;                  /* shutting down: refuse new ones */
-	unsigned idle_timeout_s;        /* limits.idle_timeout_s, 0: off */
-	unsigned stall_timeout_s;       /* limits.stall_timeout_s, 0: off */
-	ev_timer stall_timer;           /* looks for stalled connections */
+	/* The limits group as at start (each needs a restart to change,
+	 * but max_inflight_bytes, which is the budget's). */
+	struct limits_conf limits;
+	ev_timer stall_timer; /* looks for stalled connections */
 	bool stall_timer_set;
-	uint32_t max_request_bytes; /* limits.max_request_bytes */
 	/* After a connection of CLIENT has been freed (or refused). */
 	void (*conn_gone)(struct conn_host *h, const char *client);
 	struct stats_io stats;          /* its requests, per export */

@@ -333,7 +333,8 @@ ctl_status_json_locked(struct daemon *d)
 	budget_get_stats(&d->budget, &bs);
 	unsigned conns = LOAD(&d->n_conns);
 	json_t *limits = json_pack("{s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:I,"
-				   " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				   " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+				   " s:i, s:I, s:I, s:i, s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
 	    (int)lc->idle_timeout_s, "stall_timeout_s",
 	    (int)lc->stall_timeout_s, "stalled", (json_int_t)bs.stalls,
@@ -346,7 +347,13 @@ ctl_status_json_locked(struct daemon *d)
 	    "inflight_waits", (json_int_t)bs.waits, "inflight_reserve_bytes",
 	    (json_int_t)bs.reserve_bytes, "inflight_small_bytes",
 	    (json_int_t)bs.small_bytes, "connection_buffer_bytes",
-	    (json_int_t)conns * CONN_RBUF_BYTES);
+	    (json_int_t)conns * CONN_RBUF_BYTES, "max_requests_per_connection",
+	    (int)lc->max_requests_per_connection,
+	    "max_inflight_bytes_per_connection",
+	    (json_int_t)lc->max_inflight_bytes_per_connection,
+	    "connection_pauses", (json_int_t)bs.pauses, "handshake_timeout_s",
+	    (int)lc->handshake_timeout_s, "handshake_timeouts",
+	    (json_int_t)bs.hs_timeouts);
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
 			      " s:I, s:I, s:I, s:I, s:I},"

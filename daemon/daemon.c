@@ -438,12 +438,7 @@ daemon_start_io_threads(struct daemon *d)
 		if (d->io[i]) {
 			d->io[i]->open_conns = &d->n_conns;
 			d->io[i]->slots = d->slots;
-			d->io[i]->host.idle_timeout_s =
-			    d->cfg.limits.idle_timeout_s;
-			d->io[i]->host.stall_timeout_s =
-			    d->cfg.limits.stall_timeout_s;
-			d->io[i]->host.max_request_bytes =
-			    d->cfg.limits.max_request_bytes;
+			d->io[i]->host.limits = d->cfg.limits;
 			d->io[i]->host.exports = &d->exports;
 			d->io[i]->host.budget = &d->budget;
 			d->io[i]->host.tls = &d->tls;

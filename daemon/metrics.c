@@ -94,6 +94,18 @@ static const struct metrics_row metrics_limit_rows[] = {
 	    "progress (limits.stall_timeout_s)." },
 	{ "connection_buffer_bytes", "wbd_connection_buffer_bytes", GAUGE, 1,
 	    "Input buffers of the open connections (outside the budget)." },
+	{ "max_requests_per_connection", "wbd_connection_requests_max", GAUGE,
+	    1, "limits.max_requests_per_connection." },
+	{ "max_inflight_bytes_per_connection",
+	    "wbd_connection_inflight_max_bytes", GAUGE, 1,
+	    "limits.max_inflight_bytes_per_connection." },
+	{ "connection_pauses", "wbd_connection_pauses_total", COUNTER, 1,
+	    "Times a connection stopped reading requests at its own limits "
+	    "(limits.max_requests_per_connection, "
+	    "max_inflight_bytes_per_connection)." },
+	{ "handshake_timeouts", "wbd_handshake_timeouts_total", COUNTER, 1,
+	    "Connections closed for not finishing the handshake within "
+	    "limits.handshake_timeout_s." },
 };
 
 static const struct metrics_row metrics_export_rows[] = {

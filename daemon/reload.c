@@ -120,7 +120,13 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	    oc->limits.max_connections_per_client !=
 		nc->limits.max_connections_per_client ||
 	    oc->limits.idle_timeout_s != nc->limits.idle_timeout_s ||
-	    oc->limits.stall_timeout_s != nc->limits.stall_timeout_s)
+	    oc->limits.stall_timeout_s != nc->limits.stall_timeout_s ||
+	    oc->limits.max_requests_per_connection !=
+		nc->limits.max_requests_per_connection ||
+	    oc->limits.max_inflight_bytes_per_connection !=
+		nc->limits.max_inflight_bytes_per_connection ||
+	    oc->limits.handshake_timeout_s != nc->limits.handshake_timeout_s ||
+	    oc->limits.max_request_bytes != nc->limits.max_request_bytes)
 		reload_note(msg, msglen,
 		    "connection limits changed: needs a "
 		    "restart");

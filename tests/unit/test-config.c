@@ -874,6 +874,46 @@ test_max_request_bytes(void **state)
 	    1, "limits.max_request_bytes", "expected a size from 32M to 1G");
 }
 
+/* What one connection may hold, and the handshake timeout. */
+static void
+test_connection_limits(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "cl-default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.max_requests_per_connection, 256);
+	assert_int_equal(f->cfg.limits.max_inflight_bytes_per_connection,
+	    64u << 20);
+	assert_int_equal(f->cfg.limits.handshake_timeout_s, 30);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "cl.conf",
+		"limits = { max_requests_per_connection = 4;\n"
+		"  max_inflight_bytes_per_connection = \"2M\";\n"
+		"  handshake_timeout_s = 1; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.max_requests_per_connection, 4);
+	assert_int_equal(f->cfg.limits.max_inflight_bytes_per_connection,
+	    2u << 20);
+	assert_int_equal(f->cfg.limits.handshake_timeout_s, 1);
+	config_free(&f->cfg);
+	expect_error(f, "cl-req.conf",
+	    "limits = {\n  max_requests_per_connection = 0;\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "limits.max_requests_per_connection", "1 to 65536");
+	expect_error(f, "cl-bytes.conf",
+	    "limits = { max_inflight_bytes_per_connection = \"512K\"; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "limits.max_inflight_bytes_per_connection",
+	    "expected a size from 1M to 1G");
+	expect_error(f, "cl-hs.conf",
+	    "limits = { handshake_timeout_s = 0; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "limits.handshake_timeout_s", "1 to 3600");
+}
+
 static void
 test_readahead_bytes(void **state)
 {
@@ -1584,6 +1624,7 @@ main(void)
 		T(test_default_export),
 		T(test_error_default_export_unknown),
 		T(test_max_request_bytes),
+		T(test_connection_limits),
 		T(test_readahead_bytes),
 		T(test_remote_unflushed_ranges_and_commit_interval),
 		T(test_error_missing_name),
