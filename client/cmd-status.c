@@ -447,7 +447,7 @@ status_print(FILE *f, const json_t *ans)
 		    "  %-18s %llu requests (max_requests_per_connection), "
 		    "%s (max_inflight_bytes_per_connection), %llu pause(s); "
 		    "handshake within %llu s, %llu timed out; stall timeout "
-		    "%llu s, %llu stalled\n",
+		    "%llu s, %llu stalled; %llu client error(s)\n",
 		    "per connection",
 		    (unsigned long long)jget_u64(lim,
 			"max_requests_per_connection", 0),
@@ -458,7 +458,8 @@ status_print(FILE *f, const json_t *ans)
 		    (unsigned long long)jget_u64(lim, "handshake_timeout_s", 0),
 		    (unsigned long long)jget_u64(lim, "handshake_timeouts", 0),
 		    (unsigned long long)jget_u64(lim, "stall_timeout_s", 0),
-		    (unsigned long long)jget_u64(lim, "stalled", 0));
+		    (unsigned long long)jget_u64(lim, "stalled", 0),
+		    (unsigned long long)jget_u64(lim, "client_errors", 0));
 	}
 
 	const json_t *tls = json_object_get(ans, "tls");

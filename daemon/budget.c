@@ -142,6 +142,7 @@ budget_get_stats(const struct budget *b, struct budget_stats *st)
 	st->stalls = LOAD(&b->stalls);
 	st->pauses = LOAD(&b->pauses);
 	st->hs_timeouts = LOAD(&b->hs_timeouts);
+	st->client_errors = LOAD(&b->client_errors);
 	st->reserve_bytes = budget_reserve(st->limit);
 	st->small_bytes = budget_small(st->limit);
 }

@@ -44,6 +44,9 @@ struct budget {
 	/* Connections closed for not finishing the handshake in
 	 * limits.handshake_timeout_s (conn.c, which logs them); atomic. */
 	uint64_t hs_timeouts;
+	/* Clients' errors: rejected requests, oversized options, bad magic
+	 * (conn.c, which logs them); atomic. */
+	uint64_t client_errors;
 };
 
 void budget_init(struct budget *b, uint64_t limit);
@@ -77,7 +80,7 @@ void budget_note_pause(struct budget *b, const char *who, uint64_t held,
 
 struct budget_stats {
 	uint64_t limit, used, peak, waits, reserve_bytes, small_bytes, stalls;
-	uint64_t pauses, hs_timeouts;
+	uint64_t pauses, hs_timeouts, client_errors;
 };
 void budget_get_stats(const struct budget *b, struct budget_stats *st);
 

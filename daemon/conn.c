@@ -20,6 +20,7 @@
  * request is in flight on a worker (c->inflight == 0).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,6 @@
 #define CONN_MAX_IOV            64
 /* Pieces of a payload read at once (a 1 MiB write in 4 KiB pages). */
 #define CONN_MAX_PAYLOAD_IOV 256
-#define CONN_LOG_BAD_REQUESTS   10
 /* Requests that failed (the device's errors): a line a second at most on
  * each I/O thread. */
 #define CONN_FAIL_LOG_NS 1000000000ull
@@ -130,8 +130,7 @@ struct conn {
 	                                   in the budget */
 	uint64_t err_seq;               /* export errors already reported */
 	bool flushed;                   /* client has sent FLUSH */
-	unsigned bad_requests;
-	struct fill_ra ra; /* its reading, for read-ahead */
+	struct fill_ra ra;              /* its reading, for read-ahead */
 };
 
 static void conn_process(struct conn *c);
@@ -708,18 +707,42 @@ conn_request_done(struct request *req)
 	conn_maybe_finish(c);
 }
 
+/*
+ * A client's mistake (a rejected request, an oversized option, bad magic):
+ * counted (limits.client_errors) and logged at most once a second on each
+ * I/O thread, with the number not logged, so that no client fills the
+ * log by repeating it, on one connection or reconnecting.
+ */
+static void conn_client_error(struct conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+conn_client_error(struct conn *c, const char *fmt, ...)
+{
+	char msg[512];
+	unsigned quiet;
+	va_list ap;
+
+	__atomic_add_fetch(&c->host->budget->client_errors, 1,
+	    __ATOMIC_RELAXED);
+	if (!ratelimit_due(&c->host->client_rl, CONN_FAIL_LOG_NS, &quiet))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	log_warnx("%s: %s (%u other client errors not logged)", c->peer, msg,
+	    quiet);
+}
+
 static void
 conn_log_bad(struct conn *c, const struct nbd_request *nbd, uint32_t err,
     const char *why)
 {
-	c->bad_requests++;
-	if (c->bad_requests <= CONN_LOG_BAD_REQUESTS)
-		log_warnx("%s: rejected %s (type %u, flags 0x%x) offset %llu "
-		    "length %u: %s (NBD error %u)%s", c->peer,
-		    proto_cmd_name(nbd->type), nbd->type, nbd->flags,
-		    (unsigned long long)nbd->offset, nbd->count, why, err,
-		    c->bad_requests == CONN_LOG_BAD_REQUESTS ?
-		    "; not logging further rejections on this connection" : "");
+	conn_client_error(c,
+	    "rejected %s (type %u, flags 0x%x) offset %llu length %u: %s "
+	    "(NBD error %u)",
+	    proto_cmd_name(nbd->type), nbd->type, nbd->flags,
+	    (unsigned long long)nbd->offset, nbd->count, why, err);
 }
 
 /* --- writer throttling: while any reply is held, the client is not read */
@@ -912,8 +935,10 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 			return;
 		}
 		if (payload > proto_max_discard_bytes(&c->view)) {
-			log_warnx("%s: WRITE payload of %u bytes is too large to "
-			    "skip; disconnecting", c->peer, payload);
+			conn_client_error(c,
+			    "WRITE payload of %u bytes is too large to skip; "
+			    "disconnecting",
+			    payload);
 			conn_close_socket(c);
 			return;
 		}
@@ -1118,8 +1143,9 @@ conn_process(struct conn *c)
 			if (avail < 16)
 				return;
 			if (get_u64(p) != NBD_OPT_MAGIC) {
-				log_warnx("%s: bad option magic in the "
-				    "handshake; disconnecting", c->peer);
+				conn_client_error(c,
+				    "bad option magic in the handshake; "
+				    "disconnecting");
 				conn_close_socket(c);
 				return;
 			}
@@ -1127,15 +1153,17 @@ conn_process(struct conn *c)
 			c->optlen = get_u32(p + 12);
 			c->rstart += 16;
 			if (c->optlen > HS_MAX_DISCARD_BYTES) {
-				log_warnx("%s: option %s with absurd length %u; "
-				    "disconnecting", c->peer,
+				conn_client_error(c,
+				    "option %s with absurd length %u; "
+				    "disconnecting",
 				    hs_option_name(c->opt), c->optlen);
 				conn_close_socket(c);
 				return;
 			}
 			if (c->optlen > HS_MAX_OPTION_BYTES) {
-				log_warnx("%s: option %s of %u bytes is too "
-				    "large; skipping it", c->peer,
+				conn_client_error(c,
+				    "option %s of %u bytes is too large; "
+				    "skipping it",
 				    hs_option_name(c->opt), c->optlen);
 				c->discard_left = c->optlen;
 				c->state = CS_HS_OPT_DISCARD;
@@ -1192,8 +1220,9 @@ conn_process(struct conn *c)
 			if (avail < NBD_REQUEST_SIZE)
 				return;
 			if (proto_decode_request(p, &nbd) < 0) {
-				log_warnx("%s: bad request magic 0x%08x; "
-				    "disconnecting", c->peer, get_u32(p));
+				conn_client_error(c,
+				    "bad request magic 0x%08x; disconnecting",
+				    get_u32(p));
 				conn_close_socket(c);
 				return;
 			}

@@ -47,6 +47,7 @@ struct conn_host {
 	struct stats_io stats;          /* its requests, per export */
 	struct ratelimit fail_rl;       /* "request failed" lines */
 	struct ratelimit hs_timeout_rl; /* "handshake not finished" */
+	struct ratelimit client_rl;     /* clients' errors */
 	/* Between conn_host_cork and conn_host_uncork: replies are queued,
 	 * and the connections holding them listed, to go out together. */
 	bool corked;

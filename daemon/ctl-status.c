@@ -334,7 +334,7 @@ ctl_status_json_locked(struct daemon *d)
 	unsigned conns = LOAD(&d->n_conns);
 	json_t *limits = json_pack("{s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:I,"
 				   " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-				   " s:i, s:I, s:I, s:i, s:I}",
+				   " s:i, s:I, s:I, s:i, s:I, s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
 	    (int)lc->idle_timeout_s, "stall_timeout_s",
 	    (int)lc->stall_timeout_s, "stalled", (json_int_t)bs.stalls,
@@ -353,7 +353,8 @@ ctl_status_json_locked(struct daemon *d)
 	    (json_int_t)lc->max_inflight_bytes_per_connection,
 	    "connection_pauses", (json_int_t)bs.pauses, "handshake_timeout_s",
 	    (int)lc->handshake_timeout_s, "handshake_timeouts",
-	    (json_int_t)bs.hs_timeouts);
+	    (json_int_t)bs.hs_timeouts, "client_errors",
+	    (json_int_t)bs.client_errors);
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
 			      " s:I, s:I, s:I, s:I, s:I},"

@@ -162,6 +162,7 @@ static int
 export_write_slow(struct export *e, struct request *req)
 {
 	uint64_t last_fill = UINT64_MAX, start = now_ns(), logged = start;
+	unsigned quiet;
 	uint32_t done = 0;
 
 	for (;;) {
@@ -186,11 +187,17 @@ export_write_slow(struct export *e, struct request *req)
 				__ATOMIC_RELAXED) &&
 			    now_ns() - start > EXPORT_SPACE_WAIT_NS)
 				return -ESHUTDOWN;
-			/* Every page dirty or pinned: make room. */
+			/* Every page dirty or pinned: make room.  Logged
+			 * once a second for all of the export's writes. */
 			if (now_ns() - logged > EXPORT_SPACE_WAIT_NS) {
-				log_warnx("export \"%s\": waiting for cache space "
-				    "(all pages dirty)", e->name);
 				logged = now_ns();
+				if (ratelimit_due(&e->space_rl,
+					EXPORT_SPACE_WAIT_NS, &quiet))
+					log_warnx("export \"%s\": waiting for "
+						  "cache space (all pages "
+						  "dirty; %u other waits not "
+						  "logged)",
+					    e->name, quiet);
 			}
 			export_make_room(e);
 			break;

@@ -38,6 +38,7 @@
 #include "config.h"
 #include "handshake.h"
 #include "job.h"
+#include "ratelimit.h"
 #include "writeback.h"
 
 struct cache_file;
@@ -71,6 +72,7 @@ struct export {
 	 * flush counters, the lock writeback signals progress on. */
 	struct wb_target wt;
 	unsigned connections;           /* atomic: clients in transmission */
+	struct ratelimit space_rl;      /* "waiting for cache space" */
 	char *backing;                  /* as configured */
 	bool direct;                    /* as configured (O_DIRECT) */
 	int removed;                    /* atomic: enum export_state */

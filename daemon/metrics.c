@@ -106,6 +106,9 @@ static const struct metrics_row metrics_limit_rows[] = {
 	{ "handshake_timeouts", "wbd_handshake_timeouts_total", COUNTER, 1,
 	    "Connections closed for not finishing the handshake within "
 	    "limits.handshake_timeout_s." },
+	{ "client_errors", "wbd_client_errors_total", COUNTER, 1,
+	    "Clients' errors: rejected requests, oversized options, bad "
+	    "magic." },
 };
 
 static const struct metrics_row metrics_export_rows[] = {
