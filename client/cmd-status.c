@@ -415,13 +415,15 @@ status_print(FILE *f, const json_t *ans)
 	if (lim)
 		fprintf(f,
 		    "  %-18s %llu of %llu (max_connections), at most "
-		    "%llu per client (max_connections_per_client); "
-		    "%llu client(s), %llu refused\n",
+		    "%llu per client (max_connections_per_client; IPv6 "
+		    "per /%llu); %llu client(s), %llu refused\n",
 		    "connections",
 		    (unsigned long long)jget_u64(lim, "connections", 0),
 		    (unsigned long long)jget_u64(lim, "max_connections", 0),
 		    (unsigned long long)jget_u64(lim,
 			"max_connections_per_client", 0),
+		    (unsigned long long)jget_u64(lim, "client_ipv6_prefix",
+			128),
 		    (unsigned long long)jget_u64(lim, "clients", 0),
 		    (unsigned long long)jget_u64(lim, "refused", 0));
 	if (lim && json_object_get(lim, "max_inflight_bytes")) {

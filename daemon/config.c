@@ -985,7 +985,8 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 /* limits = { max_connections; max_connections_per_client;
  * idle_timeout_s; stall_timeout_s; max_inflight_bytes;
  * max_request_bytes; max_requests_per_connection;
- * max_inflight_bytes_per_connection; handshake_timeout_s; } */
+ * max_inflight_bytes_per_connection; handshake_timeout_s;
+ * client_ipv6_prefix; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
@@ -995,7 +996,7 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		"stall_timeout_s", "max_inflight_bytes", "max_request_bytes",
 		"max_requests_per_connection",
 		"max_inflight_bytes_per_connection", "handshake_timeout_s",
-		NULL };
+		"client_ipv6_prefix", NULL };
 	config_setting_t *g;
 	char got[96];
 	uint64_t v;
@@ -1020,6 +1021,8 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		&lc->max_requests_per_connection) == -1 ||
 	    cfg_uint(ld, g, "handshake_timeout_s", 1, 3600,
 		&lc->handshake_timeout_s) == -1 ||
+	    cfg_uint(ld, g, "client_ipv6_prefix", 1, 128,
+		&lc->client_ipv6_prefix) == -1 ||
 	    (r = cfg_size(ld, g, "max_inflight_bytes", &lc->max_inflight_bytes,
 		 NULL)) == -1)
 		return -1;
@@ -1286,6 +1289,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->limits.max_requests_per_connection = 256;
 	cfg->limits.max_inflight_bytes_per_connection = 64u << 20;
 	cfg->limits.handshake_timeout_s = 30;
+	cfg->limits.client_ipv6_prefix = 64;
 }
 
 void

@@ -25,6 +25,7 @@
 #include "config.h"
 #include "listener.h"
 #include "log.h"
+#include "peer.h"
 #include "ratelimit.h"
 
 #define LISTEN_BACKLOG          128
@@ -111,7 +112,7 @@ listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		}
 
-		char peer[64], client[64];
+		char peer[64], client[PEER_CLIENT_KEY_BYTES];
 		l->accepted++;
 		if (l->is_tcp) {
 			int one = 1;
@@ -130,7 +131,8 @@ listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				port = ntohs(sin6->sin6_port);
 				snprintf(peer, sizeof peer, "[%s]:%u", host, port);
 			}
-			snprintf(client, sizeof client, "%s", host);
+			peer_client_key(&ss, l->ls->client_ipv6_prefix, client,
+			    sizeof client);
 		} else {
 			struct ucred uc;
 			socklen_t len = sizeof uc;
@@ -390,6 +392,7 @@ listeners_open(struct listeners *ls, struct activation *act,
     const struct wbd_config *cfg)
 {
 	ls->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	ls->client_ipv6_prefix = cfg->limits.client_ipv6_prefix;
 	for (size_t i = 0; i < cfg->n_listen_tcp; i++)
 		if (listener_open_tcp(ls, act, cfg->listen_tcp[i]) < 0)
 			return -1;

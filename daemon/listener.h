@@ -15,8 +15,8 @@ struct listener;
 
 /* The listening sockets, on LOOP; each accepted socket (non-blocking) goes
  * to ACCEPT, which owns it from then on: PEER names it for the log, CLIENT
- * is who it is for the per-client limit (the address for TCP, "uid N" for
- * a Unix socket). */
+ * is who it is for the per-client limit (peer_client_key for TCP, "uid N"
+ * for a Unix socket). */
 struct listeners {
 	struct ev_loop *loop;
 	void (*accept)(void *arg, int fd, const char *peer, const char *client);
@@ -25,6 +25,7 @@ struct listeners {
 	int spare_fd; /* given up to refuse a client when
 	                                   out of descriptors */
 	struct ratelimit accept_log;
+	unsigned client_ipv6_prefix; /* limits.client_ipv6_prefix */
 };
 
 struct activation;

@@ -148,3 +148,38 @@ peer_describe(const struct peer_ident *p, char *buf, size_t len)
 		snprintf(buf + n, len - (size_t)n, " cn %.64s", p->tls_cn);
 	return buf;
 }
+
+const char *
+peer_client_key(const struct sockaddr_storage *ss, unsigned v6_prefix,
+    char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
+		snprintf(buf, len, "%s", host);
+		return buf;
+	}
+	if (ss->ss_family != AF_INET6) {
+		snprintf(buf, len, "?");
+		return buf;
+	}
+	const struct sockaddr_in6 *sin6 = (const void *)ss;
+	struct in6_addr a = sin6->sin6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(&a)) {
+		inet_ntop(AF_INET, &a.s6_addr[12], host, sizeof host);
+		snprintf(buf, len, "%s", host);
+		return buf;
+	}
+	if (v6_prefix == 0 || v6_prefix > 128)
+		v6_prefix = 128;
+	for (unsigned bit = v6_prefix; bit < 128; bit++)
+		a.s6_addr[bit / 8] &= (uint8_t) ~(0x80u >> (bit % 8));
+	inet_ntop(AF_INET6, &a, host, sizeof host);
+	if (v6_prefix == 128)
+		snprintf(buf, len, "%s", host);
+	else
+		snprintf(buf, len, "%s/%u", host, v6_prefix);
+	return buf;
+}

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 /* A TLS identity: a PSK username or a certificate's common name. */
@@ -68,6 +69,18 @@ void peer_ident_clear(struct peer_ident *p);
  */
 int
 peer_set_tls_name(char dst[PEER_TLS_NAME_BYTES], const char *name, size_t len);
+
+/*
+ * The key a TCP client's connections are counted under
+ * (limits.max_connections_per_client), from its address SS: an IPv4
+ * address (also when IPv4-mapped IPv6) as it is; an IPv6 one cut to its
+ * first V6_PREFIX bits, 1 to 128, as "2001:db8:1:2::/64" (one host often
+ * holds a whole /64, and could otherwise take a slot per address of it).
+ * Returns BUF (at least PEER_CLIENT_KEY_BYTES).
+ */
+#define PEER_CLIENT_KEY_BYTES 64
+const char *peer_client_key(const struct sockaddr_storage *ss,
+    unsigned v6_prefix, char *buf, size_t len);
 
 /* "127.0.0.2", "[::1]", "uid 1000 gid 1000", with " psk alice" or
  * " cn host1" once TLS is up: for the log.  Returns BUF. */

@@ -887,6 +887,7 @@ test_connection_limits(void **state)
 	assert_int_equal(f->cfg.limits.max_inflight_bytes_per_connection,
 	    64u << 20);
 	assert_int_equal(f->cfg.limits.handshake_timeout_s, 30);
+	assert_int_equal(f->cfg.limits.client_ipv6_prefix, 64);
 	config_free(&f->cfg);
 	load_ok(f,
 	    write_conf(f, "cl.conf",
@@ -912,6 +913,10 @@ test_connection_limits(void **state)
 	    "limits = { handshake_timeout_s = 0; };\n"
 	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
 	    1, "limits.handshake_timeout_s", "1 to 3600");
+	expect_error(f, "cl-v6.conf",
+	    "limits = { client_ipv6_prefix = 129; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "limits.client_ipv6_prefix", "1 to 128");
 }
 
 static void
