@@ -449,7 +449,9 @@ status_print(FILE *f, const json_t *ans)
 		    "  %-18s %llu requests (max_requests_per_connection), "
 		    "%s (max_inflight_bytes_per_connection), %llu pause(s); "
 		    "handshake within %llu s, %llu timed out; stall timeout "
-		    "%llu s, %llu stalled; %llu client error(s)\n",
+		    "%llu s, %llu stalled; %llu client error(s); CACHE %llu at "
+		    "once a device (max_cache_requests), %llu answered "
+		    "without prefetching\n",
 		    "per connection",
 		    (unsigned long long)jget_u64(lim,
 			"max_requests_per_connection", 0),
@@ -461,7 +463,10 @@ status_print(FILE *f, const json_t *ans)
 		    (unsigned long long)jget_u64(lim, "handshake_timeouts", 0),
 		    (unsigned long long)jget_u64(lim, "stall_timeout_s", 0),
 		    (unsigned long long)jget_u64(lim, "stalled", 0),
-		    (unsigned long long)jget_u64(lim, "client_errors", 0));
+		    (unsigned long long)jget_u64(lim, "client_errors", 0),
+		    (unsigned long long)jget_u64(lim, "max_cache_requests", 0),
+		    (unsigned long long)jget_u64(lim, "cache_requests_skipped",
+			0));
 	}
 
 	const json_t *tls = json_object_get(ans, "tls");

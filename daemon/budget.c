@@ -115,6 +115,21 @@ budget_note_pause(struct budget *b, const char *who, uint64_t held, bool bytes,
 }
 
 void
+budget_note_cache_skip(struct budget *b, const char *who, const char *dev,
+    unsigned max)
+{
+	unsigned quiet;
+
+	__atomic_add_fetch(&b->cache_skips, 1, __ATOMIC_RELAXED);
+	if (!ratelimit_due(&b->cache_skip_rl, BUDGET_LOG_INTERVAL_NS, &quiet))
+		return;
+	log_info("%s: CACHE answered without prefetching: device %s has %u "
+		 "being carried out (limits.max_cache_requests) (%u others "
+		 "not logged)",
+	    who, dev, max, quiet);
+}
+
+void
 budget_charge(struct budget *b, size_t n)
 {
 	budget_note_peak(b, __atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED));
@@ -143,6 +158,7 @@ budget_get_stats(const struct budget *b, struct budget_stats *st)
 	st->pauses = LOAD(&b->pauses);
 	st->hs_timeouts = LOAD(&b->hs_timeouts);
 	st->client_errors = LOAD(&b->client_errors);
+	st->cache_skips = LOAD(&b->cache_skips);
 	st->reserve_bytes = budget_reserve(st->limit);
 	st->small_bytes = budget_small(st->limit);
 }

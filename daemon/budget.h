@@ -47,6 +47,10 @@ struct budget {
 	/* Clients' errors: rejected requests, oversized options, bad magic
 	 * (conn.c, which logs them); atomic. */
 	uint64_t client_errors;
+	/* CACHE requests answered without prefetching: their device had
+	 * limits.max_cache_requests being carried out (conn.c); atomic. */
+	uint64_t cache_skips;
+	struct ratelimit cache_skip_rl;
 };
 
 void budget_init(struct budget *b, uint64_t limit);
@@ -78,9 +82,14 @@ void budget_note_stall(struct budget *b, const char *who, unsigned s,
 void budget_note_pause(struct budget *b, const char *who, uint64_t held,
     bool bytes, uint64_t limit);
 
+/* A CACHE request from WHO answered at once, device DEV having MAX being
+ * carried out: counted, and logged at most once in 10 s. */
+void budget_note_cache_skip(struct budget *b, const char *who, const char *dev,
+    unsigned max);
+
 struct budget_stats {
 	uint64_t limit, used, peak, waits, reserve_bytes, small_bytes, stalls;
-	uint64_t pauses, hs_timeouts, client_errors;
+	uint64_t pauses, hs_timeouts, client_errors, cache_skips;
 };
 void budget_get_stats(const struct budget *b, struct budget_stats *st);
 

@@ -986,7 +986,7 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
  * idle_timeout_s; stall_timeout_s; max_inflight_bytes;
  * max_request_bytes; max_requests_per_connection;
  * max_inflight_bytes_per_connection; handshake_timeout_s;
- * client_ipv6_prefix; } */
+ * client_ipv6_prefix; max_cache_requests; } */
 static int
 cfg_limits(struct cfg_load *ld, const config_setting_t *root,
     struct limits_conf *lc)
@@ -996,7 +996,7 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		"stall_timeout_s", "max_inflight_bytes", "max_request_bytes",
 		"max_requests_per_connection",
 		"max_inflight_bytes_per_connection", "handshake_timeout_s",
-		"client_ipv6_prefix", NULL };
+		"client_ipv6_prefix", "max_cache_requests", NULL };
 	config_setting_t *g;
 	char got[96];
 	uint64_t v;
@@ -1023,6 +1023,8 @@ cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 		&lc->handshake_timeout_s) == -1 ||
 	    cfg_uint(ld, g, "client_ipv6_prefix", 1, 128,
 		&lc->client_ipv6_prefix) == -1 ||
+	    cfg_uint(ld, g, "max_cache_requests", 1, 1024,
+		&lc->max_cache_requests) == -1 ||
 	    (r = cfg_size(ld, g, "max_inflight_bytes", &lc->max_inflight_bytes,
 		 NULL)) == -1)
 		return -1;
@@ -1290,6 +1292,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->limits.max_inflight_bytes_per_connection = 64u << 20;
 	cfg->limits.handshake_timeout_s = 30;
 	cfg->limits.client_ipv6_prefix = 64;
+	cfg->limits.max_cache_requests = 2;
 }
 
 void

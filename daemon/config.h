@@ -95,6 +95,8 @@ struct limits_conf {
 	uint64_t max_inflight_bytes_per_connection; /* their bytes, default
 	                                               64M */
 	unsigned handshake_timeout_s; /* to finish the handshake, default 30 */
+	unsigned max_cache_requests;  /* NBD_CMD_CACHE carried out at once on
+	                                 a device, default 2 */
 	unsigned client_ipv6_prefix;  /* an IPv6 client is its address cut to
 	                                 this many bits (peer_client_key),
 	                                 default 64 */

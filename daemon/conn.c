@@ -43,6 +43,7 @@
 #include "proto.h"
 #include "request.h"
 #include "tls.h"
+#include "wbdev.h"
 
 /* A client that sends options without reading the replies is not read
  * while this much of them waits. */
@@ -785,6 +786,8 @@ conn_job_done(struct job *job)
 	struct conn *c = req->conn;
 
 	req->queued = true;
+	if (req->prefetching)
+		export_prefetch_end(req->export);
 	if (req->err_seq_checked)
 		c->err_seq = req->err_seq;
 	if (export_complete(req->export, req) == EXPORT_PACE)
@@ -808,6 +811,16 @@ conn_submit_payload(struct conn *c, struct request *req, const void *payload)
 	if (req->nbd.type == NBD_CMD_READ) {
 		req->ra_bytes = req->nbd.count;
 		c->ra.inflight_bytes += req->ra_bytes;
+	}
+	if (req->nbd.type == NBD_CMD_CACHE) {
+		unsigned max = c->host->limits.max_cache_requests;
+		if (!export_prefetch_begin(c->exp, max)) {
+			budget_note_cache_skip(c->host->budget, c->peer,
+			    c->exp->dev->name, max);
+			conn_reply(req); /* advisory: done, nothing read */
+			return;
+		}
+		req->prefetching = true;
 	}
 	enum export_verdict v = payload ?
 	    export_submit_write(c->exp, req, payload) :

@@ -334,7 +334,8 @@ ctl_status_json_locked(struct daemon *d)
 	unsigned conns = LOAD(&d->n_conns);
 	json_t *limits = json_pack("{s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:I,"
 				   " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-				   " s:i, s:I, s:I, s:i, s:I, s:I, s:i}",
+				   " s:i, s:I, s:I, s:i, s:I, s:I, s:i, s:i,"
+				   " s:I}",
 	    "max_connections", (int)lc->max_connections, "idle_timeout_s",
 	    (int)lc->idle_timeout_s, "stall_timeout_s",
 	    (int)lc->stall_timeout_s, "stalled", (json_int_t)bs.stalls,
@@ -355,7 +356,9 @@ ctl_status_json_locked(struct daemon *d)
 	    (int)lc->handshake_timeout_s, "handshake_timeouts",
 	    (json_int_t)bs.hs_timeouts, "client_errors",
 	    (json_int_t)bs.client_errors, "client_ipv6_prefix",
-	    (int)lc->client_ipv6_prefix);
+	    (int)lc->client_ipv6_prefix, "max_cache_requests",
+	    (int)lc->max_cache_requests, "cache_requests_skipped",
+	    (json_int_t)bs.cache_skips);
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
 			      " s:I, s:I, s:I, s:I, s:I},"

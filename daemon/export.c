@@ -425,6 +425,22 @@ export_complete(struct export *e, struct request *req)
 	return EXPORT_REPLY;
 }
 
+bool
+export_prefetch_begin(struct export *e, unsigned max)
+{
+	if (__atomic_add_fetch(&e->dev->prefetching, 1, __ATOMIC_RELAXED) <=
+	    max)
+		return true;
+	__atomic_sub_fetch(&e->dev->prefetching, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+void
+export_prefetch_end(struct export *e)
+{
+	__atomic_sub_fetch(&e->dev->prefetching, 1, __ATOMIC_RELAXED);
+}
+
 enum export_verdict
 export_submit(struct export *e, struct request *req)
 {

@@ -129,6 +129,16 @@ export_err_seq(struct export *e)
 	return __atomic_load_n(&e->wt.err_seq, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * An NBD_CMD_CACHE request may be carried out if E's device has fewer than
+ * MAX being carried out (true: counted until export_prefetch_end); else it
+ * is answered at once without prefetching, as the spec allows (CACHE is
+ * advisory), so that no client's CACHE requests take every worker of the
+ * device from other clients' reads.
+ */
+bool export_prefetch_begin(struct export *e, unsigned max);
+void export_prefetch_end(struct export *e);
+
 /* What the connection is to do with a request's reply. */
 enum export_verdict {
 	EXPORT_REPLY,           /* answered (req->err): reply now */

@@ -106,6 +106,11 @@ static const struct metrics_row metrics_limit_rows[] = {
 	{ "handshake_timeouts", "wbd_handshake_timeouts_total", COUNTER, 1,
 	    "Connections closed for not finishing the handshake within "
 	    "limits.handshake_timeout_s." },
+	{ "cache_requests_skipped", "wbd_cache_requests_skipped_total", COUNTER,
+	    1,
+	    "NBD_CMD_CACHE requests answered without prefetching "
+	    "(limits.max_cache_requests being carried out on the "
+	    "device)." },
 	{ "client_errors", "wbd_client_errors_total", COUNTER, 1,
 	    "Clients' errors: rejected requests, oversized options, bad "
 	    "magic." },

@@ -70,6 +70,8 @@ struct request {
 	uint64_t start_ns;              /* submitted to the export */
 	uint64_t paced_ns;              /* its reply held from then */
 	bool queued;                    /* carried out on a worker */
+	bool prefetching;               /* a CACHE counted by
+	                                   export_prefetch_begin */
 	ev_timer throttle;              /* a paced write's reply delay */
 	struct fill_read fill;          /* a read miss, on a worker */
 	struct out out;

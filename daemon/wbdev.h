@@ -70,6 +70,9 @@ struct wb_dev {
 	 * reads and fills. */
 	unsigned work_by_reason[8];
 	unsigned work_reads;
+	/* NBD_CMD_CACHE requests being carried out (limits.max_cache_requests;
+	 * export_prefetch_begin), atomic. */
+	unsigned prefetching;
 
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
 	unsigned min_ratio, max_ratio;
