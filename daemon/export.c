@@ -156,6 +156,8 @@ export_make_room(struct export *e)
 /* A write finding no cache space: logged about this often, and refused
  * after this long once shutting down. */
 #define EXPORT_SPACE_WAIT_NS 1000000000ull
+/* Writers paced or held (throttling): logged about this often. */
+#define EXPORT_PACE_LOG_NS 10000000000ull
 
 /* A write that could not complete on the I/O thread. */
 static int
@@ -391,8 +393,35 @@ export_pause_ms(struct export *e, uint64_t dirty_pages)
 static enum export_verdict
 export_write_verdict(struct export *e, struct request *req)
 {
-	req->pause_ms = export_pause_ms(e, cache_dirty_pages(e->wb->cache));
-	return req->pause_ms == 0 ? EXPORT_REPLY : EXPORT_PACE;
+	uint64_t dirty = cache_dirty_pages(e->wb->cache);
+	unsigned quiet;
+
+	req->pause_ms = export_pause_ms(e, dirty);
+	if (req->pause_ms == 0)
+		return EXPORT_REPLY;
+	/* Throttling bites: said once in 10 s (counted in wbctl status's
+	 * requests: paced_writes, held_writes). */
+	if (ratelimit_due(&e->pace_rl, EXPORT_PACE_LOG_NS, &quiet)) {
+		struct wb_thresholds th;
+		wb_ctl_snapshot(e->wb, &th);
+		uint64_t ps = e->wb->page_size;
+		if (req->pause_ms < 0)
+			log_info("export \"%s\": writes held at the dirty "
+				 "limit (%llu of %llu bytes dirty) until "
+				 "writeback makes room (%u other paced or "
+				 "held writes not logged)",
+			    e->name, (unsigned long long)(dirty * ps),
+			    (unsigned long long)(th.limit_pages * ps), quiet);
+		else
+			log_info("export \"%s\": writes paced, %d ms each: "
+				 "%llu bytes dirty, nearing the dirty limit "
+				 "of %llu (%u other paced or held writes not "
+				 "logged)",
+			    e->name, req->pause_ms,
+			    (unsigned long long)(dirty * ps),
+			    (unsigned long long)(th.limit_pages * ps), quiet);
+	}
+	return EXPORT_PACE;
 }
 
 struct cache_wbuf *

@@ -73,6 +73,7 @@ struct export {
 	struct wb_target wt;
 	unsigned connections;           /* atomic: clients in transmission */
 	struct ratelimit space_rl;      /* "waiting for cache space" */
+	struct ratelimit pace_rl;       /* "writers paced" / "held" */
 	char *backing;                  /* as configured */
 	bool direct;                    /* as configured (O_DIRECT) */
 	int removed;                    /* atomic: enum export_state */

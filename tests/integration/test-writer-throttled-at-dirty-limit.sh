@@ -9,7 +9,8 @@
 #     never passes it by more than one request, and writes are held; the
 #     data acknowledged but not yet on the backing file never exceeds the
 #     limit plus the request in flight plus the writeback runs in flight;
-#     everything is there after FLUSH.
+#     everything is there after FLUSH.  The log says writers were held or
+#     paced, once (at most once in 10 s).
 #  2. Fast device: nbdcopy streams 200M into export "fast" (a local file)
 #     with many requests in flight: it completes, the data verifies through
 #     wbd and on the backing file after FLUSH, wbd logs no warning, and its
@@ -125,6 +126,10 @@ if f.read(len(shadow)) != shadow:
     sys.exit("FAIL: after FLUSH the backing file differs")
 h.shutdown()
 PY
+# Throttling biting is said in the log, once in 10 s at most.
+n=$(grep -Ec 'export "slow": writes (held at the dirty limit|paced, [0-9]+ ms each)' "$LOG" || true)
+((n >= 1)) || fail "the throttled writes were not logged"
+((n <= 2)) || fail "throttling logged $n times in a few seconds (at most once in 10 s)"
 
 log "fast device: nbdcopy, 200M with many requests in flight"
 head -c 200M /dev/urandom >"$T/in.bin"
