@@ -491,6 +491,22 @@ status_print(FILE *f, const json_t *ans)
 			jget_str(ra, "group") :
 			"",
 		    jget_str(ra, "user") ? ")" : "");
+	const json_t *cc = json_object_get(ans, "control");
+	if (cc)
+		fprintf(f,
+		    "  %-18s %llu of %llu clients (max_clients), at most %llu "
+		    "per uid, the last %llu for admins; idle timeout %llu s; "
+		    "%llu refused, %llu closed idle, %llu request(s) too "
+		    "long\n",
+		    "control socket",
+		    (unsigned long long)jget_u64(cc, "clients", 0),
+		    (unsigned long long)jget_u64(cc, "max_clients", 0),
+		    (unsigned long long)jget_u64(cc, "max_clients_per_uid", 0),
+		    (unsigned long long)jget_u64(cc, "admin_reserved", 0),
+		    (unsigned long long)jget_u64(cc, "idle_timeout_s", 0),
+		    (unsigned long long)jget_u64(cc, "refused", 0),
+		    (unsigned long long)jget_u64(cc, "idle_closed", 0),
+		    (unsigned long long)jget_u64(cc, "oversized_requests", 0));
 	const json_t *rq = json_object_get(ans, "requests");
 	if (rq)
 		status_requests(f, rq);

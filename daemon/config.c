@@ -905,9 +905,9 @@ static int
 cfg_control(struct cfg_load *ld, const config_setting_t *root,
     struct control_conf *cc)
 {
-	static const char *const keys[] = {
-		"socket", "mode", "group", "admin_group", NULL
-	};
+	static const char *const keys[] = { "socket", "mode", "group",
+		"admin_group", "max_clients", "max_clients_per_uid",
+		"admin_reserved", "idle_timeout_s", NULL };
 	config_setting_t *g;
 	const char *str;
 	int r;
@@ -948,6 +948,23 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 		    str);
 	if (r == 1 && cfg_strdup(ld, str, &cc->admin_group) == -1)
 		return -1;
+	if (cfg_uint(ld, g, "max_clients", 1, 1024, &cc->max_clients) == -1 ||
+	    cfg_uint(ld, g, "max_clients_per_uid", 1, 1024,
+		&cc->max_clients_per_uid) == -1 ||
+	    cfg_uint(ld, g, "admin_reserved", 0, 1023, &cc->admin_reserved) ==
+		-1 ||
+	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &cc->idle_timeout_s) ==
+		-1)
+		return -1;
+	if (cc->admin_reserved >= cc->max_clients) {
+		config_setting_t *s =
+		    config_setting_get_member(g, "admin_reserved");
+		cfg_error(ld,
+		    s ? s : config_setting_get_member(g, "max_clients"),
+		    "admin_reserved (%u) must be less than max_clients (%u)",
+		    cc->admin_reserved, cc->max_clients);
+		return -1;
+	}
 	return 0;
 }
 
@@ -1246,6 +1263,10 @@ config_defaults(struct wbd_config *cfg)
 
 	cfg->control.socket = strdup(WBD_DEFAULT_CONTROL);
 	cfg->control.mode = 0660;
+	cfg->control.max_clients = 64;
+	cfg->control.max_clients_per_uid = 16;
+	cfg->control.admin_reserved = 8;
+	cfg->control.idle_timeout_s = 60;
 
 	if ((cfg->listen_tcp = calloc(1, sizeof *cfg->listen_tcp)) != NULL) {
 		if ((cfg->listen_tcp[0] = strdup(WBD_DEFAULT_TCP)) != NULL) {

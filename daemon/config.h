@@ -58,6 +58,12 @@ struct control_conf {
 	unsigned mode;                  /* socket file mode, default 0660 */
 	char *group;                    /* socket file group, may be NULL */
 	char *admin_group;              /* may change settings; may be NULL */
+	unsigned max_clients;           /* clients at once, default 64 */
+	unsigned max_clients_per_uid;   /* of them one uid's, default 16 */
+	unsigned admin_reserved;        /* the last slots, for root and the
+	                                   admin group, default 8 */
+	unsigned idle_timeout_s;        /* close a client idle this long;
+	                                   0: never; default 60 */
 };
 
 /* Remote (NBD) backing devices: connection and reconnection, in ms. */

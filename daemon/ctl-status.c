@@ -301,6 +301,23 @@ ctl_run_as_json(struct daemon *d)
 	    (int)getegid(), "user", ra->user, "group", ra->group);
 }
 
+/* The control socket's limits and how they stand (control in
+ * wbd.conf(5)). */
+static json_t *
+ctl_control_json(struct daemon *d)
+{
+	const struct control_conf *cc = &d->cfg.control;
+
+	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "clients",
+	    (int)LOAD(&d->ctl_clients), "max_clients", (int)cc->max_clients,
+	    "max_clients_per_uid", (int)cc->max_clients_per_uid,
+	    "admin_reserved", (int)cc->admin_reserved, "idle_timeout_s",
+	    (int)cc->idle_timeout_s, "refused",
+	    (json_int_t)LOAD(&d->ctl_refused), "idle_closed",
+	    (json_int_t)LOAD(&d->ctl_idle_closed), "oversized_requests",
+	    (json_int_t)LOAD(&d->ctl_oversized));
+}
+
 static json_t *
 ctl_status_json_locked(struct daemon *d)
 {
@@ -383,6 +400,7 @@ ctl_status_json_locked(struct daemon *d)
 	if (o) {
 		json_object_set_new(o, "requests", requests);
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));
+		json_object_set_new(o, "control", ctl_control_json(d));
 	} else
 		json_decref(requests);
 	return o;

@@ -48,15 +48,11 @@
 #include "writeback.h"
 
 #define CTL_MAX_LINE            (64u << 10)
-/* Clients at once; the last CTL_ADMIN_RESERVED only for root and the
- * admin group, and at most CTL_MAX_CLIENTS_PER_UID for one uid, so that
- * nobody can lock root out. */
-#define CTL_MAX_CLIENTS         64
-#define CTL_ADMIN_RESERVED 8
-#define CTL_MAX_CLIENTS_PER_UID 16
-/* A client that sends nothing for this long (and waits for no flush) is
- * closed; wbctl status --watch asks every 2 s. */
-#define CTL_IDLE_NS (60ull * 1000000000ull)
+/* Clients at once (control.max_clients); the last control.admin_reserved
+ * only for root and the admin group, and at most
+ * control.max_clients_per_uid for one uid, so that nobody can lock root
+ * out.  A client that sends nothing for control.idle_timeout_s (and waits
+ * for no flush) is closed; wbctl status --watch asks every 2 s. */
 /* A client's answers not yet read: beyond this, it is not read. */
 #define CTL_MAX_UNSENT (1u << 20)
 #define CTL_REFUSE_LOG_NS (10ull * 1000000000ull)
@@ -77,6 +73,8 @@ struct ctl_state {
 	struct job stop_msg;            /* made with the state: stopping
 					 * cannot fail */
 	struct ratelimit refuse_log;
+	struct ratelimit idle_log; /* idle clients closed */
+	struct ratelimit long_log; /* requests too long */
 };
 
 struct ctl_flush_job {
@@ -573,6 +571,14 @@ ctl_process(struct ctl_client *cl)
 		cl->in.len -= start;
 	}
 	if (cl->in.len > CTL_MAX_LINE) {
+		unsigned quiet;
+		__atomic_add_fetch(&cl->cs->d->ctl_oversized, 1,
+		    __ATOMIC_RELAXED);
+		if (ratelimit_due(&cl->cs->long_log, CTL_REFUSE_LOG_NS, &quiet))
+			log_warnx("control: a request of a client of uid %u is "
+				  "longer than %u bytes: refused (%u more not "
+				  "logged)",
+			    (unsigned)cl->uid, CTL_MAX_LINE, quiet);
 		ctl_error(cl, "EPROTO", "request longer than %u bytes",
 		    CTL_MAX_LINE);
 		/* Half-close and discard what still comes, so that the
@@ -659,6 +665,7 @@ ctl_client_reap(struct ctl_client *cl)
 	if (cl->next)
 		cl->next->prev = cl->prev;
 	cs->n_clients--;
+	__atomic_store_n(&cs->d->ctl_clients, cs->n_clients, __ATOMIC_RELAXED);
 	buf_free(&cl->in);
 	buf_free(&cl->out);
 	free(cl);
@@ -693,30 +700,43 @@ ctl_refusal(struct ctl_state *cs, uid_t uid, gid_t gid)
 {
 	unsigned same = 0;
 
-	if (cs->n_clients >= CTL_MAX_CLIENTS)
-		return "every slot is taken";
+	const struct control_conf *cc = &cs->d->cfg.control;
+
+	if (cs->n_clients >= cc->max_clients)
+		return "every slot is taken (control.max_clients)";
 	for (struct ctl_client *cl = cs->clients; cl; cl = cl->next)
 		same += cl->fd >= 0 && cl->uid == uid;
-	if (same >= CTL_MAX_CLIENTS_PER_UID)
-		return "this uid has as many clients as one may";
-	if (cs->n_clients >= CTL_MAX_CLIENTS - CTL_ADMIN_RESERVED &&
+	if (same >= cc->max_clients_per_uid)
+		return "this uid has as many clients as one may "
+		       "(control.max_clients_per_uid)";
+	if (cs->n_clients >= cc->max_clients - cc->admin_reserved &&
 	    !ctl_is_admin(cs, uid, gid))
 		return "the remaining slots are kept for root and the admin "
 		       "group";
 	return NULL;
 }
 
-/* Close the clients idle for CTL_IDLE_NS (not waiting for a flush). */
+/* Close the clients idle for control.idle_timeout_s (not waiting for a
+ * flush). */
 static void
 ctl_close_idle(struct ctl_state *cs, uint64_t now)
 {
+	unsigned s = cs->d->cfg.control.idle_timeout_s, quiet;
+
+	if (s == 0)
+		return;
 	for (struct ctl_client *cl = cs->clients, *next; cl; cl = next) {
 		next = cl->next;
-		if (cl->fd < 0 || cl->flush || now - cl->last_ns < CTL_IDLE_NS)
+		if (cl->fd < 0 || cl->flush ||
+		    now - cl->last_ns < s * 1000000000ull)
 			continue;
-		log_debug("control: closing a client of uid %u idle for %llu s",
-		    (unsigned)cl->uid,
-		    (unsigned long long)(CTL_IDLE_NS / 1000000000ull));
+		__atomic_add_fetch(&cs->d->ctl_idle_closed, 1,
+		    __ATOMIC_RELAXED);
+		if (ratelimit_due(&cs->idle_log, CTL_REFUSE_LOG_NS, &quiet))
+			log_info("control: closing a client of uid %u idle for "
+				 "%u s (control.idle_timeout_s) (%u more not "
+				 "logged)",
+			    (unsigned)cl->uid, s, quiet);
 		ctl_client_close(cl);
 		ctl_client_reap(cl);
 	}
@@ -740,6 +760,7 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	const char *why = ctl_refusal(cs, cred.uid, cred.gid);
 	if (why) {
 		unsigned quiet;
+		__atomic_add_fetch(&cs->d->ctl_refused, 1, __ATOMIC_RELAXED);
 		if (ratelimit_due(&cs->refuse_log, CTL_REFUSE_LOG_NS, &quiet))
 			log_warnx("control: refused a client of uid %u: %s "
 				  "(%u more refusals not logged)",
@@ -769,6 +790,7 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		cs->clients->prev = cl;
 	cs->clients = cl;
 	cs->n_clients++;
+	__atomic_store_n(&cs->d->ctl_clients, cs->n_clients, __ATOMIC_RELAXED);
 	ev_io_start(loop, &cl->rw);
 	log_debug("control: client uid %u pid %d%s", (unsigned)cred.uid,
 	    (int)cred.pid, cl->admin ? " (admin)" : "");

@@ -47,6 +47,11 @@ struct daemon {
 	unsigned n_conns;               /* open connections (atomic) */
 	struct slots *slots;            /* per client (slots.c) */
 	unsigned long refused_conns;    /* atomic: refused by the limits */
+	/* The control socket's (ctl.c), atomics: clients open, refused at
+	 * accept by control.max_clients and co., closed idle
+	 * (control.idle_timeout_s), requests too long. */
+	unsigned ctl_clients;
+	uint64_t ctl_refused, ctl_idle_closed, ctl_oversized;
 	struct ratelimit refuse_log;
 	struct budget budget;  /* limits.max_inflight_bytes */
 	struct tls_server tls; /* the tls group, swapped by reload */

@@ -110,7 +110,12 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	if (!str_equal(oc->control.socket, nc->control.socket) ||
 	    oc->control.mode != nc->control.mode ||
 	    !str_equal(oc->control.group, nc->control.group) ||
-	    !str_equal(oc->control.admin_group, nc->control.admin_group))
+	    !str_equal(oc->control.admin_group, nc->control.admin_group) ||
+	    oc->control.max_clients != nc->control.max_clients ||
+	    oc->control.max_clients_per_uid !=
+		nc->control.max_clients_per_uid ||
+	    oc->control.admin_reserved != nc->control.admin_reserved ||
+	    oc->control.idle_timeout_s != nc->control.idle_timeout_s)
 		reload_note(msg, msglen, "control settings changed: needs a "
 		    "restart");
 	if (!str_equal(oc->metrics.listen, nc->metrics.listen))

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The control socket cannot be taken from root: one uid may hold at most
-# 16 clients, and the last 8 of the 64 slots are kept for root and the
+# The control socket cannot be taken from root: with control.max_clients
+# = 24, max_clients_per_uid = 6 and admin_reserved = 4, one uid holds at
+# most 6 clients and the last 4 of the 24 slots are kept for root and the
 # admin group, so four unprivileged uids holding idle connections leave
-# root's wbctl status working; refusals are logged once per 10 s.  And a
+# root's wbctl status working; refusals are counted (wbctl status:
+# control.refused) and logged once per 10 s.  A request line over 64 KiB
+# is answered EPROTO and counted (control.oversized_requests).  And a
 # client that sends status requests without reading the answers cannot
 # grow the daemon: beyond 1 MiB of unread answers it is not read.
 source "${SRCDIR:-$(dirname "$0")}/lib-ctl.sh"
@@ -12,7 +15,7 @@ setpriv --reuid=60001 --regid=60001 --clear-groups true ||
 
 add_export disk0 16M rw
 chmod 755 "$T"
-CTL_EXTRA='mode = "0666";'
+CTL_EXTRA='mode = "0666"; max_clients = 24; max_clients_per_uid = 6; admin_reserved = 4;'
 rss_bound 16
 start_wbd
 
@@ -55,12 +58,20 @@ done
 total=0
 for uid in 60001 60002 60003 60004; do
 	n=$(cat "$T/held.$uid")
-	((n <= 16)) || fail "uid $uid holds $n control clients (at most 16)"
+	((n <= 6)) || fail "uid $uid holds $n control clients (at most 6)"
 	total=$((total + n))
 done
-((total == 56)) || fail "unprivileged uids hold $total clients, expected 56 (64 less 8 kept)"
+((total == 20)) || fail "unprivileged uids hold $total clients, expected 20 (24 less 4 kept)"
 expect_exit 0 wbctl status
-log "four uids hold $total clients; root's status still answers"
+grep -Eq 'control socket +2[0-9] of 24 clients \(max_clients\), at most 6 per uid, the last 4 for admins' <<<"$OUT" ||
+	fail "wbctl status has no control socket line: $(grep -i 'control' <<<"$OUT")"
+expect_exit 0 wbctl status --json
+read -r clients refused <<<"$("$SYSPY" -c 'import json, sys
+c = json.load(sys.stdin)["control"]
+print(c["clients"], c["refused"])' <<<"$OUT")"
+((clients == 21 && refused == 60)) ||
+	fail "status control: $clients clients and $refused refused, expected 21 and 60"
+log "four uids hold $total clients, $refused refused; root's status still answers"
 n=$(grep -c 'control: refused a client' "$LOG")
 ((n == 1)) || fail "$n refusal lines logged, expected 1"
 kill "${pids[@]}" 2>/dev/null

@@ -3,7 +3,8 @@
 # or other control clients: one that connects and says nothing, one that
 # sends garbage, one that sends a line over 64 KiB, one that sends a request
 # and never reads the answer, one that closes mid-line.  The daemon answers
-# what it can with EPROTO and keeps going.
+# what it can with EPROTO and keeps going; the line over 64 KiB is counted
+# (wbctl status: control.oversized_requests) and logged.
 source "${SRCDIR:-$(dirname "$0")}/lib-ctl.sh"
 need nbdinfo
 
@@ -106,3 +107,9 @@ done
 kill "$idle"
 nbdinfo "$(uri_tcp disk0)" >/dev/null || fail "NBD over TCP stopped working"
 assert_alive
+# The line over 64 KiB is counted and logged.
+expect_exit 0 wbctl status --json
+n=$("$SYSPY" -c 'import json, sys; print(json.load(sys.stdin)["control"]["oversized_requests"])' <<<"$OUT")
+((n == 1)) || fail "control.oversized_requests is $n, expected 1"
+grep -q 'control: a request of a client of uid [0-9]* is longer than 65536 bytes' "$LOG" ||
+	fail "the over-long line was not logged"

@@ -888,6 +888,10 @@ test_connection_limits(void **state)
 	    64u << 20);
 	assert_int_equal(f->cfg.limits.handshake_timeout_s, 30);
 	assert_int_equal(f->cfg.limits.client_ipv6_prefix, 64);
+	assert_int_equal(f->cfg.control.max_clients, 64);
+	assert_int_equal(f->cfg.control.max_clients_per_uid, 16);
+	assert_int_equal(f->cfg.control.admin_reserved, 8);
+	assert_int_equal(f->cfg.control.idle_timeout_s, 60);
 	config_free(&f->cfg);
 	load_ok(f,
 	    write_conf(f, "cl.conf",
@@ -917,6 +921,10 @@ test_connection_limits(void **state)
 	    "limits = { client_ipv6_prefix = 129; };\n"
 	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
 	    1, "limits.client_ipv6_prefix", "1 to 128");
+	expect_error(f, "cl-ctl.conf",
+	    "control = { max_clients = 4;\n  admin_reserved = 4; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "control.admin_reserved", "less than max_clients");
 }
 
 static void
