@@ -40,7 +40,7 @@ struct budget {
 	 * (limits.max_requests_per_connection,
 	 * max_inflight_bytes_per_connection; conn.c); atomic. */
 	uint64_t pauses;
-	struct ratelimit pause_rl[2]; /* requests, bytes */
+	struct ratelimit pause_rl[3]; /* enum budget_pause */
 	/* Connections closed for not finishing the handshake in
 	 * limits.handshake_timeout_s (conn.c, which logs them); atomic. */
 	uint64_t hs_timeouts;
@@ -76,11 +76,16 @@ void budget_give(struct budget *b, size_t n);
 void budget_note_stall(struct budget *b, const char *who, unsigned s,
     const char *what);
 
-/* A connection WHO holding HELD requests (or, if BYTES, bytes) in flight,
- * its limit LIMIT, stops reading requests until replies go out: counted,
- * and logged at most once in 10 s for each of the two limits. */
+/* A connection WHO holding HELD of what KIND counts, its limit LIMIT,
+ * stops reading until replies go out: counted, and logged at most once in
+ * 10 s for each kind. */
+enum budget_pause {
+	BUDGET_PAUSE_REQUESTS,  /* limits.max_requests_per_connection */
+	BUDGET_PAUSE_BYTES,     /* limits.max_inflight_bytes_per_connection */
+	BUDGET_PAUSE_HANDSHAKE, /* handshake replies unread (conn.c) */
+};
 void budget_note_pause(struct budget *b, const char *who, uint64_t held,
-    bool bytes, uint64_t limit);
+    enum budget_pause kind, uint64_t limit);
 
 /* A CACHE request from WHO answered at once, device DEV having MAX being
  * carried out: counted, and logged at most once in 10 s. */

@@ -466,12 +466,17 @@ conn_note_pause(const struct conn *c)
 	const struct conn_host *h = c->host;
 
 	if (c->inflight >= h->limits.max_requests_per_connection)
-		budget_note_pause(h->budget, c->peer, c->inflight, false,
+		budget_note_pause(h->budget, c->peer, c->inflight,
+		    BUDGET_PAUSE_REQUESTS,
 		    h->limits.max_requests_per_connection);
 	else if (c->inflight_bytes >=
 	    h->limits.max_inflight_bytes_per_connection)
-		budget_note_pause(h->budget, c->peer, c->inflight_bytes, true,
+		budget_note_pause(h->budget, c->peer, c->inflight_bytes,
+		    BUDGET_PAUSE_BYTES,
 		    h->limits.max_inflight_bytes_per_connection);
+	else if (c->hs_unsent > CONN_HS_MAX_UNSENT_BYTES)
+		budget_note_pause(h->budget, c->peer, c->hs_unsent,
+		    BUDGET_PAUSE_HANDSHAKE, CONN_HS_MAX_UNSENT_BYTES);
 }
 
 static void
@@ -1147,6 +1152,7 @@ conn_process(struct conn *c)
 		case CS_HS_OPT_HEADER:
 			if (conn_over_limit(c)) {
 				/* Replies not read: read no more options. */
+				conn_note_pause(c);
 				conn_stop_reading(c);
 				c->paused = true;
 				return;

@@ -100,9 +100,10 @@ static const struct metrics_row metrics_limit_rows[] = {
 	    "wbd_connection_inflight_max_bytes", GAUGE, 1,
 	    "limits.max_inflight_bytes_per_connection." },
 	{ "connection_pauses", "wbd_connection_pauses_total", COUNTER, 1,
-	    "Times a connection stopped reading requests at its own limits "
+	    "Times a connection stopped reading at its own limits "
 	    "(limits.max_requests_per_connection, "
-	    "max_inflight_bytes_per_connection)." },
+	    "max_inflight_bytes_per_connection, or 64 KiB of handshake "
+	    "replies unread)." },
 	{ "handshake_timeouts", "wbd_handshake_timeouts_total", COUNTER, 1,
 	    "Connections closed for not finishing the handshake within "
 	    "limits.handshake_timeout_s." },
