@@ -507,6 +507,19 @@ status_print(FILE *f, const json_t *ans)
 		    (unsigned long long)jget_u64(cc, "refused", 0),
 		    (unsigned long long)jget_u64(cc, "idle_closed", 0),
 		    (unsigned long long)jget_u64(cc, "oversized_requests", 0));
+	const json_t *mx = json_object_get(ans, "metrics");
+	if (mx && jget_str(mx, "listen"))
+		fprintf(f,
+		    "  %-18s http://%s/metrics: %llu of %llu connections "
+		    "(max_connections), at most %llu per client; timeout "
+		    "%llu s; %llu refused\n",
+		    "metrics", jget_str(mx, "listen"),
+		    (unsigned long long)jget_u64(mx, "connections", 0),
+		    (unsigned long long)jget_u64(mx, "max_connections", 0),
+		    (unsigned long long)jget_u64(mx,
+			"max_connections_per_client", 0),
+		    (unsigned long long)jget_u64(mx, "timeout_s", 0),
+		    (unsigned long long)jget_u64(mx, "refused", 0));
 	const json_t *rq = json_object_get(ans, "requests");
 	if (rq)
 		status_requests(f, rq);

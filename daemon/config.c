@@ -1122,12 +1122,14 @@ cfg_run_as(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
-/* metrics = { listen = "127.0.0.1:9712"; } */
+/* metrics = { listen = "127.0.0.1:9712"; max_connections;
+ * max_connections_per_client; timeout_s; } */
 static int
 cfg_metrics(struct cfg_load *ld, const config_setting_t *root,
     struct metrics_conf *mc)
 {
-	static const char *const keys[] = { "listen", NULL };
+	static const char *const keys[] = { "listen", "max_connections",
+		"max_connections_per_client", "timeout_s", NULL };
 	config_setting_t *g;
 	const char *str;
 	int r;
@@ -1137,6 +1139,11 @@ cfg_metrics(struct cfg_load *ld, const config_setting_t *root,
 	if (g == NULL)
 		return 0;
 	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    cfg_uint(ld, g, "max_connections", 1, 1024, &mc->max_connections) ==
+		-1 ||
+	    cfg_uint(ld, g, "max_connections_per_client", 1, 1024,
+		&mc->max_connections_per_client) == -1 ||
+	    cfg_uint(ld, g, "timeout_s", 1, 3600, &mc->timeout_s) == -1 ||
 	    (r = cfg_string(ld, g, "listen", 255, &str)) == -1)
 		return -1;
 	if (r == 1 &&
@@ -1267,6 +1274,9 @@ config_defaults(struct wbd_config *cfg)
 	cfg->control.max_clients_per_uid = 16;
 	cfg->control.admin_reserved = 8;
 	cfg->control.idle_timeout_s = 60;
+	cfg->metrics.max_connections = 32;
+	cfg->metrics.max_connections_per_client = 4;
+	cfg->metrics.timeout_s = 10;
 
 	if ((cfg->listen_tcp = calloc(1, sizeof *cfg->listen_tcp)) != NULL) {
 		if ((cfg->listen_tcp[0] = strdup(WBD_DEFAULT_TCP)) != NULL) {

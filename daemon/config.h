@@ -125,7 +125,11 @@ struct memory_conf {
 
 /* The HTTP endpoint for Prometheus (metrics-http.c). */
 struct metrics_conf {
-	char *listen; /* "host:port"; NULL: off (default) */
+	char *listen;             /* "host:port"; NULL: off (default) */
+	unsigned max_connections; /* at once, default 32 */
+	unsigned max_connections_per_client; /* of them one address's
+	                                        (peer_client_key), default 4 */
+	unsigned timeout_s; /* close one silent this long, default 10 */
 };
 
 #define LIMITS_MIN_REQUEST_BYTES (32u << 20) /* the advertised maximum */

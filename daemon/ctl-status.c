@@ -318,6 +318,21 @@ ctl_control_json(struct daemon *d)
 	    (json_int_t)LOAD(&d->ctl_oversized));
 }
 
+/* The metrics endpoint's limits and how they stand (metrics in
+ * wbd.conf(5)); listen null when there is none. */
+static json_t *
+ctl_metrics_json(struct daemon *d)
+{
+	const struct metrics_conf *mc = &d->cfg.metrics;
+
+	return json_pack("{s:s?, s:i, s:i, s:i, s:i, s:I}", "listen",
+	    mc->listen, "max_connections", (int)mc->max_connections,
+	    "max_connections_per_client", (int)mc->max_connections_per_client,
+	    "timeout_s", (int)mc->timeout_s, "connections",
+	    (int)LOAD(&d->metrics_clients), "refused",
+	    (json_int_t)LOAD(&d->metrics_refused));
+}
+
 static json_t *
 ctl_status_json_locked(struct daemon *d)
 {
@@ -401,6 +416,7 @@ ctl_status_json_locked(struct daemon *d)
 		json_object_set_new(o, "requests", requests);
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));
 		json_object_set_new(o, "control", ctl_control_json(d));
+		json_object_set_new(o, "metrics", ctl_metrics_json(d));
 	} else
 		json_decref(requests);
 	return o;

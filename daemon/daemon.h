@@ -52,6 +52,10 @@ struct daemon {
 	 * (control.idle_timeout_s), requests too long. */
 	unsigned ctl_clients;
 	uint64_t ctl_refused, ctl_idle_closed, ctl_oversized;
+	/* The metrics endpoint's (metrics-http.c), atomics: clients served
+	 * now, refused by metrics.max_connections and co. */
+	unsigned metrics_clients;
+	uint64_t metrics_refused;
 	struct ratelimit refuse_log;
 	struct budget budget;  /* limits.max_inflight_bytes */
 	struct tls_server tls; /* the tls group, swapped by reload */

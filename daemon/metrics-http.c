@@ -36,11 +36,18 @@
 #include "log.h"
 #include "metrics-http.h"
 #include "metrics.h"
+#include "peer.h"
+#include "ratelimit.h"
 
-#define METRICS_HTTP_MAX_CONNS 32
-#define METRICS_HTTP_TIMEOUT_S 10
 #define METRICS_HTTP_BACKLOG 1024
+#define METRICS_HTTP_REFUSE_LOG_NS (10ull * 1000000000ull)
 #define METRICS_HTTP_PATH "/metrics"
+
+/* A client being served, by its key (peer_client_key). */
+struct metrics_client {
+	struct metrics_client *next, *prev;
+	char key[PEER_CLIENT_KEY_BYTES];
+};
 
 struct metrics_http {
 	struct daemon *d;
@@ -48,6 +55,12 @@ struct metrics_http {
 	int fd;       /* the listening socket */
 	struct MHD_Daemon *mhd;
 	bool named; /* its thread is called wbd-metrics */
+	/* The clients served now (metrics.max_connections and
+	 * max_connections_per_client); the MHD thread's alone. */
+	struct metrics_client *clients;
+	unsigned n_clients;
+	struct ratelimit refuse_rl;
+	struct ratelimit full_rl;
 };
 
 /* Is SA a loopback address (127.0.0.0/8, ::1)? */
@@ -205,6 +218,94 @@ metrics_http_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	return ret;
 }
 
+/* ADDR's key (peer_client_key), as the NBD listeners count clients. */
+static void
+metrics_http_key(const struct metrics_http *mh, const struct sockaddr *addr,
+    char key[PEER_CLIENT_KEY_BYTES])
+{
+	struct sockaddr_storage ss = { 0 };
+
+	if (addr && addr->sa_family == AF_INET6)
+		memcpy(&ss, addr, sizeof(struct sockaddr_in6));
+	else if (addr && addr->sa_family == AF_INET)
+		memcpy(&ss, addr, sizeof(struct sockaddr_in));
+	peer_client_key(&ss, mh->d->cfg.limits.client_ipv6_prefix, key,
+	    PEER_CLIENT_KEY_BYTES);
+}
+
+/* Take a client only within metrics.max_connections_per_client; a
+ * refusal is counted and logged (once in 10 s), so that no client,
+ * however many connections it opens and leaves idle, keeps Prometheus
+ * out.  (Beyond metrics.max_connections in all, libmicrohttpd accepts no
+ * more until one closes: they wait in the listen backlog.) */
+static enum MHD_Result
+metrics_http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct metrics_http *mh = cls;
+	const struct metrics_conf *mc = &mh->d->cfg.metrics;
+	char key[PEER_CLIENT_KEY_BYTES];
+	unsigned same = 0, quiet;
+
+	(void)len;
+	metrics_http_key(mh, addr, key);
+	for (struct metrics_client *c = mh->clients; c; c = c->next)
+		same += strcmp(c->key, key) == 0;
+	if (same < mc->max_connections_per_client)
+		return MHD_YES;
+	__atomic_add_fetch(&mh->d->metrics_refused, 1, __ATOMIC_RELAXED);
+	if (ratelimit_due(&mh->refuse_rl, METRICS_HTTP_REFUSE_LOG_NS, &quiet))
+		log_warnx("metrics: refused a client at %s: it has %u "
+			  "connections (metrics.max_connections_per_client) "
+			  "(%u more refusals not logged)",
+		    key, same, quiet);
+	return MHD_NO;
+}
+
+/* Keep the list of clients served (MHD's thread). */
+static void
+metrics_http_notify(void *cls, struct MHD_Connection *conn, void **ctx,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	struct metrics_http *mh = cls;
+	struct metrics_client *c = *ctx;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(conn,
+			MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		if (!(c = calloc(1, sizeof *c)))
+			return; /* not counted: its client gets one more */
+		metrics_http_key(mh, ci ? ci->client_addr : NULL, c->key);
+		c->next = mh->clients;
+		if (mh->clients)
+			mh->clients->prev = c;
+		mh->clients = c;
+		mh->n_clients++;
+		*ctx = c;
+		unsigned quiet;
+		if (mh->n_clients >= mh->d->cfg.metrics.max_connections &&
+		    ratelimit_due(&mh->full_rl, METRICS_HTTP_REFUSE_LOG_NS,
+			&quiet))
+			log_warnx("metrics: all %u connections in use "
+				  "(metrics.max_connections): more clients "
+				  "wait until one closes (%u more times not "
+				  "logged)",
+			    mh->n_clients, quiet);
+	} else if (c) {
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			mh->clients = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		mh->n_clients--;
+		free(c);
+		*ctx = NULL;
+	}
+	__atomic_store_n(&mh->d->metrics_clients, mh->n_clients,
+	    __ATOMIC_RELAXED);
+}
+
 /* libmicrohttpd's own complaints, into wbd's log. */
 static void metrics_http_log(void *cls, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
@@ -229,13 +330,15 @@ metrics_http_start(struct metrics_http *mh)
 	/* Its thread takes no signal: they go to the main loop. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
+	const struct metrics_conf *mc = &mh->d->cfg.metrics;
 	mh->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
 		MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-	    0, NULL, NULL, metrics_http_answer, mh, MHD_OPTION_LISTEN_SOCKET,
-	    (MHD_socket)mh->fd, MHD_OPTION_CONNECTION_LIMIT,
-	    (unsigned)METRICS_HTTP_MAX_CONNS, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned)METRICS_HTTP_TIMEOUT_S, MHD_OPTION_EXTERNAL_LOGGER,
-	    metrics_http_log, NULL, MHD_OPTION_END);
+	    0, metrics_http_accept, mh, metrics_http_answer, mh,
+	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)mh->fd,
+	    MHD_OPTION_CONNECTION_LIMIT, mc->max_connections,
+	    MHD_OPTION_CONNECTION_TIMEOUT, mc->timeout_s,
+	    MHD_OPTION_NOTIFY_CONNECTION, metrics_http_notify, mh,
+	    MHD_OPTION_EXTERNAL_LOGGER, metrics_http_log, NULL, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!mh->mhd) {
 		log_warnx("metrics.listen %s: cannot start the HTTP endpoint",

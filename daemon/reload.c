@@ -118,9 +118,13 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	    oc->control.idle_timeout_s != nc->control.idle_timeout_s)
 		reload_note(msg, msglen, "control settings changed: needs a "
 		    "restart");
-	if (!str_equal(oc->metrics.listen, nc->metrics.listen))
+	if (!str_equal(oc->metrics.listen, nc->metrics.listen) ||
+	    oc->metrics.max_connections != nc->metrics.max_connections ||
+	    oc->metrics.max_connections_per_client !=
+		nc->metrics.max_connections_per_client ||
+	    oc->metrics.timeout_s != nc->metrics.timeout_s)
 		reload_note(msg, msglen,
-		    "metrics.listen changed: needs a restart");
+		    "metrics settings changed: needs a restart");
 	if (oc->limits.max_connections != nc->limits.max_connections ||
 	    oc->limits.max_connections_per_client !=
 		nc->limits.max_connections_per_client ||

@@ -7,7 +7,9 @@
 #                        and python3-prometheus-client; metrics.py (in this
 #                        directory) is importable from it
 #   need_prometheus      skip without python3-prometheus-client
-#   add_metrics_listen   metrics = { listen = "127.0.0.1:$MPORT"; } in $CONF
+#   add_metrics_listen [KEYS]
+#                        metrics = { listen = "127.0.0.1:$MPORT"; KEYS } in
+#                        $CONF
 #   start_local_and_remote [http]
 #                        start wbd with export disk0 (a 16M local file) and
 #                        r0 (nbdkit's 16M memory disk, a remote device), so
@@ -32,7 +34,7 @@ need_prometheus() {
 MPORT=
 add_metrics_listen() {
 	MPORT=$(free_port)
-	echo "metrics = { listen = \"127.0.0.1:$MPORT\"; };" >>"$CONF"
+	echo "metrics = { listen = \"127.0.0.1:$MPORT\"; ${1:-} };" >>"$CONF"
 }
 
 start_local_and_remote() {

@@ -15,7 +15,8 @@ need curl
 
 add_export disk0 16M rw
 write_config
-add_metrics_listen
+# The storm below comes from one address: let it have every connection.
+add_metrics_listen 'max_connections_per_client = 1024;'
 add_remote_settings 'connect_timeout_ms = 120000;'
 start_wbd
 

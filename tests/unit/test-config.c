@@ -892,6 +892,9 @@ test_connection_limits(void **state)
 	assert_int_equal(f->cfg.control.max_clients_per_uid, 16);
 	assert_int_equal(f->cfg.control.admin_reserved, 8);
 	assert_int_equal(f->cfg.control.idle_timeout_s, 60);
+	assert_int_equal(f->cfg.metrics.max_connections, 32);
+	assert_int_equal(f->cfg.metrics.max_connections_per_client, 4);
+	assert_int_equal(f->cfg.metrics.timeout_s, 10);
 	config_free(&f->cfg);
 	load_ok(f,
 	    write_conf(f, "cl.conf",
@@ -925,6 +928,10 @@ test_connection_limits(void **state)
 	    "control = { max_clients = 4;\n  admin_reserved = 4; };\n"
 	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
 	    2, "control.admin_reserved", "less than max_clients");
+	expect_error(f, "cl-metrics.conf",
+	    "metrics = { max_connections_per_client = 0; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    1, "metrics.max_connections_per_client", "1 to 1024");
 }
 
 static void
