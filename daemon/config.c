@@ -1322,7 +1322,7 @@ config_defaults(struct wbd_config *cfg)
 	cfg->limits.max_requests_per_connection = 256;
 	cfg->limits.max_inflight_bytes_per_connection = 64u << 20;
 	cfg->limits.handshake_timeout_s = 30;
-	cfg->limits.client_ipv6_prefix = 64;
+	cfg->limits.client_ipv6_prefix = 128;
 	cfg->limits.max_cache_requests = 2;
 }
 

@@ -105,7 +105,7 @@ struct limits_conf {
 	                                 a device, default 2 */
 	unsigned client_ipv6_prefix;  /* an IPv6 client is its address cut to
 	                                 this many bits (peer_client_key),
-	                                 default 64 */
+	                                 default 128 (whole) */
 };
 
 /* The user and group wbd runs as once started (user = ...; group = ...;),

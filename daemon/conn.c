@@ -947,17 +947,20 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 		return;
 	}
 	if (err) {
+		if (payload > proto_max_discard_bytes(&c->view)) {
+			conn_client_error(c,
+			    "rejected %s offset %llu length %u: %s (NBD error "
+			    "%u); its payload is too large to skip: "
+			    "disconnecting",
+			    proto_cmd_name(nbd->type),
+			    (unsigned long long)nbd->offset, nbd->count, why,
+			    err);
+			conn_close_socket(c);
+			return;
+		}
 		conn_log_bad(c, nbd, err, why);
 		if (payload == 0) {
 			conn_reply_error(c, nbd, err);
-			return;
-		}
-		if (payload > proto_max_discard_bytes(&c->view)) {
-			conn_client_error(c,
-			    "WRITE payload of %u bytes is too large to skip; "
-			    "disconnecting",
-			    payload);
-			conn_close_socket(c);
 			return;
 		}
 		/* Skip the payload, then reply, so the stream stays in sync. */
@@ -1152,7 +1155,8 @@ conn_process(struct conn *c)
 		case CS_HS_OPT_HEADER:
 			if (conn_over_limit(c)) {
 				/* Replies not read: read no more options. */
-				conn_note_pause(c);
+				if (avail >= 16)
+					conn_note_pause(c);
 				conn_stop_reading(c);
 				c->paused = true;
 				return;
@@ -1231,7 +1235,11 @@ conn_process(struct conn *c)
 			struct nbd_request nbd;
 			const char *why = "";
 			if (conn_over_limit(c)) {
-				conn_note_pause(c);
+				/* Counted only if another request waits:
+				 * one that merely reached the limit is not
+				 * held back. */
+				if (avail >= NBD_REQUEST_SIZE)
+					conn_note_pause(c);
 				conn_stop_reading(c);
 				c->paused = true;
 				return;

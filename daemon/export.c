@@ -402,24 +402,27 @@ export_write_verdict(struct export *e, struct request *req)
 	/* Throttling bites: said once in 10 s (counted in wbctl status's
 	 * requests: paced_writes, held_writes). */
 	if (ratelimit_due(&e->pace_rl, EXPORT_PACE_LOG_NS, &quiet)) {
+		/* The cache's figures and the device's share: either may
+		 * be what binds (wb_throttle_dev_ms). */
 		struct wb_thresholds th;
 		wb_ctl_snapshot(e->wb, &th);
 		uint64_t ps = e->wb->page_size;
+		char how[32];
 		if (req->pause_ms < 0)
-			log_info("export \"%s\": writes held at the dirty "
-				 "limit (%llu of %llu bytes dirty) until "
-				 "writeback makes room (%u other paced or "
-				 "held writes not logged)",
-			    e->name, (unsigned long long)(dirty * ps),
-			    (unsigned long long)(th.limit_pages * ps), quiet);
+			snprintf(how, sizeof how, "held");
 		else
-			log_info("export \"%s\": writes paced, %d ms each: "
-				 "%llu bytes dirty, nearing the dirty limit "
-				 "of %llu (%u other paced or held writes not "
-				 "logged)",
-			    e->name, req->pause_ms,
-			    (unsigned long long)(dirty * ps),
-			    (unsigned long long)(th.limit_pages * ps), quiet);
+			snprintf(how, sizeof how, "paced, %d ms each",
+			    req->pause_ms);
+		log_info("export \"%s\": writes %s: %llu bytes dirty in the "
+			 "cache (dirty limit %llu), %llu of them on device %s "
+			 "(max_ratio %u%%); writeback is making room (%u "
+			 "other paced or held writes not logged)",
+		    e->name, how, (unsigned long long)(dirty * ps),
+		    (unsigned long long)(th.limit_pages * ps),
+		    (unsigned long long)(wb_dev_dirty_pages(e->dev) * ps),
+		    e->dev->name,
+		    __atomic_load_n(&e->dev->max_ratio, __ATOMIC_RELAXED),
+		    quiet);
 	}
 	return EXPORT_PACE;
 }

@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "ioloop.h"
 #include "log.h"
+#include "peer.h"
 #include "slots.h"
 
 /* How long a draining connection may take to finish before it is cut. */
@@ -211,7 +212,7 @@ struct new_conn {
 	struct job job;
 	int fd;
 	char peer[64];
-	char client[64];
+	char client[PEER_CLIENT_KEY_BYTES];
 };
 
 static void

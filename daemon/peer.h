@@ -74,8 +74,9 @@ peer_set_tls_name(char dst[PEER_TLS_NAME_BYTES], const char *name, size_t len);
  * The key a TCP client's connections are counted under
  * (limits.max_connections_per_client), from its address SS: an IPv4
  * address (also when IPv4-mapped IPv6) as it is; an IPv6 one cut to its
- * first V6_PREFIX bits, 1 to 128, as "2001:db8:1:2::/64" (one host often
- * holds a whole /64, and could otherwise take a slot per address of it).
+ * first V6_PREFIX bits, 1 to 128, as "2001:db8:1:2::/64" (a host given a
+ * whole /64 could otherwise take a share per address of it); whole at
+ * 128.
  * Returns BUF (at least PEER_CLIENT_KEY_BYTES).
  */
 #define PEER_CLIENT_KEY_BYTES 64

@@ -42,7 +42,7 @@ if h.pread(4096, 0) != b"x" * 4096:
 h.shutdown()
 PY
 secs=$(($(date +%s) - start + 1))
-threads=$(nproc)
+threads=$(getconf _NPROCESSORS_ONLN)
 lines=$(grep -c 'READ of 4096 bytes at .* failed: Input/output error' "$LOG" || true)
 ((lines >= 1)) || fail "no failed READ logged"
 max=$(((secs + 1) * threads))

@@ -887,7 +887,7 @@ test_connection_limits(void **state)
 	assert_int_equal(f->cfg.limits.max_inflight_bytes_per_connection,
 	    64u << 20);
 	assert_int_equal(f->cfg.limits.handshake_timeout_s, 30);
-	assert_int_equal(f->cfg.limits.client_ipv6_prefix, 64);
+	assert_int_equal(f->cfg.limits.client_ipv6_prefix, 128);
 	assert_int_equal(f->cfg.control.max_clients, 64);
 	assert_int_equal(f->cfg.control.max_clients_per_uid, 16);
 	assert_int_equal(f->cfg.control.admin_reserved, 8);
