@@ -101,27 +101,25 @@ void
 budget_note_pause(struct budget *b, const char *who, uint64_t held,
     enum budget_pause kind, uint64_t limit)
 {
-	static const char *const what[] = {
-		[BUDGET_PAUSE_REQUESTS] = "requests in flight "
-					  "(limits.max_requests_per_connection "
-					  "=",
-		[BUDGET_PAUSE_BYTES] =
-		    "bytes in flight "
-		    "(limits.max_inflight_bytes_per_connection "
-		    "=",
-		[BUDGET_PAUSE_HANDSHAKE] = "bytes of handshake replies unread "
-					   "(more than",
+	static const struct {
+		const char *what, *limit, *reading;
+	} k[] = {
+		[BUDGET_PAUSE_REQUESTS] = { "requests in flight",
+		    "limits.max_requests_per_connection =", "requests" },
+		[BUDGET_PAUSE_BYTES] = { "bytes in flight",
+		    "limits.max_inflight_bytes_per_connection =", "requests" },
+		[BUDGET_PAUSE_HANDSHAKE] = { "bytes of handshake replies unread",
+		    "more than", "options" },
 	};
 	unsigned quiet;
 
 	__atomic_add_fetch(&b->pauses, 1, __ATOMIC_RELAXED);
 	if (!ratelimit_due(&b->pause_rl[kind], BUDGET_LOG_INTERVAL_NS, &quiet))
 		return;
-	log_info("%s: %llu %s %llu): reading no more %s until replies go out "
-		 "(%u other pauses not logged)",
-	    who, (unsigned long long)held, what[kind],
-	    (unsigned long long)limit,
-	    kind == BUDGET_PAUSE_HANDSHAKE ? "options" : "requests", quiet);
+	log_info("%s: %llu %s (%s %llu): reading no more %s until replies go "
+		 "out (%u other pauses not logged)",
+	    who, (unsigned long long)held, k[kind].what, k[kind].limit,
+	    (unsigned long long)limit, k[kind].reading, quiet);
 }
 
 void
