@@ -66,13 +66,21 @@ budget_take(struct budget *b, size_t n, size_t held)
 	return true;
 }
 
+/* Count an event in *N: is a line due (at most one in 10 s; *QUIET gets
+ * the number not logged since)? */
+static bool
+budget_event(uint64_t *n, struct ratelimit *rl, unsigned *quiet)
+{
+	__atomic_add_fetch(n, 1, __ATOMIC_RELAXED);
+	return ratelimit_due(rl, BUDGET_LOG_INTERVAL_NS, quiet);
+}
+
 void
 budget_note_wait(struct budget *b, size_t n, const char *who)
 {
 	unsigned quiet;
 
-	__atomic_add_fetch(&b->waits, 1, __ATOMIC_RELAXED);
-	if (!ratelimit_due(&b->log_rl, BUDGET_LOG_INTERVAL_NS, &quiet))
+	if (!budget_event(&b->waits, &b->log_rl, &quiet))
 		return;
 	log_warnx(
 	    "%s: memory budget full (%llu of limits.max_inflight_bytes "
@@ -88,8 +96,7 @@ budget_note_stall(struct budget *b, const char *who, unsigned s,
 {
 	unsigned quiet;
 
-	__atomic_add_fetch(&b->stalls, 1, __ATOMIC_RELAXED);
-	if (!ratelimit_due(&b->stall_rl, BUDGET_LOG_INTERVAL_NS, &quiet))
+	if (!budget_event(&b->stalls, &b->stall_rl, &quiet))
 		return;
 	log_warnx("%s: %s for %u s (limits.stall_timeout_s): closing; its "
 		  "requests still complete (%u other connections closed so, "
@@ -113,8 +120,7 @@ budget_note_pause(struct budget *b, const char *who, uint64_t held,
 	};
 	unsigned quiet;
 
-	__atomic_add_fetch(&b->pauses, 1, __ATOMIC_RELAXED);
-	if (!ratelimit_due(&b->pause_rl[kind], BUDGET_LOG_INTERVAL_NS, &quiet))
+	if (!budget_event(&b->pauses, &b->pause_rl[kind], &quiet))
 		return;
 	log_info("%s: %llu %s (%s %llu): reading no more %s until replies go "
 		 "out (%u other pauses not logged)",
@@ -128,8 +134,7 @@ budget_note_cache_skip(struct budget *b, const char *who, const char *dev,
 {
 	unsigned quiet;
 
-	__atomic_add_fetch(&b->cache_skips, 1, __ATOMIC_RELAXED);
-	if (!ratelimit_due(&b->cache_skip_rl, BUDGET_LOG_INTERVAL_NS, &quiet))
+	if (!budget_event(&b->cache_skips, &b->cache_skip_rl, &quiet))
 		return;
 	log_info("%s: CACHE answered without prefetching: device %s has %u "
 		 "being carried out (limits.max_cache_requests) (%u others "

@@ -740,15 +740,16 @@ conn_client_error(struct conn *c, const char *fmt, ...)
 	    quiet);
 }
 
+/* A request refused with ERR for WHY, and what follows (THEN). */
 static void
 conn_log_bad(struct conn *c, const struct nbd_request *nbd, uint32_t err,
-    const char *why)
+    const char *why, const char *then)
 {
 	conn_client_error(c,
 	    "rejected %s (type %u, flags 0x%x) offset %llu length %u: %s "
-	    "(NBD error %u)",
+	    "(NBD error %u)%s",
 	    proto_cmd_name(nbd->type), nbd->type, nbd->flags,
-	    (unsigned long long)nbd->offset, nbd->count, why, err);
+	    (unsigned long long)nbd->offset, nbd->count, why, err, then);
 }
 
 /* --- writer throttling: while any reply is held, the client is not read */
@@ -948,17 +949,13 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 	}
 	if (err) {
 		if (payload > proto_max_discard_bytes(&c->view)) {
-			conn_client_error(c,
-			    "rejected %s offset %llu length %u: %s (NBD error "
-			    "%u); its payload is too large to skip: "
-			    "disconnecting",
-			    proto_cmd_name(nbd->type),
-			    (unsigned long long)nbd->offset, nbd->count, why,
-			    err);
+			conn_log_bad(c, nbd, err, why,
+			    "; its payload is too large to skip: "
+			    "disconnecting");
 			conn_close_socket(c);
 			return;
 		}
-		conn_log_bad(c, nbd, err, why);
+		conn_log_bad(c, nbd, err, why, "");
 		if (payload == 0) {
 			conn_reply_error(c, nbd, err);
 			return;

@@ -38,16 +38,11 @@
 #include "metrics.h"
 #include "peer.h"
 #include "ratelimit.h"
+#include "slots.h"
 
 #define METRICS_HTTP_BACKLOG 1024
 #define METRICS_HTTP_REFUSE_LOG_NS (10ull * 1000000000ull)
 #define METRICS_HTTP_PATH "/metrics"
-
-/* A client being served, by its key (peer_client_key). */
-struct metrics_client {
-	struct metrics_client *next, *prev;
-	char key[PEER_CLIENT_KEY_BYTES];
-};
 
 struct metrics_http {
 	struct daemon *d;
@@ -55,10 +50,11 @@ struct metrics_http {
 	int fd;       /* the listening socket */
 	struct MHD_Daemon *mhd;
 	bool named; /* its thread is called wbd-metrics */
-	/* The clients served now (metrics.max_connections and
-	 * max_connections_per_client); the MHD thread's alone. */
-	struct metrics_client *clients;
+	/* The connections served now, and each client's (by
+	 * peer_client_key: metrics.max_connections_per_client); the MHD
+	 * thread's alone. */
 	unsigned n_clients;
+	struct slots *slots;
 	struct ratelimit refuse_rl;
 	struct ratelimit full_rl;
 };
@@ -244,13 +240,14 @@ metrics_http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 	struct metrics_http *mh = cls;
 	const struct metrics_conf *mc = &mh->d->cfg.metrics;
 	char key[PEER_CLIENT_KEY_BYTES];
-	unsigned same = 0, quiet;
+	unsigned same, quiet;
 
 	(void)len;
 	metrics_http_key(mh, addr, key);
-	for (struct metrics_client *c = mh->clients; c; c = c->next)
-		same += strcmp(c->key, key) == 0;
-	if (same < mc->max_connections_per_client)
+	/* Taken once it starts (metrics_http_notify): this thread runs
+	 * both, one connection at a time. */
+	if ((same = slots_held(mh->slots, key)) <
+	    mc->max_connections_per_client)
 		return MHD_YES;
 	__atomic_add_fetch(&mh->d->metrics_refused, 1, __ATOMIC_RELAXED);
 	if (ratelimit_due(&mh->refuse_rl, METRICS_HTTP_REFUSE_LOG_NS, &quiet))
@@ -261,27 +258,28 @@ metrics_http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 	return MHD_NO;
 }
 
-/* Keep the list of clients served (MHD's thread). */
+/* Count the connections served and each client's (MHD's thread); *CTX
+ * holds the client's key, to give its slot back. */
 static void
 metrics_http_notify(void *cls, struct MHD_Connection *conn, void **ctx,
     enum MHD_ConnectionNotificationCode toe)
 {
 	struct metrics_http *mh = cls;
-	struct metrics_client *c = *ctx;
+	char *key = *ctx;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(conn,
 			MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (!(c = calloc(1, sizeof *c)))
+		if (!(key = malloc(PEER_CLIENT_KEY_BYTES)))
 			return; /* not counted: its client gets one more */
-		metrics_http_key(mh, ci ? ci->client_addr : NULL, c->key);
-		c->next = mh->clients;
-		if (mh->clients)
-			mh->clients->prev = c;
-		mh->clients = c;
+		metrics_http_key(mh, ci ? ci->client_addr : NULL, key);
+		if (!slots_take(mh->slots, key)) {
+			free(key);
+			return;
+		}
 		mh->n_clients++;
-		*ctx = c;
+		*ctx = key;
 		unsigned quiet;
 		if (mh->n_clients >= mh->d->cfg.metrics.max_connections &&
 		    ratelimit_due(&mh->full_rl, METRICS_HTTP_REFUSE_LOG_NS,
@@ -291,15 +289,10 @@ metrics_http_notify(void *cls, struct MHD_Connection *conn, void **ctx,
 				  "wait until one closes (%u more times not "
 				  "logged)",
 			    mh->n_clients, quiet);
-	} else if (c) {
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			mh->clients = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
+	} else if (key) {
+		slots_release(mh->slots, key);
 		mh->n_clients--;
-		free(c);
+		free(key);
 		*ctx = NULL;
 	}
 	__atomic_store_n(&mh->d->metrics_clients, mh->n_clients,
@@ -327,6 +320,11 @@ metrics_http_start(struct metrics_http *mh)
 
 	if (!mh)
 		return 0;
+	mh->slots = slots_new(mh->d->cfg.metrics.max_connections_per_client);
+	if (!mh->slots) {
+		log_warnx("metrics: out of memory");
+		return -1;
+	}
 	/* Its thread takes no signal: they go to the main loop. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -360,6 +358,7 @@ metrics_http_stop(struct metrics_http *mh)
 		MHD_stop_daemon(mh->mhd);
 	}
 	close(mh->fd);
+	slots_free(mh->slots);
 	free(mh->listen);
 	free(mh);
 }

@@ -112,6 +112,22 @@ slots_release(struct slots *s, const char *client)
 }
 
 unsigned
+slots_held(struct slots *s, const char *client)
+{
+	struct slot_client *c;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (c = s->bucket[slots_hash(client)]; c; c = c->next)
+		if (strcmp(c->key, client) == 0) {
+			n = c->held;
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+unsigned
 slots_clients(struct slots *s)
 {
 	pthread_mutex_lock(&s->lock);

@@ -17,6 +17,8 @@ void slots_free(struct slots *s);
 bool slots_take(struct slots *s, const char *client);
 /* Give back a slot CLIENT took. */
 void slots_release(struct slots *s, const char *client);
+/* Slots CLIENT holds now. */
+unsigned slots_held(struct slots *s, const char *client);
 /* Clients holding at least one slot. */
 unsigned slots_clients(struct slots *s);
 

@@ -108,9 +108,9 @@ PY
 read -r reqs bytes hs pauses timeouts used <<<"$(status_limits)"
 ((pauses >= 2)) || fail "limits.connection_pauses is $pauses, expected 2 or more"
 ((timeouts == 1)) || fail "limits.handshake_timeouts is $timeouts, expected 1"
-grep -Eq 'requests in flight \(limits.max_requests_per_connection = 4\): reading no more requests' "$LOG" ||
+grep -Eq ': 4 requests in flight \(limits.max_requests_per_connection = 4\): reading no more requests' "$LOG" ||
 	fail "no log line for the request limit"
-grep -Eq 'bytes in flight \(limits.max_inflight_bytes_per_connection = 1048576\): reading no more requests' "$LOG" ||
+grep -Eq ': 2097152 bytes in flight \(limits.max_inflight_bytes_per_connection = 1048576\): reading no more requests' "$LOG" ||
 	fail "no log line for the byte limit"
 grep -Eq 'handshake not finished within 1 s \(limits.handshake_timeout_s\)' "$LOG" ||
 	fail "no log line for the handshake timeout"

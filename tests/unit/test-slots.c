@@ -24,6 +24,9 @@ test_a_client_holds_at_most_its_share(void **state)
 	/* Another client is not affected. */
 	assert_true(slots_take(s, "uid 1000"));
 	assert_int_equal(slots_clients(s), 2);
+	assert_int_equal(slots_held(s, "10.0.0.1"), 3);
+	assert_int_equal(slots_held(s, "uid 1000"), 1);
+	assert_int_equal(slots_held(s, "10.0.0.2"), 0);
 	slots_release(s, "10.0.0.1");
 	assert_true(slots_take(s, "10.0.0.1"));
 	assert_false(slots_take(s, "10.0.0.1"));
