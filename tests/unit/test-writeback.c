@@ -467,6 +467,36 @@ background_writeback(struct wfx *x, unsigned n)
 	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), n);
 }
 
+/* Background writeback looks at the threshold before it starts and then
+ * between chunks (1/64 of this 1024-page cache: 16 pages), as the kernel's
+ * flusher does, not after every run. */
+static void
+test_background_writes_a_chunk_then_looks_at_the_threshold(void **state)
+{
+	struct wfx *x = *state;
+
+	set_thresholds(x, 10, 64, 3000);
+	/* At the threshold: nothing to do. */
+	dirty_separate_pages(x, 10);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 0);
+	assert_int_equal(dirty_pages(x), 10);
+	/* Ten over it: a whole chunk goes, oldest first, not just the ten
+	 * that bring it back to the threshold; then it is below, and the
+	 * worker stops. */
+	for (unsigned i = 10; i < 20; i++)
+		dirty_page(x, 2 * i, (uint8_t)(i + 1), i + 1);
+	wb_kick_background(x->dev);
+	wait_work_done(&x->dev->bg_queued);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 16);
+	assert_int_equal(dirty_pages(x), 4);
+	for (unsigned i = 0; i < 16; i++)
+		assert_true(device_page_is(x, 2 * i, (uint8_t)(i + 1)));
+	for (unsigned i = 16; i < 20; i++)
+		assert_true(device_page_is(x, 2 * i, 0));
+}
+
 static void
 test_flush_after_background_writeback_flushes_the_device(void **state)
 {
@@ -1141,6 +1171,8 @@ main(void)
 		T(test_flush_with_nothing_new_written_skips_the_device_flush,
 		    setup_one_step),
 		T(test_flush_after_background_writeback_flushes_the_device,
+		    setup_one_step),
+		T(test_background_writes_a_chunk_then_looks_at_the_threshold,
 		    setup_one_step),
 		T(test_read_flushes_first_only_where_written_unflushed,
 		    setup_flush_before_read),
