@@ -59,6 +59,15 @@ struct backend_file {
 
 #define BF(b) ((struct backend_file *)(b))
 
+/*
+ * Ranges written since the last good fdatasync that writeback keeps, to
+ * write again if the next one fails (BACKEND_REDO_AFTER_FAILED_FLUSH).
+ * Past this many a new range is merged into the nearest: a superset,
+ * written again in full, rather than a list that grows with random
+ * writes.  Each run's completion looks through them, so few.
+ */
+#define BACKEND_FILE_UNSYNCED_RANGES 16
+
 /* writeback.io_engine, set before the first open. */
 static enum backend_io_engine bf_engine = BACKEND_IO_AUTO;
 
@@ -1051,6 +1060,9 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 		f->b.caps |= BACKEND_STABLE_PAGES | BACKEND_UNCACHED;
 	if (readonly)
 		f->b.caps |= BACKEND_READ_ONLY;
+	else
+		f->b.caps |= BACKEND_REDO_AFTER_FAILED_FLUSH;
+	f->b.unflushed_max = BACKEND_FILE_UNSYNCED_RANGES;
 	f->try_punch = f->try_zero_range = true;
 	snprintf(f->b.dev_name, sizeof f->b.dev_name, "%u:%u",
 	    major(f->b.dev), minor(f->b.dev));

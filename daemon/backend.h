@@ -105,6 +105,15 @@ struct backend_ops {
  * keeps the ranges written since the last flush (wb_target.uf) and, after
  * a loss (backend.losses), writes them again before the next flush. */
 #define BACKEND_REDO_AFTER_LOSS (1u << 10)
+/* A flush that fails may have lost what was written since the last one
+ * that succeeded (a local file or block device: the kernel marks the
+ * pages it could not write clean, and may drop them, and reports the
+ * error once): writeback keeps the ranges written since the last good
+ * flush (wb_target.uf; once backend->unflushed_max are kept, a new one
+ * is merged into the nearest, never given up) and, when a flush fails,
+ * dirties them again where the cache holds them, to be written again
+ * (wb_redo_failed_flush). */
+#define BACKEND_REDO_AFTER_FAILED_FLUSH (1u << 11)
 
 /* A remote backend's connection, for the log and wbctl status. */
 struct backend_state {
@@ -129,7 +138,9 @@ struct backend {
 	const char *io_engine;  /* backend_io_engine_used */
 	/* With BACKEND_FLUSH_BEFORE_READ (atomics, set by the backend from
 	 * remote.unflushed_ranges and remote.commit_interval_ms, changed by
-	 * a reload): see wb_target.uf and wb_commit. */
+	 * a reload): see wb_target.uf and wb_commit.  With
+	 * BACKEND_REDO_AFTER_FAILED_FLUSH, unflushed_max is the backend's
+	 * own (BACKEND_FILE_UNSYNCED_RANGES). */
 	unsigned unflushed_max;
 	unsigned commit_ms;
 	/* With BACKEND_REDO_AFTER_LOSS (atomic, only rising): times its

@@ -351,8 +351,35 @@ cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 		return 0;
 	if (len > f->size_bytes - off)
 		len = f->size_bytes - off;
+	uint64_t first = off >> c->page_shift;
 	uint64_t last = (off + len - 1) >> c->page_shift;
-	for (uint64_t index = off >> c->page_shift; index <= last; index++) {
+	uint64_t span = last - first + 1;
+
+	if (span > 2 * ATOMIC_GET(&f->cached_pages) + 64) {
+		/* Wide and sparsely cached (a merged range over a large
+		 * export): walk the pages F has rather than the range. */
+		uint64_t found = 0;
+		for (int i = 0; i < CACHE_SHARDS; i++) {
+			struct shard *sh = &f->shards[i];
+			pthread_mutex_lock(&sh->lock);
+			for (uint64_t b = 0;
+			     sh->buckets && b <= sh->bucket_mask; b++)
+				for (struct cpage *p = sh->buckets[b]; p;
+				     p = p->hnext) {
+					if (p->index < first ||
+					    p->index > last ||
+					    !(p->flags & PF_FILLED))
+						continue;
+					found++;
+					if (!(p->flags & (PF_DIRTY | PF_WB)))
+						dirty_page_locked(sh, p, seq,
+						    now, &d);
+				}
+			shard_unlock_counting(f, sh, &d);
+		}
+		return span - found;
+	}
+	for (uint64_t index = first; index <= last; index++) {
 		struct shard *sh = shard_of(f, index);
 		pthread_mutex_lock(&sh->lock);
 		struct cpage *p = lookup_locked(sh, index);

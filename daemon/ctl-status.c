@@ -265,6 +265,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    b->description : ""));
 		json_object_set_new(o, "io_engine",
 		    json_string(b ? backend_io_engine_used(b) : ""));
+		ctl_set_u64(o, "rewritten_after_failed_flush_bytes",
+		    LOAD(&dev->flush_redo_pages) * ps);
 		json_object_set_new(o, "writeback_cpu_seconds",
 		    json_real((double)LOAD(&dev->wb_cpu_ns) / 1e9));
 		json_object_set_new(o, "writeback_cpu_share",

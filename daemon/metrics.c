@@ -158,6 +158,10 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Writeback rate, sampled every second and smoothed." },
 	{ "errors", "wbd_device_writeback_errors_total", COUNTER, 1,
 	    "Failed writes and flushes of the device." },
+	{ "rewritten_after_failed_flush_bytes",
+	    "wbd_device_rewritten_after_failed_flush_bytes_total", COUNTER, 1,
+	    "Bytes dirtied again to be written again: a flush of a file or "
+	    "block device failed before it covered them." },
 	{ "writeback_cpu_seconds", "wbd_device_writeback_cpu_seconds_total",
 	    COUNTER, 1,
 	    "CPU time of writeback work on the device's worker threads." },

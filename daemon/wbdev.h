@@ -56,6 +56,9 @@ struct wb_dev {
 	/* BACKEND_REDO_AFTER_LOSS (atomic): pages dirtied again after their
 	 * remote was lost before a flush covered them (wb_redo). */
 	uint64_t redo_pages;
+	/* Pages dirtied again after a failed flush of a file or block
+	 * device (wb_redo_failed_flush). */
+	uint64_t flush_redo_pages;
 	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
 	uint64_t bw_last_bytes, bw_last_ns;
 	/* CPU time of writeback work on the device's workers (their thread

@@ -355,6 +355,10 @@ wb_backing_off(struct wb_dev *dev)
  * raises flushed_upto to what it read before flushing, never lowers it.
  */
 static int wb_redo(struct wb_target *t, uint64_t losses);
+static bool
+wb_redirty_kept(struct wb_target *t, uint64_t *pages, uint64_t *missing);
+static void
+wb_redo_failed_flush(struct wb_target *t, uint64_t *again, uint64_t *uncached);
 static void wb_uf_prune_locked(struct wb_target *t);
 
 static int
@@ -375,11 +379,22 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	r = backend_flush(t->backend);
 	if (r < 0) {
 		unsigned quiet;
+		uint64_t again = 0, uncached = 0;
+		char redo[160] = "";
+		if (t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH) {
+			wb_redo_failed_flush(t, &again, &uncached);
+			snprintf(redo, sizeof redo,
+			    "; %llu page(s) written since the last good flush "
+			    "dirtied again, to be written again (%llu page(s) "
+			    "of those ranges not cached)",
+			    (unsigned long long)again,
+			    (unsigned long long)uncached);
+		}
 		errno = -r;
 		if (wb_fail_log_due(t->dev, &quiet))
-			log_warn("flush of export \"%s\" (device %s) failed "
+			log_warn("flush of export \"%s\" (device %s) failed%s "
 				 "(%u other failures not logged)",
-			    t->name, t->dev->name, quiet);
+			    t->name, t->dev->name, redo, quiet);
 		wb_note_error(t, -r);
 		return r;
 	}
@@ -392,6 +407,40 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	    w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;               /* DONE reloaded: someone raised it meanwhile */
 	return 0;
+}
+
+/*
+ * Dirty again (cache_redirty, the oldest sequence) every range T keeps as
+ * written since its last good flush, where the cache holds it.  Into
+ * *PAGES the pages of the ranges, into *MISSING those it does not hold.
+ * True if ranges were given up (uf_lost) or could not be read.
+ */
+static bool
+wb_redirty_kept(struct wb_target *t, uint64_t *pages, uint64_t *missing)
+{
+	struct wb_range *r = NULL;
+	unsigned n = 0;
+	uint64_t ps = t->wb->page_size;
+
+	pthread_mutex_lock(&t->uf_lock);
+	wb_uf_prune_locked(t);
+	bool lost = t->uf_lost != 0;
+	if (t->uf_n && (r = malloc(t->uf_n * sizeof *r))) {
+		n = t->uf_n;
+		memcpy(r, t->uf, n * sizeof *r);
+	} else if (t->uf_n) {
+		lost = true;
+	}
+	pthread_mutex_unlock(&t->uf_lock);
+	*pages = *missing = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (r[i].hi <= r[i].lo)
+			continue;
+		*missing += cache_redirty(t->cf, r[i].lo, r[i].hi - r[i].lo, 1);
+		*pages += (r[i].hi - 1) / ps - r[i].lo / ps + 1;
+	}
+	free(r);
+	return lost;
 }
 
 /*
@@ -408,31 +457,12 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 static int
 wb_redo(struct wb_target *t, uint64_t losses)
 {
-	struct wb_range *r = NULL;
-	unsigned n = 0;
-	uint64_t missing = 0, pages = 0;
+	uint64_t missing, pages;
 
-	pthread_mutex_lock(&t->uf_lock);
-	wb_uf_prune_locked(t);
-	bool lost = t->uf_lost != 0;
-	if (t->uf_n && (r = malloc(t->uf_n * sizeof *r))) {
-		n = t->uf_n;
-		memcpy(r, t->uf, n * sizeof *r);
-	} else if (t->uf_n) {
-		lost = true;
-	}
-	pthread_mutex_unlock(&t->uf_lock);
 	/* Ranges stay until a flush covers the count they were written
 	 * at: a second loss before it redoes them again. */
 	__atomic_store_n(&t->flush_losses, losses, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t ps = t->wb->page_size;
-		if (r[i].hi <= r[i].lo)
-			continue;
-		missing += cache_redirty(t->cf, r[i].lo, r[i].hi - r[i].lo, 1);
-		pages += (r[i].hi - 1) / ps - r[i].lo / ps + 1;
-	}
-	free(r);
+	bool lost = wb_redirty_kept(t, &pages, &missing);
 	__atomic_add_fetch(&t->dev->redo_pages,
 	    pages > missing ? pages - missing : 0, __ATOMIC_RELAXED);
 	if (missing || lost) {
@@ -450,6 +480,30 @@ wb_redo(struct wb_target *t, uint64_t losses)
 		    t->name, t->dev->name, (unsigned long long)pages);
 	}
 	return -EAGAIN;
+}
+
+/*
+ * A flush of T failed, and T's backend may have lost what was written
+ * since its last good one (BACKEND_REDO_AFTER_FAILED_FLUSH: after a failed
+ * fdatasync the kernel has marked the pages it could not write clean, and
+ * the next fdatasync succeeds without them).  Every range kept since then
+ * is dirtied again where the cache holds it (cache_redirty, the oldest
+ * sequence, so the next FLUSH writes it first), and is kept until a good
+ * flush covers it: the data stays dirty until it is on the device, as for
+ * a failed write.  Into *AGAIN the pages dirtied again, into *UNCACHED
+ * those of the ranges the cache no longer holds (a merged range may also
+ * span pages never written); the failure itself is reported by the
+ * caller (err_seq).  A range given up (uf_lost) cannot be redone.
+ */
+static void
+wb_redo_failed_flush(struct wb_target *t, uint64_t *again, uint64_t *uncached)
+{
+	uint64_t pages, missing;
+
+	(void)wb_redirty_kept(t, &pages, &missing);
+	*again = pages > missing ? pages - missing : 0;
+	*uncached = missing;
+	__atomic_add_fetch(&t->dev->flush_redo_pages, *again, __ATOMIC_RELAXED);
 }
 
 /* wb_flush_written_sent, for callers that need not know if it flushed. */
@@ -557,7 +611,8 @@ wb_count(struct wb_target *t, uint64_t off, uint64_t len, bool by_writeback)
 	unsigned i;
 
 	if (!(t->backend->caps &
-		(BACKEND_FLUSH_BEFORE_READ | BACKEND_REDO_AFTER_LOSS)))
+		(BACKEND_FLUSH_BEFORE_READ | BACKEND_REDO_AFTER_LOSS |
+		    BACKEND_REDO_AFTER_FAILED_FLUSH)))
 		return;
 	pthread_mutex_lock(&t->uf_lock);
 	wb_uf_prune_locked(t);
@@ -571,6 +626,21 @@ wb_count(struct wb_target *t, uint64_t off, uint64_t len, bool by_writeback)
 		wb_uf_join_locked(t, i);
 	} else if (t->uf_n < t->uf_cap) {
 		t->uf[t->uf_n++] = (struct wb_range){ off, end, w };
+	} else if (t->uf_n > 0 &&
+	    (t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH)) {
+		/* Full: into the nearest, a superset to write again. */
+		unsigned best = 0;
+		uint64_t best_gap = UINT64_MAX;
+		for (i = 0; i < t->uf_n; i++) {
+			uint64_t gap = t->uf[i].hi < off ? off - t->uf[i].hi :
+							   t->uf[i].lo - end;
+			if (gap < best_gap) {
+				best_gap = gap;
+				best = i;
+			}
+		}
+		wb_range_grow(&t->uf[best], off, end, w);
+		wb_uf_join_locked(t, best);
 	} else if (w > t->uf_lost) {
 		t->uf_lost = w;
 	}

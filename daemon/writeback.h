@@ -54,8 +54,10 @@ struct wb_target {
 
 	/*
 	 * Only for a backend with BACKEND_FLUSH_BEFORE_READ (its reads may
-	 * go on another connection than its writes) or
-	 * BACKEND_REDO_AFTER_LOSS: the byte ranges written to it that no
+	 * go on another connection than its writes),
+	 * BACKEND_REDO_AFTER_LOSS or BACKEND_REDO_AFTER_FAILED_FLUSH (a file:
+	 * full, a new range is merged into the nearest instead of being
+	 * given up; wb_redo_failed_flush): the byte ranges written to it that no
 	 * flush has covered yet, each with the count of `written` that
 	 * includes its last write, so that a read of a range none of them
 	 * touches needs no flush first (wb_flush_before_read), and so that

@@ -502,20 +502,19 @@ vmrss_kib() {
 	awk '/^VmRSS:/ { print $2 }' /proc/"$1"/status
 }
 
-# start_slow_file DIR SIZE WRITE_DELAY: make DIR/disk a file whose writes
-# are slow -- an nbdkit memory disk of SIZE behind its delay filter
-# (delay-write=WRITE_DELAY, e.g. "5ms", per write), mounted with nbdfuse --
-# and set SLOW_FILE to it.  Skips the test without nbdfuse, nbdkit or FUSE.
+# start_fuse_file DIR NBDKIT_ARGS...: make DIR/disk a file on a FUSE mount
+# (nbdfuse) whose reads, writes and fsyncs go to `nbdkit -s NBDKIT_ARGS...`,
+# and set FUSE_FILE to it.  Skips the test without nbdfuse, nbdkit or FUSE.
 # At exit the daemons are stopped before the file goes away.
-SLOW_FILE=
+FUSE_FILE=
 _FUSE_PID=
-start_slow_file() {
+start_fuse_file() {
 	local dir=$1 i
+	shift
 	need nbdfuse nbdkit
 	[[ -c /dev/fuse && -w /dev/fuse ]] || skip "/dev/fuse is not usable"
 	mkdir -p "$dir"
-	nbdfuse "$dir/disk" --command nbdkit -s --filter=delay memory "$2" \
-		delay-write="$3" >"$T/nbdfuse.log" 2>&1 &
+	nbdfuse "$dir/disk" --command nbdkit -s "$@" >"$T/nbdfuse.log" 2>&1 &
 	_FUSE_PID=$!
 	trap _stop_slow_file_then_cleanup EXIT
 	for ((i = 0; i < 100; i++)); do
@@ -524,7 +523,17 @@ start_slow_file() {
 		sleep 0.1
 	done
 	[[ -f $dir/disk ]] || skip "nbdfuse did not mount $dir within 10 s"
-	SLOW_FILE=$dir/disk
+	FUSE_FILE=$dir/disk
+}
+
+# start_slow_file DIR SIZE WRITE_DELAY: make DIR/disk a file whose writes
+# are slow -- an nbdkit memory disk of SIZE behind its delay filter
+# (delay-write=WRITE_DELAY, e.g. "5ms", per write), mounted with nbdfuse --
+# and set SLOW_FILE to it.  As start_fuse_file.
+SLOW_FILE=
+start_slow_file() {
+	start_fuse_file "$1" --filter=delay memory "$2" delay-write="$3"
+	SLOW_FILE=$FUSE_FILE
 }
 
 # stop_started_daemons [SECS]: stop every wbd this test started, checking

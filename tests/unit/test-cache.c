@@ -573,6 +573,46 @@ test_redirty_dirties_what_is_held_and_counts_what_is_not(void **state)
 	assert_int_equal(buf[0], 0x71);
 }
 
+/* A range far wider than what is cached (a merged range over a large
+ * export) is dirtied by walking the cached pages, not the range: the same
+ * answer. */
+static void
+test_redirty_of_a_wide_range_walks_the_cached_pages(void **state)
+{
+	struct fx *x = *state;
+	struct cache_file *g = cache_file_new(x->c, 1ull << 40); /* 1 TiB */
+	uint64_t fill;
+	uint8_t buf[PS];
+
+	assert_non_null(g);
+	memset(buf, 0x5a, PS);
+	for (uint64_t i = 0; i < 3; i++)
+		assert_int_equal(cache_write(g, buf, (i << 28) + PS, PS, 2,
+				     &fill),
+		    CACHE_WRITE_OK);
+	struct cache_run *r;
+	while ((r = cache_take_run(g, UINT64_MAX, 256)))
+		cache_end_run(r, true);
+	uint64_t cached, dirty;
+	cache_file_stats(g, &cached, &dirty);
+	assert_int_equal(cached, 3);
+	assert_int_equal(dirty, 0);
+	/* Pages 1 .. 2^29 / PS: two of the three, the rest not held. */
+	uint64_t span = (2ull << 28) / PS;
+	assert_int_equal(cache_redirty(g, PS, span * PS, 1), span - 2);
+	cache_file_stats(g, &cached, &dirty);
+	assert_int_equal(dirty, 2);
+	assert_true(cache_min_dirty_seq(g) == 1);
+	/* The whole file: the third too, in well under a second. */
+	assert_int_equal(cache_redirty(g, 0, 1ull << 40, 1),
+	    (1ull << 40) / PS - 3);
+	cache_file_stats(g, &cached, &dirty);
+	assert_int_equal(dirty, 3);
+	while ((r = cache_take_run(g, UINT64_MAX, 256)))
+		cache_end_run(r, true);
+	cache_file_free(g);
+}
+
 static void
 test_fill_never_installs_into_a_later_placeholder(void **state)
 {
@@ -935,6 +975,7 @@ main(void)
 		T(test_fill_after_discard_not_installed),
 		T(test_fill_never_installs_into_a_later_placeholder),
 		T(test_redirty_dirties_what_is_held_and_counts_what_is_not),
+		T(test_redirty_of_a_wide_range_walks_the_cached_pages),
 		T(test_state_runs),
 		T(test_state_zeroed_by_discard),
 		T(test_wbuf_whole_pages),

@@ -251,6 +251,20 @@ setup_redo_after_loss(void **state)
 	return r;
 }
 
+/* A local file: a failed flush may lose what it did not cover; 2 ranges
+ * kept, to see them merge. */
+static int
+setup_redo_after_failed_flush(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES,
+		.caps = BACKEND_REDO_AFTER_FAILED_FLUSH };
+	int r = wfx_setup(state, &p);
+	struct wfx *x = *state;
+
+	x->t.backend->unflushed_max = 2;
+	return r;
+}
+
 static int
 setup_read_only(void **state)
 {
@@ -1098,6 +1112,39 @@ test_failed_device_flush_is_an_error_and_is_retried(void **state)
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
 }
 
+/* A file whose flush fails (fdatasync: the kernel marked what it could not
+ * write clean): what was written since the last good flush is dirtied
+ * again where the cache holds it and kept until a good flush covers it;
+ * past the cap a new range joins the nearest rather than being given up. */
+static void
+test_failed_flush_of_a_file_dirties_again_what_it_may_have_lost(void **state)
+{
+	struct wfx *x = *state;
+
+	dirty_page(x, 40, 9, 1);
+	assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), 0);
+	assert_int_equal(wb_target_unflushed(&x->t), 0);
+	dirty_page(x, 0, 1, 2);
+	dirty_page(x, 4, 2, 3);
+	dirty_page(x, 20, 3, 4); /* third range: joins page 4's */
+	fake_fail_flushes(x->fake, 1, EIO);
+	assert_true(wb_flush(&x->t, 4, WB_REASON_FLUSH) < 0);
+	assert_int_equal(wb_target_unflushed(&x->t), 2);
+	assert_int_equal(dirty_pages(x), 3); /* 0, 4 and 20; not 40 */
+	assert_int_equal(x->dev->flush_redo_pages, 3);
+	assert_int_equal(load64(&x->t.err_seq), 1);
+	/* The device recovered: the next FLUSH writes them again, then
+	 * flushes, and the ranges are gone. */
+	fake_clear_log(x->fake);
+	assert_int_equal(wb_flush(&x->t, 4, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 3);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(dirty_pages(x), 0);
+	assert_int_equal(wb_target_unflushed(&x->t), 0);
+	assert_true(device_page_is(x, 0, 1) && device_page_is(x, 4, 2) &&
+	    device_page_is(x, 20, 3) && device_page_is(x, 40, 9));
+}
+
 static void
 test_err_seq_counts_every_failure_and_keeps_the_last_errno(void **state)
 {
@@ -1225,6 +1272,8 @@ main(void)
 		    setup_one_step),
 		T(test_failed_device_flush_is_an_error_and_is_retried,
 		    setup_one_step),
+		T(test_failed_flush_of_a_file_dirties_again_what_it_may_have_lost,
+		    setup_redo_after_failed_flush),
 		T(test_err_seq_counts_every_failure_and_keeps_the_last_errno,
 		    setup_one_step),
 		T(test_failed_fua_write_keeps_its_pages_dirty, setup_two_step),
