@@ -340,23 +340,65 @@ mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	dirt_count(f, &d);
 }
 
+/*
+ * Page P of F (SH held) holds data that may not have reached the backend:
+ * dirty, with sequence at most SEQ.  Already dirty with a newer sequence
+ * (written again since), it takes SEQ: a FLUSH between the two must still
+ * write it.  Under writeback, the run's min_seq stands for it until the
+ * run ends (cache_min_dirty_seq): lowered too.  F's run_lock is held.
+ * True if it was clean or had a newer sequence.
+ */
+static bool
+redirty_page_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
+    uint64_t seq, uint64_t now, struct dirt *d)
+{
+	lock_assert_held(&f->run_lock);
+	if (!(p->flags & PF_DIRTY)) {
+		dirty_page_locked(sh, p, seq, now, d);
+	} else if (p->seq > seq) {
+		bool listed = !(p->flags & PF_WB);
+		if (listed)
+			dirty_unlink_locked(sh, p);
+		p->seq = seq;
+		if (listed)
+			dirty_insert_locked(sh, p);
+	} else {
+		return false;
+	}
+	if (p->flags & PF_WB)
+		for (struct cache_run *r = f->runs; r; r = r->next)
+			if (p->index >= r->first_index &&
+			    p->index - r->first_index < r->npages &&
+			    r->min_seq > seq)
+				r->min_seq = seq;
+	return true;
+}
+
 uint64_t
-cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
+cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq,
+    uint64_t *dirtied)
 {
 	struct cache *c = f->c;
-	uint64_t missing = 0, now = now_ns();
+	uint64_t missing = 0, again = 0, now = now_ns();
 	struct dirt d = { 0, 0 };
 
+	if (dirtied)
+		*dirtied = 0;
 	if (len == 0 || off >= f->size_bytes)
 		return 0;
 	if (len > f->size_bytes - off)
 		len = f->size_bytes - off;
 	uint64_t first = off >> c->page_shift;
 	uint64_t last = (off + len - 1) >> c->page_shift;
-	uint64_t span = last - first + 1;
+	uint64_t span = last - first + 1, buckets = 0;
 
-	if (span > 2 * ATOMIC_GET(&f->cached_pages) + 64) {
-		/* Wide and sparsely cached (a merged range over a large
+	for (int i = 0; i < CACHE_SHARDS; i++)
+		buckets +=
+		    f->shards[i].buckets ? f->shards[i].bucket_mask + 1 : 0;
+	/* The runs in flight (under writeback) stay put meanwhile. */
+	pthread_mutex_lock(&f->run_lock);
+	if (span > 2 * ATOMIC_GET(&f->cached_pages) + 64 && span > buckets) {
+		/* Wider than F's hash tables (a merged range over a large
 		 * export): walk the pages F has rather than the range. */
 		uint64_t found = 0;
 		for (int i = 0; i < CACHE_SHARDS; i++) {
@@ -371,24 +413,28 @@ cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 					    !(p->flags & PF_FILLED))
 						continue;
 					found++;
-					if (!(p->flags & (PF_DIRTY | PF_WB)))
-						dirty_page_locked(sh, p, seq,
-						    now, &d);
+					again += redirty_page_locked(f, sh, p,
+					    seq, now, &d);
 				}
 			shard_unlock_counting(f, sh, &d);
 		}
-		return span - found;
+		missing = span - found;
+	} else {
+		for (uint64_t index = first; index <= last; index++) {
+			struct shard *sh = shard_of(f, index);
+			pthread_mutex_lock(&sh->lock);
+			struct cpage *p = lookup_locked(sh, index);
+			if (!p || !(p->flags & PF_FILLED))
+				missing++;
+			else
+				again +=
+				    redirty_page_locked(f, sh, p, seq, now, &d);
+			shard_unlock_counting(f, sh, &d);
+		}
 	}
-	for (uint64_t index = first; index <= last; index++) {
-		struct shard *sh = shard_of(f, index);
-		pthread_mutex_lock(&sh->lock);
-		struct cpage *p = lookup_locked(sh, index);
-		if (!p || !(p->flags & PF_FILLED))
-			missing++;
-		else if (!(p->flags & (PF_DIRTY | PF_WB)))
-			dirty_page_locked(sh, p, seq, now, &d);
-		shard_unlock_counting(f, sh, &d);
-	}
+	pthread_mutex_unlock(&f->run_lock);
+	if (dirtied)
+		*dirtied = again;
 	return missing;
 }
 

@@ -217,14 +217,17 @@ int cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at,
     uint32_t n, void *buf);
 
 /*
- * Dirty again, with sequence SEQ, the clean resident pages of [off,
- * off+len): their data reached a backend that may have lost it (a remote
- * gone before a flush covered it).  Pages dirty or under writeback are
- * left as they are.  Returns how many pages of the range the cache does
- * not hold (evicted, or a placeholder): those cannot be written again.
+ * Dirty again, with sequence SEQ, the resident pages of [off, off+len):
+ * their data reached a backend that may have lost it (a remote gone
+ * before a flush covered it, a failed fdatasync).  A page already dirty
+ * with a newer sequence takes SEQ (a FLUSH between must still write it);
+ * a page under writeback stays dirty after its run.  Returns how many
+ * pages of the range the cache does not hold (evicted, or a placeholder):
+ * those cannot be written again; into *DIRTIED (if not NULL) how many it
+ * dirtied or gave an older sequence.
  */
-uint64_t
-cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq);
+uint64_t cache_redirty(struct cache_file *f, uint64_t off, uint64_t len,
+    uint64_t seq, uint64_t *dirtied);
 
 /* Drop the pages in [off, off+len) that are clean; dirty ones are zeroed
  * (and stay dirty) so that later reads see the zeroes.  Used by TRIM and

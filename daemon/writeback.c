@@ -208,6 +208,8 @@ wb_target_init(struct wb_target *t)
 	t->uf_owed = false;
 	t->uf_commit_ns = 0;
 	lock_init(&t->uf_lock);
+	t->flush_fails = 0;
+	lock_init(&t->flush_lock);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 }
@@ -218,6 +220,7 @@ wb_target_destroy(struct wb_target *t)
 	free(t->uf);
 	t->uf = NULL;
 	pthread_mutex_destroy(&t->uf_lock);
+	pthread_mutex_destroy(&t->flush_lock);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->cond);
 }
@@ -355,14 +358,14 @@ wb_backing_off(struct wb_dev *dev)
  * raises flushed_upto to what it read before flushing, never lowers it.
  */
 static int wb_redo(struct wb_target *t, uint64_t losses);
+static bool wb_redirty_kept(struct wb_target *t, const uint64_t *losses,
+    uint64_t *pages, uint64_t *missing, uint64_t *dirtied);
 static bool
-wb_redirty_kept(struct wb_target *t, uint64_t *pages, uint64_t *missing);
-static void
 wb_redo_failed_flush(struct wb_target *t, uint64_t *again, uint64_t *uncached);
 static void wb_uf_prune_locked(struct wb_target *t);
 
 static int
-wb_flush_written_sent(struct wb_target *t, bool *sent)
+wb_flush_written_sent_locked(struct wb_target *t, bool *sent)
 {
 	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
 	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
@@ -379,16 +382,22 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	r = backend_flush(t->backend);
 	if (r < 0) {
 		unsigned quiet;
-		uint64_t again = 0, uncached = 0;
-		char redo[160] = "";
+		char redo[192] = "";
 		if (t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH) {
-			wb_redo_failed_flush(t, &again, &uncached);
+			uint64_t again, uncached;
+			bool lost;
+			/* Counted first: a run ending meanwhile keeps its
+			 * pages dirty (wb_run_end). */
+			__atomic_add_fetch(&t->flush_fails, 1,
+			    __ATOMIC_ACQ_REL);
+			lost = wb_redo_failed_flush(t, &again, &uncached);
 			snprintf(redo, sizeof redo,
 			    "; %llu page(s) written since the last good flush "
 			    "dirtied again, to be written again (%llu page(s) "
-			    "of those ranges not cached)",
+			    "of those ranges not cached%s)",
 			    (unsigned long long)again,
-			    (unsigned long long)uncached);
+			    (unsigned long long)uncached,
+			    lost ? ", and ranges not kept" : "");
 		}
 		errno = -r;
 		if (wb_fail_log_due(t->dev, &quiet))
@@ -409,6 +418,17 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	return 0;
 }
 
+static int
+wb_flush_written_sent(struct wb_target *t, bool *sent)
+{
+	if (!(t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH))
+		return wb_flush_written_sent_locked(t, sent);
+	pthread_mutex_lock(&t->flush_lock);
+	int r = wb_flush_written_sent_locked(t, sent);
+	pthread_mutex_unlock(&t->flush_lock);
+	return r;
+}
+
 /*
  * Dirty again (cache_redirty, the oldest sequence) every range T keeps as
  * written since its last good flush, where the cache holds it.  Into
@@ -416,7 +436,8 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
  * True if ranges were given up (uf_lost) or could not be read.
  */
 static bool
-wb_redirty_kept(struct wb_target *t, uint64_t *pages, uint64_t *missing)
+wb_redirty_kept(struct wb_target *t, const uint64_t *losses, uint64_t *pages,
+    uint64_t *missing, uint64_t *dirtied)
 {
 	struct wb_range *r = NULL;
 	unsigned n = 0;
@@ -432,11 +453,18 @@ wb_redirty_kept(struct wb_target *t, uint64_t *pages, uint64_t *missing)
 		lost = true;
 	}
 	pthread_mutex_unlock(&t->uf_lock);
-	*pages = *missing = 0;
+	/* Ranges stay until a flush covers the count they were written
+	 * at: a second loss before it redoes them again. */
+	if (losses)
+		__atomic_store_n(&t->flush_losses, *losses, __ATOMIC_RELEASE);
+	*pages = *missing = *dirtied = 0;
 	for (unsigned i = 0; i < n; i++) {
+		uint64_t again;
 		if (r[i].hi <= r[i].lo)
 			continue;
-		*missing += cache_redirty(t->cf, r[i].lo, r[i].hi - r[i].lo, 1);
+		*missing +=
+		    cache_redirty(t->cf, r[i].lo, r[i].hi - r[i].lo, 1, &again);
+		*dirtied += again;
 		*pages += (r[i].hi - 1) / ps - r[i].lo / ps + 1;
 	}
 	free(r);
@@ -457,12 +485,8 @@ wb_redirty_kept(struct wb_target *t, uint64_t *pages, uint64_t *missing)
 static int
 wb_redo(struct wb_target *t, uint64_t losses)
 {
-	uint64_t missing, pages;
-
-	/* Ranges stay until a flush covers the count they were written
-	 * at: a second loss before it redoes them again. */
-	__atomic_store_n(&t->flush_losses, losses, __ATOMIC_RELEASE);
-	bool lost = wb_redirty_kept(t, &pages, &missing);
+	uint64_t missing, pages, dirtied;
+	bool lost = wb_redirty_kept(t, &losses, &pages, &missing, &dirtied);
 	__atomic_add_fetch(&t->dev->redo_pages,
 	    pages > missing ? pages - missing : 0, __ATOMIC_RELAXED);
 	if (missing || lost) {
@@ -490,20 +514,21 @@ wb_redo(struct wb_target *t, uint64_t losses)
  * is dirtied again where the cache holds it (cache_redirty, the oldest
  * sequence, so the next FLUSH writes it first), and is kept until a good
  * flush covers it: the data stays dirty until it is on the device, as for
- * a failed write.  Into *AGAIN the pages dirtied again, into *UNCACHED
- * those of the ranges the cache no longer holds (a merged range may also
- * span pages never written); the failure itself is reported by the
- * caller (err_seq).  A range given up (uf_lost) cannot be redone.
+ * a failed write.  Into *AGAIN the pages dirtied again (or given an
+ * older sequence), into *UNCACHED those of the ranges the cache no longer
+ * holds (a merged range may also span pages never written); the failure
+ * itself is reported by the caller (err_seq).  True if ranges were given
+ * up (uf_lost, or no memory to read them): those cannot be redone.  Runs
+ * in flight and FLUSHes begun before it write again (flush_fails).
  */
-static void
+static bool
 wb_redo_failed_flush(struct wb_target *t, uint64_t *again, uint64_t *uncached)
 {
-	uint64_t pages, missing;
+	uint64_t pages;
+	bool lost = wb_redirty_kept(t, NULL, &pages, uncached, again);
 
-	(void)wb_redirty_kept(t, &pages, &missing);
-	*again = pages > missing ? pages - missing : 0;
-	*uncached = missing;
 	__atomic_add_fetch(&t->dev->flush_redo_pages, *again, __ATOMIC_RELAXED);
+	return lost;
 }
 
 /* wb_flush_written_sent, for callers that need not know if it flushed. */
@@ -705,6 +730,7 @@ struct wb_io {
 	enum wb_reason why;
 	uint64_t start_ns;
 	uint64_t losses; /* backend.losses when it began */
+	uint64_t fails;  /* target.flush_fails when it began */
 	struct backend_write bw;
 };
 
@@ -723,6 +749,7 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 	w->why = why;
 	w->start_ns = now_ns();
 	w->losses = __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
+	w->fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
 	stats_wb_run_begin(&t->dev->stats);
 	if (run->data) {
 		/* A snapshot of its own: one buffer, stable. */
@@ -751,13 +778,17 @@ wb_run_end(struct wb_io *w)
 	 * that sees them clean sees the count, and flushes the device. */
 	if (r == 0 && !(w->flags & BACKEND_WRITE_FUA)) {
 		wb_count(t, w->off, w->len, true);
-		/* Answered by a remote lost since it began: a wb_redo may
-		 * have run before its range was kept, so its pages stay
-		 * dirty, to be written again (not a failure).  A loss after
+		/* Answered by a remote lost since it began, or written to
+		 * a file whose flush failed since: a redo may have run
+		 * before its range was kept, so its pages stay dirty, to be
+		 * written again (not a failure).  A loss or failure after
 		 * this finds the range kept. */
-		if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
-		    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE) !=
-			w->losses) {
+		if (((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
+			__atomic_load_n(&t->backend->losses,
+			    __ATOMIC_ACQUIRE) != w->losses) ||
+		    ((t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH) &&
+			__atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE) !=
+			    w->fails)) {
 			cache_end_run(w->run, false);
 			stats_wb_run_end(&t->dev->stats, w->why, w->len,
 			    now_ns() - w->start_ns, false);
@@ -902,6 +933,8 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	uint64_t last_log = now_ns();
 	int r = 0;
 
+	uint64_t fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
+
 	wb_window_init(&win, t->dev, why);
 	while ((run = cache_take_run(t->cf, max_seq, max_run))) {
 		if (wb_window_add(&win, t, run) < 0)
@@ -945,10 +978,16 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	}
 	if (r == 0)
 		r = wb_flush_written(t);
+	/* Someone's flush failed meanwhile, and dirtied again pages this
+	 * one may have to write (wb_redo_failed_flush): once more. */
+	if (r == 0 &&
+	    __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE) != fails)
+		r = -EAGAIN;
 	return r;
 }
 
-/* wb_flush_once until no loss of the remote overtakes it. */
+/* wb_flush_once until no loss of the remote, or failed flush of a file,
+ * overtakes it. */
 #define WB_REDO_MAX 8
 static int
 wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
@@ -993,6 +1032,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 	uint32_t max_run =
 	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
 	uint64_t first = off / ps, end = (off + len + ps - 1) / ps;
+	uint64_t fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
 	bool need_flush = false;
 
 	if (len == 0)
@@ -1018,7 +1058,11 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 	if (!need_flush)
 		return 0;
 	int r = wb_flush_written(t);
-	/* Redone after a loss: the range's pages again, and the rest. */
+	/* Redone after a loss, or someone's failed flush of a file dirtied
+	 * pages again meanwhile: the range's pages again, and the rest. */
+	if (r == 0 &&
+	    __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE) != fails)
+		r = -EAGAIN;
 	return r == -EAGAIN ? wb_flush_work(t, seq, WB_REASON_FUA) : r;
 }
 

@@ -76,6 +76,15 @@ struct wb_target {
 	/* backend.losses when the last flush that no loss overtook began
 	 * (atomic): another count means a loss since. */
 	uint64_t flush_losses;
+	/*
+	 * With BACKEND_REDO_AFTER_FAILED_FLUSH: flushes of the backend one
+	 * at a time (a concurrent good one would prune the ranges a failed
+	 * one is about to dirty again, the kernel reporting a write error to
+	 * one fdatasync only), and how many failed (atomic, only rising): a
+	 * run or a FLUSH that began before a failure writes again.
+	 */
+	pthread_mutex_t flush_lock;
+	uint64_t flush_fails;
 	struct wb_range {
 		uint64_t lo, hi;  /* bytes [lo, hi) */
 		uint64_t written; /* its count, in `written` */

@@ -561,7 +561,7 @@ test_redirty_dirties_what_is_held_and_counts_what_is_not(void **state)
 	cache_end_run(r, true);
 	assert_int_equal(dirty(x), 1);
 	/* Bytes 100 .. 4 pages + 100: five pages, one not held. */
-	assert_int_equal(cache_redirty(x->f, 100, 4 * PS, 1), 1);
+	assert_int_equal(cache_redirty(x->f, 100, 4 * PS, 1, NULL), 1);
 	assert_int_equal(dirty(x), 4);
 	/* The oldest sequence: a FLUSH of anything takes them first. */
 	assert_true(cache_min_dirty_seq(x->f) == 1);
@@ -571,6 +571,45 @@ test_redirty_dirties_what_is_held_and_counts_what_is_not(void **state)
 	assert_true(cache_min_dirty_seq(x->f) > 1);
 	assert_true(cache_read(x->f, buf, 2 * PS, PS));
 	assert_int_equal(buf[0], 0x71);
+}
+
+/* Data that may be lost: a page dirty again since keeps none of its newer
+ * sequence (a FLUSH between the two must write it), and a page under
+ * writeback stays dirty after its run, its run standing for the older
+ * sequence meanwhile. */
+static void
+test_redirty_takes_the_older_sequence_and_outlives_a_run(void **state)
+{
+	struct fx *x = *state;
+	uint64_t again;
+
+	write_ok(x, 0, 2 * PS, 0x11, 5);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 1); /* page 0 */
+	assert_non_null(r);
+	write_ok(x, PS, PS, 0x22, 9); /* page 1: dirty, now sequence 9 */
+	assert_true(cache_min_dirty_seq(x->f) == 5); /* the run's */
+	assert_int_equal(cache_redirty(x->f, 0, 2 * PS, 2, &again), 0);
+	assert_int_equal(again, 2);
+	assert_true(cache_min_dirty_seq(x->f) == 2);
+	/* A FLUSH up to sequence 3 takes page 1 now... */
+	struct cache_run *r1 = cache_take_run(x->f, 3, 256);
+	assert_non_null(r1);
+	assert_int_equal(r1->first_index, 1);
+	cache_end_run(r1, true);
+	/* ...and page 0, once its run ends, though the run succeeded. */
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 1);
+	assert_true(cache_min_dirty_seq(x->f) == 2);
+	r = cache_take_run(x->f, 3, 256);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 0);
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 0);
+	/* Clean and not newer: nothing to do. */
+	assert_int_equal(cache_redirty(x->f, 0, PS, 2, &again), 0);
+	assert_int_equal(again, 1);
+	assert_int_equal(cache_redirty(x->f, 0, PS, 2, &again), 0);
+	assert_int_equal(again, 0);
 }
 
 /* A range far wider than what is cached (a merged range over a large
@@ -599,12 +638,12 @@ test_redirty_of_a_wide_range_walks_the_cached_pages(void **state)
 	assert_int_equal(dirty, 0);
 	/* Pages 1 .. 2^29 / PS: two of the three, the rest not held. */
 	uint64_t span = (2ull << 28) / PS;
-	assert_int_equal(cache_redirty(g, PS, span * PS, 1), span - 2);
+	assert_int_equal(cache_redirty(g, PS, span * PS, 1, NULL), span - 2);
 	cache_file_stats(g, &cached, &dirty);
 	assert_int_equal(dirty, 2);
 	assert_true(cache_min_dirty_seq(g) == 1);
 	/* The whole file: the third too, in well under a second. */
-	assert_int_equal(cache_redirty(g, 0, 1ull << 40, 1),
+	assert_int_equal(cache_redirty(g, 0, 1ull << 40, 1, NULL),
 	    (1ull << 40) / PS - 3);
 	cache_file_stats(g, &cached, &dirty);
 	assert_int_equal(dirty, 3);
@@ -976,6 +1015,7 @@ main(void)
 		T(test_fill_never_installs_into_a_later_placeholder),
 		T(test_redirty_dirties_what_is_held_and_counts_what_is_not),
 		T(test_redirty_of_a_wide_range_walks_the_cached_pages),
+		T(test_redirty_takes_the_older_sequence_and_outlives_a_run),
 		T(test_state_runs),
 		T(test_state_zeroed_by_discard),
 		T(test_wbuf_whole_pages),

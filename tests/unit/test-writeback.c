@@ -1122,15 +1122,18 @@ test_failed_flush_of_a_file_dirties_again_what_it_may_have_lost(void **state)
 	struct wfx *x = *state;
 
 	dirty_page(x, 40, 9, 1);
+	dirty_page(x, 2, 8, 1); /* cached, clean: never dirtied again */
 	assert_int_equal(wb_flush(&x->t, 1, WB_REASON_FLUSH), 0);
 	assert_int_equal(wb_target_unflushed(&x->t), 0);
 	dirty_page(x, 0, 1, 2);
 	dirty_page(x, 4, 2, 3);
-	dirty_page(x, 20, 3, 4); /* third range: joins page 4's */
+	/* A third range: joins page 4's, the nearest (page 0's would take
+	 * in page 2). */
+	dirty_page(x, 20, 3, 4);
 	fake_fail_flushes(x->fake, 1, EIO);
 	assert_true(wb_flush(&x->t, 4, WB_REASON_FLUSH) < 0);
 	assert_int_equal(wb_target_unflushed(&x->t), 2);
-	assert_int_equal(dirty_pages(x), 3); /* 0, 4 and 20; not 40 */
+	assert_int_equal(dirty_pages(x), 3); /* 0, 4 and 20; not 2, 40 */
 	assert_int_equal(x->dev->flush_redo_pages, 3);
 	assert_int_equal(load64(&x->t.err_seq), 1);
 	/* The device recovered: the next FLUSH writes them again, then
@@ -1142,7 +1145,8 @@ test_failed_flush_of_a_file_dirties_again_what_it_may_have_lost(void **state)
 	assert_int_equal(dirty_pages(x), 0);
 	assert_int_equal(wb_target_unflushed(&x->t), 0);
 	assert_true(device_page_is(x, 0, 1) && device_page_is(x, 4, 2) &&
-	    device_page_is(x, 20, 3) && device_page_is(x, 40, 9));
+	    device_page_is(x, 20, 3) && device_page_is(x, 40, 9) &&
+	    device_page_is(x, 2, 8));
 }
 
 static void
