@@ -5,7 +5,7 @@
 # directory, puts packaging/debian there as debian/, and runs
 # dpkg-buildpackage -us -uc -b.  The .deb (and the .buildinfo and
 # .changes) end up in build-deb/ at the top of the tree.  Installs
-# devscripts, debhelper and the build dependencies with apt-get when they
+# debhelper, dpkg-dev and the build dependencies with apt-get when they
 # are missing (as root, or through sudo); WBD_SKIP_DEPS=1 skips that.
 set -euo pipefail
 
@@ -39,7 +39,7 @@ if [[ -z ${WBD_SKIP_DEPS:-} ]]; then
 		echo "build-deb: apt-get not found; this script builds on Debian and derivatives" >&2
 		exit 1
 	fi
-	install_missing devscripts debhelper dpkg-dev
+	install_missing debhelper dpkg-dev
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/wbd-deb.XXXXXX")

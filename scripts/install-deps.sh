@@ -38,8 +38,13 @@ PACKAGES=(
 	# (scripts/fuzz.sh): clang, libFuzzer and the sanitizer runtimes,
 	# llvm-symbolizer for readable crash reports
 	clang libclang-rt-dev llvm
-	# tests/package: the package checked (no lintian error or warning)
-	lintian
+	# tests/package: the package built (packaging/debian/control's
+	# Build-Depends beyond the build's own: debhelper, which provides
+	# debhelper-compat and dh-sequence-installsysusers; dpkg-dev for
+	# dpkg-buildpackage; tests/tree/check-build-depends.py checks that
+	# every Build-Depends is here) and checked (no lintian error or
+	# warning)
+	debhelper dpkg-dev lintian
 	# tests: the kernel's NBD client in a VM (tests/vm): qemu, and what
 	# goes into the guest's initramfs besides wbd and the kernel
 	# (busybox, nbd-client, e2fsprogs; kmod's depmod/modprobe pick the
@@ -79,7 +84,10 @@ if ((EUID != 0)); then
 	fi
 fi
 
+# Wait for another apt (unattended-upgrades on a machine just booted, a
+# second install-deps) rather than fail on its lock.
 export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update
+lock=(-o DPkg::Lock::Timeout=600)
+"${SUDO[@]}" apt-get "${lock[@]}" update
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
-	apt-get install -y --no-install-recommends "${missing[@]}"
+	apt-get "${lock[@]}" install -y --no-install-recommends "${missing[@]}"

@@ -10,6 +10,12 @@ through its pkg-config file and `dpkg -S`, and each header that a
 find_library() fallback asks for (libev's ev.h) likewise; besides them
 the tools of debian/rules (debhelper, meson, ninja, pkg-config).  Then
 dpkg-checkbuilddeps checks that the field parses and is satisfied here.
+
+And scripts/install-deps.sh, which README's test command runs first on a
+fresh machine, must install every Build-Depends (one of its alternatives,
+by name or by a listed package's Provides, as debhelper provides
+debhelper-compat): the package stage needs them, and a machine where they
+happen to be installed already hides a missing one.
 Exit 0 if every one is listed, 1 naming the missing ones, 77 (skip)
 without dpkg or pkg-config."""
 import glob
@@ -27,11 +33,49 @@ if not shutil.which("dpkg") or not shutil.which("pkg-config"):
 control = open(os.path.join(top, "packaging/debian/control")).read()
 m = re.search(r"^Build-Depends:(.*?)(?=^\S)", control, re.M | re.S)
 listed = set()
+items = []          # each Build-Depends item: its alternatives' names
 for item in m.group(1).split(","):
+    alts = []
     for alt in item.split("|"):
         name = re.sub(r"\(.*?\)|\[.*?\]|<.*?>", "", alt).strip()
         if name:
             listed.add(name)
+            alts.append(name)
+    if alts:
+        items.append(alts)
+
+# The packages install-deps.sh installs: its PACKAGES=( ... ) array.
+deps_sh = open(os.path.join(top, "scripts/install-deps.sh")).read()
+arr = re.search(r"^PACKAGES=\((.*?)^\)", deps_sh, re.M | re.S)
+if not arr:
+    print("cannot find PACKAGES=( ... ) in scripts/install-deps.sh")
+    sys.exit(1)
+installed_by_script = set()
+for line in arr.group(1).splitlines():
+    installed_by_script.update(line.split("#")[0].split())
+provided = set()
+for pkg in installed_by_script:
+    # Installed: dpkg knows; not yet: apt's lists (the newest version).
+    r = subprocess.run(["dpkg-query", "-W",
+                        "-f=${db:Status-Status} ${Provides}", pkg],
+                       capture_output=True, text=True)
+    status, _, field = r.stdout.partition(" ")
+    if status != "installed" and shutil.which("apt-cache"):
+        r = subprocess.run(["apt-cache", "show", "--no-all-versions", pkg],
+                           capture_output=True, text=True)
+        pm = re.search(r"^Provides:(.*)$", r.stdout, re.M)
+        field = pm.group(1) if pm else ""
+    for p in field.split(","):
+        p = re.sub(r"\(.*?\)", "", p).strip()
+        if p:
+            provided.add(p)
+not_installed = [" | ".join(alts) for alts in items
+                 if not any(a in installed_by_script or a in provided
+                            for a in alts)]
+if not_installed:
+    print("scripts/install-deps.sh does not install these Build-Depends "
+          "(a fresh machine lacks them): " + ", ".join(not_installed))
+    sys.exit(1)
 
 # The pkg-config names and headers the build requires.
 texts = [open(f).read() for f in
