@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A remote that stops answering stalls only its own device.  nbdkit's
-# pause filter on server A: 16 MiB are written to A's export and a FLUSH
-# starts writing them back (every write to A takes 250 ms); then A is
-# paused mid-writeback, so its outstanding writes hang.  While A is
+# pause filter on server A: A is paused first, then 16 MiB are written to
+# A's export (into the cache: nothing goes to A yet) and a FLUSH starts
+# writing them back, so its writes hang at A -- seen in wbctl status as
+# data under writeback, not assumed from timing (pausing A after the FLUSH
+# began raced it: under load the FLUSH could finish before the pause was
+# acknowledged, which waits for the writes already at A).  While A is
 # paused: three rounds of 8 MiB + FLUSH to an export on server B each
 # finish within 10 s, a read of uncached data from B succeeds, wbctl status
 # answers within 5 s and shows A's device with data still to write and
@@ -32,7 +35,10 @@ start_wbd
 	fail "expected a on 43:0 and b on 43:1: $(grep 'export "' "$LOG")"
 
 head -c 16M /dev/urandom >"$T/a-data"
-# Write A's data (it stays in the cache), then FLUSH it in the background.
+log "pausing server a"
+pause_ctl "$PAUSE" p 30 || fail "could not pause server a"
+# Write A's data (it stays in the cache), then FLUSH it in the background:
+# its writeback goes to the paused A and hangs there.
 "$PYTHON" - "$(uri_unix a)" "$T/a-data" "$T/a-flush" <<'PY' &
 import nbd, sys, time
 uri, path, out = sys.argv[1:4]
@@ -57,11 +63,17 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 [[ -e $T/a-flush.written ]] || fail "writing 16 MiB to a did not finish within 10 s"
-sleep 0.2
-log "pausing server a mid-writeback"
-pause_ctl "$PAUSE" p 30 || fail "could not pause server a"
+# The FLUSH has begun once a's writes are under writeback (sent to A).
+for ((i = 0; i < 300; i++)); do
+	wb=$("$WBCTL" -s "$T/control.sock" status --json |
+		jq '.devices[] | select(.device == "43:0") | .writeback_bytes')
+	((wb > 0)) && break
+	sleep 0.1
+done
+((wb > 0)) || fail "a's FLUSH sent nothing to a within 30 s"
+log "a's FLUSH is writing back to the paused server ($wb bytes under writeback)"
 [[ -e $T/a-flush ]] &&
-	fail "a's FLUSH finished before the pause ($(cat "$T/a-flush")): nothing is stalled"
+	fail "a's FLUSH finished while a was paused ($(cat "$T/a-flush"))"
 
 "$PYTHON" - "$WBCTL" "$T/control.sock" "$(uri_unix b)" "$(kit_uri "$B")" \
 	"$T/a-flush" <<'PY' || fail "see above"
