@@ -62,10 +62,25 @@ getent passwd wbd >/dev/null || fail "the wbd user was not created"
 id -nG wbd | grep -qw wbd-admin || fail "wbd is not in wbd-admin: $(id -nG wbd)"
 [[ $(stat -c '%U %a' /run/wbd) == "wbd 755" ]] || fail "/run/wbd: $(stat -c '%U %a' /run/wbd)"
 [[ $(stat -c '%U %a' /var/lib/wbd) == "wbd 750" ]] || fail "/var/lib/wbd: $(stat -c '%U %a' /var/lib/wbd)"
-for f in /usr/share/doc/wbd/service.md.gz /usr/share/doc/wbd/README.Debian \
+for f in /usr/share/doc/wbd/README.Debian \
 	/usr/share/bash-completion/completions/wbctl /lib/systemd/system/wbd.socket; do
 	[[ -e $f ]] || fail "the package lacks $f"
 done
+# Every document the installed manual pages name (docs/NAME, installed as
+# /usr/share/doc/wbd/NAME) and the units' Documentation=file:// paths open
+# as named: uncompressed.
+docs=()
+for page in /usr/share/man/man[58]/wbd*.gz /usr/share/man/man8/wbctl.8.gz; do
+	mapfile -t -O "${#docs[@]}" docs < <(zcat "$page" | sed 's/\\-/-/g' |
+		grep -oE 'docs/[A-Za-z0-9_.-]+\.(md|json|png)' | sed 's|^docs/|/usr/share/doc/wbd/|')
+done
+mapfile -t -O "${#docs[@]}" docs < <(sed -n 's|^Documentation=.*file://||p' \
+	/lib/systemd/system/wbd.service /lib/systemd/system/wbd.socket)
+((${#docs[@]} >= 5)) || fail "found only ${#docs[@]} documents named in the man pages and units"
+for f in $(printf '%s\n' "${docs[@]}" /usr/share/doc/wbd/grafana-wbd.json | sort -u); do
+	[[ -f $f ]] || fail "named in a manual page or unit but not in the package: $f"
+done
+log "the $(printf '%s\n' "${docs[@]}" | sort -u | wc -l) documents the man pages and units name are installed"
 
 # The unit's commands, run as User=wbd would.
 UNIT=/lib/systemd/system/wbd.service
