@@ -18,16 +18,16 @@
 # WBD_SKIP_PACKAGE=1 the package test, WBD_SKIP_TSAN=1 the
 # ThreadSanitizer build, WBD_SKIP_FUZZ=1 the fuzzing, WBD_SKIP_VM=1 the VM
 # test.
-# Ends with one line: "N passed, N failed[, N skipped]"; exits non-zero if any
-# build or test failed.
+# Ends with the line "N passed, N failed[, N skipped]" and, when anything
+# failed, one more: "failed: " and each failed test, as STAGE:NAME (plain,
+# package, asan, tsan, fuzz, vm); exits non-zero if any build or test
+# failed.  Each stage's heading line gives its time.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 NPROC=$(nproc 2>/dev/null || echo 2)
-
-bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
 
 common_opts=(-Dtests=enabled)
 if [[ ${CI:-} == true ]]; then
@@ -45,44 +45,38 @@ setup() {
 	fi
 }
 
-PASSED=0 FAILED=0 SKIPPED=0 STATUS=0
-
-# count DIR: add DIR's meson-logs/testlog.json results to the totals.
-count() {
-	local log=$1/meson-logs/testlog.json counts
-	if [[ ! -f $log ]]; then
-		echo "test.sh: no test log in $1" >&2
-		return
-	fi
-	counts=$(python3 scripts/testlog-count.py "$log") || { echo "test.sh: cannot read $log" >&2; STATUS=1; return; }
-	read -r p f s <<<"$counts"
-	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
-}
+# The totals, the stages' times and the closing lines.
+source scripts/lib-test-summary.sh
 
 # run_suite NAME DIR OPTIONS...: build DIR and run its tests.
 run_suite() {
 	local name=$1 dir=$2
 	shift 2
-	echo "=== $name build ($dir) ==="
+	stage "$name build ($dir)"
 	rm -f "$dir/meson-logs/testlog.json"
 	if ! setup "$dir" "${common_opts[@]}" "$@"; then
 		echo "test.sh: meson setup of $dir failed" >&2
 		STATUS=1 FAILED=$((FAILED + 1))
+		failed "$name:setup"
 		return
 	fi
 	if ! ninja -C "$dir"; then
 		echo "test.sh: building $dir failed" >&2
 		STATUS=1 FAILED=$((FAILED + 1))
+		failed "$name:build"
 		return
 	fi
-	echo "=== $name tests ==="
+	stage "$name tests"
 	meson test -C "$dir" --print-errorlogs --num-processes "$NPROC" \
 		"${TEST_ARGS[@]}" "${EXTRA_ARGS[@]}" || STATUS=1
-	count "$dir"
+	count "$dir" "$name"
 }
 
 EXTRA_ARGS=("$@")
 TEST_ARGS=()
+stage "dependencies (scripts/install-deps.sh)"
+bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+
 run_suite plain "$BUILD_DIR" -Db_sanitize=none
 
 # The package suite, once, in the plain build: it tests the package
@@ -90,14 +84,15 @@ run_suite plain "$BUILD_DIR" -Db_sanitize=none
 # change.  Without the extra arguments, which pick among the default
 # setup's suites.
 if [[ -z ${WBD_SKIP_PACKAGE:-} ]]; then
-	echo "=== the Debian package (suite package) ==="
+	stage "the Debian package (suite package)"
 	rm -f "$BUILD_DIR/meson-logs/testlog.json"
 	meson test -C "$BUILD_DIR" --print-errorlogs --suite package || STATUS=1
 	if [[ -f $BUILD_DIR/meson-logs/testlog.json ]]; then
-		count "$BUILD_DIR"
+		count "$BUILD_DIR" package
 	else
 		echo "test.sh: the package suite did not run" >&2
 		STATUS=1 FAILED=$((FAILED + 1))
+		failed package:not-run
 	fi
 fi
 
@@ -105,31 +100,31 @@ if [[ -z ${WBD_SKIP_ASAN:-} ]]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	TEST_ARGS=(--timeout-multiplier 3)
-	run_suite sanitized "$ASAN_BUILD_DIR" \
+	run_suite asan "$ASAN_BUILD_DIR" \
 		-Db_sanitize=address,undefined -Db_lundef=false
 fi
 
-# add_summary LINE: add a "N passed, N failed[, N skipped]" line's counts.
-add_summary() {
-	local p f s=0
-	read -r p _ f _ s _ <<<"${1//,/}"
-	[[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]] || { FAILED=$((FAILED + 1)); return; }
-	[[ $s =~ ^[0-9]+$ ]] || s=0
-	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
-}
-
 if [[ -z ${WBD_SKIP_TSAN:-} ]]; then
-	echo "=== ThreadSanitizer build and stress test ==="
+	stage "ThreadSanitizer build and stress test"
 	tsan_out=$(mktemp)
 	WBD_SKIP_DEPS=1 bash scripts/test-tsan.sh 2>&1 | tee "$tsan_out"
 	rc=${PIPESTATUS[0]}
 	add_summary "$(tail -n 1 "$tsan_out")"
 	rm -f "$tsan_out"
-	((rc == 0)) || STATUS=1
+	tsan_log=${TSAN_BUILD_DIR:-build-tsan}/meson-logs/testlog.json
+	if [[ -f $tsan_log ]]; then
+		while IFS= read -r n; do
+			[[ -n $n ]] && failed "tsan:$n"
+		done < <(python3 scripts/testlog-count.py --failed "$tsan_log")
+	fi
+	if ((rc != 0)); then
+		STATUS=1
+		[[ " ${FAILED_NAMES[*]} " == *" tsan:"* ]] || failed tsan:build
+	fi
 fi
 
 if [[ -z ${WBD_SKIP_FUZZ:-} ]]; then
-	echo "=== fuzzing: each target for ${WBD_FUZZ_SECONDS:-60} s ==="
+	stage "fuzzing: each target for ${WBD_FUZZ_SECONDS:-60} s"
 	fuzz_out=$(mktemp)
 	WBD_SKIP_DEPS=1 bash scripts/fuzz.sh "${WBD_FUZZ_SECONDS:-60}" 2>&1 |
 	    tee "$fuzz_out"
@@ -138,24 +133,23 @@ if [[ -z ${WBD_SKIP_FUZZ:-} ]]; then
 	ok=$(grep -cE '^  [a-z-]+: [0-9]+ executions' "$fuzz_out" || true)
 	bad=$(grep -cE '^  [a-z-]+: .*CRASH' "$fuzz_out" || true)
 	PASSED=$((PASSED + ok - bad)) FAILED=$((FAILED + bad))
-	((rc == 0)) || { STATUS=1; ((bad > 0)) || FAILED=$((FAILED + 1)); }
+	while IFS= read -r n; do
+		failed "fuzz:$n"
+	done < <(sed -nE 's/^  ([a-z-]+): .*CRASH.*/\1/p' "$fuzz_out")
+	((rc == 0)) || { STATUS=1; ((bad > 0)) || { FAILED=$((FAILED + 1)); failed fuzz:build; }; }
 	rm -f "$fuzz_out"
 fi
 
 if [[ -z ${WBD_SKIP_VM:-} ]]; then
-	echo "=== the kernel's NBD client in a VM (tests/vm) ==="
+	stage "the kernel's NBD client in a VM (tests/vm)"
 	bash tests/vm/test-vm-kernel-client.sh "$BUILD_DIR/daemon/wbd"
 	case $? in
 	0) PASSED=$((PASSED + 1)) ;;
 	77) SKIPPED=$((SKIPPED + 1)) ;;
-	*) FAILED=$((FAILED + 1)) STATUS=1 ;;
+	*) FAILED=$((FAILED + 1)) STATUS=1; failed vm:kernel-client ;;
 	esac
 fi
+stage_end
 
-((FAILED == 0)) || STATUS=1
-if ((SKIPPED > 0)); then
-	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
-else
-	echo "$PASSED passed, $FAILED failed"
-fi
-exit "$STATUS"
+summary
+exit
