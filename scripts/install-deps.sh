@@ -7,8 +7,9 @@
 set -euo pipefail
 
 PACKAGES=(
-	# build
-	meson ninja-build pkg-config gcc libc6-dev
+	# build (build-essential: dpkg-checkbuilddeps, and so the package
+	# stage, takes it as an implicit Build-Depends)
+	meson ninja-build pkg-config build-essential gcc libc6-dev
 	libev-dev libconfig-dev libnbd-dev libcmocka-dev libjansson-dev libsystemd-dev
 	libgnutls28-dev
 	# the HTTP endpoint for Prometheus (metrics.listen)

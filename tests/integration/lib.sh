@@ -259,7 +259,8 @@ spawn_wbd() {
 }
 
 # wait_ready PID SOCKET PORT LOG: wait (bounded) until the daemon accepts on
-# both listeners; fail with its log if it exits or takes too long.
+# both listeners and LOG has its ready line; fail with its log if it exits
+# or takes too long.
 wait_ready() {
 	_wait_ready "$@" && return 0
 	case $? in
@@ -268,15 +269,21 @@ wait_ready() {
 	esac
 }
 
-# _wait_ready: 0 ready, 2 the daemon exited (EXIT_STATUS set), 3 timed out.
+# _wait_ready PID SOCKET PORT [LOG]: 0 ready, 2 the daemon exited
+# (EXIT_STATUS set), 3 timed out.  Ready: both listeners accept and, with
+# LOG, the daemon has logged "wbd VERSION ready:".  The listeners are bound
+# (and the kernel accepts into their backlog) before the exports are set
+# up and logged, so a test that reads the log at once could miss them
+# under load.
 _wait_ready() {
-	local pid=$1 sock=$2 port=$3 i
+	local pid=$1 sock=$2 port=$3 logf=${4:-} i
 	for ((i = 0; i < 300; i++)); do
 		if ! proc_alive "$pid"; then
 			_reap "$pid"
 			return 2
 		fi
-		if [[ -S $sock ]] && can_connect "$sock" "$port"; then
+		if [[ -S $sock ]] && can_connect "$sock" "$port" &&
+			{ [[ -z $logf ]] || grep -Eq 'wbd [^ ]+ ready: ' "$logf"; }; then
 			return 0
 		fi
 		sleep 0.1
@@ -294,7 +301,7 @@ start_wbd() {
 		spawn_wbd "$CONF" "$LOG" "$@"
 		WBD_PID=$SPAWNED_PID
 		rc=0
-		_wait_ready "$WBD_PID" "$SOCK" "$PORT" || rc=$?
+		_wait_ready "$WBD_PID" "$SOCK" "$PORT" "$LOG" || rc=$?
 		case $rc in
 		0) [[ -z $RSS_BOUND_MIB ]] || wait_prefaulted
 		   return 0 ;;

@@ -44,6 +44,9 @@ for item in m.group(1).split(","):
     if alts:
         items.append(alts)
 
+# dpkg-checkbuilddeps takes build-essential as an implicit Build-Depends.
+items.append(["build-essential"])
+
 # The packages install-deps.sh installs: its PACKAGES=( ... ) array.
 deps_sh = open(os.path.join(top, "scripts/install-deps.sh")).read()
 arr = re.search(r"^PACKAGES=\((.*?)^\)", deps_sh, re.M | re.S)
