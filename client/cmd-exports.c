@@ -22,7 +22,7 @@ cmd_exports(struct wbctl *w, int argc, char **argv)
 		return r;
 	r = cc_simple(w->socket_path, "exports", &ans);
 	if (w->json && ans) {
-		wbctl_print_json(ans);
+		wbctl_print_json(stdout, ans);
 	} else if (r == 0) {
 		struct table t;
 		char sz[32];
@@ -37,7 +37,7 @@ cmd_exports(struct wbctl *w, int argc, char **argv)
 			    jget_bool(e, "readonly") ? "ro" : "rw",
 			    jget_str(e, "device"), d && *d ? d : "");
 		}
-		table_print(&t, stdout, "");
+		table_print(&t, stdout, "", 0);
 		table_free(&t);
 	}
 	json_decref(ans);
@@ -46,10 +46,10 @@ cmd_exports(struct wbctl *w, int argc, char **argv)
 
 const struct wbctl_cmd cmd_exports_entry = {
 	.name = "exports",
-	.usage = "exports",
+	.usage = "exports [--json]",
 	.summary = "list the exports",
 	.help =
-"One line per export: its name, size, cache mode, ro or rw, the\n"
-"writeback device (MAJ:MIN) it is on and its description.\n",
+	    "One line per export: its name, size, cache mode, ro or rw, the\n"
+	    "writeback device (MAJ:MIN) it is on and its description.\n",
 	.exec = cmd_exports,
 };

@@ -16,7 +16,9 @@
 struct flush_progress {
 	bool tty;                       /* draw a bar on stderr */
 	bool drawn;                     /* a bar is on the line */
+	bool shown;                     /* a report was shown */
 	uint64_t total;                 /* the most ever remaining */
+	uint64_t left;                  /* remaining in the last report */
 };
 
 /* Find a byte count in a progress line: in its "progress" object, or
@@ -35,20 +37,16 @@ flush_field(const json_t *line, const char *key, uint64_t *out)
 	return true;
 }
 
+/* Show LEFT of the total remaining: a line, or the bar redrawn. */
 static void
-flush_on_progress(void *arg, const json_t *line)
+flush_show(struct flush_progress *fp, uint64_t left)
 {
-	struct flush_progress *fp = arg;
-	uint64_t left, total;
 	char a[32], b[32];
 
-	if (!flush_field(line, "remaining_bytes", &left) &&
-	    !flush_field(line, "dirty_bytes", &left))
-		return;
-	if (flush_field(line, "total_bytes", &total) && total > fp->total)
-		fp->total = total;
 	if (left > fp->total)
 		fp->total = left;
+	fp->left = left;
+	fp->shown = true;
 	wbctl_human(left, a, sizeof a);
 	wbctl_human(fp->total, b, sizeof b);
 	if (!fp->tty) {
@@ -66,6 +64,20 @@ flush_on_progress(void *arg, const json_t *line)
 	fprintf(stderr, "\r\033[Kflush [%s] %3u%%  %s of %s remaining", bar,
 	    pct, a, b);
 	fp->drawn = true;
+}
+
+static void
+flush_on_progress(void *arg, const json_t *line)
+{
+	struct flush_progress *fp = arg;
+	uint64_t left, total;
+
+	if (!flush_field(line, "remaining_bytes", &left) &&
+	    !flush_field(line, "dirty_bytes", &left))
+		return;
+	if (flush_field(line, "total_bytes", &total) && total > fp->total)
+		fp->total = total;
+	flush_show(fp, left);
 }
 
 static int
@@ -117,12 +129,16 @@ cmd_flush(struct wbctl *w, int argc, char **argv)
 	    progress ? flush_on_progress : NULL, &fp, &ans);
 	json_decref(req);
 	cc_close(&c);
+	/* The daemon's last report came before the last of the writeback:
+	 * once it answers that all is done, nothing remains. */
+	if (r == 0 && fp.shown && fp.left > 0)
+		flush_show(&fp, 0);
 	if (fp.drawn) {
 		/* Leave the bar at its end, then the result below. */
 		fputc('\n', stderr);
 	}
 	if (w->json && ans) {
-		wbctl_print_json(ans);
+		wbctl_print_json(stdout, ans);
 	} else if (r == 0) {
 		json_t *fl = json_object_get(ans, "flushed"), *n;
 		size_t i;
@@ -140,17 +156,18 @@ cmd_flush(struct wbctl *w, int argc, char **argv)
 
 const struct wbctl_cmd cmd_flush_entry = {
 	.name = "flush",
-	.usage = "flush [--no-wait] [EXPORT... | --all]",
+	.usage = "flush [--no-wait] [--json] [EXPORT... | --all]",
 	.summary = "write back and flush exports (default: all)",
 	.help =
-"Writes back every dirty page of the EXPORTs (all exports with --all or\n"
-"without names) and flushes their backing stores, waiting until done:\n"
-"on a terminal with a progress bar of the bytes remaining on stderr,\n"
-"otherwise with one \"flush: X of Y remaining\" line per progress report.\n"
-"Then prints the exports flushed.  Needs uid 0 or the admin group.\n"
-"A writeback or flush error is exit status 1; an unknown export too.\n"
-"\n"
-"  -a, --all      flush every export\n"
-"      --no-wait  only queue the writeback and return at once\n",
+	    "Writes back every dirty page of the EXPORTs (all exports with --all or\n"
+	    "without names) and flushes their backing stores, waiting until done:\n"
+	    "on a terminal with a progress bar of the bytes remaining on stderr,\n"
+	    "otherwise with one \"flush: X of Y remaining\" line per progress report;\n"
+	    "once done, the bar reaches 100% and the last line says \"0 B of Y\".\n"
+	    "Then prints the exports flushed.  Needs uid 0 or the admin group.\n"
+	    "A writeback or flush error is exit status 1; an unknown export too.\n"
+	    "\n"
+	    "  -a, --all      flush every export\n"
+	    "      --no-wait  only queue the writeback and return at once\n",
 	.exec = cmd_flush,
 };

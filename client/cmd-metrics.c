@@ -71,7 +71,7 @@ cmd_metrics(struct wbctl *w, int argc, char **argv)
 		    argv[optind]);
 	r = cc_simple(w->socket_path, "metrics", &ans);
 	if (w->json && ans) {
-		wbctl_print_json(ans);
+		wbctl_print_json(stdout, ans);
 	} else if (r == 0) {
 		json_t *t = json_object_get(ans, "text");
 		if (!json_is_string(t)) {
@@ -91,7 +91,7 @@ cmd_metrics(struct wbctl *w, int argc, char **argv)
 
 const struct wbctl_cmd cmd_metrics_entry = {
 	.name = "metrics",
-	.usage = "metrics [-o FILE]",
+	.usage = "metrics [-o FILE] [--json]",
 	.summary = "print the metrics in the Prometheus text format",
 	.help =
 	    "Prints the daemon's metrics in the Prometheus text exposition format\n"

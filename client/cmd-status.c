@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,12 @@
 #include "wbctl.h"
 
 #define STATUS_WATCH_DEFAULT_S  2.0
+
+/* Every line of the view fits in this many columns: longer text goes on
+ * continuation lines, a table too wide changes shape (table.h). */
+#define STATUS_WIDTH 100
+/* Where the value of a labelled item starts: "  " and the label. */
+#define STATUS_LABEL_COLS 21
 
 static volatile sig_atomic_t status_interrupted;
 
@@ -74,6 +81,76 @@ fmt_u64(uint64_t n, char *buf, size_t len)
 	return buf;
 }
 
+/* A line at INDENT columns, its continuation lines CONT columns in. */
+static void status_text(FILE *f, size_t indent, size_t cont, const char *fmt,
+    ...) __attribute__((format(printf, 4, 5)));
+
+static void
+status_text(FILE *f, size_t indent, size_t cont, const char *fmt, ...)
+{
+	char first[STATUS_LABEL_COLS + 1], *text;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	snprintf(first, sizeof first, "%*s", (int)indent, "");
+	table_wrap(f, first, cont, STATUS_WIDTH, text);
+	free(text);
+}
+
+/* "  LABEL              TEXT", TEXT continued under itself. */
+static void status_item(FILE *f, const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+status_item(FILE *f, const char *label, const char *fmt, ...)
+{
+	char first[64], *text;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	snprintf(first, sizeof first, "  %-*s ", STATUS_LABEL_COLS - 3, label);
+	table_wrap(f, first, STATUS_LABEL_COLS, STATUS_WIDTH, text);
+	free(text);
+}
+
+/* "  NAME: TEXT", continued under TEXT (4 columns in after a long NAME):
+ * the lines about one export or device. */
+static void status_named(FILE *f, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+status_named(FILE *f, const char *name, const char *fmt, ...)
+{
+	char *text, *line;
+	va_list ap;
+	int n;
+
+	if (!name)
+		name = "?";
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (asprintf(&line, "%s: %s", name, text) >= 0) {
+		size_t cont = 2 + table_cols(name, strlen(name)) + 2;
+		table_wrap(f, "  ", cont <= STATUS_LABEL_COLS ? cont : 4,
+		    STATUS_WIDTH, line);
+		free(line);
+	}
+	free(text);
+}
+
 /* A threshold: "10% of the cache = 25.6 MiB" or "4.0 MiB". */
 static void
 status_threshold(FILE *f, const json_t *th, const char *name)
@@ -86,10 +163,10 @@ status_threshold(FILE *f, const json_t *th, const char *name)
 	snprintf(key, sizeof key, "%s_ratio", name);
 	ratio = json_object_get(th, key);
 	if (json_is_number(ratio))
-		fprintf(f, "  %-18s %lld%% of the cache = %s\n", name,
+		status_item(f, name, "%lld%% of the cache = %s",
 		    (long long)json_number_value(ratio), h);
 	else
-		fprintf(f, "  %-18s %s\n", name, h);
+		status_item(f, name, "%s", h);
 }
 
 static void
@@ -121,8 +198,29 @@ status_exports(FILE *f, const json_t *exports)
 		    fmt_u64(jget_u64(e, "writeback_errors", 0), er, sizeof er),
 		    jget_str(e, "device"));
 	}
-	table_print(&t, f, "  ");
+	table_print(&t, f, "  ", STATUS_WIDTH);
 	table_free(&t);
+}
+
+/* The items of the JSON array A, strings, joined by ", " into a new
+ * string. */
+static char *
+status_join(const json_t *a)
+{
+	char *s = NULL;
+	size_t len = 0, i;
+	const json_t *v;
+	FILE *m = open_memstream(&s, &len);
+
+	if (!m)
+		return NULL;
+	json_array_foreach(a, i, v)
+	{
+		const char *item = json_string_value(v);
+		fprintf(m, "%s%s", i ? ", " : "", item ? item : "?");
+	}
+	fclose(m);
+	return s;
 }
 
 /* One line per export that not everyone may open: "disk0: allow
@@ -140,51 +238,37 @@ status_access(FILE *f, const json_t *exports)
 		bool tls = jget_bool(a, "tls_required");
 		if (!json_is_array(allow) && !tls)
 			continue;
-		fprintf(f, "  %s:", jget_str(e, "name"));
-		if (json_is_array(allow)) {
-			json_t *v;
-			size_t j;
-			fprintf(f, " allow");
-			if (json_array_size(allow) == 0)
-				fprintf(f, " nobody (empty list)");
-			json_array_foreach(allow, j, v) fprintf(f, "%s %s",
-			    j ? "," : "", json_string_value(v));
-		}
-		fprintf(f, "%s\n",
-		    tls ? (json_is_array(allow) ? "; TLS required" :
-						  " TLS required") :
-			  "");
+		char *list = json_is_array(allow) ? status_join(allow) : NULL;
+		if (!json_is_array(allow))
+			status_named(f, jget_str(e, "name"), "TLS required");
+		else
+			status_named(f, jget_str(e, "name"), "allow %s%s",
+			    list && *list ? list : "nobody (empty list)",
+			    tls ? "; TLS required" : "");
+		free(list);
 	}
 }
 
-/* "3 (background, periodic)", "0". */
+/* The work queued or running, by reason: "background, periodic, flush
+ * 2"; "" if none. */
 static const char *
 fmt_queued(const json_t *q, char *buf, size_t len)
 {
 	static const char *const counted[] = { "flush", "fua", "sync", "read" };
-	size_t n = (size_t)snprintf(buf, len, "%llu",
-	    (unsigned long long)jget_u64(q, "total", 0));
-	const char *sep = " (";
+	size_t n = 0;
 
-	/* The work by reason: the flags, then the counts that are not 0. */
-	if (jget_bool(q, "background") && n < len) {
-		n += (size_t)snprintf(buf + n, len - n, "%sbackground", sep);
-		sep = ", ";
-	}
-	if (jget_bool(q, "periodic") && n < len) {
-		n += (size_t)snprintf(buf + n, len - n, "%speriodic", sep);
-		sep = ", ";
-	}
+	buf[0] = '\0';
+	if (jget_bool(q, "background") && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "background");
+	if (jget_bool(q, "periodic") && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%speriodic",
+		    n ? ", " : "");
 	for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
 		uint64_t c = jget_u64(q, counted[i], 0);
-		if (c && n < len) {
-			n += (size_t)snprintf(buf + n, len - n, "%s%s %llu", sep,
-			    counted[i], (unsigned long long)c);
-			sep = ", ";
-		}
+		if (c && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s %llu",
+			    n ? ", " : "", counted[i], (unsigned long long)c);
 	}
-	if (sep[0] == ',' && n < len)
-		snprintf(buf + n, len - n, ")");
 	return buf;
 }
 
@@ -192,26 +276,24 @@ static void
 status_devices(FILE *f, const json_t *devices)
 {
 	static const char *const heads[] = {
-		"DEVICE", "EXPORTS", ">DIRTY", ">WRITEBACK", ">WORKERS",
-		">BANDWIDTH", "QUEUED", ">WRITTEN", ">RATIO", ">ERRORS",
+		"DEVICE",
+		">DIRTY",
+		">WRITEBACK",
+		">WRITTEN",
+		">BANDWIDTH",
+		">WORKERS",
+		">QUEUED",
+		">ERRORS",
 		">BACKOFF",
 	};
-	char di[32], wb[32], wk[64], bw[48], qu[64], wr[32], ra[32], er[32],
-	    bo[32];
+	char di[32], wb[32], wk[96], bw[48], qu[32], wr[32], er[32], bo[32];
 	struct table t;
-	json_t *d, *x;
-	size_t i, j;
+	json_t *d;
+	size_t i;
 
 	table_init(&t, sizeof heads / sizeof heads[0], heads);
-	json_array_foreach(devices, i, d) {
-		char ex[256] = "";
-		size_t n = 0;
-		json_array_foreach(json_object_get(d, "exports"), j, x) {
-			const char *s = json_string_value(x);
-			if (s && n < sizeof ex)
-				n += (size_t)snprintf(ex + n, sizeof ex - n,
-				    "%s%s", n ? "," : "", s);
-		}
+	json_array_foreach(devices, i, d)
+	{
 		const json_t *w = json_object_get(d, "workers");
 		snprintf(wk, sizeof wk, "%llu/%llu (%llu..%llu)",
 		    (unsigned long long)jget_u64(w, "busy", 0),
@@ -221,31 +303,39 @@ status_devices(FILE *f, const json_t *devices)
 		wbctl_human(jget_u64(d, "bandwidth_bytes_per_s", 0), bw,
 		    sizeof bw - 2);
 		strcat(bw, "/s");
-		snprintf(ra, sizeof ra, "%llu..%llu%%",
-		    (unsigned long long)jget_u64(d, "min_ratio", 0),
-		    (unsigned long long)jget_u64(d, "max_ratio", 100));
 		uint64_t backoff = jget_u64(d, "backoff_ms", 0);
-		table_add(&t, jget_str(d, "device"), ex,
+		table_add(&t, jget_str(d, "device"),
 		    wbctl_human(jget_u64(d, "dirty_bytes", 0), di, sizeof di),
 		    wbctl_human(jget_u64(d, "writeback_bytes", 0), wb,
-		    sizeof wb),
-		    wk, bw, fmt_queued(json_object_get(d, "queued"), qu,
-		    sizeof qu),
+			sizeof wb),
 		    wbctl_human(jget_u64(d, "written_bytes", 0), wr, sizeof wr),
-		    ra, fmt_u64(jget_u64(d, "errors", 0), er, sizeof er),
+		    bw, wk,
+		    fmt_u64(jget_u64(json_object_get(d, "queued"), "total", 0),
+			qu, sizeof qu),
+		    fmt_u64(jget_u64(d, "errors", 0), er, sizeof er),
 		    backoff ? fmt_ms(backoff, bo, sizeof bo) : "-");
 	}
-	table_print(&t, f, "  ");
+	table_print(&t, f, "  ", STATUS_WIDTH);
 	table_free(&t);
 	json_array_foreach(devices, i, d) {
+		const char *dev = jget_str(d, "device");
 		const char *le = jget_str(d, "last_error");
 		const json_t *r = json_object_get(d, "remote");
 		const char *eng = jget_str(d, "io_engine");
+		char *ex = status_join(json_object_get(d, "exports"));
+		char why[128];
+		fmt_queued(json_object_get(d, "queued"), why, sizeof why);
+		status_named(f, dev,
+		    "exports %s; ratio %llu..%llu%% of the dirty limit%s%s",
+		    ex && *ex ? ex : "none",
+		    (unsigned long long)jget_u64(d, "min_ratio", 0),
+		    (unsigned long long)jget_u64(d, "max_ratio", 100),
+		    *why ? "; queued or running: " : "", why);
+		free(ex);
 		/* Writeback's CPU: bounded by the workers, one CPU each. */
-		fprintf(f,
-		    "  %s: writeback CPU %.2f s, now %.0f%% of a CPU "
-		    "(at most %llu00%%: workers)%s%s\n",
-		    jget_str(d, "device"),
+		status_named(f, dev,
+		    "writeback CPU %.2f s, now %.0f%% of a CPU (at most "
+		    "%llu00%%: workers)%s%s",
 		    json_number_value(
 			json_object_get(d, "writeback_cpu_seconds")),
 		    100 *
@@ -255,64 +345,48 @@ status_devices(FILE *f, const json_t *devices)
 			"max", 0),
 		    eng && *eng ? "; io_engine " : "", eng && *eng ? eng : "");
 		if (le)
-			fprintf(f, "  %s: last error: %s\n",
-			    jget_str(d, "device"), le);
-		if (json_is_object(r)) {
-			/* A remote NBD server: its connection. */
-			time_t since = (time_t)(jget_u64(r, "since_unix_ms", 0) /
-			    1000);
-			char when[32] = "?";
-			struct tm tm;
-			if (since && localtime_r(&since, &tm))
-				strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
-				    &tm);
-			const char *rle = jget_str(r, "last_error");
-			fprintf(f,
-			    "  %s: %s, %s since %s, %llu connection(s)%s, "
-			    "%llu failed reconnect(s)%s%s\n",
-			    jget_str(d, "device"),
-			    jget_str(d, "backing") ? jget_str(d, "backing") :
-						     "",
-			    json_is_true(json_object_get(r, "connected")) ?
-				"connected" :
-				"DISCONNECTED",
-			    when,
-			    (unsigned long long)jget_u64(r, "connections", 0),
-			    json_is_true(
-				json_object_get(r, "read_connection")) ?
-				" and a read connection" :
-				"",
-			    (unsigned long long)jget_u64(r, "retries", 0),
-			    rle ? "; last: " : "", rle ? rle : "");
-			if (json_is_true(
-				json_object_get(r, "flush_before_read")))
-				fprintf(f,
-				    "  %s: written, not yet flushed: %llu "
-				    "range(s) of %llu kept (%llu time(s) more); "
-				    "%llu read(s) flushed first; %llu commit(s), "
-				    "every %llu ms at most\n",
-				    jget_str(d, "device"),
-				    (unsigned long long)jget_u64(r,
-					"unflushed_ranges", 0),
-				    (unsigned long long)jget_u64(r,
-					"unflushed_ranges_max", 0),
-				    (unsigned long long)jget_u64(r,
-					"unflushed_overflows", 0),
-				    (unsigned long long)jget_u64(r,
-					"flushes_before_read", 0),
-				    (unsigned long long)jget_u64(r, "commits",
-					0),
-				    (unsigned long long)jget_u64(r,
-					"commit_interval_ms", 0));
-			uint64_t redo =
-			    jget_u64(r, "rewritten_after_loss_bytes", 0);
-			if (redo)
-				printf("  %s: %llu byte(s) written again, the "
-				       "remote lost before a flush covered "
-				       "them\n",
-				    jget_str(d, "device"),
-				    (unsigned long long)redo);
-		}
+			status_named(f, dev, "last error: %s", le);
+		if (!json_is_object(r))
+			continue;
+		/* A remote NBD server: its connection. */
+		time_t since = (time_t)(jget_u64(r, "since_unix_ms", 0) / 1000);
+		char when[32] = "?";
+		struct tm tm;
+		if (since && localtime_r(&since, &tm))
+			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+		const char *rle = jget_str(r, "last_error");
+		status_named(f, dev,
+		    "%s, %s since %s, %llu connection(s)%s, %llu failed "
+		    "reconnect(s)%s%s",
+		    jget_str(d, "backing") ? jget_str(d, "backing") : "",
+		    jget_bool(r, "connected") ? "connected" : "DISCONNECTED",
+		    when, (unsigned long long)jget_u64(r, "connections", 0),
+		    jget_bool(r, "read_connection") ? " and a read connection" :
+						      "",
+		    (unsigned long long)jget_u64(r, "retries", 0),
+		    rle ? "; last: " : "", rle ? rle : "");
+		if (jget_bool(r, "flush_before_read"))
+			status_named(f, dev,
+			    "written, not yet flushed: %llu range(s) of %llu "
+			    "kept (%llu time(s) more); %llu read(s) flushed "
+			    "first; %llu commit(s), every %llu ms at most",
+			    (unsigned long long)jget_u64(r, "unflushed_ranges",
+				0),
+			    (unsigned long long)jget_u64(r,
+				"unflushed_ranges_max", 0),
+			    (unsigned long long)jget_u64(r,
+				"unflushed_overflows", 0),
+			    (unsigned long long)jget_u64(r,
+				"flushes_before_read", 0),
+			    (unsigned long long)jget_u64(r, "commits", 0),
+			    (unsigned long long)jget_u64(r,
+				"commit_interval_ms", 0));
+		uint64_t redo = jget_u64(r, "rewritten_after_loss_bytes", 0);
+		if (redo)
+			status_named(f, dev,
+			    "%llu byte(s) written again, the remote lost "
+			    "before a flush covered them",
+			    (unsigned long long)redo);
 	}
 }
 
@@ -329,11 +403,11 @@ status_waiting(FILE *f, const json_t *waiting)
 		struct tm tm;
 		if (since && localtime_r(&since, &tm))
 			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-		fprintf(f, "  %s: WAITING for its remote %s since %s, %llu "
-		    "failed attempt(s)\n", jget_str(x, "name") ?
-		    jget_str(x, "name") : "?", jget_str(x, "backing") ?
-		    jget_str(x, "backing") : "?", when,
-		    (unsigned long long)jget_u64(x, "attempts", 0));
+		status_named(f, jget_str(x, "name"),
+		    "WAITING for its remote %s (%llu failed attempt(s) since "
+		    "%s)",
+		    jget_str(x, "backing") ? jget_str(x, "backing") : "?",
+		    (unsigned long long)jget_u64(x, "attempts", 0), when);
 	}
 }
 
@@ -346,92 +420,42 @@ status_requests(FILE *f, const json_t *rq)
 
 	fprintf(f, "\nrequests since start\n");
 	if (flushes)
-		fprintf(f, "  %-18s p50 %s, p99 %s over %llu FLUSH%s\n",
-		    "flush latency",
+		status_item(f, "flush latency",
+		    "p50 %s, p99 %s over %llu FLUSH%s",
 		    fmt_us(jget_u64(rq, "flush_p50_us", 0), a, sizeof a),
 		    fmt_us(jget_u64(rq, "flush_p99_us", 0), b, sizeof b),
 		    (unsigned long long)flushes, flushes == 1 ? "" : "es");
 	else
-		fprintf(f, "  %-18s - (no FLUSH yet)\n", "flush latency");
-	fprintf(f,
-	    "  %-18s %llu write(s) paced, %llu held at the dirty limit, "
-	    "%s paused in all; %llu now\n",
-	    "pacing", (unsigned long long)jget_u64(rq, "paced_writes", 0),
+		status_item(f, "flush latency", "- (no FLUSH yet)");
+	status_item(f, "pacing",
+	    "%llu write(s) paced, %llu held at the dirty limit, %s paused in "
+	    "all; %llu now",
+	    (unsigned long long)jget_u64(rq, "paced_writes", 0),
 	    (unsigned long long)jget_u64(rq, "held_writes", 0),
 	    fmt_ms(jget_u64(rq, "pause_ms", 0), a, sizeof a),
 	    (unsigned long long)jget_u64(rq, "paced_now", 0));
 }
 
-/* The human view of a status answer. */
+/* The limits on NBD connections and what they hold. */
 static void
-status_print(FILE *f, const json_t *ans)
+status_limits(FILE *f, const json_t *lim)
 {
-	const json_t *c = json_object_get(ans, "cache");
-	const json_t *th = json_object_get(ans, "thresholds");
-	const char *dv = jget_str(ans, "daemon_version");
-	char a[32], b[32], d[32], e[32];
+	char u[32], m[32], p[32], cb[32];
 
-	fprintf(f, "wbd %s, pid %llu, up %s\n", dv ? dv : "?",
-	    (unsigned long long)jget_u64(ans, "pid", 0),
-	    fmt_uptime(jget_u64(ans, "uptime_s", 0), a, sizeof a));
-	fprintf(f, "cache %s in %llu-byte pages: %s used, %s dirty, "
-	    "%s under writeback\n",
-	    wbctl_human(jget_u64(c, "size_bytes", 0), a, sizeof a),
-	    (unsigned long long)jget_u64(c, "page_size", 0),
-	    wbctl_human(jget_u64(c, "used_bytes", 0), b, sizeof b),
-	    wbctl_human(jget_u64(c, "dirty_bytes", 0), d, sizeof d),
-	    wbctl_human(jget_u64(c, "writeback_bytes", 0), e, sizeof e));
-	fprintf(f,
-	    "  hits %llu, misses %llu, evictions %llu; read ahead %s, "
-	    "%llu read-ahead hits\n",
-	    (unsigned long long)jget_u64(c, "hits", 0),
-	    (unsigned long long)jget_u64(c, "misses", 0),
-	    (unsigned long long)jget_u64(c, "evictions", 0),
-	    wbctl_human(jget_u64(c, "readahead_bytes", 0), a, sizeof a),
-	    (unsigned long long)jget_u64(c, "readahead_hits", 0));
-	fprintf(f,
-	    "  writes received straight into cache pages %s, %llu time(s) "
-	    "through a buffer instead\n",
-	    wbctl_human(jget_u64(c, "zero_copy_bytes", 0), a, sizeof a),
-	    (unsigned long long)jget_u64(c, "zero_copy_refused", 0));
-	uint64_t pf = jget_u64(c, "prefaulted_bytes", 0);
-	uint64_t size = jget_u64(c, "size_bytes", 0);
-	if (pf > 0 && pf < size)
-		fprintf(f, "  memory faulted in at start so far %s of %s\n",
-		    wbctl_human(pf, a, sizeof a),
-		    wbctl_human(size, b, sizeof b));
-
-	fprintf(f, "\nthresholds\n");
-	status_threshold(f, th, "dirty_background");
-	status_threshold(f, th, "dirty");
-	fprintf(f, "  %-18s %s\n", "dirty_expire",
-	    fmt_ms(jget_u64(th, "dirty_expire_centisecs", 0) * 10, a,
-	    sizeof a));
-	uint64_t per = jget_u64(th, "dirty_writeback_centisecs", 0);
-	fprintf(f, "  %-18s %s\n", "dirty_writeback",
-	    per ? fmt_ms(per * 10, a, sizeof a) : "off");
-
-	const json_t *lim = json_object_get(ans, "limits");
-	if (lim)
-		fprintf(f,
-		    "  %-18s %llu of %llu (max_connections), at most "
-		    "%llu per client (max_connections_per_client; IPv6 "
-		    "per /%llu); %llu client(s), %llu refused\n",
-		    "connections",
-		    (unsigned long long)jget_u64(lim, "connections", 0),
-		    (unsigned long long)jget_u64(lim, "max_connections", 0),
-		    (unsigned long long)jget_u64(lim,
-			"max_connections_per_client", 0),
-		    (unsigned long long)jget_u64(lim, "client_ipv6_prefix",
-			128),
-		    (unsigned long long)jget_u64(lim, "clients", 0),
-		    (unsigned long long)jget_u64(lim, "refused", 0));
-	if (lim && json_object_get(lim, "max_inflight_bytes")) {
-		char u[32], m[32], p[32], cb[32];
-		fprintf(f,
-		    "  %-18s %s of %s (max_inflight_bytes), peak %s, "
-		    "%llu wait(s); connection buffers %s\n",
-		    "in flight",
+	status_item(f, "connections",
+	    "%llu of %llu (max_connections), at most %llu per client "
+	    "(max_connections_per_client; IPv6 per /%llu); %llu client(s), "
+	    "%llu refused",
+	    (unsigned long long)jget_u64(lim, "connections", 0),
+	    (unsigned long long)jget_u64(lim, "max_connections", 0),
+	    (unsigned long long)jget_u64(lim, "max_connections_per_client", 0),
+	    (unsigned long long)jget_u64(lim, "client_ipv6_prefix", 128),
+	    (unsigned long long)jget_u64(lim, "clients", 0),
+	    (unsigned long long)jget_u64(lim, "refused", 0));
+	if (json_object_get(lim, "max_inflight_bytes"))
+		status_item(f, "in flight",
+		    "%s of %s (max_inflight_bytes), peak %s, %llu wait(s); "
+		    "connection buffers %s",
 		    wbctl_human(jget_u64(lim, "inflight_bytes", 0), u,
 			sizeof u),
 		    wbctl_human(jget_u64(lim, "max_inflight_bytes", 0), m,
@@ -441,18 +465,14 @@ status_print(FILE *f, const json_t *ans)
 		    (unsigned long long)jget_u64(lim, "inflight_waits", 0),
 		    wbctl_human(jget_u64(lim, "connection_buffer_bytes", 0), cb,
 			sizeof cb));
-	}
-
-	if (lim && json_object_get(lim, "max_requests_per_connection")) {
-		char m[32];
-		fprintf(f,
-		    "  %-18s %llu requests (max_requests_per_connection), "
-		    "%s (max_inflight_bytes_per_connection), %llu pause(s); "
+	if (json_object_get(lim, "max_requests_per_connection"))
+		status_item(f, "per connection",
+		    "%llu requests (max_requests_per_connection), %s "
+		    "(max_inflight_bytes_per_connection), %llu pause(s); "
 		    "handshake within %llu s, %llu timed out; stall timeout "
 		    "%llu s, %llu stalled; %llu client error(s); CACHE %llu at "
 		    "once a device (max_cache_requests), %llu answered "
-		    "without prefetching\n",
-		    "per connection",
+		    "without prefetching",
 		    (unsigned long long)jget_u64(lim,
 			"max_requests_per_connection", 0),
 		    wbctl_human(jget_u64(lim,
@@ -467,11 +487,16 @@ status_print(FILE *f, const json_t *ans)
 		    (unsigned long long)jget_u64(lim, "max_cache_requests", 0),
 		    (unsigned long long)jget_u64(lim, "cache_requests_skipped",
 			0));
-	}
+}
 
+/* The daemon's own settings: TLS, its user, the control socket, the
+ * metrics endpoint. */
+static void
+status_service(FILE *f, const json_t *ans)
+{
 	const json_t *tls = json_object_get(ans, "tls");
 	if (tls)
-		fprintf(f, "  %-18s %s%s%s%s\n", "tls",
+		status_item(f, "tls", "%s%s%s%s",
 		    jget_str(tls, "mode") ? jget_str(tls, "mode") : "?",
 		    jget_str(tls, "credentials") ? ", " : "",
 		    jget_str(tls, "credentials") ?
@@ -479,26 +504,20 @@ status_print(FILE *f, const json_t *ans)
 			"",
 		    jget_bool(tls, "verify_peer") ? ", verify_peer" : "");
 	const json_t *ra = json_object_get(ans, "run_as");
+	const char *user = jget_str(ra, "user"), *group = jget_str(ra, "group");
 	if (ra)
-		fprintf(f, "  %-18s uid %llu, gid %llu%s%s%s%s%s\n",
-		    "running as", (unsigned long long)jget_u64(ra, "uid", 0),
+		status_item(f, "running as", "uid %llu, gid %llu%s%s%s%s%s",
+		    (unsigned long long)jget_u64(ra, "uid", 0),
 		    (unsigned long long)jget_u64(ra, "gid", 0),
-		    jget_str(ra, "user") ? " (user " : "",
-		    jget_str(ra, "user") ? jget_str(ra, "user") : "",
-		    jget_str(ra, "user") && jget_str(ra, "group") ? ", group " :
-								    "",
-		    jget_str(ra, "user") && jget_str(ra, "group") ?
-			jget_str(ra, "group") :
-			"",
-		    jget_str(ra, "user") ? ")" : "");
+		    user ? " (user " : "", user ? user : "",
+		    user && group ? ", group " : "", user && group ? group : "",
+		    user ? ")" : "");
 	const json_t *cc = json_object_get(ans, "control");
 	if (cc)
-		fprintf(f,
-		    "  %-18s %llu of %llu clients (max_clients), at most %llu "
-		    "per uid, the last %llu for admins; idle timeout %llu s; "
-		    "%llu refused, %llu closed idle, %llu request(s) too "
-		    "long\n",
-		    "control socket",
+		status_item(f, "control socket",
+		    "%llu of %llu clients (max_clients), at most %llu per uid, "
+		    "the last %llu for admins; idle timeout %llu s; %llu "
+		    "refused, %llu closed idle, %llu request(s) too long",
 		    (unsigned long long)jget_u64(cc, "clients", 0),
 		    (unsigned long long)jget_u64(cc, "max_clients", 0),
 		    (unsigned long long)jget_u64(cc, "max_clients_per_uid", 0),
@@ -509,17 +528,73 @@ status_print(FILE *f, const json_t *ans)
 		    (unsigned long long)jget_u64(cc, "oversized_requests", 0));
 	const json_t *mx = json_object_get(ans, "metrics");
 	if (mx && jget_str(mx, "listen"))
-		fprintf(f,
-		    "  %-18s http://%s/metrics: %llu of %llu connections "
+		status_item(f, "metrics",
+		    "http://%s/metrics: %llu of %llu connections "
 		    "(max_connections), at most %llu per client; timeout "
-		    "%llu s; %llu refused\n",
-		    "metrics", jget_str(mx, "listen"),
+		    "%llu s; %llu refused",
+		    jget_str(mx, "listen"),
 		    (unsigned long long)jget_u64(mx, "connections", 0),
 		    (unsigned long long)jget_u64(mx, "max_connections", 0),
 		    (unsigned long long)jget_u64(mx,
 			"max_connections_per_client", 0),
 		    (unsigned long long)jget_u64(mx, "timeout_s", 0),
 		    (unsigned long long)jget_u64(mx, "refused", 0));
+}
+
+/* The human view of a status answer. */
+static void
+status_print(FILE *f, const json_t *ans)
+{
+	const json_t *c = json_object_get(ans, "cache");
+	const json_t *th = json_object_get(ans, "thresholds");
+	const char *dv = jget_str(ans, "daemon_version");
+	char a[32], b[32], d[32], e[32];
+
+	status_text(f, 0, 4, "wbd %s, pid %llu, up %s", dv ? dv : "?",
+	    (unsigned long long)jget_u64(ans, "pid", 0),
+	    fmt_uptime(jget_u64(ans, "uptime_s", 0), a, sizeof a));
+	status_text(f, 0, 4,
+	    "cache %s in %llu-byte pages: %s used, %s dirty, %s under "
+	    "writeback",
+	    wbctl_human(jget_u64(c, "size_bytes", 0), a, sizeof a),
+	    (unsigned long long)jget_u64(c, "page_size", 0),
+	    wbctl_human(jget_u64(c, "used_bytes", 0), b, sizeof b),
+	    wbctl_human(jget_u64(c, "dirty_bytes", 0), d, sizeof d),
+	    wbctl_human(jget_u64(c, "writeback_bytes", 0), e, sizeof e));
+	status_text(f, 2, 4,
+	    "hits %llu, misses %llu, evictions %llu; read ahead %s, %llu "
+	    "read-ahead hits",
+	    (unsigned long long)jget_u64(c, "hits", 0),
+	    (unsigned long long)jget_u64(c, "misses", 0),
+	    (unsigned long long)jget_u64(c, "evictions", 0),
+	    wbctl_human(jget_u64(c, "readahead_bytes", 0), a, sizeof a),
+	    (unsigned long long)jget_u64(c, "readahead_hits", 0));
+	status_text(f, 2, 4,
+	    "writes received straight into cache pages %s, %llu time(s) "
+	    "through a buffer instead",
+	    wbctl_human(jget_u64(c, "zero_copy_bytes", 0), a, sizeof a),
+	    (unsigned long long)jget_u64(c, "zero_copy_refused", 0));
+	uint64_t pf = jget_u64(c, "prefaulted_bytes", 0);
+	uint64_t size = jget_u64(c, "size_bytes", 0);
+	if (pf > 0 && pf < size)
+		status_text(f, 2, 4,
+		    "memory faulted in at start so far %s of %s",
+		    wbctl_human(pf, a, sizeof a),
+		    wbctl_human(size, b, sizeof b));
+
+	fprintf(f, "\nthresholds\n");
+	status_threshold(f, th, "dirty_background");
+	status_threshold(f, th, "dirty");
+	status_item(f, "dirty_expire", "%s",
+	    fmt_ms(jget_u64(th, "dirty_expire_centisecs", 0) * 10, a,
+		sizeof a));
+	uint64_t per = jget_u64(th, "dirty_writeback_centisecs", 0);
+	status_item(f, "dirty_writeback", "%s",
+	    per ? fmt_ms(per * 10, a, sizeof a) : "off");
+	const json_t *lim = json_object_get(ans, "limits");
+	if (lim)
+		status_limits(f, lim);
+	status_service(f, ans);
 	const json_t *rq = json_object_get(ans, "requests");
 	if (rq)
 		status_requests(f, rq);
@@ -540,8 +615,7 @@ status_once(struct wbctl *w, struct cc_conn *c, FILE *f)
 
 	json_decref(req);
 	if (w->json && ans) {
-		json_dumpf(ans, f, JSON_INDENT(2));
-		fputc('\n', f);
+		wbctl_print_json(f, ans);
 	} else if (r == 0) {
 		status_print(f, ans);
 	}
@@ -586,8 +660,11 @@ status_watch(struct wbctl *w, struct cc_conn *c, double secs)
 			time_t now = time(NULL);
 			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
 			    localtime(&now));
-			fprintf(f, "\033[H\033[2JEvery %gs: wbctl status "
-			    "(socket %s)  %s\n\n", secs, c->path, when);
+			fputs("\033[H\033[2J", f);
+			status_text(f, 0, 4,
+			    "Every %gs: wbctl status (socket %s)  %s", secs,
+			    c->path, when);
+			fputc('\n', f);
 		} else if (n > 0) {
 			fputc('\n', f);
 		}
@@ -656,20 +733,25 @@ cmd_status(struct wbctl *w, int argc, char **argv)
 
 const struct wbctl_cmd cmd_status_entry = {
 	.name = "status",
-	.usage = "status [-w [SECS]]",
+	.usage = "status [-w [SECS]] [--json]",
 	.summary = "show the cache, the exports, the writeback devices",
 	.help =
 	    "Shows the daemon (version, pid, uptime), the cache (size, used, dirty\n"
 	    "and under-writeback bytes, hits, misses, evictions), the thresholds with\n"
-	    "the byte values they resolve to, the FLUSH latency (p50 and p99 since\n"
-	    "start-up) and writer pacing (writes paced, held at the dirty limit, time\n"
-	    "paused in all, paced now), then one line per export (size, cache\n"
-	    "mode, cached and dirty bytes, age of the oldest dirty page, connections,\n"
-	    "writeback errors, device) and one per writeback device (MAJ:MIN, its\n"
-	    "exports, dirty and under-writeback bytes, busy/running workers with\n"
-	    "(min..max), recent writeback bandwidth, queued work and why, bytes\n"
-	    "written back, min..max ratio of the dirty limit, errors, back-off) and\n"
-	    "its last error if any.\n"
+	    "the byte values they resolve to, the limits, the FLUSH latency (p50 and\n"
+	    "p99 since start-up) and writer pacing (writes paced, held at the dirty\n"
+	    "limit, time paused in all, paced now), then one line per export (size,\n"
+	    "cache mode, cached and dirty bytes, age of the oldest dirty page,\n"
+	    "connections, writeback errors, device) and one per writeback device\n"
+	    "(MAJ:MIN, dirty and under-writeback bytes, bytes written back, recent\n"
+	    "writeback bandwidth, busy/running workers with (min..max), queued work,\n"
+	    "errors, back-off); below, for each device, its exports, its min..max\n"
+	    "ratio of the dirty limit and the work queued or running by reason, its\n"
+	    "writeback CPU, its last error if any and its remote if it has one.\n"
+	    "\n"
+	    "Every line fits in 100 columns: a long one goes on indented continuation\n"
+	    "lines; a table too wide puts a long name on a line of its own, or shows\n"
+	    "each row as its name and \"title value, ...\" lines.\n"
 	    "\n"
 	    "  -w, --watch[=SECS]  redraw every SECS seconds (default 2) until\n"
 	    "                      interrupted (SIGINT: exit status 0); on a terminal\n"

@@ -77,7 +77,7 @@ tune_list(struct wbctl *w, struct cc_conn *c, char **keys, size_t nkeys)
 	json_decref(req);
 	if (r || w->json) {
 		if (w->json && ans)
-			wbctl_print_json(ans);
+			wbctl_print_json(stdout, ans);
 		json_decref(ans);
 		return r;
 	}
@@ -119,7 +119,7 @@ tune_change(struct wbctl *w, struct cc_conn *c, char **args, size_t n)
 	json_decref(req);
 	if (r || w->json) {
 		if (w->json && ans)
-			wbctl_print_json(ans);
+			wbctl_print_json(stdout, ans);
 		json_decref(ans);
 		return r;
 	}
@@ -187,26 +187,26 @@ cmd_tune(struct wbctl *w, int argc, char **argv)
 
 const struct wbctl_cmd cmd_tune_entry = {
 	.name = "tune",
-	.usage = "tune [KEY... | KEY=VALUE...]",
+	.usage = "tune [--json] [KEY... | KEY=VALUE...]",
 	.summary = "show or set the tunables",
 	.help =
-"Without arguments, prints every tunable as \"KEY = VALUE UNIT\", like\n"
-"sysctl -a; of a threshold's _ratio and _bytes forms, the one not in use\n"
-"shows \"-\".  With KEYs, prints only those.  With KEY=VALUEs, sets them\n"
-"all at once (or none, if any is invalid: exit status 5) and prints the\n"
-"new values of those that changed; setting needs uid 0 or the admin\n"
-"group.\n"
-"\n"
-"Keys have wbd.conf's names, units and rules (sizes such as \"64M\"):\n"
-"  dirty_background_ratio, dirty_background_bytes, dirty_ratio,\n"
-"  dirty_bytes, dirty_expire_centisecs, dirty_writeback_centisecs,\n"
-"  min_workers, max_workers, worker_spawn_ms, worker_idle_ms\n"
-"  device.MAJ:MIN.min_ratio, device.MAJ:MIN.max_ratio\n"
-"  export.NAME.cache_mode\n"
-"Setting a _ratio threshold clears its _bytes form and vice versa.\n"
-"Changes take effect at once; they are not written to wbd.conf, so a\n"
-"restart or a reload applies the file's values again.\n"
-"\n"
-"Example: wbctl tune dirty_background_bytes=64M dirty_expire_centisecs=1000\n",
+	    "Without arguments, prints every tunable as \"KEY = VALUE UNIT\", like\n"
+	    "sysctl -a; of a threshold's _ratio and _bytes forms, the one not in use\n"
+	    "shows \"-\".  With KEYs, prints only those.  With KEY=VALUEs, sets them\n"
+	    "all at once (or none, if any is invalid: exit status 5) and prints the\n"
+	    "new values of those that changed; setting needs uid 0 or the admin\n"
+	    "group.\n"
+	    "\n"
+	    "Keys have wbd.conf's names, units and rules (sizes such as \"64M\"):\n"
+	    "  dirty_background_ratio, dirty_background_bytes, dirty_ratio,\n"
+	    "  dirty_bytes, dirty_expire_centisecs, dirty_writeback_centisecs,\n"
+	    "  min_workers, max_workers, worker_spawn_ms, worker_idle_ms\n"
+	    "  device.MAJ:MIN.min_ratio, device.MAJ:MIN.max_ratio\n"
+	    "  export.NAME.cache_mode\n"
+	    "Setting a _ratio threshold clears its _bytes form and vice versa.\n"
+	    "Changes take effect at once; they are not written to wbd.conf, so a\n"
+	    "restart or a reload applies the file's values again.\n"
+	    "\n"
+	    "Example: wbctl tune dirty_background_bytes=64M dirty_expire_centisecs=1000\n",
 	.exec = cmd_tune,
 };

@@ -20,7 +20,7 @@ cmd_version(struct wbctl *w, int argc, char **argv)
 		if (r == 0)
 			json_object_set_new(ans, "client_version",
 			    json_string(WBD_VERSION));
-		wbctl_print_json(ans);
+		wbctl_print_json(stdout, ans);
 	} else if (r == 0) {
 		const char *dv = jget_str(ans, "daemon_version");
 		printf("wbctl %s\n", WBD_VERSION);
@@ -34,11 +34,11 @@ cmd_version(struct wbctl *w, int argc, char **argv)
 
 const struct wbctl_cmd cmd_version_entry = {
 	.name = "version",
-	.usage = "version",
+	.usage = "version [--json]",
 	.summary = "print the versions of wbctl, of wbd and of the protocol",
 	.help =
-"Prints three lines: wbctl's version, the running daemon's version and\n"
-"the control protocol version the daemon speaks.  With --json, the\n"
-"daemon's answer with \"client_version\" added.\n",
+	    "Prints three lines: wbctl's version, the running daemon's version and\n"
+	    "the control protocol version the daemon speaks.  With --json, the\n"
+	    "daemon's answer with \"client_version\" added.\n",
 	.exec = cmd_version,
 };

@@ -43,9 +43,15 @@ usage(FILE *f)
 "  -V, --version       print wbctl's version and exit\n"
 "\n"
 "Commands:\n");
-	for (size_t i = 0; i < N_CMDS; i++)
-		fprintf(f, "  %-28s %s\n", wbctl_cmds[i]->usage,
-		    wbctl_cmds[i]->summary);
+	for (size_t i = 0; i < N_CMDS; i++) {
+		const struct wbctl_cmd *c = wbctl_cmds[i];
+		/* A long usage has its summary on a line of its own. */
+		if (strlen(c->usage) > 28)
+			fprintf(f, "  %s\n  %-28s %s\n", c->usage, "",
+			    c->summary);
+		else
+			fprintf(f, "  %-28s %s\n", c->usage, c->summary);
+	}
 	fprintf(f,
 "  %-28s %s\n"
 "\n"
@@ -98,6 +104,11 @@ wbctl_cmd_help(const struct wbctl_cmd *c, FILE *f)
 	fprintf(f, "Usage: wbctl [OPTION]... %s\n%s.\n", c->usage, c->summary);
 	if (c->help && *c->help)
 		fprintf(f, "\n%s", c->help);
+	fprintf(f,
+	    "\nOptions every command takes (--json also before it):\n"
+	    "  -h, --help  print this help and exit\n"
+	    "      --json  print the daemon's answer as JSON, for "
+	    "programs\n");
 	fprintf(f, "\nSee wbctl --help for the global options and the exit "
 	    "status, wbctl(8) for the details.\n");
 }
@@ -144,10 +155,10 @@ wbctl_parse_no_opts(struct wbctl *w, const struct wbctl_cmd *c, int argc,
 }
 
 void
-wbctl_print_json(const json_t *j)
+wbctl_print_json(FILE *f, const json_t *j)
 {
-	json_dumpf(j, stdout, JSON_INDENT(2));
-	putchar('\n');
+	json_dumpf(j, f, JSON_INDENT(2) | JSON_REAL_PRECISION(15));
+	fputc('\n', f);
 }
 
 uint64_t

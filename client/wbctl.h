@@ -80,8 +80,14 @@ int wbctl_common_opt(struct wbctl *w, const struct wbctl_cmd *c, int opt,
 int wbctl_parse_no_opts(struct wbctl *w, const struct wbctl_cmd *c,
     int argc, char **argv);
 
-/* Print J on stdout as indented JSON, the --json form. */
-void wbctl_print_json(const json_t *j);
+/*
+ * Print J on F as indented JSON, the --json form.  A real is printed with
+ * at most 15 significant digits: what the daemon sent comes out as it
+ * was (any decimal of up to 15 digits survives the round trip through a
+ * double), and never as the double's 17-digit expansion
+ * (0.29999999999999999 for 0.3).
+ */
+void wbctl_print_json(FILE *f, const json_t *j);
 
 /* Members of a JSON object read leniently: a missing or mistyped member
  * reads as DEF (or NULL). */

@@ -27,7 +27,9 @@ assert_match '^  dirty +20% of the cache = 12\.8 MiB$' "$OUT" "status: threshold
 assert_match '^  NAME +SIZE +CACHE MODE +CACHED +DIRTY +OLDEST DIRTY +CONNS +ERRORS +DEVICE$' "$OUT" "status: export heading"
 assert_match "^  disk0 +16\.0 MiB +writeback +.* $dev\$" "$OUT" "status: disk0"
 assert_match "^  disk1 +8\.0 MiB +writeback \(ro\) .* $dev\$" "$OUT" "status: disk1"
-assert_match "^  $dev +disk0,disk1 +0 B +0 B +0/1 \(1\.\.8\) +0 B/s +0 +0 B +0\.\.100% +0 +-\$" "$OUT" "status: device"
+assert_match '^  DEVICE +DIRTY +WRITEBACK +WRITTEN +BANDWIDTH +WORKERS +QUEUED +ERRORS +BACKOFF$' "$OUT" "status: device heading"
+assert_match "^  $dev +0 B +0 B +0 B +0 B/s +0/1 \(1\.\.8\) +0 +0 +-\$" "$OUT" "status: device"
+assert_match "^  $dev: exports disk0, disk1; ratio 0\.\.100% of the dirty limit\$" "$OUT" "status: device's exports"
 expect_exit 0 wbctl --json status
 check_schema status "$T/out"
 # The JSON answer says what the human view showed.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # wbctl flush waits until the data is on the backing store, showing the
 # bytes remaining: plain "flush: X of Y remaining" lines when stderr is not
-# a terminal, a progress bar redrawn in place when it is (driven in tmux).
+# a terminal, a progress bar redrawn in place when it is (driven in tmux);
+# both end at 0 B remaining.
 # The backing store is slowed down (nbdkit's delay filter behind nbdfuse)
 # so that the flush takes a few seconds.  Exit status 0, and the backing
 # file holds the data afterwards.
@@ -55,6 +56,8 @@ for line in sys.argv[1].splitlines():
     if prev is not None and left > prev:
         sys.exit("%r: remaining went up" % line)
     prev = left
+if prev != 0:
+    sys.exit("the last line says %r remain, not 0 B" % line)
 PY
 
 # A progress bar on a terminal.
@@ -73,7 +76,9 @@ done
 grep -q '^EXIT=0$' <<<"$pane" || fail "wbctl flush on a terminal: $pane"
 grep -q '^flushed disk0, *$\|^flushed disk0$' <<<"$pane" || fail "no result line: $pane"
 [[ -n $seen_bar ]] || fail "no progress bar on the terminal: $pane"
-# Redrawn in place: one bar line, not one per report.
+# Redrawn in place: one bar line, not one per report; left full.
 (( $(grep -c '^flush \[' <<<"$pane") == 1 )) || fail "the bar was not redrawn in place: $pane"
+grep -Eq '^flush \[#{30}\] 100%  0 B of [0-9.]+ MiB remaining' <<<"$pane" ||
+	fail "the bar does not end at 100%, 0 B remaining: $pane"
 backing_matches || fail "after wbctl flush on a terminal the backing store lacks the data"
 assert_alive

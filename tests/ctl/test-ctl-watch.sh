@@ -10,7 +10,9 @@ add_export disk0 16M rw
 start_wbd
 
 tm() { tmux -L "wbctl-$$" "$@"; }
-tm new-session -d -x 120 -y 40 "'$WBCTL' -s '$CTL' status -w 0.5; echo EXIT=\$?; sleep 60" ||
+# Tall enough for the whole view (about 42 lines with one export, its
+# lines within 100 columns) under the header.
+tm new-session -d -x 120 -y 60 "'$WBCTL' -s '$CTL' status -w 0.5; echo EXIT=\$?; sleep 60" ||
 	skip "tmux cannot start a session"
 trap '_rc=$?; set +e; tm kill-server 2>/dev/null; (exit $_rc); _cleanup' EXIT
 

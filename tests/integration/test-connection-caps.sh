@@ -34,7 +34,7 @@ print(l["max_requests_per_connection"], l["max_inflight_bytes_per_connection"],
 read -r reqs bytes hs pauses timeouts used <<<"$(status_limits)"
 [[ "$reqs $bytes $hs $pauses $timeouts" == "4 1048576 1 0 0" ]] ||
 	fail "status limits: $reqs $bytes $hs $pauses $timeouts"
-ctl status | grep -Eq 'per connection +4 requests \(max_requests_per_connection\), 1(\.0)? ?Mi?B? \(max_inflight_bytes_per_connection\), 0 pause' ||
+ctl status | tr -s ' \n' ' ' | grep -Eq 'per connection +4 requests \(max_requests_per_connection\), 1(\.0)? ?Mi?B? \(max_inflight_bytes_per_connection\), 0 pause' ||
 	fail "wbctl status has no 'per connection' line: $(ctl status | grep -i 'per conn')"
 
 "$PYTHON" - "$PORT" "$SRCDIR" "${SOCK%/*}/control.sock" "$WBCTL" <<'PY' || fail "see above"
