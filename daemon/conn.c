@@ -40,6 +40,7 @@
 #include "job.h"
 #include "log.h"
 #include "peer.h"
+#include "pending.h"
 #include "proto.h"
 #include "request.h"
 #include "tls.h"
@@ -57,6 +58,7 @@
 /* Requests that failed (the device's errors): a line a second at most on
  * each I/O thread. */
 #define CONN_FAIL_LOG_NS 1000000000ull
+#define CONN_WAITING_LOG_NS (10ull * 1000000000ull)
 /* A write held at the dirty limit looks again this often. */
 #define CONN_PACE_POLL_S        0.01
 /* A connection waiting for the memory budget looks again this often. */
@@ -279,7 +281,7 @@ conn_close_socket(struct conn *c)
 	c->reading = false;
 	close(c->fd);
 	c->fd = -1;
-	c->dead = true;
+	__atomic_store_n(&c->dead, true, __ATOMIC_RELEASE); /* req->gone */
 	c->closing = true;
 	c->state = CS_DONE;
 	conn_drop_out(c);
@@ -702,7 +704,7 @@ conn_request_done(struct request *req)
 		log_debug("%s: fast zero of %u bytes at %llu: not fast here",
 		    c->peer, req->nbd.count,
 		    (unsigned long long)req->nbd.offset);
-	else if (req->err &&
+	else if (req->err && !(req->err == ECANCELED && c->dead) &&
 	    ratelimit_due(&c->host->fail_rl, CONN_FAIL_LOG_NS, &quiet))
 		log_warnx("%s: %s of %u bytes at %llu failed: %s (%u other "
 			  "failed requests not logged)",
@@ -811,6 +813,7 @@ conn_submit_payload(struct conn *c, struct request *req, const void *payload)
 	req->job.owner = c->host->owner;
 	req->err_seq = c->err_seq;
 	req->flushed = c->flushed;
+	req->gone = &c->dead;
 	req->start_ns = now_ns();
 	req->meta = c->view.meta;
 	req->ra = &c->ra;
@@ -1470,6 +1473,43 @@ conn_hs_nth(void *arg, size_t i)
 	return e ? &e->hs : NULL;
 }
 
+/*
+ * An export not served because its remote has not answered yet (pending.h)
+ * is told apart from a name nobody configured: the client is told to try
+ * again later, and the log says who asked and for which remote, once in
+ * 10 s at most on each I/O thread.  The empty name stands for the default
+ * export: the one named, or, as no export is served, the first waiting.
+ */
+static bool
+conn_hs_waiting(void *arg, const char *name)
+{
+	struct conn *c = arg;
+	struct pending_info pi;
+	const char *want = name;
+	bool found = false;
+	unsigned quiet;
+
+	if (!c->host->pending)
+		return false;
+	if (!*name) {
+		const char *d = __atomic_load_n(&c->host->exports->default_name,
+		    __ATOMIC_ACQUIRE);
+		if (d == export_table_no_default)
+			return false;
+		want = d ? d : "";
+	}
+	for (size_t i = 0; !found && pending_get(c->host->pending, i, &pi); i++)
+		found = !*want || strcmp(pi.name, want) == 0;
+	if (!found)
+		return false;
+	if (ratelimit_due(&c->host->waiting_rl, CONN_WAITING_LOG_NS, &quiet))
+		log_warnx("%s: asked for export \"%.64s\", which is not served "
+			  "until its remote %s answers (%u more such requests "
+			  "not logged)",
+		    c->peer, pi.name, pi.backing, quiet);
+	return true;
+}
+
 /* The export's allow list (access.h) decides; a refusal is logged once
  * per connection. */
 static bool
@@ -1522,6 +1562,7 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	c->hs.lookup = conn_hs_lookup;
 	c->hs.nth = conn_hs_nth;
 	c->hs.may_open = conn_hs_may_open;
+	c->hs.waiting = conn_hs_waiting;
 	c->hs.arg = c;
 	if (peer_ident_from_fd(&c->ident, fd) < 0 && errno != ENOTCONN)
 		log_warn("%s: cannot tell who the peer is; allow lists will "

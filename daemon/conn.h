@@ -22,6 +22,7 @@ struct budget;
 struct conn;
 struct tls_server;
 struct export_table;
+struct pending_table;
 struct job_owner;
 
 /* What connections need from the thread that runs them.  Touched by that
@@ -30,6 +31,8 @@ struct conn_host {
 	struct ev_loop *loop;
 	struct job_owner *owner;        /* where their requests' jobs end */
 	struct export_table *exports;   /* what clients may ask for */
+	struct pending_table *pending;  /* exports waiting for their remote;
+	                                   NULL: none */
 	struct budget *budget;          /* limits.max_inflight_bytes, shared
 	                                   by every I/O thread */
 	struct tls_server *tls;         /* the tls group now; NULL: off */
@@ -48,6 +51,7 @@ struct conn_host {
 	struct ratelimit fail_rl;       /* "request failed" lines */
 	struct ratelimit hs_timeout_rl; /* "handshake not finished" */
 	struct ratelimit client_rl;     /* clients' errors */
+	struct ratelimit waiting_rl;    /* asked for a waiting export */
 	/* Between conn_host_cork and conn_host_uncork: replies are queued,
 	 * and the connections holding them listed, to go out together. */
 	bool corked;

@@ -73,8 +73,9 @@ struct ctl_state {
 	struct job stop_msg;            /* made with the state: stopping
 					 * cannot fail */
 	struct ratelimit refuse_log;
-	struct ratelimit idle_log; /* idle clients closed */
-	struct ratelimit long_log; /* requests too long */
+	struct ratelimit change_log; /* changes refused (EPERM) */
+	struct ratelimit idle_log;   /* idle clients closed */
+	struct ratelimit long_log;   /* requests too long */
 };
 
 struct ctl_flush_job {
@@ -160,7 +161,9 @@ ctl_flush_out(struct ctl_client *cl)
 static void
 ctl_send(struct ctl_client *cl, json_t *o)
 {
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	/* Reals (writeback CPU) with 6 significant digits, not 17. */
+	char *s =
+	    o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
 
 	json_decref(o);
 	if (!s) {
@@ -196,6 +199,31 @@ static json_t *
 ctl_ok(void)
 {
 	return json_pack("{s:b, s:i}", "ok", 1, "v", CTL_PROTOCOL_VERSION);
+}
+
+/*
+ * A change (tune KEY=VALUE, flush, reload) asked for by a client that is
+ * neither root nor in control.admin_group: answered EPERM every time
+ * (WHAT, as the answer names it), and logged with who asked (CMD) at most
+ * once in 10 s, with the count of those not logged, so that a script
+ * retrying in a loop cannot fill the log.
+ */
+static void
+ctl_refuse_change(struct ctl_client *cl, const char *cmd, const char *what)
+{
+	const char *group = cl->cs->d->cfg.control.admin_group;
+	unsigned quiet;
+
+	ctl_error(cl, "EPERM",
+	    "%s needs uid 0 or membership of "
+	    "control.admin_group%s%s (you are uid %u)",
+	    what, group ? " " : "", group ? group : "", (unsigned)cl->uid);
+	if (ratelimit_due(&cl->cs->change_log, CTL_REFUSE_LOG_NS, &quiet))
+		log_warnx("control: refused %s to uid %u (pid %d): it needs "
+			  "uid 0 or membership of control.admin_group%s%s "
+			  "(%u more refused changes not logged)",
+		    cmd, (unsigned)cl->uid, (int)cl->pid, group ? " " : "",
+		    group ? group : "", quiet);
 }
 
 /* --- flush ------------------------------------------------------------- */
@@ -369,6 +397,10 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 	fl->progress = do_wait && json_is_true(progress);
 	fl->pending = (unsigned)fl->n + 1;      /* +1 until all are queued */
 	fl->cl = do_wait ? cl : NULL;
+	/* What there is to write, measured before the workers start on it:
+	 * a quick flush would otherwise show 0 of 0. */
+	fl->total_bytes =
+	    fl->progress ? ctl_flush_remaining(fl, d->wb.page_size) : 0;
 	for (i = 0; i < fl->n; i++) {
 		struct ctl_flush_job *fj = &fl->jobs[i];
 		fj->fl = fl;
@@ -391,8 +423,7 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		/* One request at a time per client: read on when done. */
 		ev_io_stop(cl->cs->io->loop, &cl->rw);
 		if (fl->progress) {
-			uint64_t total = ctl_flush_remaining(fl, d->wb.page_size);
-			fl->total_bytes = total;
+			uint64_t total = fl->total_bytes;
 			ctl_send(cl, json_pack("{s:{s:I, s:I}}", "progress",
 			    "remaining_bytes", (json_int_t)total,
 			    "total_bytes", (json_int_t)total));
@@ -423,11 +454,7 @@ ctl_cmd_tune(struct ctl_client *cl, json_t *req)
 		return;
 	}
 	if (!cl->admin) {
-		ctl_error(cl, "EPERM", "changing settings needs uid 0 or "
-		    "membership of control.admin_group%s%s (you are uid %u)",
-		    d->cfg.control.admin_group ? " " : "",
-		    d->cfg.control.admin_group ? d->cfg.control.admin_group : "",
-		    (unsigned)cl->uid);
+		ctl_refuse_change(cl, "tune", "changing settings");
 		return;
 	}
 	json_t *changed = json_array();
@@ -521,11 +548,7 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 	case CTL_CMD_FLUSH:
 	case CTL_CMD_RELOAD:
 		if (!cl->admin)
-			ctl_error(cl, "EPERM", "%s needs uid 0 or membership of "
-			    "control.admin_group%s%s (you are uid %u)", cmd,
-			    d->cfg.control.admin_group ? " " : "",
-			    d->cfg.control.admin_group ?
-			    d->cfg.control.admin_group : "", (unsigned)cl->uid);
+			ctl_refuse_change(cl, cmd, cmd);
 		else if (req.cmd == CTL_CMD_FLUSH)
 			ctl_cmd_flush(cl, req.json);
 		else

@@ -440,6 +440,7 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->slots = d->slots;
 			d->io[i]->host.limits = d->cfg.limits;
 			d->io[i]->host.exports = &d->exports;
+			d->io[i]->host.pending = d->pending;
 			d->io[i]->host.budget = &d->budget;
 			d->io[i]->host.tls = &d->tls;
 			d->io[i]->grace = &d->grace;
@@ -506,6 +507,11 @@ struct drain_job {
 	pthread_mutex_t *lock;
 	pthread_cond_t *cond;
 	unsigned *left;                 /* jobs not finished, under lock */
+	bool done;                      /* under lock */
+	/* What is left of the export, in pages dirty or under writeback:
+	 * at the last progress report (or when the drain began), and at
+	 * this one.  The main thread's alone. */
+	uint64_t reported_pages, left_pages;
 };
 
 /*
@@ -525,13 +531,12 @@ drain_job_run(struct job *job)
 		dj->r = export_flush(e, UINT64_MAX, WB_REASON_SHUTDOWN);
 		if (dj->r == 0)
 			return;
-		uint64_t cached, dirty;
+		uint64_t left = cache_file_unwritten_pages(e->cf);
 		char what[96];
-		cache_file_stats(e->cf, &cached, &dirty);
-		if (dirty)
+		if (left)
 			snprintf(what, sizeof what,
 			    "%s of dirty data not written back",
-			    size_human(dirty * e->wb->page_size, b, sizeof b));
+			    size_human(left * e->wb->page_size, b, sizeof b));
 		else
 			snprintf(what, sizeof what,
 			    "all written, but the device's flush failed");
@@ -556,43 +561,121 @@ drain_job_done(struct job *job)
 	struct drain_job *dj = (struct drain_job *)job;
 
 	pthread_mutex_lock(dj->lock);
+	dj->done = true;
 	if (--*dj->left == 0)
 		pthread_cond_signal(dj->cond);
 	pthread_mutex_unlock(dj->lock);
 }
 
+/* "12 s", "7 min", "3.5 h": a time left, for the log. */
+static const char *
+daemon_duration_human(double s, char *buf, size_t len)
+{
+	if (s < 100)
+		snprintf(buf, len, "%.0f s", s < 1 ? 1 : s);
+	else if (s < 100 * 60)
+		snprintf(buf, len, "%.0f min", s / 60);
+	else
+		snprintf(buf, len, "%.1f h", s / 3600);
+	return buf;
+}
+
+/* "3.1 MiB/s, about 6 s to go", or "no progress in 5 s, time left
+ * unknown": the rate at which what is left shrank from BEFORE_PAGES to
+ * LEFT_PAGES in ELAPSED_NS, and the time LEFT_PAGES take at that rate. */
+static void
+daemon_drain_rate(struct daemon *d, uint64_t before_pages, uint64_t left_pages,
+    uint64_t elapsed_ns, char *buf, size_t len)
+{
+	double s = (double)(elapsed_ns ? elapsed_ns : 1) / 1e9;
+	uint64_t gone =
+	    before_pages > left_pages ? before_pages - left_pages : 0;
+	double bps = (double)gone * d->wb.page_size / s;
+	char rate[32], eta[32];
+
+	if (gone == 0) {
+		snprintf(buf, len, "no progress in %.0f s, time left unknown",
+		    s);
+		return;
+	}
+	size_human((uint64_t)bps, rate, sizeof rate);
+	snprintf(buf, len, "%s/s, about %s to go", rate,
+	    daemon_duration_human((double)left_pages * d->wb.page_size / bps,
+		eta, sizeof eta));
+}
+
 /*
- * Wait, LOCK held, until no drain job is left RUNNING.  Every
- * DAEMON_DRAIN_REPORT_S: a line in the log with what is left, and the
- * same to the service manager with more time (EXTEND_TIMEOUT_USEC), so
- * that a slow drain is never killed half-way by TimeoutStopSec=.  A
- * device that keeps failing keeps it going (drain_job_run).
+ * A progress report of the drain (LOCK held): a line for the whole, then
+ * one for each export not finished, all by one measure, what is left
+ * (pages dirty or under writeback), each read once, so that the exports'
+ * lines add up to the whole's.  The rate is how fast what is left shrank
+ * since the last report (since the drain began for the first); the time
+ * left is what is left at that rate.  The whole's line also goes to the
+ * service manager, with more time.
+ */
+static void
+daemon_drain_report(struct daemon *d, uint64_t elapsed_ns, unsigned running)
+{
+	struct drain_job *jobs = d->drain_jobs; /* by slot */
+	uint64_t total = 0, before = 0;
+	struct export *e;
+	char b[32], rate[96], line[256];
+
+	export_table_foreach(&d->exports, i, e) {
+		if (jobs[i].e != e)
+			continue; /* read-only: nothing to write */
+		jobs[i].left_pages = cache_file_unwritten_pages(e->cf);
+		total += jobs[i].left_pages;
+		before += jobs[i].reported_pages;
+	}
+	daemon_drain_rate(d, before, total, elapsed_ns, rate, sizeof rate);
+	snprintf(line, sizeof line,
+	    "stopping: writing back, %s of dirty data left, %u export(s) not "
+	    "finished; %s",
+	    size_human(total * d->wb.page_size, b, sizeof b), running, rate);
+	log_info("%s", line);
+	notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+	export_table_foreach(&d->exports, i, e) {
+		if (jobs[i].e != e)
+			continue;
+		struct drain_job *dj = &jobs[i];
+		if (!dj->done || dj->left_pages) {
+			daemon_drain_rate(d, dj->reported_pages, dj->left_pages,
+			    elapsed_ns, rate, sizeof rate);
+			log_info("stopping: export \"%s\" (device %s): %s "
+				 "left; %s",
+			    e->name, e->dev->name,
+			    size_human(dj->left_pages * d->wb.page_size, b,
+				sizeof b),
+			    rate);
+		}
+		dj->reported_pages = dj->left_pages;
+	}
+}
+
+/*
+ * Wait, LOCK held, until no drain job is left RUNNING, with a progress
+ * report every DAEMON_DRAIN_REPORT_S (daemon_drain_report), so that a
+ * slow drain is never killed half-way by TimeoutStopSec=.  A device that
+ * keeps failing keeps it going (drain_job_run).
  */
 static void
 daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
-    unsigned *running)
+    unsigned *running, uint64_t began_ns)
 {
-	uint64_t next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
-	struct cache_stats st;
-	char left[32], line[160];
+	uint64_t last_ns = began_ns;
 
 	while (*running > 0) {
 		struct timespec until;
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += 1;
 		pthread_cond_timedwait(cond, lock, &until);
-		if (*running == 0 || now_ns() < next_ns)
+		uint64_t now = now_ns();
+		if (*running == 0 ||
+		    now - last_ns < DAEMON_DRAIN_REPORT_S * 1000000000ull)
 			continue;
-		next_ns = now_ns() + DAEMON_DRAIN_REPORT_S * 1000000000ull;
-		cache_get_stats(d->cache, &st);
-		uint64_t pages = st.dirty_pages + st.writeback_pages;
-		size_human(pages * d->wb.page_size, left, sizeof left);
-		snprintf(line, sizeof line,
-		    "stopping: writing back, %s of "
-		    "dirty data left, %u export(s) not finished",
-		    left, *running);
-		log_info("%s", line);
-		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
+		daemon_drain_report(d, now - last_ns, *running);
+		last_ns = now;
 	}
 }
 
@@ -604,37 +687,46 @@ daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
 static void
 daemon_drain_all(struct daemon *d)
 {
-	struct cache_stats st;
-	char b[32];
+	char b[32], line[96];
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 	unsigned running = 0;
 	struct drain_job *jobs = d->drain_jobs; /* by slot */
+	uint64_t pages = 0;
 	struct export *e;
 
-	cache_get_stats(d->cache, &st);
 	/* tune_lock held: no reload adds or removes, and the tick is over. */
-	uint64_t pages = st.dirty_pages + st.writeback_pages;
+	export_table_foreach(&d->exports, i, e) {
+		if (e->tflags & NBD_FLAG_READ_ONLY) {
+			jobs[i].e = NULL;
+			continue;
+		}
+		jobs[i] = (struct drain_job){
+			.job = { .run = drain_job_run, .done = drain_job_done },
+			.e = e,
+			.lock = &lock,
+			.cond = &cond,
+			.left = &running,
+			.reported_pages = cache_file_unwritten_pages(e->cf),
+		};
+		pages += jobs[i].reported_pages;
+	}
 	if (pages) {
-		char line[96];
 		size_human(pages * d->wb.page_size, b, sizeof b);
 		snprintf(line, sizeof line,
 		    "stopping: writing back %s of dirty data", b);
 		log_info("shutdown: writing back %s of dirty data", b);
 		notify_extend_timeout(DAEMON_DRAIN_EXTEND_S * 1000000ull, line);
 	}
+	uint64_t began_ns = now_ns();
 	pthread_mutex_lock(&lock);
 	export_table_foreach(&d->exports, i, e) {
-		if (e->tflags & NBD_FLAG_READ_ONLY)
+		if (jobs[i].e != e)
 			continue;
-		jobs[i] = (struct drain_job){
-			.job = { .run = drain_job_run, .done = drain_job_done },
-			.e = e, .lock = &lock, .cond = &cond, .left = &running,
-		};
 		running++;
 		pool_submit(e->dev->pool, &jobs[i].job);
 	}
-	daemon_drain_wait(d, &lock, &cond, &running);
+	daemon_drain_wait(d, &lock, &cond, &running, began_ns);
 	pthread_mutex_unlock(&lock);
 }
 

@@ -260,6 +260,15 @@ export_work_counter(struct export *e, const struct request *req)
 	}
 }
 
+/* A request whose only effect is its reply: skipped once the client has
+ * gone (request.h, gone). */
+static bool
+export_only_answers(const struct nbd_request *n)
+{
+	return n->type == NBD_CMD_READ || n->type == NBD_CMD_BLOCK_STATUS ||
+	    n->type == NBD_CMD_CACHE;
+}
+
 static void
 export_run(struct job *job)
 {
@@ -270,6 +279,11 @@ export_run(struct job *job)
 	bool fua = n->flags & NBD_CMD_FLAG_FUA;
 	int r = 0;
 
+	if (export_only_answers(n) && req->gone &&
+	    __atomic_load_n(req->gone, __ATOMIC_ACQUIRE)) {
+		r = -ECANCELED; /* the client has gone: nobody to answer */
+		goto done;
+	}
 	switch (n->type) {
 	case NBD_CMD_READ:
 		r = export_read_miss(e, req);
@@ -331,6 +345,7 @@ export_run(struct job *job)
 		r = -EINVAL;    /* validation lets nothing else through */
 		break;
 	}
+done:
 	req->err = -r;
 	unsigned *counter = export_work_counter(e, req);
 	if (counter)

@@ -111,6 +111,13 @@ hs_dup_name(const uint8_t *p, uint32_t len)
 	return s;
 }
 
+/* No export NAME is served: is it one waiting for its remote? */
+static bool
+hs_waiting(struct hs_ctx *hs, const char *name)
+{
+	return hs->waiting && hs->waiting(hs->arg, name);
+}
+
 static void
 hs_choose(struct hs_ctx *hs, const struct hs_export *e, char *name)
 {
@@ -130,9 +137,12 @@ hs_export_name(struct hs_ctx *hs, const uint8_t *data, uint32_t len,
 	const struct hs_export *e = name ? hs->lookup(hs->arg, name) : NULL;
 
 	if (!e) {
-		/* NBD_OPT_EXPORT_NAME cannot report an error: hang up. */
-		log_warnx("handshake: EXPORT_NAME: unknown export \"%.64s\"",
-		    name ? name : "(invalid name)");
+		/* NBD_OPT_EXPORT_NAME cannot report an error: hang up.  One
+		 * that waits for its remote was logged by hs_waiting. */
+		if (!name || !hs_waiting(hs, name))
+			log_warnx("handshake: EXPORT_NAME: unknown export "
+				  "\"%.64s\"",
+			    name ? name : "(invalid name)");
 		free(name);
 		return HS_CLOSE;
 	}
@@ -181,8 +191,19 @@ hs_find_export(struct hs_ctx *hs, uint32_t opt, const uint8_t *p,
 	}
 	const struct hs_export *e = hs->lookup(hs->arg, name);
 	if (!e) {
-		char msg[160] = "no default export: name one (NBD_OPT_LIST)";
+		char msg[224] = "no default export: name one (NBD_OPT_LIST)";
+		char what[80] = "the default export";
 		if (*name)
+			snprintf(what, sizeof what, "export \"%.64s\"", name);
+		/* The spec's "not available" either way: an export that
+		 * waits for its remote is told apart by the message. */
+		if (hs_waiting(hs, name))
+			snprintf(msg, sizeof msg,
+			    "%s is configured, but its remote NBD server has "
+			    "not answered yet; wbd keeps trying: try again "
+			    "later",
+			    what);
+		else if (*name)
 			snprintf(msg, sizeof msg, "unknown export \"%.64s\"",
 			    name);
 		log_debug("handshake: %s: %s", hs_option_name(opt), msg);

@@ -40,6 +40,10 @@ struct hs_ctx {
 	/* May this client open E?  LISTING: only asked to decide whether LIST
 	 * shows E (nothing to log).  NULL: everyone may open everything. */
 	bool (*may_open)(void *arg, const struct hs_export *e, bool listing);
+	/* No export NAME ("" the default) is served: is it configured, and
+	 * waiting for its remote NBD server to answer?  The callee logs the
+	 * request.  NULL: no export ever waits. */
+	bool (*waiting)(void *arg, const char *name);
 	void *arg;
 
 	/* TLS, set for the whole connection before the first option. */

@@ -7,8 +7,8 @@
  * its own, again and again with back-off (100 ms doubling up to
  * remote.reconnect_max_ms).  Once the remote answers, the main thread's
  * tick installs the export and it is served from then on.  Until then a
- * client asking for it is told it does not exist (NBD_REP_ERR_UNKNOWN),
- * and wbctl status lists it as waiting.
+ * client asking for it gets NBD_REP_ERR_UNKNOWN with a message saying it
+ * waits for its remote (conn.c), and wbctl status lists it as waiting.
  *
  * The table has its own lock; adding, installing and dropping entries
  * also hold daemon.tune_lock (start-up, reload, the tick, shutdown), which

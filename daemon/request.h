@@ -56,6 +56,12 @@ struct request {
 	unsigned meta;                  /* in: the metadata contexts selected */
 	struct fill_ra *ra;             /* in: the client's reading (fill.h) */
 	uint32_t ra_bytes;              /* counted in ra->inflight_bytes */
+	/* in: the connection's "socket closed" flag (atomic): once it is
+	 * set no reply reaches the client, and a READ, BLOCK_STATUS or
+	 * CACHE that has not begun is skipped (ECANCELED), so that a
+	 * client that leaves with requests queued frees its share of the
+	 * budget and the workers at once. */
+	const bool *gone;
 	/* out: a reply the export encoded whole (BLOCK_STATUS), freed with
 	 * the request */
 	void *reply;

@@ -26,15 +26,13 @@
 #include "log.h"
 #include "ratelimit.h"
 #include "settings.h"
-#include "size.h"
 #include "wbdev.h"
 #include "writeback.h"
 
 #define WB_BACKOFF_MIN_MS       100u
 #define WB_BACKOFF_MAX_MS 1000u
 #define WB_FAIL_LOG_NS (10ull * 1000000000ull)
-#define WB_MAX_PAUSE_MS         200
-#define WB_PROGRESS_LOG_NS      (5ull * 1000000000ull)
+#define WB_MAX_PAUSE_MS 200
 
 static int wb_curve_ms(uint64_t dirty, uint64_t low, uint64_t high);
 
@@ -930,25 +928,16 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
 	struct cache_run *run;
 	struct wb_window win;
-	uint64_t last_log = now_ns();
 	int r = 0;
 
 	uint64_t fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
 
 	wb_window_init(&win, t->dev, why);
 	while ((run = cache_take_run(t->cf, max_seq, max_run))) {
+		/* A shutdown's progress is reported by its owner
+		 * (daemon_drain_report), for every export at once. */
 		if (wb_window_add(&win, t, run) < 0)
-			break;          /* report now; the pages stay dirty */
-		if (why == WB_REASON_SHUTDOWN &&
-		    now_ns() - last_log > WB_PROGRESS_LOG_NS) {
-			uint64_t cached, dirty;
-			char b[32];
-			cache_file_stats(t->cf, &cached, &dirty);
-			log_info("shutdown: export \"%s\": %s still dirty",
-			    t->name, size_human(dirty * t->wb->page_size, b,
-			    sizeof b));
-			last_log = now_ns();
-		}
+			break; /* report now; the pages stay dirty */
 	}
 	if (wb_window_drain(&win) < 0)
 		r = -EIO;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # A remote that does not answer when wbd starts holds nothing up: wbd
-# starts, serves its other export, says the remote export is unknown to
-# clients and lists it as waiting in the control status; once nbdkit is
-# started on that socket, the export is added without a restart, and data
-# written through it reaches nbdkit at FLUSH.
+# starts, serves its other export, tells a client asking for the remote
+# export that it is not available (NBD_REP_ERR_UNKNOWN, as a name nobody
+# configured) with a message saying that it waits for its remote, not that
+# it is unknown, logs who asked (once in 10 s at most on each I/O thread),
+# and lists it as waiting in the control status; once nbdkit is started on
+# that socket, the export is added without a restart, and data written
+# through it reaches nbdkit at FLUSH.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
@@ -27,10 +30,33 @@ nbdcopy "$T/data" "$(uri_unix local)" || fail "nbdcopy to the local export faile
 nbdcopy "$(uri_unix local)" "$T/back" || fail "nbdcopy from the local export failed"
 cmp -s "$T/data" "$T/back" || fail "the local export does not read back what was written"
 
-# The waiting one is unknown to clients, and listed as waiting.
-if nbdinfo "$(uri_unix late)" >"$T/info.out" 2>&1; then
-	fail "nbdinfo found the export whose remote is down: $(cat "$T/info.out")"
-fi
+# The waiting one is not available to clients, who are told why (the
+# server's message, which libnbd shows in its debug output), and listed as
+# waiting.
+asked_began=$(date +%s%N)
+for ((i = 0; i < 3; i++)); do
+	if LIBNBD_DEBUG=1 nbdinfo "$(uri_unix late)" >"$T/info.out" 2>&1; then
+		fail "nbdinfo found the export whose remote is down: $(cat "$T/info.out")"
+	fi
+	grep -q 'server error message: export "late" is configured, but its remote NBD server has not answered yet; wbd keeps trying: try again later' "$T/info.out" ||
+		fail "the client is not told that the export waits for its remote: $(grep -i error "$T/info.out")"
+	grep -q 'unknown export' "$T/info.out" &&
+		fail "the export waiting for its remote is called unknown: $(grep -i error "$T/info.out")"
+done
+asked_s=$((($(date +%s%N) - asked_began) / 1000000000))
+LIBNBD_DEBUG=1 nbdinfo "$(uri_unix lat)" >"$T/info.out" 2>&1 &&
+	fail "nbdinfo found an export nobody configured: $(cat "$T/info.out")"
+grep -q 'server error message: unknown export "lat"' "$T/info.out" ||
+	fail "a name nobody configured is not called unknown: $(grep -i error "$T/info.out")"
+# Logged with the remote, not once per request: 3 clients, each asking
+# twice (INFO, then GO), one line in 10 s at most on each I/O thread.
+grep -E 'asked for export "late", which is not served until its remote nbd\+unix:.*late\.sock answers' "$LOG" >"$T/asked" ||
+	fail "the log does not say a client asked for the waiting export"
+io_threads=$(sed -n 's/.* ready: .* \([0-9]*\) I\/O thread(s).*/\1/p' "$LOG")
+asked_max=$((io_threads * (asked_s / 10 + 1)))
+(($(wc -l <"$T/asked") <= asked_max)) ||
+	fail "$(wc -l <"$T/asked") lines for 6 requests in $asked_s s on $io_threads I/O thread(s), at most $asked_max expected: $(cat "$T/asked")"
+grep -q 'asked for export "lat"' "$LOG" && fail "a name nobody configured logged as waiting"
 sleep 1                         # a few failed attempts
 st=$(status_json)
 "$PYTHON" - "$st" <<'PY' || fail "status: $st"
@@ -44,7 +70,7 @@ if w[0]["attempts"] < 2:
 if "late" in [e["name"] for e in st["exports"]]:
     sys.exit("FAIL: the waiting export is listed as served")
 PY
-remote_wbctl status | grep -q 'late: WAITING for its remote nbd+unix:.* failed attempt(s)' ||
+remote_wbctl status | tr -s ' \n' ' ' | grep -q 'late: WAITING for its remote nbd+unix:.* failed attempt(s)' ||
 	fail "wbctl status does not show the waiting export: $(remote_wbctl status)"
 grep -q 'export "late": its remote .* does not answer' "$LOG" ||
 	fail "the log does not say why the export waits"
