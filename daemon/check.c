@@ -4,23 +4,32 @@
  *
  * Checked: each local backing file, or for one wbd would create, its
  * directory (exists, and the file or directory can be written when the
- * export is writable); the control socket (another server live on it, its
- * directory missing, control.group unknown); each Unix listener (a live
- * server on it) and TCP listener (the address in use, or a port wbd may
- * not bind).  Not checked, because they do not stop wbd from starting or
- * cannot be known before: a remote NBD server (an export waits for one
- * that does not answer), a block device's size, the cache's memory, a
- * port taken between the check and the start.
+ * export is writable), and, where wbd would create or extend the file to
+ * the export's size, that its file system holds a file that large (ext4:
+ * 16 TiB); the control socket (another server live on it, its directory
+ * missing, control.group unknown); each Unix listener (a live server on
+ * it) and TCP listener (the address in use, or a port wbd may not bind).
+ * Not checked, because they do not stop wbd from starting or cannot be
+ * known before: a remote NBD server (an export waits for one that does
+ * not answer), a block device's size, the cache's memory, a port taken
+ * between the check and the start.
  *
  * A live server on the control socket is taken for the wbd this file is
- * checked for before a reload: its sockets are not checked then (a note
- * says so).  Run by systemd as ExecStartPre= (a start), a live control
- * socket is an error and the listeners are left to wbd.socket.
+ * checked for before a reload: a socket in use is taken to be its own,
+ * and everything else is checked.  Run by systemd as ExecStartPre= (a
+ * start), a live control socket is an error and the listeners are left
+ * to wbd.socket.
+ *
+ * Each problem is reported as config.c's errors are, "FILE:LINE: KEY:
+ * ...", at the line of the setting at fault ("FILE: KEY: ..." for a
+ * default, which no line holds).
  *
  * Main thread, before anything starts; nothing is left open or created.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -34,16 +43,18 @@
 #include "backend.h"
 #include "check.h"
 #include "listener.h"
+#include "size.h"
 
+/* "wbd: FILE:LINE: " (where AT is written) and the message. */
 static void __attribute__((format(printf, 3, 4)))
-check_report(const struct wbd_config *cfg, int line, const char *fmt, ...)
+check_report(const struct wbd_config *cfg, const struct config_where *at,
+    const char *fmt, ...)
 {
+	char where[PATH_MAX + 16];
 	va_list ap;
 
-	if (line > 0)
-		fprintf(stderr, "wbd: %s:%d: ", cfg->path, line);
-	else
-		fprintf(stderr, "wbd: %s: ", cfg->path);
+	fprintf(stderr,
+	    "wbd: %s: ", config_where_str(cfg, at, where, sizeof where));
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -65,75 +76,106 @@ check_dirname(const char *path, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * wbd makes export I's local file ec->size_bytes long, creating or
+ * extending it sparse: can the file system in DIR hold a file that
+ * large?  Tried on a file with no name (O_TMPFILE), gone when closed;
+ * where none can be made (no write access, a file system without
+ * O_TMPFILE), not checked.
+ */
+static int
+check_size(const struct wbd_config *cfg, size_t i, const char *dir)
+{
+	const struct export_conf *ec = &cfg->exports[i];
+	char want[32];
+	int fd, r, err;
+
+	if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+		return 0;
+	r = ftruncate(fd, (off_t)ec->size_bytes);
+	err = errno;
+	close(fd);
+	if (r == 0 || (err != EFBIG && err != EINVAL))
+		return 0;
+	check_report(cfg, &ec->size_at,
+	    "exports[%zu].size: %s: the file system of %s holds no file this "
+	    "large (%s)",
+	    i, size_format(ec->size_bytes, want, sizeof want), dir,
+	    strerror(err));
+	return 1;
+}
+
 static int
 check_backing(const struct wbd_config *cfg, size_t i)
 {
 	const struct export_conf *ec = &cfg->exports[i];
+	const struct config_where *at = &ec->backing_at;
 	char dir[4096];
 	struct stat st;
 
 	if (backend_is_uri(ec->backing))
 		return 0;
 	int want = ec->readonly ? R_OK : R_OK | W_OK;
+	check_dirname(ec->backing, dir, sizeof dir);
 	if (stat(ec->backing, &st) == 0) {
 		if (access(ec->backing, want) < 0) {
-			check_report(cfg, ec->line,
-			    "exports[%zu].backing: %s: "
-			    "%s",
-			    i, ec->backing, strerror(errno));
+			check_report(cfg, at, "exports[%zu].backing: %s: %s", i,
+			    ec->backing, strerror(errno));
 			return 1;
 		}
+		if (S_ISREG(st.st_mode) && !ec->readonly &&
+		    (uint64_t)st.st_size < ec->size_bytes)
+			return check_size(cfg, i, dir);
 		return 0;
 	}
 	if (errno != ENOENT) {
-		check_report(cfg, ec->line, "exports[%zu].backing: %s: %s", i,
+		check_report(cfg, at, "exports[%zu].backing: %s: %s", i,
 		    ec->backing, strerror(errno));
 		return 1;
 	}
 	if (ec->readonly || ec->size_bytes == 0) {
-		check_report(cfg, ec->line,
-		    "exports[%zu].backing: %s does not "
-		    "exist (wbd creates a missing file only for a writable "
-		    "export with a size)",
+		check_report(cfg, at,
+		    "exports[%zu].backing: %s does not exist (wbd creates a "
+		    "missing file only for a writable export with a size)",
 		    i, ec->backing);
 		return 1;
 	}
-	check_dirname(ec->backing, dir, sizeof dir);
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		check_report(cfg, ec->line,
-		    "exports[%zu].backing: directory %s "
-		    "does not exist",
-		    i, dir);
+		check_report(cfg, at,
+		    "exports[%zu].backing: directory %s does not exist", i,
+		    dir);
 		return 1;
 	}
 	if (access(dir, W_OK | X_OK) < 0) {
-		check_report(cfg, ec->line,
-		    "exports[%zu].backing: cannot create "
-		    "%s in %s: %s",
-		    i, ec->backing, dir, strerror(errno));
+		check_report(cfg, at,
+		    "exports[%zu].backing: cannot create %s in %s: %s", i,
+		    ec->backing, dir, strerror(errno));
 		return 1;
 	}
-	return 0;
+	return check_size(cfg, i, dir);
 }
 
-/* A Unix socket path wbd will bind (listen.unix, control.socket). */
+/*
+ * A Unix socket path wbd will bind (listen.unix, control.socket), KEY
+ * written at AT.  One a live server accepts on is a problem unless
+ * LIVE_IS_OURS (the running wbd's, checked before its reload).
+ */
 static int
-check_unix(const struct wbd_config *cfg, const char *key, const char *path)
+check_unix(const struct wbd_config *cfg, const char *key, const char *path,
+    const struct config_where *at, bool live_is_ours)
 {
 	char dir[4096], parent[4096];
 	struct stat st;
 
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			check_report(cfg, 0,
+			check_report(cfg, at,
 			    "%s: %s exists and is not a socket", key, path);
 			return 1;
 		}
-		if (listener_unix_in_use(path)) {
-			check_report(cfg, 0,
-			    "%s: %s is in use by a running "
-			    "server",
-			    key, path);
+		if (!live_is_ours && listener_unix_in_use(path)) {
+			check_report(cfg, at,
+			    "%s: %s is in use by a running server", key, path);
 			return 1;
 		}
 		return 0;
@@ -142,19 +184,29 @@ check_unix(const struct wbd_config *cfg, const char *key, const char *path)
 	check_dirname(path, dir, sizeof dir);
 	if (stat(dir, &st) < 0 &&
 	    stat(check_dirname(dir, parent, sizeof parent), &st) < 0) {
-		check_report(cfg, 0, "%s: directory %s does not exist", key,
+		check_report(cfg, at, "%s: directory %s does not exist", key,
 		    parent);
 		return 1;
 	}
 	return 0;
 }
 
-/* Can the address AI be bound?  1 (reported) if not. */
-static int
-check_bind(const struct wbd_config *cfg, size_t i, const struct addrinfo *ai)
+/* Where listen.tcp[I] or listen.unix[I] is written; NULL for a default. */
+static const struct config_where *
+check_listen_at(const struct config_where *v, size_t i)
 {
+	return v ? &v[i] : NULL;
+}
+
+/* Can the address AI of listen.tcp[I] be bound?  1 (reported) if not;
+ * one in use is the running wbd's if LIVE_IS_OURS. */
+static int
+check_bind(const struct wbd_config *cfg, size_t i, const struct addrinfo *ai,
+    bool live_is_ours)
+{
+	const struct config_where *at = check_listen_at(cfg->listen_tcp_at, i);
 	const char *spec = cfg->listen_tcp[i];
-	int one = 1, r;
+	int one = 1, r, err;
 	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
@@ -163,20 +215,21 @@ check_bind(const struct wbd_config *cfg, size_t i, const struct addrinfo *ai)
 	if (ai->ai_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
 	r = bind(fd, ai->ai_addr, ai->ai_addrlen);
-	if (r < 0 && errno == EADDRINUSE)
-		check_report(cfg, 0,
-		    "listen.tcp[%zu]: %s: in use by another "
-		    "server",
-		    i, spec);
-	else if (r < 0)
-		check_report(cfg, 0, "listen.tcp[%zu]: %s: %s", i, spec,
-		    strerror(errno));
+	err = errno;
 	close(fd);
-	return r < 0;
+	if (r == 0 || (err == EADDRINUSE && live_is_ours))
+		return 0;
+	if (err == EADDRINUSE)
+		check_report(cfg, at,
+		    "listen.tcp[%zu]: %s: in use by another server", i, spec);
+	else
+		check_report(cfg, at, "listen.tcp[%zu]: %s: %s", i, spec,
+		    strerror(err));
+	return 1;
 }
 
 static int
-check_tcp(const struct wbd_config *cfg, size_t i)
+check_tcp(const struct wbd_config *cfg, size_t i, bool live_is_ours)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL, *ai;
@@ -186,12 +239,13 @@ check_tcp(const struct wbd_config *cfg, size_t i)
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
 	if (config_parse_hostport(cfg->listen_tcp[i], &host, &port) < 0 ||
 	    getaddrinfo(*host ? host : NULL, port, &hints, &res) != 0) {
-		check_report(cfg, 0, "listen.tcp[%zu]: %s: cannot resolve", i,
+		check_report(cfg, check_listen_at(cfg->listen_tcp_at, i),
+		    "listen.tcp[%zu]: %s: cannot resolve", i,
 		    cfg->listen_tcp[i]);
 		problems = 1;
 	}
 	for (ai = res; ai && !problems; ai = ai->ai_next)
-		problems += check_bind(cfg, i, ai);
+		problems += check_bind(cfg, i, ai, live_is_ours);
 	if (res)
 		freeaddrinfo(res);
 	free(host);
@@ -203,37 +257,37 @@ int
 check_host(const struct wbd_config *cfg, bool for_start)
 {
 	const char *ctl = cfg->control.socket;
+	const struct config_where *ctl_at = &cfg->control.socket_at;
 	int problems = 0;
 
 	for (size_t i = 0; i < cfg->n_exports; i++)
 		problems += check_backing(cfg, i);
 	if (cfg->control.group && !getgrnam(cfg->control.group)) {
-		check_report(cfg, 0, "control.group: no group \"%s\"",
-		    cfg->control.group);
+		check_report(cfg, &cfg->control.group_at,
+		    "control.group: no group \"%s\"", cfg->control.group);
 		problems++;
 	}
 	if (for_start) {
 		/* wbd.socket may hold the listeners; the control socket is
 		 * wbd's own, and nothing else may hold it. */
 		return problems +
-		    (ctl ? check_unix(cfg, "control.socket", ctl) : 0);
+		    (ctl ? check_unix(cfg, "control.socket", ctl, ctl_at,
+			       false) :
+			   0);
 	}
-	if (ctl && listener_unix_in_use(ctl)) {
-		fprintf(stderr,
-		    "wbd: note: a wbd runs on control.socket %s: "
-		    "the sockets are taken to be its own (a check "
-		    "before a reload) and not checked\n",
-		    ctl);
-		return problems;
-	}
-	if (ctl)
-		problems += check_unix(cfg, "control.socket", ctl);
+	/* A wbd live on the control socket: this is its file, checked
+	 * before a reload, and what is in use is in use by it. */
+	bool live = ctl && listener_unix_in_use(ctl);
+	if (ctl && !live)
+		problems +=
+		    check_unix(cfg, "control.socket", ctl, ctl_at, false);
 	for (size_t i = 0; i < cfg->n_listen_unix; i++) {
 		char key[48];
 		snprintf(key, sizeof key, "listen.unix[%zu]", i);
-		problems += check_unix(cfg, key, cfg->listen_unix[i]);
+		problems += check_unix(cfg, key, cfg->listen_unix[i],
+		    check_listen_at(cfg->listen_unix_at, i), live);
 	}
 	for (size_t i = 0; i < cfg->n_listen_tcp; i++)
-		problems += check_tcp(cfg, i);
+		problems += check_tcp(cfg, i, live);
 	return problems;
 }

@@ -17,7 +17,7 @@
  * count.  FOR_START (systemd's ExecStartPre=): the listeners are not
  * checked (wbd.socket may hold them).  Otherwise a live control socket is
  * taken for the running wbd the file is checked for before a reload, and
- * no socket is checked.
+ * a socket in use is taken to be that wbd's (nothing is said of it).
  */
 int check_host(const struct wbd_config *cfg, bool for_start);
 

@@ -46,6 +46,26 @@
 #define DEFAULT_PAGE_SIZE       4096u
 #define DEFAULT_MAX_IO_BYTES    (1u << 20)
 
+/* Where S is written: its file, as an index of the files libconfig read
+ * (cfg->files, see cfg_files), and its line; { 0, 0 } for NULL. */
+static struct config_where
+cfg_at(const struct cfg_load *ld, const config_setting_t *s)
+{
+	struct config_where at = { 0, 0 };
+	const char *file;
+
+	if (s == NULL)
+		return at;
+	at.line = config_setting_source_line(s);
+	file = config_setting_source_file(s);
+	for (unsigned i = 0; file != NULL && i < ld->lc.num_filenames; i++)
+		if (strcmp(ld->lc.filenames[i], file) == 0) {
+			at.file = i;
+			break;
+		}
+	return at;
+}
+
 /* "host:port" or "[v6addr]:port"; a v6 address may carry a "%scope". */
 int
 config_parse_hostport(const char *s, char **hostp, char **portp)
@@ -144,12 +164,13 @@ cfg_check_unix(struct cfg_load *ld, const config_setting_t *s)
 	return 0;
 }
 
-/* listen.tcp or listen.unix: a list of distinct strings. */
+/* listen.tcp or listen.unix: a list of distinct strings, into *OUT, and
+ * where each is written, into *AT. */
 static int
 cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
     const char *key, const char *example,
-    int (*check)(struct cfg_load *, const config_setting_t *),
-    char ***out, size_t *n_out)
+    int (*check)(struct cfg_load *, const config_setting_t *), char ***out,
+    struct config_where **at, size_t *n_out)
 {
 	config_setting_t *s, *e;
 	const char *str;
@@ -166,7 +187,8 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 	n = config_setting_length(s);
 	if (n == 0)
 		return 0;
-	if ((*out = calloc((size_t)n, sizeof **out)) == NULL) {
+	if ((*out = calloc((size_t)n, sizeof **out)) == NULL ||
+	    (*at = calloc((size_t)n, sizeof **at)) == NULL) {
 		cfg_nomem(ld);
 		return -1;
 	}
@@ -192,6 +214,7 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 		}
 		if (cfg_strdup(ld, str, &(*out)[i]) == -1)
 			return -1;
+		(*at)[i] = cfg_at(ld, e);
 		(*n_out)++;
 	}
 	return 0;
@@ -207,6 +230,15 @@ cfg_free_strings(char ***v, size_t *n)
 	free(*v);
 	*v = NULL;
 	*n = 0;
+}
+
+/* A list of listeners and where each is written. */
+static void
+cfg_free_listeners(char ***v, struct config_where **at, size_t *n)
+{
+	cfg_free_strings(v, n);
+	free(*at);
+	*at = NULL;
 }
 
 /* KEY of GROUP: an octal file mode such as "0660": 1 and *OUT, 0 if
@@ -269,12 +301,15 @@ cfg_listen(struct cfg_load *ld, const config_setting_t *root,
 	/* Absent: the default, 127.0.0.1:10809, from config_defaults(). */
 	if ((r = cfg_group(ld, root, "listen", &listen)) <= 0)
 		return r;
-	cfg_free_strings(&cfg->listen_tcp, &cfg->n_listen_tcp);
+	cfg_free_listeners(&cfg->listen_tcp, &cfg->listen_tcp_at,
+	    &cfg->n_listen_tcp);
 	if (cfg_check_keys(ld, listen, keys) == -1 ||
 	    cfg_listen_list(ld, listen, "tcp", WBD_DEFAULT_TCP, cfg_check_tcp,
-		&cfg->listen_tcp, &cfg->n_listen_tcp) == -1 ||
+		&cfg->listen_tcp, &cfg->listen_tcp_at,
+		&cfg->n_listen_tcp) == -1 ||
 	    cfg_listen_list(ld, listen, "unix", "/run/wbd/nbd.sock",
-		cfg_check_unix, &cfg->listen_unix, &cfg->n_listen_unix) == -1 ||
+		cfg_check_unix, &cfg->listen_unix, &cfg->listen_unix_at,
+		&cfg->n_listen_unix) == -1 ||
 	    cfg_mode(ld, listen, "unix_mode", &cfg->unix_mode) == -1 ||
 	    cfg_group_name(ld, listen, "unix_group", &cfg->unix_group,
 		&cfg->unix_gid) == -1)
@@ -501,9 +536,10 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		}
 		for (size_t j = 0; j + 1 < wc->n_devices; j++)
 			if (strcmp(wc->devices[j].device, dc->device) == 0) {
-				cfg_error(ld, g, "device %s already configured "
-				    "at line %d", dc->device,
-				    wc->devices[j].line);
+				cfg_error(ld,
+				    config_setting_get_member(g, "device"),
+				    "device %s already configured at line %d",
+				    dc->device, wc->devices[j].line);
 				return -1;
 			}
 	}
@@ -563,7 +599,7 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	};
 	const struct setting *row;
 	struct settings_err e;
-	config_setting_t *wb, *list;
+	config_setting_t *wb, *list, *dev, *s;
 	const char *keys[SETTINGS_MAX + 3];
 	uint64_t given = 0, v;
 	size_t n_keys = 0;
@@ -594,9 +630,12 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	    &e) == 0)
 		return 0;
 	if (e.dev >= 0) {
+		/* A device's min_ratio is the one at fault, if it gave one. */
 		list = config_setting_get_member(wb, "devices");
-		cfg_error(ld, config_setting_get_elem(list, (unsigned)e.dev),
-		    "%s", e.msg);
+		dev = config_setting_get_elem(list, (unsigned)e.dev);
+		if ((s = config_setting_get_member(dev, "min_ratio")) == NULL)
+			s = config_setting_get_member(dev, "max_ratio");
+		cfg_error(ld, s ? s : dev, "%s", e.msg);
 	} else {
 		cfg_error(ld, wb ? config_setting_get_member(wb,
 		    e.row->name) : NULL, "%s", e.msg);
@@ -689,6 +728,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	}
 	if (cfg_strdup(ld, str, &ex->backing) == -1)
 		return -1;
+	ex->backing_at = cfg_at(ld, config_setting_get_member(e, "backing"));
+	ex->size_at = cfg_at(ld, config_setting_get_member(e, "size"));
 
 	if ((r = cfg_string(ld, e, "description", NAME_MAX_BYTES, &str)) == -1)
 		return -1;
@@ -805,7 +846,8 @@ cfg_tls(struct cfg_load *ld, const config_setting_t *root, struct tls_conf *tc)
 	if (tc->mode == TLS_OFF)
 		return 0;
 	if (!tc->certificates && !tc->psk_file) {
-		cfg_error(ld, g,
+		/* Only a mode given can be other than off. */
+		cfg_error(ld, config_setting_get_member(g, "mode"),
 		    "expected certificates = \"/dir\" or "
 		    "psk_file = \"/file\" with mode \"%s\"",
 		    tls_mode_name(tc->mode));
@@ -926,6 +968,8 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 		if (strcmp(str, "none") != 0 &&
 		    cfg_strdup(ld, str, &cc->socket) == -1)
 			return -1;
+		cc->socket_at =
+		    cfg_at(ld, config_setting_get_member(g, "socket"));
 	}
 	if (cfg_mode(ld, g, "mode", &cc->mode) == -1)
 		return -1;
@@ -939,6 +983,7 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 	}
 	if (r == 1 && cfg_strdup(ld, str, &cc->group) == -1)
 		return -1;
+	cc->group_at = cfg_at(ld, config_setting_get_member(g, "group"));
 	if ((r = cfg_string(ld, g, "admin_group", 255, &str)) == -1)
 		return -1;
 	if (r == 1 && !cfg_group_exists(str))
@@ -1195,6 +1240,26 @@ cfg_default_export(struct cfg_load *ld, const config_setting_t *root,
 	return cfg_strdup(ld, str, &cfg->default_export);
 }
 
+/* The files libconfig read, for the messages of later checks (cfg_at). */
+static int
+cfg_files(struct cfg_load *ld, struct wbd_config *cfg)
+{
+	unsigned n = ld->lc.num_filenames;
+
+	if (n == 0)
+		return 0;
+	if ((cfg->files = calloc(n, sizeof *cfg->files)) == NULL) {
+		cfg_nomem(ld);
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (cfg_strdup(ld, ld->lc.filenames[i], &cfg->files[i]) == -1)
+			return -1;
+		cfg->n_files++;
+	}
+	return 0;
+}
+
 static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
@@ -1203,7 +1268,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 		"writeback", "control", "remote", "limits", "memory", "tls",
 		"metrics", "user", "group", "exports", "default_export", NULL };
 
-	if (cfg_check_keys(ld, root, keys) == -1 ||
+	if (cfg_files(ld, cfg) == -1 || cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
 	    cfg_uint(ld, root, "io_threads", 0, IO_THREADS_MAX,
 		&cfg->io_threads) == -1 ||
@@ -1334,8 +1399,11 @@ config_free(struct wbd_config *cfg)
 	if (cfg == NULL)
 		return;
 	free(cfg->path);
-	cfg_free_strings(&cfg->listen_tcp, &cfg->n_listen_tcp);
-	cfg_free_strings(&cfg->listen_unix, &cfg->n_listen_unix);
+	cfg_free_strings(&cfg->files, &cfg->n_files);
+	cfg_free_listeners(&cfg->listen_tcp, &cfg->listen_tcp_at,
+	    &cfg->n_listen_tcp);
+	cfg_free_listeners(&cfg->listen_unix, &cfg->listen_unix_at,
+	    &cfg->n_listen_unix);
 	for (i = 0; i < cfg->n_exports; i++) {
 		free(cfg->exports[i].name);
 		free(cfg->exports[i].description);
@@ -1359,6 +1427,17 @@ config_free(struct wbd_config *cfg)
 		free(cfg->writeback.devices[i].device);
 	free(cfg->writeback.devices);
 	memset(cfg, 0, sizeof *cfg);
+}
+
+const char *
+config_where_str(const struct wbd_config *cfg, const struct config_where *at,
+    char *buf, size_t len)
+{
+	if (at != NULL && at->line > 0 && at->file < cfg->n_files)
+		snprintf(buf, len, "%s:%u", cfg->files[at->file], at->line);
+	else
+		snprintf(buf, len, "%s", cfg->path);
+	return buf;
 }
 
 void

@@ -33,6 +33,16 @@ int cache_mode_parse(const char *s, enum cache_mode *out);
 /* The most exports a configuration may have (the export table's size). */
 #define CONFIG_MAX_EXPORTS 1024
 
+/*
+ * Where a setting is written, for what is checked after the file is read
+ * (wbd -n's checks of this host, check.c): line LINE of cfg->files[FILE].
+ * LINE 0: it is not written (a default).
+ */
+struct config_where {
+	unsigned file;
+	unsigned line;
+};
+
 struct export_conf {
 	char *name;
 	char *description;              /* may be NULL */
@@ -44,6 +54,7 @@ struct export_conf {
 	bool tls_require;               /* tls = "require": TLS-only */
 	struct access_list *allow;      /* NULL: everyone (no allow key) */
 	int line;                       /* where it was defined, for messages */
+	struct config_where backing_at, size_at;
 };
 
 struct cache_conf {
@@ -64,6 +75,7 @@ struct control_conf {
 	                                   admin group, default 8 */
 	unsigned idle_timeout_s;        /* close a client idle this long;
 	                                   0: never; default 60 */
+	struct config_where socket_at, group_at;
 };
 
 /* Remote (NBD) backing devices: connection and reconnection, in ms. */
@@ -140,10 +152,16 @@ struct metrics_conf {
 
 struct wbd_config {
 	char *path;                     /* the file it came from */
+	/* The files read: path as given, then each @include as written
+	 * (as libconfig names them in its messages). */
+	char **files;
+	size_t n_files;
 
 	char **listen_tcp;              /* "host:port", "[v6]:port" */
+	struct config_where *listen_tcp_at; /* NULL: the default listener */
 	size_t n_listen_tcp;
 	char **listen_unix;             /* socket paths */
+	struct config_where *listen_unix_at;
 	size_t n_listen_unix;
 	unsigned unix_mode; /* their file mode, default 0660 */
 	char *unix_group;   /* their group, may be NULL */
@@ -193,6 +211,13 @@ int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errl
 void config_defaults(struct wbd_config *cfg);
 
 void config_free(struct wbd_config *cfg);
+
+/*
+ * "FILE:LINE" of AT (which may be NULL), FILE one of cfg->files; or cfg->path
+ * alone when AT is not written.  Into BUF; returns BUF.
+ */
+const char *config_where_str(const struct wbd_config *cfg,
+    const struct config_where *at, char *buf, size_t len);
 
 /* Log each of CFG's warnings, after PREFIX (such as "reload: "). */
 void config_log_warnings(const struct wbd_config *cfg, const char *prefix);

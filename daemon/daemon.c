@@ -11,6 +11,7 @@
  * exports installed).  Reload is in reload.c.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -309,14 +310,15 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 			continue; /* without a backend: served once its
 					   remote answers */
 		}
+		/* At the backing setting's own line, as wbd -n says it. */
+		char where[PATH_MAX + 32];
+		config_where_str(&d->cfg, &ec->backing_at, where, sizeof where);
 		if (why[0])
-			log_errorx("%s:%d: export \"%s\": %s", d->cfg.path,
-			    ec->line, ec->name, why);
+			log_errorx("%s: export \"%s\": %s", where, ec->name, why);
 		else
-			log_errorx("%s:%d: export \"%s\": cannot open backing "
+			log_errorx("%s: export \"%s\": cannot open backing "
 				   "\"%s\": %s",
-			    d->cfg.path, ec->line, ec->name, ec->backing,
-			    strerror(err));
+			    where, ec->name, ec->backing, strerror(err));
 		return -1;
 	}
 	return 0;

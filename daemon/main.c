@@ -112,23 +112,37 @@ main_signals_start(struct main_signals *s, struct daemon *d)
  * stop.  PR_SET_IO_FLUSHER makes the kernel spare wbd that (no I/O in its
  * reclaim, no dirty throttling).  Set before any thread starts, so every
  * thread inherits it; it needs CAP_SYS_RESOURCE.
+ *
+ * Not getting it is said once, as loud as it matters: a warning with
+ * memory.lock on (set for a kernel client on this host, docs/service.md);
+ * else a line at info for root, at debug for another user, who cannot
+ * attach /dev/nbdX anyway (scripts/demo.sh).
  */
 static void
-main_io_flusher(void)
+main_io_flusher(const struct wbd_config *cfg)
 {
-	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) == 0)
-		log_info("PR_SET_IO_FLUSHER set: safe for a kernel NBD client "
-			 "on this host");
-	else if (errno == EINVAL)
-		log_info("PR_SET_IO_FLUSHER: not in this kernel (Linux 5.6 "
-			 "and later)");
+	char why[96];
+
+	if (prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0) == 0) {
+		log_info("PR_SET_IO_FLUSHER set, for a kernel NBD client");
+		return;
+	}
+	if (errno == EINVAL)
+		snprintf(why, sizeof why,
+		    ": not in this kernel (Linux 5.6 and later)");
 	else if (errno == EPERM)
-		log_info("PR_SET_IO_FLUSHER not permitted (it needs "
-			 "CAP_SYS_RESOURCE): a kernel NBD client on this host "
-			 "may stall under memory pressure; see "
-			 "docs/service.md");
+		snprintf(why, sizeof why,
+		    " not permitted (it needs CAP_SYS_RESOURCE)");
 	else
-		log_warn("PR_SET_IO_FLUSHER");
+		snprintf(why, sizeof why, ": %s", strerror(errno));
+	if (cfg->memory.lock)
+		log_warnx("PR_SET_IO_FLUSHER%s: a kernel NBD client on this "
+			  "host may stall wbd under memory pressure",
+		    why);
+	else if (geteuid() == 0)
+		log_info("PR_SET_IO_FLUSHER%s", why);
+	else
+		log_debug("PR_SET_IO_FLUSHER%s", why);
 }
 
 /*
@@ -173,9 +187,9 @@ main_lock_memory(const struct wbd_config *cfg)
 	return 0;
 }
 
-/* Load the configuration at PATH into *CFG, its path made absolute (a
- * reload rereads it after daemon() has moved to "/").  0 after printing
- * its warnings, or -1 after printing why. */
+/* Load the configuration at PATH into *CFG, its path as given (every
+ * message names it so).  0 after printing its warnings, or -1 after
+ * printing why. */
 static int
 main_load_config(const char *path, struct wbd_config *cfg)
 {
@@ -192,12 +206,20 @@ main_load_config(const char *path, struct wbd_config *cfg)
 	for (const char *p = cfg->warnings; p && *p; p = strchr(p, '\n') + 1)
 		fprintf(stderr, "wbd: warning: %.*s\n", (int)strcspn(p, "\n"),
 		    p);
-	char *abs = realpath(path, NULL);
+	return 0;
+}
+
+/* For a wbd that will detach: daemon() moves to "/", and a reload
+ * rereads the file by its absolute path (found before giving up root). */
+static void
+main_config_path_absolute(struct wbd_config *cfg)
+{
+	char *abs = realpath(cfg->path, NULL);
+
 	if (abs) {
 		free(cfg->path);
 		cfg->path = abs;
 	}
-	return 0;
 }
 
 /*
@@ -292,10 +314,12 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	main_malloc_tune();
+	if (!foreground)
+		main_config_path_absolute(&cfg);
 
 	/* Everything that can fail on bad input, before detaching; then
 	 * root (if configured) is given up for good. */
-	main_io_flusher();
+	main_io_flusher(&cfg);
 	/* Each failure below has logged its cause, once, as an error. */
 	if (daemon_init(d, &cfg) < 0 || main_lock_memory_check(&d->cfg) < 0 ||
 	    daemon_open(d) < 0 || ctl_open(d) < 0 ||

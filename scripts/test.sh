@@ -17,14 +17,18 @@
 # skips the apt step; WBD_SKIP_ASAN=1 skips the sanitized build and
 # WBD_SKIP_PACKAGE=1 the package test, WBD_SKIP_TSAN=1 the
 # ThreadSanitizer build, WBD_SKIP_FUZZ=1 the fuzzing, WBD_SKIP_VM=1 the VM
-# test.
+# test.  WBD_QUICK=1 runs only the plain build's suite (what a change
+# most often needs; the README gives each stage's time).
 # Ends with the line "N passed, N failed[, N skipped]" and, when anything
 # failed, one more: "failed: " and each failed test, as STAGE:NAME (plain,
 # package, asan, tsan, fuzz, vm); exits non-zero if any build or test
-# failed.  Each stage's heading line gives its time.
+# failed.  Each stage ends with a line "=== STAGE: N s ===", its time.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [[ -n ${WBD_QUICK:-} ]]; then
+	WBD_SKIP_ASAN=1 WBD_SKIP_PACKAGE=1 WBD_SKIP_TSAN=1 WBD_SKIP_FUZZ=1 WBD_SKIP_VM=1
+fi
 BUILD_DIR=${BUILD_DIR:-build}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 NPROC=$(nproc 2>/dev/null || echo 2)

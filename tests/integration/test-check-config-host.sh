@@ -4,11 +4,14 @@
 # whose file is missing, a TCP port or a Unix socket another server
 # holds, a control socket a live server owns, an unknown control.group --
 # each refused with the file (and line) and what is wrong, exit status 1;
-# several problems are all reported.  A running wbd's own file (its
-# control socket live) is checked as before a reload: its sockets are not
-# checked.  Run by systemd (INVOCATION_ID set, as for ExecStartPre=), a
-# live control socket is an error and the listeners are left to
-# wbd.socket.  A good configuration is still "configuration OK".
+# several problems are all reported, each at the line of its setting.
+# An export larger than its file system holds in one file (ext4: 16 TiB)
+# is refused at its size line.  A running wbd's own file (its control
+# socket live) is checked as before a reload: the sockets in use are
+# taken to be its own, without a word, and the rest is checked.  Run by
+# systemd (INVOCATION_ID set, as for ExecStartPre=), a live control
+# socket is an error and the listeners are left to wbd.socket.  A good
+# configuration is still "configuration OK".
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 
 add_export disk0 16M rw
@@ -38,6 +41,19 @@ check_fails "$T/exports.conf" \
 	"^wbd: $T/exports.conf:[0-9]+: exports\[0\]\.backing: directory $T/no/such/dir does not exist\$" \
 	"exports\[1\]\.backing: $T/missing.img does not exist"
 
+# A size the backing's file system cannot hold in one file, where this
+# one cannot (ext4, xfs with small blocks; tmpfs holds 8E).
+if truncate -s 1E "$T/probe.img" 2>/dev/null; then
+	log "this file system holds a file of 1E: its limit not checked"
+else
+	printf 'listen = { unix = [ "%s" ]; };\ncontrol = { socket = "none"; };\nexports = (\n  { name = "x"; backing = "%s";\n    size = "1E"; }\n);\n' \
+		"$T/big.sock" "$T/big.img" >"$T/big.conf"
+	check_fails "$T/big.conf" \
+		"^wbd: $T/big.conf:5: exports\[0\]\.size: 1E: the file system of $T holds no file this large \(File too large\)\$"
+	[[ ! -e $T/big.img ]] || fail "wbd -n created $T/big.img"
+fi
+rm -f "$T/probe.img"
+
 # Listeners held by a running wbd (another control socket: not a check
 # before its reload).  (A control.group that does not exist is refused
 # when the file is read, with its line: test-check-config.)
@@ -48,21 +64,27 @@ sed -e "s|\"$T/disk0.img\"|\"$T/other.img\"|" \
 	-e "s|^control = .*|control = { socket = \"$T/other-control.sock\"; };|" \
 	"$CONF" >"$T/busy.conf"
 check_fails "$T/busy.conf" \
-	"listen\.tcp\[0\]: 127\.0\.0\.1:$PORT: in use by another server" \
-	"listen\.unix\[0\]: $SOCK is in use by a running server"
+	"^wbd: $T/busy.conf:2: listen\.tcp\[0\]: 127\.0\.0\.1:$PORT: in use by another server\$" \
+	"^wbd: $T/busy.conf:2: listen\.unix\[0\]: $SOCK is in use by a running server\$"
 
-# The running wbd's own file, checked before a reload: its sockets are
-# its own; a note says they were not checked.
+# The running wbd's own file, checked before a reload: the sockets in use
+# are its own, which is normal, and nothing is said about them.
 out=$("$WBD" -n -c "$CONF" 2>&1) || fail "its own file, before a reload: $out"
-grep -q 'note: a wbd runs on control.socket' <<<"$out" || fail "no note: $out"
-grep -q 'configuration OK' <<<"$out" || fail "not OK: $out"
+[[ $out == "configuration OK" ]] || fail "its own file, before a reload: $out"
+# What is not in use is still checked: a listener added in a directory
+# that does not exist is the one problem (the sockets in use are not).
+sed -e "s|unix = \[ \"$SOCK\" \]|unix = [ \"$SOCK\",\n  \"$T/no/such/dir/x.sock\" ]|" \
+	"$CONF" >"$T/added.conf"
+check_fails "$T/added.conf" \
+	"^wbd: $T/added.conf:3: listen\.unix\[1\]: directory $T/no/such does not exist\$"
+grep -Eq 'listen\.(tcp|unix)\[0\]|note' <<<"$out" && fail "the running wbd's sockets reported: $out"
 
 # As systemd's ExecStartPre= (a start): a live control socket is an
 # error, the listeners are left to wbd.socket.
 rc=0
 out=$(INVOCATION_ID=test "$WBD" -n -c "$CONF" 2>&1) || rc=$?
 [[ $rc == 1 ]] || fail "a start on a live control socket passed: $out"
-grep -q "control\.socket: $T/control.sock is in use by a running server" <<<"$out" ||
+grep -q "^wbd: $CONF:4: control\.socket: $T/control.sock is in use by a running server\$" <<<"$out" ||
 	fail "control socket not reported under systemd: $out"
 grep -q 'listen\.' <<<"$out" && fail "listeners checked under systemd: $out"
 log "backing directories, listeners, the control socket and its group are checked"

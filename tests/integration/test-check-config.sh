@@ -150,6 +150,49 @@ check 1 -f -c "$T/fail.conf"
 grep -q "error: .*no-such-dir" <<<"$OUT" ||
 	fail "a failed start-up: expected its cause (the backing's directory), got: $OUT"
 
+# Every message names the file as given on the command line (here a
+# relative path), at the line of the setting at fault, whether the file's
+# text is wrong or what it names on this host: a backing in a directory
+# that does not exist is reported at its backing line, not at the line
+# where its export opens; a size wbd cannot parse, at its size line; a
+# setting in an @include'd file, in that file, named as written there.
+mkdir "$T/rel"
+where_conf() {
+	cat >"$T/rel/where.conf" <<EOF
+listen = { unix = [ "$T/s" ]; };
+control = { socket = "none"; };
+exports = (
+  {
+    name = "x";
+    backing = "$1";
+    size = "$2";
+  }
+);
+EOF
+}
+# where WANT ARGS...: wbd, run in $T, exits 1 and says exactly WANT.
+where() {
+	local want=$1
+	shift
+	pushd "$T" >/dev/null
+	check 1 "$@"
+	popd >/dev/null
+	[[ $OUT == "$want" ]] || fail "wbd $*: expected \"$want\", got \"$OUT\""
+	log "wbd $*: $OUT"
+}
+where_conf "$T/no-such-dir/x.img" 1M
+where "wbd: rel/where.conf:6: exports[0].backing: directory $T/no-such-dir does not exist" \
+	-n -c rel/where.conf
+where_conf "$B" 12Q
+where "wbd: rel/where.conf:7: exports[0].size: expected a size such as \"512M\" or \"10G\", got \"12Q\"" \
+	-n -c rel/where.conf
+printf 'listen = { unix = [ "%s/s" ]; };\ncontrol = { socket = "none"; };\n@include "exports.inc"\n' \
+	"$T" >"$T/rel/includer.conf"
+printf 'exports = (\n  { name = "x";\n    backing = "%s"; size = "1M"; }\n);\n' \
+	"$T/no-such-dir/x.img" >"$T/rel/exports.inc"
+where "wbd: exports.inc:3: exports[0].backing: directory $T/no-such-dir does not exist" \
+	-n -c rel/includer.conf
+
 # Export names are UTF-8 (the protocol's strings are, and wbctl's JSON):
 # a name that is not is refused with its line.
 printf 'listen = { unix = [ "%s/s" ]; };\nexports = (\n  { name = "bad\xff"; backing = "%s"; size = "1M"; }\n);\n' \

@@ -16,13 +16,18 @@ stream=$(stat -c '%d:%i' "$JLOG")
 # A backing file in a directory that does not exist: one error line.
 add_export disk0 16M rw "" "$T/no/such/dir/disk0.img"
 write_config
+# The backing setting on a line of its own, below the export's.
+sed -i 's|; backing = |;\n    backing = |' "$CONF"
 rc=0
 JOURNAL_STREAM=$stream "$WBD" -f -c "$CONF" 2>>"$JLOG" || rc=$?
 [[ $rc == 1 ]] || fail "wbd exited with status $rc on a missing backing directory"
 [[ $(grep -c '^<[0-4]>' "$JLOG") == 1 ]] ||
 	fail "expected one error or warning for the failed start-up, got: $(cat "$JLOG")"
-grep -q "^<3>error: $CONF:[0-9]*: export \"disk0\": .*directory $T/no/such/dir does not exist\$" "$JLOG" ||
-	fail "not one <3>error: line naming the missing directory: $(cat "$JLOG")"
+# At the backing setting's line, as wbd -n names it (not the export's).
+bline=$(grep -n "backing = \"$T/no/such/dir/disk0.img\"" "$CONF" | cut -d: -f1)
+[[ -n $bline ]] || fail "no backing line in $CONF"
+grep -q "^<3>error: $CONF:$bline: export \"disk0\": .*directory $T/no/such/dir does not exist\$" "$JLOG" ||
+	fail "not one <3>error: line naming the missing directory at $CONF:$bline: $(cat "$JLOG")"
 
 # A good start, a client, a shutdown.
 _EXPORTS=()

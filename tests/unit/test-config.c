@@ -1493,6 +1493,127 @@ test_error_unix_mode_and_group(void **state)
 	    3, "listen.unix_group", "expected a known group");
 }
 
+/* ---- Where each setting is written, for what is checked later. ---- */
+
+/*
+ * What wbd -n checks after reading the file (a backing's directory, a
+ * socket in use: check.c) is reported at the line of the setting at
+ * fault, not of its group, in the file that holds it, named as the
+ * errors of the file's text name it: the path as given, an @include as
+ * written.
+ */
+static void
+test_later_checks_know_where_each_setting_is(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+	char cwd[512], buf[600];
+	int rc;
+
+	write_conf(f, "exports.inc",
+	    "exports = (\n"
+	    "  { name = \"a\"; backing = \"/a\"; },\n"
+	    "  {\n"
+	    "    name = \"b\";\n"
+	    "    backing = \"/b\";\n"
+	    "    size = \"1M\";\n"
+	    "  }\n"
+	    ");\n");
+	write_conf(f, "where.conf",
+	    "listen = {\n"
+	    "  tcp = [ \"127.0.0.1:10809\",\n"
+	    "          \"127.0.0.1:10810\" ];\n"
+	    "  unix = [ \"/run/a.sock\" ];\n"
+	    "};\n"
+	    "control = {\n"
+	    "  socket = \"/run/c.sock\";\n"
+	    "  group = \"root\";\n"
+	    "};\n"
+	    "@include \"exports.inc\"\n");
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(f->dir), 0);
+	rc = config_load("where.conf", c, f->err, sizeof f->err);
+	assert_int_equal(chdir(cwd), 0);
+	if (rc != 0)
+		fail_msg("config_load(where.conf) failed: %s", f->err);
+
+	assert_string_equal(config_where_str(c, &c->listen_tcp_at[0], buf,
+				sizeof buf),
+	    "where.conf:2");
+	assert_string_equal(config_where_str(c, &c->listen_tcp_at[1], buf,
+				sizeof buf),
+	    "where.conf:3");
+	assert_string_equal(config_where_str(c, &c->listen_unix_at[0], buf,
+				sizeof buf),
+	    "where.conf:4");
+	assert_string_equal(config_where_str(c, &c->control.socket_at, buf,
+				sizeof buf),
+	    "where.conf:7");
+	assert_string_equal(config_where_str(c, &c->control.group_at, buf,
+				sizeof buf),
+	    "where.conf:8");
+	/* The export opens at line 3; its settings are below it. */
+	assert_int_equal(c->exports[1].line, 3);
+	assert_string_equal(config_where_str(c, &c->exports[1].backing_at, buf,
+				sizeof buf),
+	    "exports.inc:5");
+	assert_string_equal(config_where_str(c, &c->exports[1].size_at, buf,
+				sizeof buf),
+	    "exports.inc:6");
+	assert_string_equal(config_where_str(c, &c->exports[0].backing_at, buf,
+				sizeof buf),
+	    "exports.inc:2");
+	/* Not written (a default): the file alone. */
+	assert_string_equal(config_where_str(c, &c->exports[0].size_at, buf,
+				sizeof buf),
+	    "where.conf");
+	assert_string_equal(config_where_str(c, NULL, buf, sizeof buf),
+	    "where.conf");
+
+	config_free(c);
+	load_ok(f, write_conf(f, "default-listener.conf", EXPORTS_OK));
+	assert_int_equal(c->n_listen_tcp, 1);
+	assert_null(c->listen_tcp_at);
+	assert_int_equal(c->control.socket_at.line, 0);
+}
+
+/* A rule between settings is reported at the setting that breaks it, not
+ * at the group that holds them. */
+static void
+test_error_tls_mode_without_credentials(void **state)
+{
+	expect_error(*state, "tls-nocreds.conf",
+	    "tls = {\n"
+	    "  mode = \"on\";\n"
+	    "};\n" EXPORTS_OK,
+	    2, "tls.mode", "expected certificates = \"/dir\" or psk_file");
+}
+
+static void
+test_error_device_given_twice(void **state)
+{
+	expect_error(*state, "dev-twice.conf",
+	    "writeback = { devices = (\n"
+	    "  { device = \"8:0\"; },\n"
+	    "  {\n"
+	    "    device = \"8:0\"; }\n"
+	    "); };\n" EXPORTS_OK,
+	    4, "writeback.devices[1].device",
+	    "device 8:0 already configured at line 2");
+}
+
+static void
+test_error_device_min_ratio_above_its_max_ratio(void **state)
+{
+	expect_error(*state, "dev-min-max.conf",
+	    "writeback = { devices = ( {\n"
+	    "  device = \"8:0\";\n"
+	    "  max_ratio = 10;\n"
+	    "  min_ratio = 20; } ); };\n" EXPORTS_OK,
+	    4, "writeback.devices[0].min_ratio",
+	    "min_ratio (20) above max_ratio (10)");
+}
+
 /* A caller that passes no buffer still gets -1 and errno. */
 static void
 test_error_without_a_buffer(void **state)
@@ -1571,6 +1692,23 @@ test_error_export_beyond_the_largest_offset(void **state)
 	    2, "exports[0].size", "below 8E");
 }
 
+/* The largest file offset itself is a size an export may have (tmpfs
+ * holds it); that a file system may hold less is wbd -n's check of the
+ * host (check.c). */
+static void
+test_export_up_to_the_largest_offset(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "8e-1.conf",
+		"exports = (\n"
+		"  { name = \"d\"; backing = \"/d\";\n"
+		"    size = 9223372036854775807L; }\n"
+		");\n"));
+	assert_true(f->cfg.exports[0].size_bytes == INT64_MAX);
+}
+
 static void
 test_a_cache_of_most_of_memory_is_a_warning(void **state)
 {
@@ -1596,6 +1734,11 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_error_export_beyond_the_largest_offset),
+		T(test_export_up_to_the_largest_offset),
+		T(test_later_checks_know_where_each_setting_is),
+		T(test_error_tls_mode_without_credentials),
+		T(test_error_device_given_twice),
+		T(test_error_device_min_ratio_above_its_max_ratio),
 		T(test_a_cache_of_most_of_memory_is_a_warning),
 		T(test_error_max_io_bytes_not_a_power_of_two),
 		T(test_device_ratios),
