@@ -314,7 +314,8 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 		char where[PATH_MAX + 32];
 		config_where_str(&d->cfg, &ec->backing_at, where, sizeof where);
 		if (why[0])
-			log_errorx("%s: export \"%s\": %s", where, ec->name, why);
+			log_errorx("%s: export \"%s\": %s", where, ec->name,
+			    why);
 		else
 			log_errorx("%s: export \"%s\": cannot open backing "
 				   "\"%s\": %s",
