@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "config.h"
+#include "config-load.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "log.h"

@@ -1,6 +1,6 @@
 /*
- * settings-table.c - print the settings table (daemon/settings.c) for the
- * docs test, one row a line: "NAME SCOPE RUNTIME UNIT", SCOPE "global" or
+ * settings-table.c - print the settings table (daemon/base/settings.c) for
+ * the docs test, one row a line: "NAME SCOPE RUNTIME UNIT", SCOPE "global" or
  * "device", RUNTIME "runtime" or "restart".
  */
 #include <stdio.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every row of the settings table (daemon/settings.c) is documented: a key
-# of the writeback group in wbd.conf(5), named in docs/tuning.md, and
+# Every row of the settings table (daemon/base/settings.c) is documented: a
+# key of the writeback group in wbd.conf(5), named in docs/tuning.md, and
 # listed by the daemon's own "wbctl tune" when it changes at run time (per
 # device for a per-device row) and not otherwise.  And nothing is
 # documented, or listed, that the table lacks.

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config-load.h"
 #include "fuzz.h"
 #include "log.h"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cache misses to a multi-conn remote without TLS are read on a connection
-# of their own (daemon/nbdread.c): the log says so and `wbctl status` shows
-# read_connection; 64 reads of 64 KiB in flight together, out of order,
+# of their own (daemon/backend/nbdread.c): the log says so and `wbctl
+# status` shows read_connection; 64 reads of 64 KiB in flight together, out of order,
 # return the remote's bytes.  A read error the remote reports (nbdkit's
 # error filter: EIO) is that read's answer and leaves the connection up;
 # the next read of the range succeeds.  Then nbdkit is killed and started

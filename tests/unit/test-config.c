@@ -20,7 +20,8 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "access.h"
+#include "config-load.h"
 
 #define SHIPPED_CONF    TEST_SRCDIR "/../../conf/wbd.conf"
 

@@ -23,7 +23,7 @@
 
 #include "cache.h"
 #include "clock.h"
-#include "config.h"
+#include "config-load.h"
 #include "export.h"
 #include "fake-backend.h"
 #include "proto.h"

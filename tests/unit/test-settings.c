@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "config-load.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "settings.h"

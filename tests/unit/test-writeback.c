@@ -19,7 +19,7 @@
 
 #include "cache.h"
 #include "clock.h"
-#include "config.h"
+#include "config-load.h"
 #include "fake-backend.h"
 #include "wbdev.h"
 #include "writeback.h"

@@ -1,10 +1,12 @@
 /*
- * config.h - wbd's configuration, loaded from a libconfig file.
+ * config.h - wbd's configuration as plain data: one struct per group of
+ * wbd.conf (struct wbd_config holds them all), their enums and bounds.
  *
- * config_load() fills a struct wbd_config from a file; every error names the
- * file, the line and what was expected.  The structure is plain data: the
- * daemon copies what it needs at start-up (and on reload), so the loader
- * never touches live state.  Owned by the main thread.
+ * No parser here: conf/config-load.h fills a struct wbd_config from a
+ * file.  Every component reads its group from this header, so none of
+ * them depends on the parser.  The daemon copies what it needs at
+ * start-up (and on reload), so the loader never touches live state.
+ * Owned by the main thread.
  */
 #ifndef WBD_CONFIG_H
 #define WBD_CONFIG_H
@@ -13,13 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "access.h"
-#include "ctl-proto.h"
 #include "settings.h"
-#include "tls.h"
 
-#define WBD_DEFAULT_CONFIG   "/etc/wbd/wbd.conf"
-#define WBD_DEFAULT_TCP      "127.0.0.1:10809"
+struct access_list; /* export/access.h */
 
 enum cache_mode {
 	CACHE_WRITEBACK = 0,            /* default */
@@ -27,8 +25,21 @@ enum cache_mode {
 	CACHE_WRITETHROUGH_UNTIL_FLUSH, /* writethrough until the client flushes */
 };
 
-const char *cache_mode_name(enum cache_mode m);
-int cache_mode_parse(const char *s, enum cache_mode *out);
+enum tls_mode {
+	TLS_OFF,     /* STARTTLS refused with NBD_REP_ERR_POLICY */
+	TLS_ON,      /* offered; exports may require it */
+	TLS_REQUIRE, /* nothing but STARTTLS and ABORT before it */
+};
+
+/* The tls group of the configuration (net/tls.h loads what it names). */
+struct tls_conf {
+	enum tls_mode mode;
+	char *certificates; /* a directory: ca-cert.pem, server-cert.pem,
+	                           server-key.pem, ca-crl.pem (if present) */
+	bool verify_peer;   /* a client certificate signed by the CA */
+	char *psk_file;     /* or: "username:hexkey" lines */
+	char *priority;     /* GnuTLS priority string, default "NORMAL" */
+};
 
 /* The most exports a configuration may have (the export table's size). */
 #define CONFIG_MAX_EXPORTS 1024
@@ -193,56 +204,5 @@ struct wbd_config {
 
 #define CONFIG_NO_DEFAULT_EXPORT "none"
 #define CACHE_MAX_READAHEAD_BYTES (64u << 20)
-
-/*
- * Load PATH into *CFG (which is zeroed first).  On error returns -1 and
- * writes "PATH:LINE: what was expected" into ERR (up to ERRLEN bytes;
- * "PATH: ..." when no line can be blamed, as for a missing file or a file
- * with no exports at all);
- * *CFG is then left empty.  A good file may carry warnings
- * (cfg->warnings), for the caller to show.
- */
-int config_load(const char *path, struct wbd_config *cfg, char *err, size_t errlen);
-
-/*
- * Defaults only, no exports: what a missing group means.  It allocates the
- * default listener, so config_free() must follow.
- */
-void config_defaults(struct wbd_config *cfg);
-
-void config_free(struct wbd_config *cfg);
-
-/*
- * "FILE:LINE" of AT (which may be NULL), FILE one of cfg->files; or cfg->path
- * alone when AT is not written.  Into BUF; returns BUF.
- */
-const char *config_where_str(const struct wbd_config *cfg,
-    const struct config_where *at, char *buf, size_t len);
-
-/* Log each of CFG's warnings, after PREFIX (such as "reload: "). */
-void config_log_warnings(const struct wbd_config *cfg, const char *prefix);
-
-/* The min/max ratio for device NAME ("MAJ:MIN"): an override or the default. */
-void config_device_ratios(const struct wbd_config *cfg, const char *name,
-    unsigned *min_ratio, unsigned *max_ratio);
-
-/* Export EC lets in anyone who reaches a listener: it has no allow list. */
-bool config_export_open_to_all(const struct export_conf *ec);
-/*
- * The TCP listeners of CFG open to whoever reaches them: with TLS off
- * (TLS_ON false), bound to an address other than loopback, while some
- * export is open to all.  Sets OUT[0..MAX) to those listeners (strings of
- * cfg->listen_tcp) and returns how many there are.  A host name other than
- * "localhost" is resolved.
- */
-size_t config_exposed_listeners(const struct wbd_config *cfg, bool tls_on,
-    const char **out, size_t max);
-
-/*
- * Split a TCP listener, "host:port" or "[v6addr]:port" (port 1 to 65535,
- * numeric), into *HOST (without brackets) and *PORT, both to be freed by
- * the caller.  Returns 0, or -1 with errno EINVAL or ENOMEM.
- */
-int config_parse_hostport(const char *s, char **host, char **port);
 
 #endif

@@ -17,21 +17,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-enum tls_mode {
-	TLS_OFF,     /* STARTTLS refused with NBD_REP_ERR_POLICY */
-	TLS_ON,      /* offered; exports may require it */
-	TLS_REQUIRE, /* nothing but STARTTLS and ABORT before it */
-};
-
-/* The tls group of the configuration. */
-struct tls_conf {
-	enum tls_mode mode;
-	char *certificates; /* a directory: ca-cert.pem, server-cert.pem,
-	                           server-key.pem, ca-crl.pem (if present) */
-	bool verify_peer;   /* a client certificate signed by the CA */
-	char *psk_file;     /* or: "username:hexkey" lines */
-	char *priority;     /* GnuTLS priority string, default "NORMAL" */
-};
+#include "config.h" /* struct tls_conf, enum tls_mode */
 
 #define TLS_MAX_IDENT 256 /* a PSK username or certificate CN */
 

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "config-load.h"
 #include "daemon.h"
 #include "pool.h"
 #include "settings.h"

@@ -26,6 +26,7 @@
 
 #include "backend.h"
 #include "backing.h"
+#include "config-load.h"
 #include "daemon.h"
 #include "export.h"
 #include "log.h"

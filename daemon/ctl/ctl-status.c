@@ -25,6 +25,7 @@
 #include "access.h"
 #include "backend.h"
 #include "cache.h"
+#include "config-load.h"
 #include "conn.h"
 #include "ctl-proto.h"
 #include "ctl-status.h"

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config-load.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "export.h"

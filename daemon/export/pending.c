@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "access.h"
 #include "backend.h"
 #include "backing.h"
 #include "clock.h"

@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "backing.h"
 #include "cache.h"
+#include "config-load.h"
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"

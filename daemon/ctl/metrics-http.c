@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config-load.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics-http.h"

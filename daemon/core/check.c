@@ -42,6 +42,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "config-load.h"
 #include "listener.h"
 #include "size.h"
 

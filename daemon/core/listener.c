@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "activation.h"
-#include "config.h"
+#include "config-load.h"
 #include "listener.h"
 #include "log.h"
 #include "peer.h"

@@ -22,13 +22,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "backend.h"
 #include "budget.h"
 #include "cfgread.h"
-#include "config.h"
+#include "config-load.h"
 #include "log.h"
 #include "settings.h"
 #include "size.h"
+#include "tls.h"
 #include "utf8.h"
 
 #define NAME_MAX_BYTES          4096    /* NBD's limit on names, descriptions */
