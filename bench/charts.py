@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """charts.py RESULTS-DIR [OUT-DIR] - the charts of a bench/run.sh run.
 
 Reads RESULTS-DIR/summary.json, written by bench/run.sh (for a run from

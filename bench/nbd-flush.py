@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbd-flush.py URI - connect to an NBD server, send one FLUSH and print how
 # long the reply took, in seconds.  Prints "-" if the export cannot flush.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbdcopy-sparse.sh - nbdcopy of a sparse export: wbd against nbdkit's file
 # plugin on the same file, in one run.
 #

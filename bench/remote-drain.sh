@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # remote-drain.sh - writeback parallelism across remote devices (issue 5).
 #
 #   bash bench/remote-drain.sh

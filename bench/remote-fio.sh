@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # remote-fio.sh - bench/run.sh's fio cases with a remote backing device.
 #
 #   bash bench/remote-fio.sh [--quick] [--slow[=RATE]]

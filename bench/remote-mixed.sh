@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # remote-mixed.sh - mixed random reads and writes through wbd on a remote
 # whose reads need a FLUSH to see writes made on another connection.
 #

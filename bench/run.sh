@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # run.sh - wbd side by side with other NBD servers, in one run.
 #
 #   bash bench/run.sh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmd-exports.c - "wbctl exports": the exports the daemon serves.
  */

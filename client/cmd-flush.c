@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmd-flush.c - "wbctl flush": write back every dirty page of some or all
  * exports and flush their backing stores, waiting (with a progress bar on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmd-metrics.c - "wbctl metrics": the daemon's metrics in the Prometheus
  * text format, on stdout or into a file replaced whole (for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmd-reload.c - "wbctl reload": make the daemon reread its
  * configuration, as SIGHUP does.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmd-status.c - "wbctl status": how much data is where, per export and
  * per writeback device, and the thresholds; with -w, a live view redrawn

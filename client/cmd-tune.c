@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmd-tune.c - "wbctl tune": list the tunables like sysctl -a, show some,
  * or set them (KEY=VALUE...), globally, per device or per export.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmd-version.c - "wbctl version": the versions of wbctl, of the daemon
  * and of the control protocol the daemon speaks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl-client.c - connecting to wbd's control socket and exchanging
  * newline-delimited JSON with it (docs/control-protocol.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl-client.h - wbctl's side of the control protocol
  * (docs/control-protocol.md): connect to the daemon's Unix socket, send a

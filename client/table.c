@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * table.c - the layout of wbctl's human output: aligned columns, and text
  * filled into lines of a given width (table.h).

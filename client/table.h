@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * table.h - the layout of wbctl's human output: columns of text, each as
  * wide as its widest cell, and text filled into lines of a given width.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wbctl.c - wbctl's entry point: global options, the command table, and
  * the helpers every command file shares.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wbctl.h - what wbctl's command files share: the global options, the
  * command table entry, the exit codes and the output helpers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * buf.c - growable byte buffer.  An allocation failure is remembered in
  * b->oom and later puts become no-ops, so callers check once at the end.

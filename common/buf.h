@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * buf.h - a growable byte buffer with big-endian put helpers, used to build
  * handshake replies.  Single owner, no locking.

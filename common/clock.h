@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * clock.h - the monotonic clock every thread reads, and container_of.
  * No state: safe from any thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl-proto.h - what wbd and wbctl must agree on about the control socket:
  * the protocol version and the default socket path.  The protocol itself

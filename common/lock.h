@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * lock.h - mutexes whose holder can be asserted: lock_init() and
  * lock_assert_held(), for the `_locked' helpers.  No state of its own.

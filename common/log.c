@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * log.c - logging to stderr, the journal or syslog.  No state but the
  * destination and the verbosity, both set once at start-up (the verbosity

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * log.h - wbd's small logging API, in the OpenBSD daemons' style.
  *

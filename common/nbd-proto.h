@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nbd-proto.h - constants and wire structures of the NBD protocol, as given
  * in doc/proto.md of the NetworkBlockDevice/nbd repository.  All integers on

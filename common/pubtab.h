@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pubtab.h - a table of pointers that other threads read without a lock:
  * a fixed number of slots, allocated once, so the table never moves.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ratelimit.h - at most one log line per interval for an event that may
  * repeat fast (a refused client, a failed accept), with a count of those

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * size.h - parsing and printing of byte sizes with suffixes ("512M", "10G").
  * Suffixes are binary (K = 1024) and case-insensitive; "KiB"/"KB"/"K" are

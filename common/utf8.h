@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * utf8.h - the two UTF-8 facts the control protocol needs (its JSON
  * strings must be valid UTF-8): whether a string is, and how much of it

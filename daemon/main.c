@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * main.c - wbd's entry point: options, usage, signals, and the order of
  * the daemon's lifecycle (daemon.c): load the configuration, open what can

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # build-deb.sh - build wbd's Debian package (binary only, unsigned).
 #
 # Copies the source tree (without build directories) to a temporary

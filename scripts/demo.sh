@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # demo.sh - install the dependencies, build wbd and run it in the foreground
 # on a demo configuration: one 1 GiB export "disk0" backed by a sparse file,
 # served on a Unix socket and on 127.0.0.1:10809.  Ctrl-C stops it.

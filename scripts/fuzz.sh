@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fuzz.sh - build wbd's libFuzzer targets (tests/fuzz) with clang,
 # AddressSanitizer and UndefinedBehaviorSanitizer, and run each in turn.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # install-deps.sh - install what wbd needs to build and test on Debian 12.
 #
 # Runs apt-get update and apt-get install as root (through sudo when run as

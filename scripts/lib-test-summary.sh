@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib-test-summary.sh - the totals of scripts/test.sh, sourced by it (and
 # by tests/tree/check-test-summary.sh): the stages' headings with their
 # times, the counts of each meson testlog.json and of the other stages,

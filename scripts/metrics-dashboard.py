@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """metrics-dashboard.py - draw the panels of docs/grafana-wbd.json with
 matplotlib from a series of wbd scrapes, where Grafana is not at hand.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # metrics-series.sh - drive a scripted workload through a test wbd, scrape
 # its metrics every half second, and draw the dashboard's panels from the
 # series (scripts/metrics-dashboard.py): how docs/dashboard.png is made.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # test-tsan.sh - build wbd with clang and ThreadSanitizer and run the unit
 # tests and the stress test (suite "stress": fio writers with verify, tunes,
 # reloads and status polling at once) in that build.  Any TSan report fails

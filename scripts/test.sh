@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # test.sh - install the dependencies, build wbd twice (plain, and with
 # AddressSanitizer + UndefinedBehaviorSanitizer) and run the whole test suite
 # (unit and integration) in both builds; the Debian package end to end

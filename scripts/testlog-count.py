@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """testlog-count.py [--failed] TESTLOG - count a meson testlog.json: prints
 "PASSED FAILED SKIPPED" (EXPECTEDFAIL counts as passed; FAIL, TIMEOUT,
 ERROR and UNEXPECTEDPASS as failed).  With --failed, prints instead the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * backend-file.c - backing device: a local regular file or block device.
  *

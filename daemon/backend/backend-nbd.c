@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * backend-nbd.c - backing device: an export on a remote NBD server, through
  * libnbd.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * backend.c - the door to the backends: the wrappers every caller uses
  * (preconditions asserted, optional operations supplied), and describing a

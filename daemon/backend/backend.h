@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * backend.h - the backing-device interface: a table of operations, and
  * the one door every caller goes through (backend_pread, backend_flush,

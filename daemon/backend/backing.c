@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * backing.c - an export's backing setting to an open backend.
  */

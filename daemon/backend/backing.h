@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * backing.h - choosing a backend for an export's "backing" setting.
  * Main thread (start-up, reload) or a pending export's attempt thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nbdread.c - NBD READs of wbd's own: see nbdread.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nbdread.h - NBD READs of wbd's own, on a connection libnbd negotiated.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bufstash.c - large page-aligned buffers kept per thread: see bufstash.h.
  */

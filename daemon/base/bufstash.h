@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bufstash.h - large page-aligned buffers, kept per thread for the next use.
  *

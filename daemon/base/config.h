@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * config.h - wbd's configuration as plain data: one struct per group of
  * wbd.conf (struct wbd_config holds them all), their enums and bounds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * grace.h - grace periods: when may an object that other threads read
  * without a lock be freed?  Quiescent-state-based reclamation, as in the

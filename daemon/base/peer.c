@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.c - a connection's peer identity from its socket: see peer.h.
  * Runs on the connection's I/O thread; no locks, no name lookups.

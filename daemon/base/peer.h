@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * peer.h - who is at the other end of a connection: the identity an allow
  * list (access.h) is matched against.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pool.h - a pool of worker threads that run jobs, one pool per writeback
  * device.  Threads are named after the pool ("flush-8:1"), as the kernel

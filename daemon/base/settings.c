@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings.c - the table of writeback settings, the rules between them and
  * the threshold formula (see settings.h).  Pure: any thread, no state.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings.h - wbd's writeback settings as one table.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stats.c - per-I/O-thread request statistics, per-device writeback
  * statistics, and the fixed log-scale histograms both use (see stats.h for

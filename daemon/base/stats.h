@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stats.h - request counters and latency histograms, kept per I/O thread
  * and summed when someone asks (memcached's way), and writeback counters

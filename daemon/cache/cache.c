@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cache.c - page frames, the sharded page index, S3-FIFO eviction and the
  * dirty state.  See cache.h for the locking rules; in short:

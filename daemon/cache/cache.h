@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cache.h - the page cache: one memory budget cut into pages, a sharded page
  * index per export, S3-FIFO eviction of clean pages, and the dirty state

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prefault.c - the cache's memory faulted in at start: see prefault.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prefault.h - the cache's memory faulted in at start, in the background.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cfgread.c - checked reading of a libconfig file (see cfgread.h): errors
  * with file, line and key, unknown keys with suggestions, typed getters,

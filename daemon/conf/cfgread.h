@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cfgread.h - checked reading of a libconfig file: every error names the
  * file, the line, the key and what was expected ("FILE:LINE: KEY: expected

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * config-load.h - loading wbd.conf into a struct wbd_config (config.c),
  * and the questions the daemon asks of a loaded one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * config.c - wbd.conf: which keys it has, their defaults and limits, and
  * filling a struct wbd_config from them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * activation.c - sockets passed by systemd (sd_listen_fds_with_names).
  *

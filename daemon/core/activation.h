@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * activation.h - listening sockets handed over by the service manager
  * (systemd socket activation: $LISTEN_FDS, $LISTEN_FDNAMES).

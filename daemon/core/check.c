@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * check.c - "wbd -n" on this host: the configuration file is valid
  * (config.c); can wbd start with it here?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * check.h - what "wbd -n" checks beyond the file (check.c): that what the
  * configuration names on this host lets wbd start.

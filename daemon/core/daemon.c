@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daemon.c - the daemon's lifecycle and the tables around it.
  *

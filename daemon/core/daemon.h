@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daemon.h - the daemon as a whole: configuration, listeners, I/O threads,
  * exports and writeback devices, and their lifecycle (daemon.c): opened

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * listener.h - listening sockets (TCP and Unix) on the main thread's loop.
  * Accepted connections are handed to the I/O threads.

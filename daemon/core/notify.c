@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * notify.c - sd_notify(3) messages to the service manager.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * notify.h - telling the service manager how wbd is doing: systemd's
  * sd_notify(3) protocol (READY=1, STATUS=, RELOADING=1, STOPPING=1,

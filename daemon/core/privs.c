@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * privs.c - giving up root once at start-up: see privs.h.
  *

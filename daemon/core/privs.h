@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * privs.h - giving up root: once wbd holds everything that needs it (the
  * listeners, the control socket, every backing device), it becomes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl-request.c - a control request line to a command, or to the EPROTO
  * the protocol prescribes.  Nothing here knows the daemon: what a command

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl-request.h - one control request line, parsed and checked before
  * anything acts on it: a JSON object on one line, a protocol version this

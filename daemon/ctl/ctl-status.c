@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl-status.c - the "status" and "exports" answers of the control
  * socket, built from counters that every thread updates atomically: taking

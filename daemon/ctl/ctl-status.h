@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl-status.h - what the daemon's counters say, as the control socket's
  * "status" and "exports" answers, and the request statistics of an export

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl.c - the control socket: accepting wbctl clients, reading their
  * newline-delimited JSON requests, checking who may do what, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl.h - the control socket: wbctl's way in.  Runs on its own thread
  * (wbd-ctl, an ioloop), so no control request ever runs on an I/O thread

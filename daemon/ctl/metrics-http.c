@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics-http.c - GET /metrics over HTTP, for Prometheus, with
  * libmicrohttpd: a small, long-maintained HTTP server library (GNU, in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics-http.h - the optional HTTP endpoint for Prometheus
  * (metrics.listen in wbd.conf): GET /metrics, served on a thread of its

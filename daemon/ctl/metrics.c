@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics.c - the Prometheus text exposition (format 0.0.4) of what the
  * daemon counts.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics.h - the daemon's metrics in the Prometheus text exposition format
  * (version 0.0.4), for "wbctl metrics" and the HTTP endpoint

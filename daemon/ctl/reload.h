@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * reload.h - rereading the configuration file while running (SIGHUP,
  * wbctl reload).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * service.c - wbd as a systemd service: READY=1 once it serves, a STATUS=
  * line refreshed every few seconds (exports, connections, dirty data and

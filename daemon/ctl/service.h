@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * service.h - wbd as a systemd service (service.c): readiness, a STATUS=
  * line kept current, reload and the watchdog, through notify.h.

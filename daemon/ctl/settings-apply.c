@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings-apply.c - making a set of writeback settings live (wbctl tune,
  * reload), under daemon.tune_lock; the new values reach other threads

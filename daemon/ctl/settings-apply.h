@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings-apply.h - making a set of writeback settings live.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tune.c - wbctl tune: listing and setting at run time the rows of the
  * settings table that change at run time (settings.c), each device's

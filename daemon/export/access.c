@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * access.c - allow lists: parsing entries, matching an identity, and an
  * export's current list (see access.h).

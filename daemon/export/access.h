@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * access.h - per-export access control: the allow list of wbd.conf,
  *

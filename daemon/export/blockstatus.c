@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * blockstatus.c - NBD_CMD_BLOCK_STATUS: see blockstatus.h.
  *

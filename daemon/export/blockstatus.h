@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * blockstatus.h - NBD_CMD_BLOCK_STATUS: the extents of each metadata
  * context a client selected (meta.h), built from the backing device's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * export-table.h - the daemon's exports, as the handshake, the control
  * socket and writeback find them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * export.c - exports, and how their requests are carried out through the
  * write-back cache.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * export.h - an NBD export: a name, a backing device and the writeback
  * device (with its worker pool) that serves it.

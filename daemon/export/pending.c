@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pending.c - exports waiting for their remote backing device: see
  * pending.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * request.h - one NBD request in flight, from its header on the socket to
  * its reply on the output queue.  Owned by its connection's I/O thread,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fill.c - filling the cache from the backing device: see fill.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fill.h - filling the cache from the backing device: read misses, page
  * fills for partial writes, NBD_CMD_CACHE and read-ahead; and the read

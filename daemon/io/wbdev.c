@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wbdev.c - writeback devices and their worker pools.  Created by the
  * main thread (start-up) or under tune_lock; the target slots are filled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wbdev.h - a writeback device: the backing device under one or more
  * exports, identified as MAJ:MIN like the kernel's backing_dev_info, with

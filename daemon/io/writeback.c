@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * writeback.c - writeback work on the flush-MAJ:MIN pools.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * writeback.h - writing dirty pages back to the backing devices, the
  * kernel's way: background writeback above dirty_background, periodic

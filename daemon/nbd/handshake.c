@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * handshake.c - NBD option haggling (fixed newstyle).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * handshake.h - the NBD fixed-newstyle handshake: option haggling.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * meta.c - metadata contexts and their queries: see meta.h.
  */

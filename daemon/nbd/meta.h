@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * meta.h - the metadata contexts wbd serves (NBD "Metadata querying"), and
  * the queries of NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto.c - NBD transmission-phase encoding and request validation.
  *

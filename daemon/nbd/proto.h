@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto.h - the NBD transmission phase on the wire: decoding requests,
  * validating them against an export, encoding replies, and the one place

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * budget.c - the memory budget of limits.max_inflight_bytes (budget.h).
  */

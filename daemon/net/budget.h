@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * budget.h - one memory budget for everything a client makes wbd hold
  * outside the cache (limits.max_inflight_bytes): WRITE payloads being

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * conn.c - a client connection: the handshake, then the transmission phase.
  *

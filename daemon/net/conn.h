@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * conn.h - one client connection, from the handshake to the close.
  * Lives on a single I/O thread, whose loop and connection list it gets

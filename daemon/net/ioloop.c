@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ioloop.c - I/O threads, their mailboxes, and the hand-off of new
  * connections to them.

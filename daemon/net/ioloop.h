@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ioloop.h - an I/O thread: one libev loop that owns a set of connections.
  *

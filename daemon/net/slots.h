@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * slots.h - connection slots per client, so that one client cannot take
  * every slot: a count of open connections per client key (an address for

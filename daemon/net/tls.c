@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tls.c - TLS on the serving side through GnuTLS (tls.h).
  *

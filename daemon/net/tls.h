@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * tls.h - TLS on the serving side (NBD_OPT_STARTTLS), through GnuTLS.
  *

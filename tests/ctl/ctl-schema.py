@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Check a wbctl --json answer against the control protocol's schema
 (docs/control-protocol.md).  Usage: ctl-schema.py CMD FILE.  Exit 0 if it
 matches; else print every mismatch and exit 1.

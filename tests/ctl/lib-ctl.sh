@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib-ctl.sh - helpers for wbctl's integration tests.  Sourced, not run.
 #
 # Builds on ../integration/lib.sh (read it first): $T, $CONF, $LOG, $SOCK,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The control socket cannot be taken from root: with control.max_clients
 # = 24, max_clients_per_uid = 6 and admin_reserved = 4, one uid holds at
 # most 6 clients and the last 4 of the 24 slots are kept for root and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Control clients that send many requests and close before reading a single
 # answer: the daemon closes each where its socket fails and frees it only
 # when its callback has ended (it once freed a client inside the callback

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every wbctl command against a live daemon, in its human form and with
 # --json (the answer checked against the protocol's schema): status,
 # exports, tune (listing and setting), flush, reload, metrics, version; and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # When writeback fails, wbctl flush says so on one line and exits 1; the
 # data stays dirty, wbctl status counts the errors and shows the last one,
 # and the daemon keeps serving; once there is room, a flush succeeds.  The

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # When stderr is not a terminal (a file, a pipe), "wbctl flush" reports
 # progress as "flush: X of Y remaining" lines, and the last of them, once
 # the daemon has said the flush is done, shows 0 B remaining -- as the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbctl flush waits until the data is on the backing store, showing the
 # bytes remaining: plain "flush: X of Y remaining" lines when stderr is not
 # a terminal, a progress bar redrawn in place when it is (driven in tmux);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Control clients that misbehave cannot stop the daemon serving NBD clients
 # or other control clients: one that connects and says nothing, one that
 # sends garbage, one that sends a line over 64 KiB, one that sends a request

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # control.idle_timeout_s: a control client that sends nothing for that
 # long is closed (here 1 s), counted (wbctl status: control.idle_closed)
 # and logged; with 0 (off) one stays connected.

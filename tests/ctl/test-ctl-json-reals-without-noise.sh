@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The reals of a status answer (a device's writeback_cpu_seconds and
 # writeback_cpu_share) carry at most 6 significant digits, both on the
 # control socket and in "wbctl --json status": no 17-digit expansion of a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Who may do what.  With control.mode = "0666" an unprivileged user
 # (nobody) may read -- status, exports, tune, version -- but tune KEY=VALUE,
 # flush and reload are refused: exit status 4, one line saying why, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Exports removed by a reload are freed once written back and unreachable,
 # and their table slots are used again: 1000 reloads, each adding an export
 # and removing the one the reload before added, all succeed; each new

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # An export removed from the config by a reload takes no new connections;
 # once written back and idle it is gone: wbctl exports and wbctl status no
 # longer list it, and wbctl flush (of everything) no longer names it.  Its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbctl reload (and SIGHUP) rereads the config: new thresholds apply at
 # once, a new export appears.  A config with an error
 # is rejected whole -- wbctl says why on one line, exit status 5 -- and the

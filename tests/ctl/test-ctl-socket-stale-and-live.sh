@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The control socket: a stale socket file (left by a daemon that died) is
 # replaced at start-up; a live one (another daemon owns it) makes the second
 # daemon refuse to start, and the first keeps serving.  Without a daemon,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every line of "wbctl status" fits in 100 columns, and nothing is lost
 # for it: a long value goes on continuation lines, a table too wide
 # changes shape.  First a real daemon with several exports -- read-only,

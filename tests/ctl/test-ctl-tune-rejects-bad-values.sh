@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbctl tune refuses an unknown key, a bad unit, a value out of range, a
 # malformed KEY=VALUE: one line on stderr, the documented exit status, and
 # the daemon's settings unchanged -- also when the bad pair comes with good

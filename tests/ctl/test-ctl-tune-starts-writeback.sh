@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A tune takes effect at once: with periodic writeback off and 4M dirty
 # under a 16M background threshold, nothing reaches the backing file; after
 # "wbctl tune dirty_background_bytes=1M" background writeback starts and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbctl's own errors, with a daemon running: a bad option, an unknown
 # command, a missing argument, a malformed KEY=VALUE, --all with names
 # are usage errors (exit 2, "wbctl: ..." on stderr, nothing sent to the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Each command's usage line ("wbctl help CMD", and the one a usage error
 # prints) names every option its parser accepts, and accepts every option
 # it names; the options its help lists are the ones it accepts; wbctl(8)'s

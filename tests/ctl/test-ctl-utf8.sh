@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Control replies stay valid JSON whatever the request's strings: an
 # unknown command name longer than the 64 bytes quoted back is cut on a
 # UTF-8 character boundary, so the reply is EPROTO naming it, not a false

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbctl status -w redraws in place on a terminal (driven in tmux and read
 # with capture-pane): one screen, updated as the daemon's state changes,
 # until SIGINT, which ends it with exit status 0.  Not on a terminal, it

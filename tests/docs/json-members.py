@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """json-members.py FILE...: print every member name of the JSON objects
 in FILES (one JSON document each, or one per line), recursively, one a
 line."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings-table.c - print the settings table (daemon/base/settings.c) for
  * the docs test, one row a line: "NAME SCOPE RUNTIME UNIT", SCOPE "global" or

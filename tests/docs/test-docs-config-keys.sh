@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every key the configuration loader accepts is documented: in wbd.conf(5)
 # and in the commented conf/wbd.conf.  The keys are the loader's own: for
 # each group, wbd -n is given a key no group has, and its answer "unknown

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every member of every answer the control socket gives -- wbctl --json
 # for each command, an error, a flush's progress lines, a remote device's
 # state and an export waiting for its remote -- is documented in wbctl(8)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The manual pages are clean by mandoc's own checker: "mandoc -T lint"
 # reports no error, warning or style message for wbd(8), wbd.conf(5) or
 # wbctl(8).  Skipped without mandoc (scripts/install-deps.sh installs it).

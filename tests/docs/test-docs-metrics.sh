@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # docs/metrics.md documents exactly the metrics wbd exposes: every family
 # of a live exposition (with a local and a remote export, so that every
 # family has samples) is in its tables with its type and labels, and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every row of the settings table (daemon/base/settings.c) is documented: a
 # key of the writeback group in wbd.conf(5), named in docs/tuning.md, and
 # listed by the daemon's own "wbctl tune" when it changes at run time (per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz-config.c - the configuration loader: the input is written to a
  * file in a private directory made once per process, loaded with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz-ctl-request.c - the control-request parser: the input is split
  * into lines as ctl.c splits a client's stream, and each non-empty line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz-fail.c - fuzz_fail(): a target's invariant did not hold.
  */

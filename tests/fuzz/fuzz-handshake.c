@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz-handshake.c - the option parser (hs_client_flags, hs_option) fed a
  * client's side of the handshake, as conn.c would: 4 bytes of client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz-nbd-replies.c - what a remote NBD server sends back to wbd's own
  * reads (nbdread.c): the input's first byte gives the number of READs in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz-proto.c - the transmission phase's request check: the input's
  * first 11 bytes describe the export and the connection (size, 8 bytes;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz.h - what every fuzz target defines: libFuzzer's entry point.  The
  * same target is linked either with libFuzzer (-fsanitize=fuzzer, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * replay.c - run a fuzz target once on each file named on the command
  * line, or on each file in each directory named: the seed corpus and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """bystander.py - a well-behaved client for the flood tests.
 
 bystander(uri, pid, seconds) does verified 64 KiB writes and reads on an

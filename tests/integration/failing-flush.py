@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # failing-flush.py - an nbdkit python plugin: a disk whose FLUSH fails
 # while the file FAIL exists, and then loses everything written since the
 # last good flush, as a kernel's page cache does when writeback to a disk

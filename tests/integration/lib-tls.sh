@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib-tls.sh - certificates and PSK keys for the TLS tests, made on the fly
 # with GnuTLS's certtool and psktool (never committed).  Source after lib.sh.
 #

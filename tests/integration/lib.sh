@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib.sh - shared helpers for wbd's integration tests.  Sourced, not run.
 #
 # Every test is one bash script named after the behaviour it checks.  It

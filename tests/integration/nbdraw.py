@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """nbdraw.py - drive an NBD server with raw sockets and malformed input.
 
 Used by test-malformed-requests.sh.  Does the fixed-newstyle handshake by

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """readahead.py - read-ahead as a client sees it, through wbctl status.
 
 Usage: readahead.py URI WBCTL CONTROL_SOCKET DATA_FILE

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Allow lists over TCP: an address or network (IPv4 and IPv6) admits the
 # clients it covers and refuses the others, checked with clients bound to
 # 127.0.0.1, 127.0.0.2 and ::1.  A refusal is NBD_REP_ERR_POLICY on INFO

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A reload that changes an export's allow list applies it to every
 # connection that asks for the export from then on (the new client, and
 # one still in its handshake), while a client already connected keeps

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Allow lists that name TLS identities: psk:NAME admits the client that
 # completed TLS with that PSK username and no other; cn:NAME the client
 # whose certificate, checked against the CA (verify_peer), has that common

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Allow lists over the Unix socket: uid:N, user:NAME and group:NAME admit
 # the clients they name (by the credentials the kernel gives for the
 # socket; a group as the effective gid or a supplementary one) and refuse

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Background writeback starts when dirty data crosses
 # dirty_background_bytes, not before, and runs oldest-first until dirty data
 # is back below it -- without any FLUSH, with periodic writeback disabled.

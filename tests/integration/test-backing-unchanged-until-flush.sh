@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # In writeback mode, with periodic writeback disabled and dirty data below
 # the background threshold, the backing file stays as it was (all zeroes)
 # while the client writes and for a while afterwards; the moment FLUSH

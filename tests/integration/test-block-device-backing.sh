@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A block device as backing (a loop device here): its own MAJ:MIN as the
 # writeback device (flush-7:N), its size from BLKGETSIZE64, data written
 # back to it, WRITE_ZEROES and TRIM through the block ioctls.  Then

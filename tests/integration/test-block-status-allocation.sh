@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # NBD_CMD_BLOCK_STATUS with base:allocation, as real clients use it:
 #  1. nbdinfo --map of a sparse backing file shows its holes and its data
 #     where they are, and qemu-img map agrees;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Clients that pipeline BLOCK_STATUS over a fragmented export and never
 # read the replies cannot grow wbd's memory past its bounds: each request
 # takes the largest reply it can get (64 KiB a context) from the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The wbd:dirty metadata context shows what only the cache holds:
 #  1. nbdinfo --map=wbd:dirty shows a range written without FLUSH as dirty
 #     (1), and nothing else;

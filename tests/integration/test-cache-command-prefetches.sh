@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # NBD_CMD_CACHE (advertised with NBD_FLAG_SEND_CACHE) reads a range into
 # the cache without returning it, and answers once it is cached:
 #  1. after h.cache() of 4 MiB, reading those 4 MiB reads nothing from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The three cache modes, side by side on one daemon (periodic writeback
 # disabled, background threshold out of reach):
 #   writethrough             - every plain write is on the backing file when

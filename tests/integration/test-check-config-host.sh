@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbd -n checks what the file names on this host, not only the file: a
 # backing file in a directory that does not exist, a read-only export
 # whose file is missing, a TCP port or a Unix socket another server

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbd -n (--check-config) prints "configuration OK" and exits 0 for a good
 # file, and for a bad one prints FILE:LINE and what was expected and exits 1;
 # --help and --version work; an unknown option is refused.

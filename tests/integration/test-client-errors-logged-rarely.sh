@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A client's mistakes get their answer every time but cannot fill the log:
 # one connection sending 300 options too large to take (each answered
 # NBD_REP_ERR_TOO_BIG, the handshake going on) and then 2,000 READs past

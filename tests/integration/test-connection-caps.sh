@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What one connection may hold is a setting, shown in wbctl status, and
 # logged when it bites: with limits.max_requests_per_connection = 4 a
 # client that pipelines 200 READs and reads no reply is not read past

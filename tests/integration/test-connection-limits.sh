@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Slots: one client cannot take every connection.  With
 # limits.max_connections_per_client = 4, a fifth connection from the same
 # uid (Unix socket) is closed at once, while a client from another

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # default_export chooses what the empty export name reaches:
 #  1. default_export = "b": nbdinfo nbd://127.0.0.1:PORT (NBD_OPT_GO with
 #     "") and NBD_OPT_EXPORT_NAME "" both get export b;

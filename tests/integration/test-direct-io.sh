@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # direct = true: the backing file is opened with O_DIRECT.  The export's
 # size (64 MiB + 1000 bytes) is a multiple of no block size, so its last
 # page is written back through the read-modify-write of an aligned bounce

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A TCP listener on an address other than loopback, with TLS off and an
 # export that has no allow list, is warned about once, naming the address
 # and the exports: by wbd -n, and at start (in a network namespace of its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A failed flush of a local file (fdatasync: EIO) may have lost everything
 # written back since the last good one -- the kernel marks the pages it
 # could not write clean and reports the error once -- so wbd dirties those

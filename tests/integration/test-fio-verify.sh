@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fio's nbd engine writes random blocks with crc32c checksums and verifies
 # them, over TCP and over the Unix socket, with 4 KiB and 64 KiB blocks and
 # several requests in flight.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Writeback runs on threads named flush-MAJ:MIN after the device holding
 # the backing file (as stat reports it); two exports on one filesystem
 # share one pool.  With min_workers 1, max_workers 4, worker_spawn_ms 50 and

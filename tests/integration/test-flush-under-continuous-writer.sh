@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # FLUSH completes while another client keeps writing.  A writer connection
 # streams 64K writes (8 in flight) over the first 16M for the whole run,
 # and between them appends numbered 4K blocks to a log at [24M, 32M) (one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Four connections at once: nbdcopy --connections=4 in and out returns the
 # data unchanged, and four independent clients writing their own regions at
 # the same time each read back exactly what they wrote.

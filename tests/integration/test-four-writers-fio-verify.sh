@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Four concurrent writers (fio --ioengine=nbd, numjobs=4, each on its own
 # 16M of a 64M export, mixed block sizes, 8 requests in flight) write random
 # blocks with crc32c checksums through a 16M cache -- so writeback, eviction

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A write with the FUA flag is on the backing file when its reply arrives,
 # even in writeback mode with periodic writeback disabled (where a plain
 # write stays in the cache), and only its own range is written back; in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Clients that send NBD_OPT_INFO over and over in the handshake and never
 # read a reply cannot grow wbd's memory: a connection with 64 KiB of
 # replies unsent is not read any further (counted in wbctl status's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # limits.idle_timeout_s: a client that sends nothing for that long (with
 # nothing in flight) is closed and logged; one that keeps sending is not.
 # Off by default (the kernel client keeps idle connections for good).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbd listens on several addresses at once — IPv4, IPv6 ([::1]:PORT) and a
 # Unix socket — and serves the same exports on each.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # kill -9 right after a FLUSH reply loses nothing that was acknowledged
 # before the FLUSH: three rounds, each on a fresh daemon over the backing
 # file the previous round left, write random data at random offsets (in

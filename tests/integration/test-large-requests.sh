@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Requests larger than the 32 MiB advertised, on raw sockets:
 #  1. a client that did not ask for block sizes (GO without
 #     NBD_INFO_BLOCK_SIZE, or EXPORT_NAME) may WRITE and READ 40 MiB, up to

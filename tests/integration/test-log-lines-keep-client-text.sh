@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # What a client sends never becomes a log line of its own: an export name
 # holding a newline and a forged line ("x\n<0>wbd: error: FORGED") is
 # logged on the one line that names it, its control characters shown as

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Malformed and hostile input, sent over raw sockets by nbdraw.py, gets the
 # exact reply the NBD protocol prescribes (or a clean disconnect where it
 # allows one), while a well-behaved libnbd client keeps writing and reading

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # memory.prefault (on by default): the cache's memory is faulted in at
 # start in the background -- wbctl status counts it up to the cache size,
 # the log says how long it took, RSS holds the cache -- and data written

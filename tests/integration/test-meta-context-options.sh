@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT on a raw socket:
 # the edge cases of the spec, each answered as it prescribes, with the
 # connection still usable after each; and NBD_CMD_BLOCK_STATUS only for a

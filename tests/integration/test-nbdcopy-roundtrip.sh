@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 32 MiB of random data copied into an export with nbdcopy comes back out
 # byte for byte (over the Unix socket and over TCP), and qemu-img compare
 # agrees that the export and the file are identical.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbdinfo --json describes each export correctly, over the Unix socket and
 # over TCP: size, read-only flag, the advertised capabilities, the block size
 # constraints (1 / 4096 / 32 MiB) and the description.  An empty export name

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbdinfo --list --json shows every configured export, in order, with its
 # size and description, over the Unix socket and over TCP.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Pages written again while they are being written back (zero-copy
 # writeback: the run points at the pages) over a slow backing file (every
 # write delayed): WRITEs received into cache pages are copied into the pages

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Periodic writeback writes out data older than dirty_expire_centisecs
 # without any FLUSH: with expiry 1 s and a pass every 0.5 s (and the
 # background threshold out of reach), the backing file comes to hold what

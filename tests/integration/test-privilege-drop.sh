@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # user = "nobody"; group = "nogroup": started as root, wbd opens its
 # sockets and every backing (one only root may open, too), then runs as
 # nobody in every thread with no capability left; it serves, writes back

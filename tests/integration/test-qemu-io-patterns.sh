@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # qemu-io pattern writes and reads, aligned and unaligned, leave exactly the
 # bytes written and nothing around them changed; write -z zeroes, discard
 # succeeds, FUA writes and flushes succeed, and the data is still there on a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Data written in writeback mode is read back from the cache before it has
 # been written back: with periodic writeback disabled and the background
 # threshold far away, the backing file is still all zeroes, yet every read

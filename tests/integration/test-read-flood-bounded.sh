@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Clients that pipeline 32 MiB READs and never read the replies cannot grow
 # wbd's memory past cache.size + limits.max_inflight_bytes + a fixed
 # overhead: every request buffer is taken from the one budget, and a

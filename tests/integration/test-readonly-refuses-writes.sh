@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A read-only export advertises READ_ONLY, serves the backing file's data,
 # and refuses writes, trims and zeroes with EPERM even from a client that
 # sends them anyway; the backing file is left untouched.

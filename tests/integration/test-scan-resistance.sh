@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The cache resists scans: a 2M hot set read a few times stays cached
 # through one sequential pass (nbdcopy) over a 64M export, in an 8M cache.
 #

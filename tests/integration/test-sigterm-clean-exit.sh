@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # SIGTERM (and SIGINT) stop wbd cleanly: with an idle client connected it
 # exits 0 within a bounded time, data written without an explicit flush is in
 # the backing file, and a new daemon starts on the same socket afterwards.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # SIGTERM writes back every dirty page before wbd exits 0: with periodic
 # writeback off and the background threshold out of reach, unflushed
 # writes over a pre-filled backing file are still only in the cache when

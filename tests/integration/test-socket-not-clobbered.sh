@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A second wbd given a Unix socket path (or a TCP address) that a running
 # wbd serves fails clearly and does not take it over; the first keeps
 # serving.  A stale socket left by a killed daemon does not stop a new one.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # limits.stall_timeout_s: a connection that holds replies it does not read
 # (32 MiB READs pipelined, never read) or a WRITE payload it does not
 # finish (a 1 MiB WRITE header and 1 KiB of it, then nothing) is closed

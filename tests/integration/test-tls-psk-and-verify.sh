@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # TLS that refuses: tls.mode "require" with a PSK file — the right key gets
 # in, a wrong key or an unknown user does not, and a plain client gets
 # NBD_REP_ERR_TLS_REQD for every option but STARTTLS and ABORT (checked on a

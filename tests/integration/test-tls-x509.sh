@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # TLS with X.509 certificates (tls.mode "on"): real clients over TLS —
 # nbdinfo, nbdcopy in and out (cmp), qemu-img compare and qemu-io with a
 # tls-creds-x509 object, fio's nbd engine over nbds:// with verification; a

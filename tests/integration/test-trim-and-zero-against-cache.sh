@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # WRITE_ZEROES and TRIM stay correct against cached pages.
 #  1. Over a backing file of random data, new data is written (dirty in the
 #     cache, periodic writeback off); then WRITE_ZEROES on part of it (page

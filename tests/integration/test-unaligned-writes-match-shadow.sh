@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Sub-page and unaligned writes (1 byte to 20000 bytes at any offset, and
 # 512-byte sectors) over a backing file full of random data never invent
 # the bytes around them: every read through wbd matches a shadow copy, and

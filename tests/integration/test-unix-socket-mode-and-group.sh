@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # listen.unix_mode and unix_group: the NBD Unix socket gets that mode and
 # group whatever the umask, so members of the group may connect and others
 # may not; without them it is 0660 (not whatever the umask leaves).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A write larger than the whole cache (32 MiB, and one of 32 MiB at an
 # unaligned offset, into a 4 MiB cache) completes: its writer writes its
 # own first pages back to make room and goes on from where it stopped,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A failing write keeps its data dirty and is reported, whatever
 # writeback.io_engine writes it ("pwritev", "pwrite", "io_uring"; the
 # io_uring one through the ring's completions).  wbd runs with a file size

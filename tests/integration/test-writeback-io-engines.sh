@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # writeback.io_engine: each engine ("pwritev", "pwrite", "io_uring",
 # "auto", which is pwritev) writes back the right data.  An export of 16 MiB + 1000 bytes
 # (a short last page) is filled with nbdcopy (runs of 1 MiB, a window of

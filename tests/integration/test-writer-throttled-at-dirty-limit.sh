@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A writer is throttled at the dirty limit.  Cache 32M, dirty_bytes 8M,
 # background 4M, periodic writeback off.
 #  1. Slow device: export "slow" is backed by a file whose writes are slow

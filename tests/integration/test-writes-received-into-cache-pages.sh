@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # One copy per write: a WRITE of a page or more is received straight into
 # cache pages (wbctl status: cache.zero_copy_bytes grows), and the data is
 # right whichever way it went.  Over a 32M export of random data with a 16M

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib-metrics.sh - helpers for the metrics tests.  Sourced, not run.
 #
 # Builds on ../remote/lib-remote.sh (and so ../integration/lib.sh: $T,

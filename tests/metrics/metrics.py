@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """metrics.py - what the metrics tests share: scraping wbd (through its
 control socket, as "wbctl metrics" does, or over HTTP), reading the
 exposition with Prometheus's own parser (python3-prometheus-client), and

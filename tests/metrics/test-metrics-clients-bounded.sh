@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The HTTP endpoint's limits are settings, shown in wbctl status: with
 # metrics.max_connections_per_client = 2, a client (127.0.0.1) holding two
 # idle connections has a third closed at once, counted (metrics.refused)

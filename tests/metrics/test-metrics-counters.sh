@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The counters move as they should under a scripted workload, scraped
 # after each phase: exact where the client can count (requests by command,
 # their errors, bytes read and written, latency observations by kind,

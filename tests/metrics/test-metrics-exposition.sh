@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The metrics read by Prometheus's own parser: "wbctl metrics" prints an
 # exposition in which every family has HELP and TYPE and a wbd_ name,
 # histograms add up, and every export (a local file and a remote behind

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The HTTP endpoint (metrics.listen): GET and HEAD /metrics answer 200 with
 # the exposition's content type, any other path 404, another method 405;
 # a client that sends nothing and one that never reads its answer do not

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The Debian package, end to end, on this machine: built by
 # scripts/build-deb.sh, lintian-clean (no error or warning, where lintian
 # is installed), installed with apt, it creates the wbd user and the

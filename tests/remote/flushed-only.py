@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # flushed-only.py - an nbdkit python plugin: a disk with a volatile write
 # cache, as NBD allows.  A write without FUA is answered at once but kept
 # only in the process until a FLUSH (or a FUA write) saves the whole disk

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib-remote.sh - helpers for the remote-backing tests: wbd exports whose
 # backing device is an nbdkit started by the test on a Unix socket in $T.
 # Sourced after ../integration/lib.sh (which it sources itself).

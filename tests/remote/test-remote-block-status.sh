@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A remote export's own base:allocation passes through wbd: nbdinfo --map
 # through wbd shows the holes and data of the nbdkit file behind it, a
 # write still in wbd's cache is data there before it reaches the remote,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # NBD_CMD_CACHE cannot take a device's workers from other clients: with
 # limits.max_cache_requests = 2 and a remote whose reads take 1 s
 # (nbdkit's delay filter), 8 CACHE requests pipelined on one connection

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A chain: client -> wbd "front" -> wbd "back" (an NBD server like any
 # other) -> a file.  Data flushed at the front is in the file; a SIGTERM to
 # both (front first) writes everything back.

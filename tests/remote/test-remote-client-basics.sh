@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The client suite through an export backed by "nbdkit memory": nbdinfo
 # shows the remote's size and commands, nbdcopy round-trips random data,
 # fio verifies random writes; a read-only remote makes a read-only export,

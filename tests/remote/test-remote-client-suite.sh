@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The foundation client suite through a wbd export backed by "nbdkit
 # memory" (96 MiB behind a 32 MiB cache, so reads after eviction come from
 # the remote).  A local shadow file follows every write: nbdinfo's size and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbd:dirty tells pages being written back from pages only dirty: 64 KiB
 # are written (dirty: 1); the remote (nbdkit's pause filter) is paused and
 # a FLUSH starts writing them back, so nbdinfo --map=wbd:dirty shows them

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Failed requests are answered with their error every time, but logged at
 # most once a second on each I/O thread, with a count of those not
 # logged: a remote whose every read fails (nbdkit's error filter), read

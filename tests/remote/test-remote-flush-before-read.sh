@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # On a multi-conn remote a read may go on another connection than the
 # writes before it (the read connection, or another of libnbd's), and NBD
 # multi-conn promises that it sees a completed write only once a FLUSH has

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Writes through wbd stay in its cache (periodic writeback off) until a
 # FLUSH; after the FLUSH, nbdkit itself holds them.  A FUA write is on
 # nbdkit when its reply arrives, sent as a write with FUA and nothing

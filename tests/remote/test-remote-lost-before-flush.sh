@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A remote with a volatile write cache (flushed-only.py: what no FLUSH
 # covered is gone when the server is killed and started again) restarts
 # after wbd wrote data back to it and before any FLUSH: a FLUSH through

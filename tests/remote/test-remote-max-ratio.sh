@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A device's max_ratio bounds its share of the dirty limit, so a flood of
 # writes to one slow remote does not hold writers to another.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Cache misses to a remote are in flight together, not one per worker:
 # the remote (nbdkit memory behind its log filter, then its pause filter)
 # is paused; a client sends 16 reads of data not in wbd's cache at once;

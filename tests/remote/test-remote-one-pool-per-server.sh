@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Each remote server is one writeback device, 43:N in order of first
 # appearance, with its own flush-43:N pool: two exports on one server share
 # 43:0; the second server is 43:1; a local file keeps its own device.

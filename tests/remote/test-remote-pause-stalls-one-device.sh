@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A remote that stops answering stalls only its own device.  nbdkit's
 # pause filter on server A: A is paused first, then 16 MiB are written to
 # A's export (into the cache: nothing goes to A yet) and a FLUSH starts

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A connection paused by writer throttling with its 128 KiB read buffer
 # full must go on when it resumes, not take the full buffer for the
 # client's end of file.  Dirty data is held past the throttling midpoint

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Cache misses to a multi-conn remote without TLS are read on a connection
 # of their own (daemon/backend/nbdread.c): the log says so and `wbctl
 # status` shows read_connection; 64 reads of 64 KiB in flight together, out of order,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Read-ahead on a remote backing, through the device's read window
 # (../integration/readahead.py says what is checked): sequential reads are
 # read ahead, once; random reads are not; dirty data stays.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A reload applies the remote group's timeouts to backends already open:
 # with the remote gone, a read that misses the cache waits io_timeout_ms
 # for a reconnection; after a reload lowers it from 60 s to 1 s, such a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The remote is killed in the middle of writeback and started again later
 # (nbdkit's file plugin, so its data survives): wbd logs the device as
 # disconnected, keeps the dirty data, refuses reads it cannot serve with

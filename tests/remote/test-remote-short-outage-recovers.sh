@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A remote that fails every write for one second, under a steady writer
 # held at the dirty limit: the writes that fail together count once in the
 # back-off (at most 1 s), and once the remote answers again the writer's

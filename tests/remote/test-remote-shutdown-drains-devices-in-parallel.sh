@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # SIGTERM writes every device back at once: with a remote export whose
 # server is gone (listed first, so a one-at-a-time drain would retry it
 # before anything else), a file export's dirty data is on its backing

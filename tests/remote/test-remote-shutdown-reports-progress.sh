@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A long shutdown drain says how it goes, every 5 s: a line for the whole
 # and one for each export not finished, all counting what is left the same
 # way (dirty, or being written back), so that the exports' lines add up to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A remote slowed by nbdkit's delay filter (2 s per write) is busy with a
 # FLUSH of 4 MiB; meanwhile writes and FLUSHes to an export on
 # another device (a local file) keep going at their normal pace: they all

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbds+unix:// backing: nbdkit requires TLS (a pre-shared key, so no
 # certificates are needed); wbd connects through libnbd's URI support
 # with tls-psk-file= (the PSK username is the URI's user, wbd@), and data

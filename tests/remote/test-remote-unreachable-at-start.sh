@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A remote that does not answer when wbd starts holds nothing up: wbd
 # starts, serves its other export, tells a client asking for the remote
 # export that it is not available (NBD_REP_ERR_UNKNOWN, as a name nobody

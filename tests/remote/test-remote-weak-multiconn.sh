@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # A remote that keeps to the letter of multi-conn (weak-multiconn.py: a
 # write without FUA is seen on other connections only once a FLUSH on any
 # connection has covered it) behind a cache too small to hold what is

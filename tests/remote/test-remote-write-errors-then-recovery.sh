@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # nbdkit's error filter fails every write while a trigger file exists.
 # Meanwhile FLUSH through wbd reports EIO, again and again, and wbd keeps
 # the data dirty; once the errors stop a FLUSH succeeds and nbdkit holds

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # weak-multiconn.py - an nbdkit python plugin: a RAM disk that offers
 # multi-conn and keeps to the letter of it, no more.  NBD's multi-conn
 # promises a write is seen on every connection once a FLUSH (on any

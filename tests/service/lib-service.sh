@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib-service.sh - helpers for the service tests: wbd as systemd runs it.
 # Sourced, not run; builds on ../integration/lib.sh and ../ctl/lib-ctl.sh
 # (read them first).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """notify-listen.py SOCKET OUT: play systemd's part of the sd_notify(3)
 protocol for a test.  Bind a Unix datagram socket at SOCKET and append
 each message received to OUT: a line "-- N" (N counting from 1), then each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbctl's bash completion: commands and options, the running daemon's
 # exports after "flush" and its tunables (KEY=) after "tune", through the
 # socket given with -s.

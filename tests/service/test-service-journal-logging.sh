@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Logging as the journal wants it: when stderr is the journal's stream
 # ($JOURNAL_STREAM names its device and inode), each line starts with its
 # syslog priority, "<N>", and carries no time stamp or name of wbd's own

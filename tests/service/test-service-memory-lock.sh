@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Kernel-client safety: at start wbd asks for PR_SET_IO_FLUSHER and says
 # whether it got it (it needs CAP_SYS_RESOURCE, which an unprivileged wbd
 # lacks, and so may a root in a container).  memory = { lock = true; }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # wbd tells systemd how it is doing (sd_notify), seen through a
 # NOTIFY_SOCKET of the test's own: READY=1 with a STATUS= line once it
 # serves; STATUS= following the dirty data and its age; WATCHDOG=1 while

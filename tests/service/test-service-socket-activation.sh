@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Socket activation, with systemd-socket-activate playing systemd: it
 # listens on the sockets of a wbd.socket-like unit and starts wbd on the
 # first connection, passing them (LISTEN_FDS, LISTEN_FDNAMES).  wbd uses

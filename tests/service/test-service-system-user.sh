@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The system user: sysusers.d/wbd.conf makes the wbd user (home
 # /var/lib/wbd, no shell), the wbd-admin group with wbd in it, and
 # tmpfiles.d/wbd.conf /run/wbd and /var/lib/wbd owned by wbd -- applied to

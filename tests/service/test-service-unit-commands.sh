@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The commands of the wbd.service this build generates, run as systemd
 # would run them (paths of the build and the test substituted): Type=notify
 # with ExecStart sends READY=1; ExecStartPre passes a good file and stops

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # WATCHDOG=1 is sent only while every thread answers: with the one worker
 # of a device stuck in a slow write (an nbdkit remote that takes 8 s per
 # write, max_workers = 1), the watchdog ping queued on that device's pool

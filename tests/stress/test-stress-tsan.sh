@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # Every thread of wbd at once, for ThreadSanitizer: four fio writers with
 # verify (two on each of two exports) write through a 16M cache, so
 # background and periodic writeback and eviction all run under them, while

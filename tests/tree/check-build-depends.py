@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """check-build-depends.py TOP - packaging/debian/control's Build-Depends
 name every package the build needs, so the package builds in a clean
 environment from them alone.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # check-format.sh - every line of C changed since .clang-format was added
 # is formatted as .clang-format says: the diff against the commit that
 # added it (uncommitted changes count too), read by clang-format-diff.

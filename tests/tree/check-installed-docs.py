@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """check-installed-docs.py TOP BUILD - every document that an installed
 text points to is installed too.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """check-layers.py - the daemon's components and layers, checked from its
 build files and its #includes.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """check-locks.py - the lock table of docs/architecture.md against the
 code's locks.
 

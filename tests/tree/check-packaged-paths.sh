@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # check-packaged-paths.sh TOP - no demo, benchmark or test takes the
 # packaged service's paths: every script under tests/, bench/ and scripts/
 # that writes a wbd configuration and runs wbd (-f -c) names its own

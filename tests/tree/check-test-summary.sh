@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # check-test-summary.sh TOP - scripts/test.sh's closing lines
 # (scripts/lib-test-summary.sh), from meson test logs made here: a run
 # with failures ends with "N passed, N failed[, N skipped]" then

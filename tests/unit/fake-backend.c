@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fake-backend.c - the in-memory, scriptable backing device of the unit
  * tests (see fake-backend.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fake-backend.h - a backing device for unit tests: N bytes of memory
  * behind the real struct backend, reached through the same door

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-access.c - allow lists: every kind of entry is parsed (or refused
  * with a message that says what was expected), admits the identity it

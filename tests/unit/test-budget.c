@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-budget.c - the memory budget (limits.max_inflight_bytes): takes
  * stop at the limit, the last eighth is only for connections holding

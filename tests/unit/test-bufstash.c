@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-bufstash.c - large buffers kept per thread: a buffer given back is
  * the one handed out next (best fit, never more than a quarter too

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-cache.c - page states, dirty accounting, coalescing, the flush
  * sequence rule, fills and scan resistance of the page cache.

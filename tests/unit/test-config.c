@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-config.c - config_load(): what wbd.conf may say, the defaults it
  * leaves out, and one test per kind of mistake, each checking that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-ctl-request.c - a control request line to a command, or to the
  * EPROTO the protocol prescribes (docs/control-protocol.md, Errors).

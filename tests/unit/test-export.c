@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-export.c - how an export carries out requests through the cache
  * (export_submit, export_complete, export_write_held), onto the fake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-grace.c - grace periods (grace.h) and the tables they protect
  * (pubtab.h): a grace period waits for every reader online when it began

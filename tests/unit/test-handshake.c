@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-handshake.c - the option parser: every option wbd knows, the errors
  * the protocol prescribes for malformed ones, and unknown options.

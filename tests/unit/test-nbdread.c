@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-nbdread.c - wbd's own NBD READs (nbdread.h), against a server
  * played by the test on the other end of a socket pair: the requests of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-peer.c - the key a TCP client's connections are counted under
  * (peer_client_key): IPv4 whole, IPv4-mapped IPv6 as the IPv4 address it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-pool.c - the work queue of a device's pool: jobs run in order on a
  * single worker, threads carry the pool's name, the pool grows when work

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-proto.c - request decoding, validation and reply encoding.
  * Every malformed request the daemon must refuse has a case here.

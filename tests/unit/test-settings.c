@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-settings.c - the settings table (settings.c): every row well
  * formed, the one threshold formula and its rounding, the rules between

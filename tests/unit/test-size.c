@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-size.c - size_parse(), size_format() and size_human(): the sizes
  * users write in wbd.conf and read in wbd's messages.

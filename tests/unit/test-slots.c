@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-slots.c - connection slots per client: a client holds at most its
  * share, others are not affected, released slots can be taken again, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-stats.c - the request and writeback statistics: durations land in
  * the log-scale bucket whose bound covers them, quantiles are read back

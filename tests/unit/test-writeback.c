@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test-writeback.c - threshold arithmetic (ratios and bytes resolved
  * against the cache, the writer-throttling curve), and the writeback code

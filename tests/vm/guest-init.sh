@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # guest-init.sh - PID 1 of the VM test's guest (tests/vm/test-vm-kernel-client.sh
 # copies it into the initramfs as /init).  Runs under busybox sh.
 #

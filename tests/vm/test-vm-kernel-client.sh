@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # test-vm-kernel-client.sh - the Linux kernel's NBD client (nbd.ko) against
 # wbd, in a virtual machine: docs/vm-test.md.
 #
