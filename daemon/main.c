@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,8 @@ usage(FILE *f)
 	    "  -h, --help            print this help and exit\n"
 	    "\n"
 	    "Signals: SIGTERM or SIGINT finish the requests in flight, write all\n"
-	    "dirty data back, flush every backing device and exit; SIGHUP rereads\n"
+	    "dirty data back, flush every backing device and exit (sent again,\n"
+	    "they are answered with what is left: nothing is given up); SIGHUP rereads\n"
 	    "the configuration file (as \"wbctl reload\" does, which also reports\n"
 	    "whether it was applied).\n"
 	    "\n"
@@ -76,6 +78,34 @@ main_stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 	snprintf(why, sizeof why, "received %s", strsignal(w->signum));
 	daemon_stop(s->d, why);
+}
+
+static void
+main_again_handler(int sig)
+{
+	daemon_signal_again(sig);
+}
+
+/*
+ * Once the loop has stopped for good, SIGTERM and SIGINT are no longer
+ * its watchers' to take: a handler of their own hands them to the drain
+ * (daemon_signal_again), which answers each; SIGHUP is ignored, as no
+ * reload runs while stopping.
+ */
+static void
+main_signals_shutdown(void)
+{
+	struct sigaction sa = { .sa_handler = main_again_handler };
+	sigset_t set;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGHUP, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
 static void
@@ -321,6 +351,7 @@ main(int argc, char **argv)
 	/* Everything that can fail on bad input, before detaching; then
 	 * root (if configured) is given up for good. */
 	main_io_flusher(&cfg);
+	privs_harden(&cfg.run_as);
 	/* Each failure below has logged its cause, once, as an error. */
 	if (daemon_init(d, &cfg) < 0 || main_lock_memory_check(&d->cfg) < 0 ||
 	    daemon_open(d) < 0 || ctl_open(d) < 0 ||
@@ -352,6 +383,7 @@ main(int argc, char **argv)
 
 	/* Stop accepting, finish what is in flight, write everything back;
 	 * the control socket answers until the end. */
+	main_signals_shutdown();
 	service_stop(&svc);
 	int failed = daemon_shutdown(d);
 	metrics_http_stop(mh);

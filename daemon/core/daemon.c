@@ -658,17 +658,31 @@ daemon_drain_report(struct daemon *d, uint64_t elapsed_ns, unsigned running)
 	}
 }
 
+/* Stop signals received during the shutdown (daemon_signal_again): how
+ * many, and the last one. */
+static volatile sig_atomic_t daemon_again_count, daemon_again_sig;
+
+void
+daemon_signal_again(int sig)
+{
+	daemon_again_sig = sig;
+	daemon_again_count = daemon_again_count + 1;
+}
+
 /*
  * Wait, LOCK held, until no drain job is left RUNNING, with a progress
  * report every DAEMON_DRAIN_REPORT_S (daemon_drain_report), so that a
  * slow drain is never killed half-way by TimeoutStopSec=.  A device that
- * keeps failing keeps it going (drain_job_run).
+ * keeps failing keeps it going (drain_job_run).  A stop signal received
+ * again is answered with a report at once: wbd exits when the data is
+ * written, not before, and says so.
  */
 static void
 daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
     unsigned *running, uint64_t began_ns)
 {
 	uint64_t last_ns = began_ns;
+	sig_atomic_t again_seen = 0;
 
 	while (*running > 0) {
 		struct timespec until;
@@ -676,9 +690,20 @@ daemon_drain_wait(struct daemon *d, pthread_mutex_t *lock, pthread_cond_t *cond,
 		until.tv_sec += 1;
 		pthread_cond_timedwait(cond, lock, &until);
 		uint64_t now = now_ns();
-		if (*running == 0 ||
-		    now - last_ns < DAEMON_DRAIN_REPORT_S * 1000000000ull)
+		if (*running == 0)
 			continue;
+		sig_atomic_t again = daemon_again_count;
+		if (again != again_seen) {
+			again_seen = again;
+			log_warnx("received %s again: still writing back; wbd "
+				  "exits once every dirty page is written back "
+				  "and flushed, and not before (SIGKILL would "
+				  "lose what is left)",
+			    strsignal(daemon_again_sig));
+		} else if (now - last_ns <
+		    DAEMON_DRAIN_REPORT_S * 1000000000ull) {
+			continue;
+		}
 		daemon_drain_report(d, now - last_ns, *running);
 		last_ns = now;
 	}

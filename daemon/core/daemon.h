@@ -136,6 +136,14 @@ void daemon_stop(struct daemon *d, const char *why);
  * every export.  Returns the number of exports that could not be.
  */
 int daemon_shutdown(struct daemon *d);
+
+/*
+ * A stop signal received again while shutting down (async-signal-safe: a
+ * signal handler's call).  Nothing is given up for it: the drain answers
+ * it at its next wake-up (within a second) with a line saying what is
+ * left and that wbd exits once all of it is written back.
+ */
+void daemon_signal_again(int sig);
 /* Free everything, once no other thread runs. */
 void daemon_free(struct daemon *d);
 

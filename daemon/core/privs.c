@@ -12,6 +12,7 @@
 #include <grp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -27,6 +28,50 @@ privs_already(uid_t uid, gid_t gid)
 	getresgid(&rg, &eg, &sg);
 	return ru == uid && eu == uid && su == uid && rg == gid && eg == gid &&
 	    sg == gid;
+}
+
+/* The highest capability this kernel knows (63 if it does not say). */
+static int
+privs_last_cap(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "r");
+	int last = 63;
+
+	if (f) {
+		if (fscanf(f, "%d", &last) != 1 || last < 0 || last > 63)
+			last = 63;
+		fclose(f);
+	}
+	return last;
+}
+
+void
+privs_harden(const struct run_as_conf *ra)
+{
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		log_warn("cannot set no_new_privs");
+	if (!ra->user || geteuid() != 0)
+		return;
+	int last = privs_last_cap(), dropped = 0;
+	for (int cap = 0; cap <= last; cap++) {
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) {
+			dropped++;
+		} else if (errno == EPERM) {
+			/* No CAP_SETPCAP: whoever started wbd (a unit's
+			 * CapabilityBoundingSet=) chose the set. */
+			log_debug("the capability bounding set is left as "
+				  "wbd found it (no CAP_SETPCAP)");
+			return;
+		} else if (errno != EINVAL) {
+			log_warn("cannot empty the capability bounding set "
+				 "(capability %d)",
+			    cap);
+			return;
+		}
+	}
+	log_debug("no_new_privs set; %d capabilities dropped from the "
+		  "bounding set",
+	    dropped);
 }
 
 int

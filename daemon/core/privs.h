@@ -18,4 +18,15 @@
  */
 int privs_drop(const struct run_as_conf *ra);
 
+/*
+ * Before any thread starts (both are per-thread and inherited): set
+ * no_new_privs, as wbd never executes anything, and, when RA names a user
+ * to become and wbd runs as root, empty the capability bounding set, so
+ * that nothing wbd could ever execute gains a capability.  Neither takes
+ * a capability wbd holds now (it still opens its sockets and backings as
+ * root, then privs_drop gives that up).  A failure is logged as a
+ * warning, and wbd goes on.
+ */
+void privs_harden(const struct run_as_conf *ra);
+
 #endif

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # user = "nobody"; group = "nogroup": started as root, wbd opens its
 # sockets and every backing (one only root may open, too), then runs as
-# nobody in every thread with no capability left; it serves, writes back
+# nobody in every thread with no capability left, an empty capability
+# bounding set and no_new_privs; it serves, writes back
 # and flushes; a reload adding an export whose backing nobody may not open
 # says so plainly (path, user, permission denied) and one it may open is
 # added; it exits cleanly.  Started as another user, it refuses to start.
@@ -38,10 +39,12 @@ for st in /proc/"$WBD_PID"/task/*/status; do
 	gids=$(awk '/^Gid:/ { print $2, $3, $4, $5 }' <<<"$status")
 	[[ $uids == "$NOBODY $NOBODY $NOBODY $NOBODY" ]] || fail "$st: Uid $uids"
 	[[ $gids == "$NOGROUP $NOGROUP $NOGROUP $NOGROUP" ]] || fail "$st: Gid $gids"
-	for cap in CapEff CapPrm CapAmb; do
+	for cap in CapEff CapPrm CapAmb CapBnd; do
 		v=$(awk -v k="$cap:" '$1 == k { print $2 }' <<<"$status")
 		[[ $v == 0000000000000000 ]] || fail "$st: $cap is $v"
 	done
+	nnp=$(awk '$1 == "NoNewPrivs:" { print $2 }' <<<"$status")
+	[[ $nnp == 1 ]] || fail "$st: NoNewPrivs is '$nnp', expected 1"
 	checked=$((checked + 1))
 done
 ((checked >= 3)) || fail "only $checked threads could be read"
