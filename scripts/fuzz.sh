@@ -21,7 +21,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(handshake proto config ctl-request nbd-replies)
+((${#TARGETS[@]})) || TARGETS=(handshake proto config ctl-request nbd-replies journal)
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 NPROC=$(nproc 2>/dev/null || echo 2)
 

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * journal.h - an export's persistent write log on a local file or block
+ * device: its on-disk format, and the calls that create, append to,
+ * replay and reclaim it (docs/journal.md says why each choice).
+ *
+ * The log is a ring of records after two superblock slots.  A record is a
+ * 64-byte header (type, the export's range, a sequence number, the log's
+ * instance and open count, a CRC-32C over header and payload) and, for a
+ * write, the data.  Records are appended in batches: one write per batch
+ * (a group commit), then journal_sync.  A batch starts on a 4 KiB
+ * boundary, so no sector that holds a synced record is ever written again
+ * (a torn write of a later batch cannot take an earlier one with it).
+ *
+ * Recovery (journal_replay) reads from the checkpoint (the oldest record
+ * still needed, kept in the newer of the two superblock slots) while each
+ * record follows the last: the next sequence number, this log's instance,
+ * the same open count through its batch, and a good CRC.  It gives only
+ * whole batches, in order: a batch whose end was never written was never
+ * synced, so no FLUSH that needed it was answered.
+ *
+ * Space comes back by sequence number: journal_release(seq) once every
+ * record before seq is on the backing device (written and flushed there),
+ * then journal_checkpoint makes that durable; only then may new records
+ * use the space.
+ *
+ * One owner at a time: the caller serialises every call on a journal.
+ */
+#ifndef WBD_JOURNAL_H
+#define WBD_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JOURNAL_UUID_LEN 16
+#define JOURNAL_NAME_MAX 255     /* bytes of an export's name */
+#define JOURNAL_BACKING_MAX 1023 /* bytes of its backing */
+#define JOURNAL_SB_SIZE 4096u    /* one superblock slot */
+#define JOURNAL_AREA_START (2 * JOURNAL_SB_SIZE)
+#define JOURNAL_BATCH_ALIGN 4096u /* where each batch starts */
+#define JOURNAL_REC_HDR 64u       /* a record's header */
+#define JOURNAL_REC_ALIGN 64u     /* records follow at this step */
+/* The smallest log: the superblocks and 1 MiB of records. */
+#define JOURNAL_MIN_SIZE (JOURNAL_AREA_START + (1u << 20))
+
+/* What the log belongs to: refused unless all of it matches. */
+struct journal_identity {
+	const char *name;     /* the export's */
+	uint64_t export_size; /* bytes */
+	const char *backing;  /* its path or URI, as configured */
+};
+
+enum journal_rec_type {
+	JOURNAL_REC_WRITE = 1, /* LEN bytes of data at OFF */
+	JOURNAL_REC_ZERO = 2,  /* LEN bytes of zeroes at OFF */
+	JOURNAL_REC_TRIM = 3,  /* LEN bytes at OFF trimmed */
+	JOURNAL_REC_WRAP = 4,  /* the ring goes on at its start */
+};
+
+/* A record to append, or one replayed. */
+struct journal_rec {
+	enum journal_rec_type type;
+	uint64_t off;     /* in the export */
+	uint32_t len;     /* bytes of the export */
+	const void *data; /* JOURNAL_REC_WRITE: LEN bytes */
+	uint64_t seq;     /* set by append, given by replay */
+};
+
+/* What a replay found, for the log and wbctl status. */
+struct journal_replay_stats {
+	uint64_t records, batches, bytes; /* whole batches replayed */
+	uint64_t first_seq, last_seq;     /* 0 if none */
+	/* Where the log ended, and why (a static string): "end of log",
+	 * "bad checksum", "torn batch", ... */
+	uint64_t end_off;
+	const char *end_why;
+	/* Records read after the last whole batch and not replayed. */
+	uint64_t dropped_records;
+	/* Bytes the file was short of its size (grown back with zeroes). */
+	uint64_t short_by;
+};
+
+/* Where a journal stands, for wbctl status. */
+struct journal_usage {
+	uint64_t size;       /* bytes for records */
+	uint64_t used;       /* from the durable checkpoint to the tail */
+	uint64_t releasable; /* released, not yet checkpointed */
+	uint64_t records;    /* appended and not yet reclaimed */
+	uint64_t oldest_seq; /* the oldest record still needed, 0 none */
+	uint64_t next_seq;
+	uint64_t opens; /* times opened (the open count) */
+	uint8_t uuid[JOURNAL_UUID_LEN];
+};
+
+struct journal;
+
+/*
+ * Open the log at PATH for ID: create it (SIZE bytes; a file is made or
+ * grown, a block device used whole when SIZE is 0) when it holds no log,
+ * else check that it is ID's and of the same size.  The open count is
+ * raised and a checkpoint written before it returns, so records appended
+ * from now on can never be taken for records of an earlier run.  NULL
+ * with ERR set (the path, and what is wrong: another export's log, another
+ * size, no space) on failure.
+ */
+struct journal *journal_open(const char *path, uint64_t size,
+    const struct journal_identity *id, char *err, size_t errlen);
+void journal_close(struct journal *j);
+
+/*
+ * Replay: call CB for every record of every whole batch from the
+ * checkpoint on, in order (each newer than those before it, so the last
+ * record of a range is its newest).  CB's data pointer lasts for the call.
+ * A non-zero return from CB stops the replay and is returned; else 0.
+ * Once per open, before any append: appends go on after the last whole
+ * batch, and the replayed records stay needed until released.
+ */
+typedef int journal_replay_cb(void *arg, const struct journal_rec *rec);
+int journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
+    struct journal_replay_stats *st);
+
+/* Bytes a batch of N records carrying DATA_BYTES of data takes. */
+uint64_t journal_batch_bytes(unsigned n, uint64_t data_bytes);
+/* Whether a batch of that many bytes fits now. */
+bool journal_fits(const struct journal *j, uint64_t batch_bytes);
+
+/*
+ * Append RECS[0..N) as one batch, one write, and set each one's seq.  Not
+ * durable until journal_sync.  -ENOSPC when the batch does not fit (the
+ * caller falls back to writing back and flushing the backing device),
+ * -EIO (or another negative errno) when the write fails: the journal is
+ * then broken for good (journal_broken), and nothing it has not synced
+ * may be counted on.
+ */
+int journal_append(struct journal *j, struct journal_rec *recs, unsigned n);
+/* Make every appended batch durable (fdatasync).  0 or a negative errno
+ * (which breaks the journal). */
+int journal_sync(struct journal *j);
+bool journal_broken(const struct journal *j);
+
+/*
+ * Every record before SEQ is on the backing device, written and flushed:
+ * its space may come back once a checkpoint says so.
+ */
+void journal_release(struct journal *j, uint64_t seq);
+/* Write the checkpoint (the other superblock slot, then fdatasync), and
+ * give back the space released before it.  0 or a negative errno. */
+int journal_checkpoint(struct journal *j);
+
+void journal_get_usage(const struct journal *j, struct journal_usage *u);
+
+#endif
