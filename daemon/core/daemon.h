@@ -57,6 +57,8 @@ struct daemon {
 	 * now, refused by metrics.max_connections and co. */
 	unsigned metrics_clients;
 	uint64_t metrics_refused;
+	/* Connections closed by metrics.timeout_s or to make room (atomic). */
+	uint64_t metrics_cut;
 	struct ratelimit refuse_log;
 	struct budget budget;  /* limits.max_inflight_bytes */
 	struct tls_server tls; /* the tls group, swapped by reload */

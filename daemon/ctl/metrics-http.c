@@ -11,12 +11,22 @@
  * wbd-metrics), which builds the exposition (metrics_render: the locks of
  * "wbctl status", each for a few loads) into memory before sending any of
  * it, so a client that reads slowly or never holds no lock, and no I/O
- * thread ever waits for it.  At most METRICS_HTTP_MAX_CONNS connections at
- * once; beyond that new ones wait in the listen backlog (libmicrohttpd
- * stops accepting), and one that sends or reads nothing for
- * METRICS_HTTP_TIMEOUT_S is closed.  Only /metrics exists (404 for any
- * other path, 405 for a method other than GET or HEAD); while wbd shuts
- * down the answer is 503.
+ * thread ever waits for it.
+ *
+ * Bounds (metrics.*): at most max_connections at once, and
+ * max_connections_per_client of one client.  Each step of a connection --
+ * sending a whole request, taking its whole answer, the wait for the next
+ * request on a kept-alive one -- has timeout_s in all, not per byte: a
+ * client that drips a byte every few seconds is closed all the same.  And
+ * a new client finding every connection taken closes the one waiting
+ * longest (a second at least) for its request (a slow sender, an idle
+ * keep-alive), so that
+ * clients that never finish a request cannot keep Prometheus out.  Only
+ * /metrics exists (404 for any other path, 405 for a method other than GET
+ * or HEAD); while wbd shuts down the answer is 503.
+ *
+ * Every callback runs on libmicrohttpd's one thread: the list of
+ * connections below is that thread's alone.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +42,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "config-load.h"
 #include "daemon.h"
 #include "log.h"
@@ -44,6 +55,20 @@
 #define METRICS_HTTP_BACKLOG 1024
 #define METRICS_HTTP_REFUSE_LOG_NS (10ull * 1000000000ull)
 #define METRICS_HTTP_PATH "/metrics"
+/* A connection younger than this is never closed to make room: its
+ * request may be in its socket, not yet read (a storm of scrapes). */
+#define METRICS_HTTP_MAKE_ROOM_NS (1000000000ull)
+
+/* A connection, from its start to its close (the MHD thread's). */
+struct metrics_http_conn {
+	char key[PEER_CLIENT_KEY_BYTES]; /* its client's */
+	int fd;
+	uint64_t since_ns; /* this step began (connected, request whole,
+	                      answer sent) */
+	bool answering;    /* its request is whole: being answered */
+	bool cut;          /* shut down by wbd, not yet closed */
+	struct metrics_http_conn *prev, *next;
+};
 
 struct metrics_http {
 	struct daemon *d;
@@ -56,8 +81,10 @@ struct metrics_http {
 	 * thread's alone. */
 	unsigned n_clients;
 	struct slots *slots;
+	struct metrics_http_conn *conns; /* newest first */
 	struct ratelimit refuse_rl;
 	struct ratelimit full_rl;
+	struct ratelimit cut_rl;
 };
 
 /* Is SA a loopback address (127.0.0.0/8, ::1)? */
@@ -178,8 +205,16 @@ metrics_http_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		mh->named = true;
 	}
 	if (*req_cls == NULL) {
-		/* The headers: answer once any body has been read. */
+		/* The headers: answer once any body has been read.  The
+		 * request is whole: its answer has a step of its own. */
 		*req_cls = &seen;
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		    conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		struct metrics_http_conn *c = ci ? ci->socket_context : NULL;
+		if (c) {
+			c->answering = true;
+			c->since_ns = now_ns();
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -230,11 +265,64 @@ metrics_http_key(const struct metrics_http *mh, const struct sockaddr *addr,
 	    PEER_CLIENT_KEY_BYTES);
 }
 
+/* Close C for good: its socket is shut down, and libmicrohttpd, finding
+ * it ended, closes it and calls metrics_http_notify. */
+static void
+metrics_http_cut(struct metrics_http *mh, struct metrics_http_conn *c,
+    const char *why)
+{
+	unsigned quiet;
+
+	if (c->cut)
+		return;
+	c->cut = true;
+	shutdown(c->fd, SHUT_RDWR);
+	__atomic_add_fetch(&mh->d->metrics_cut, 1, __ATOMIC_RELAXED);
+	if (ratelimit_due(&mh->cut_rl, METRICS_HTTP_REFUSE_LOG_NS, &quiet))
+		log_warnx("metrics: closed a connection of %s: %s (%u more "
+			  "not logged)",
+		    c->key, why, quiet);
+}
+
+/*
+ * Close every connection whose step has outlasted metrics.timeout_s; then,
+ * if all max_connections are still taken, the one waiting longest for a
+ * request.  Run when a client connects: that is when a slot is wanted.
+ */
+static void
+metrics_http_sweep(struct metrics_http *mh)
+{
+	const struct metrics_conf *mc = &mh->d->cfg.metrics;
+	uint64_t now = now_ns(), limit = (uint64_t)mc->timeout_s * 1000000000u;
+	struct metrics_http_conn *c, *oldest = NULL;
+	unsigned open = 0;
+
+	for (c = mh->conns; c; c = c->next) {
+		if (c->cut)
+			continue;
+		if (now - c->since_ns >= limit) {
+			metrics_http_cut(mh, c,
+			    c->answering ?
+				"its answer was not taken within "
+				"metrics.timeout_s" :
+				"no whole request within metrics.timeout_s");
+			continue;
+		}
+		open++;
+		if (!c->answering &&
+		    now - c->since_ns >= METRICS_HTTP_MAKE_ROOM_NS)
+			oldest = c; /* the list is newest first */
+	}
+	if (open >= mc->max_connections && oldest)
+		metrics_http_cut(mh, oldest,
+		    "all metrics.max_connections taken, and a new client "
+		    "came: the one waiting longest for a request makes room");
+}
+
 /* Take a client only within metrics.max_connections_per_client; a
  * refusal is counted and logged (once in 10 s), so that no client,
  * however many connections it opens and leaves idle, keeps Prometheus
- * out.  (Beyond metrics.max_connections in all, libmicrohttpd accepts no
- * more until one closes: they wait in the listen backlog.) */
+ * out.  Room among metrics.max_connections is made by metrics_http_sweep. */
 static enum MHD_Result
 metrics_http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 {
@@ -244,6 +332,7 @@ metrics_http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 	unsigned same, quiet;
 
 	(void)len;
+	metrics_http_sweep(mh);
 	metrics_http_key(mh, addr, key);
 	/* Taken once it starts (metrics_http_notify): this thread runs
 	 * both, one connection at a time. */
@@ -259,41 +348,71 @@ metrics_http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 	return MHD_NO;
 }
 
+/* A request answered (or given up): the wait for the next one on a
+ * kept-alive connection is a step of its own. */
+static void
+metrics_http_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct metrics_http_conn *c = ci ? ci->socket_context : NULL;
+
+	if (c) {
+		c->answering = false;
+		c->since_ns = now_ns();
+	}
+}
+
 /* Count the connections served and each client's (MHD's thread); *CTX
- * holds the client's key, to give its slot back. */
+ * is the connection's struct metrics_http_conn, listed in MH->conns. */
 static void
 metrics_http_notify(void *cls, struct MHD_Connection *conn, void **ctx,
     enum MHD_ConnectionNotificationCode toe)
 {
 	struct metrics_http *mh = cls;
-	char *key = *ctx;
+	struct metrics_http_conn *c = *ctx;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(conn,
 			MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (!(key = malloc(PEER_CLIENT_KEY_BYTES)))
+		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(
+		    conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!fi || !(c = calloc(1, sizeof *c)))
 			return; /* not counted: its client gets one more */
-		metrics_http_key(mh, ci ? ci->client_addr : NULL, key);
-		if (!slots_take(mh->slots, key)) {
-			free(key);
+		metrics_http_key(mh, ci ? ci->client_addr : NULL, c->key);
+		if (!slots_take(mh->slots, c->key)) {
+			free(c);
 			return;
 		}
+		c->fd = fi->connect_fd;
+		c->since_ns = now_ns();
+		c->next = mh->conns;
+		if (mh->conns)
+			mh->conns->prev = c;
+		mh->conns = c;
 		mh->n_clients++;
-		*ctx = key;
+		*ctx = c;
 		unsigned quiet;
 		if (mh->n_clients >= mh->d->cfg.metrics.max_connections &&
 		    ratelimit_due(&mh->full_rl, METRICS_HTTP_REFUSE_LOG_NS,
 			&quiet))
 			log_warnx("metrics: all %u connections in use "
-				  "(metrics.max_connections): more clients "
-				  "wait until one closes (%u more times not "
-				  "logged)",
+				  "(metrics.max_connections): the next client "
+				  "closes the one waiting longest for a "
+				  "request (%u more times not logged)",
 			    mh->n_clients, quiet);
-	} else if (key) {
-		slots_release(mh->slots, key);
+	} else if (c) {
+		slots_release(mh->slots, c->key);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			mh->conns = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
 		mh->n_clients--;
-		free(key);
+		free(c);
 		*ctx = NULL;
 	}
 	__atomic_store_n(&mh->d->metrics_clients, mh->n_clients,
@@ -329,14 +448,19 @@ metrics_http_start(struct metrics_http *mh)
 	/* Its thread takes no signal: they go to the main loop. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
+	/* poll(), not epoll: libmicrohttpd's edge-triggered epoll can miss
+	 * the end of a client that sent half a request and closed, keeping
+	 * its connection until the timeout; a thousand sockets at most. */
 	const struct metrics_conf *mc = &mh->d->cfg.metrics;
 	mh->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_AUTO | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+		MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG,
 	    0, metrics_http_accept, mh, metrics_http_answer, mh,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)mh->fd,
-	    MHD_OPTION_CONNECTION_LIMIT, mc->max_connections,
+	    /* One more than ours: the one that makes room. */
+	    MHD_OPTION_CONNECTION_LIMIT, mc->max_connections + 1,
 	    MHD_OPTION_CONNECTION_TIMEOUT, mc->timeout_s,
 	    MHD_OPTION_NOTIFY_CONNECTION, metrics_http_notify, mh,
+	    MHD_OPTION_NOTIFY_COMPLETED, metrics_http_completed, mh,
 	    MHD_OPTION_EXTERNAL_LOGGER, metrics_http_log, NULL, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!mh->mhd) {
