@@ -268,8 +268,18 @@ main_config_path_absolute(struct wbd_config *cfg)
 static void
 main_malloc_tune(void)
 {
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int arenas = cpus > 2 ? (int)cpus : 2;
+
+	/* Few arenas: glibc's default, 8 per CPU, lets each thread free
+	 * into an arena another then cannot take from, and the RSS grows far
+	 * past the cache and the in-flight budget (measured on 2 CPUs, cache
+	 * 128 MiB, 400 clients hanging up with 32 MiB each in flight: 1.2
+	 * GiB with 16 arenas, 0.64 GiB with 2).  What stays free is trimmed
+	 * by the tick (daemon.c). */
 	if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 ||
-	    mallopt(M_TRIM_THRESHOLD, 64 << 20) != 1)
+	    mallopt(M_TRIM_THRESHOLD, 64 << 20) != 1 ||
+	    mallopt(M_ARENA_MAX, arenas) != 1)
 		/* Not glibc's malloc (a sanitizer's takes mallopt as a no-op
 		 * that fails): slower, not wrong. */
 		log_info("mallopt is not supported by this malloc: large "
