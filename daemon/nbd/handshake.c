@@ -8,6 +8,7 @@
  * failed NBD_OPT_EXPORT_NAME (which has no way to report errors) or ABORT
  * end the connection.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,37 @@
 #include "log.h"
 #include "meta.h"
 #include "nbd-proto.h"
+#include "ratelimit.h"
+
+/* Handshakes refused for what the client sent are logged at most once in
+ * HS_REFUSE_LOG_NS, with a count of those not logged, so that a client
+ * repeating them cannot flood the log (2,000 refused connections once
+ * wrote 4,000 lines in 1.3 s). */
+#define HS_REFUSE_LOG_NS (10ull * 1000000000ull)
+
+static struct ratelimit hs_refuse_rl;
+
+static void
+hs_log_refusal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+hs_log_refusal(const char *fmt, ...)
+{
+	char msg[256];
+	unsigned quiet;
+	va_list ap;
+
+	if (!ratelimit_due(&hs_refuse_rl, HS_REFUSE_LOG_NS, &quiet))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (quiet)
+		log_warnx("%s (%u more refused handshakes not logged)", msg,
+		    quiet);
+	else
+		log_warnx("%s", msg);
+}
 
 void
 hs_greeting(struct buf *out)
@@ -29,7 +61,7 @@ enum hs_action
 hs_client_flags(struct hs_ctx *hs, uint32_t flags)
 {
 	if (flags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)) {
-		log_warnx("handshake: unknown client flags 0x%x", flags);
+		hs_log_refusal("handshake: unknown client flags 0x%x", flags);
 		return HS_CLOSE;
 	}
 	hs->fixed_newstyle = flags & NBD_FLAG_C_FIXED_NEWSTYLE;
@@ -141,15 +173,16 @@ hs_export_name(struct hs_ctx *hs, const uint8_t *data, uint32_t len,
 		/* NBD_OPT_EXPORT_NAME cannot report an error: hang up.  One
 		 * that waits for its remote was logged by hs_waiting. */
 		if (!name || !hs_waiting(hs, name))
-			log_warnx("handshake: EXPORT_NAME: unknown export "
-				  "\"%.64s\"",
+			hs_log_refusal("handshake: EXPORT_NAME: unknown export "
+				       "\"%.64s\"",
 			    name ? name : "(invalid name)");
 		free(name);
 		return HS_CLOSE;
 	}
 	if (e->tls_only && !hs->tls_active) {
-		log_warnx("handshake: EXPORT_NAME: export \"%.64s\" requires "
-			  "TLS; disconnecting",
+		hs_log_refusal(
+		    "handshake: EXPORT_NAME: export \"%.64s\" requires "
+		    "TLS; disconnecting",
 		    name);
 		free(name);
 		return HS_CLOSE;
@@ -419,8 +452,9 @@ hs_option(struct hs_ctx *hs, uint32_t opt, const uint8_t *data, uint32_t len,
 	    opt != NBD_OPT_ABORT) {
 		if (opt == NBD_OPT_EXPORT_NAME) {
 			/* It cannot be answered with an error: hang up. */
-			log_warnx("handshake: EXPORT_NAME without TLS, which "
-				  "tls.mode requires; disconnecting");
+			hs_log_refusal(
+			    "handshake: EXPORT_NAME without TLS, which "
+			    "tls.mode requires; disconnecting");
 			return HS_CLOSE;
 		}
 		hs_reply_error(out, opt, NBD_REP_ERR_TLS_REQD,
