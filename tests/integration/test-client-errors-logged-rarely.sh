@@ -6,7 +6,9 @@
 # the end (each answered EINVAL), and more connections with 10 such READs
 # each for 2.5 s, leave a line a second at most on each I/O thread, the last
 # counting those left out; wbctl status counts every one
-# (limits.client_errors).
+# (limits.client_errors).  Handshakes refused for what the client sent
+# (500 EXPORT_NAMEs of an unknown export) are logged once in 10 s, the
+# next line counting those left out.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 
@@ -71,5 +73,33 @@ max=$(((secs + 1) * $(getconf _NPROCESSORS_ONLN)))
 grep -Eq '\([1-9][0-9]* other client errors not logged\)' "$LOG" ||
 	fail "no line counts the client errors it left out"
 log "$made client errors in $secs s: $lines log lines (at most $max)"
+
+"$PYTHON" - "$PORT" "$SRCDIR" <<'PY' || fail "see above"
+import struct, sys, types
+port = int(sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import nbdraw
+for i in range(500):
+    r = nbdraw.Raw(types.SimpleNamespace(tcp=port), tcp=True)
+    r.greeting()
+    r.send_option(nbdraw.OPT_EXPORT_NAME, b"nosuch%d" % i)
+    r.expect_eof("EXPORT_NAME of an unknown export")
+    r.close()
+PY
+refusals=$(grep -c 'handshake: EXPORT_NAME: unknown export' "$LOG" || true)
+((refusals >= 1 && refusals <= 2)) ||
+	fail "$refusals lines for 500 refused handshakes, expected 1 or 2 (one in 10 s)"
+sleep 10
+"$PYTHON" - "$PORT" "$SRCDIR" <<'PY' || fail "see above"
+import sys, types
+sys.path.insert(0, sys.argv[2])
+import nbdraw
+r = nbdraw.Raw(types.SimpleNamespace(tcp=int(sys.argv[1])), tcp=True)
+r.greeting()
+r.send_option(nbdraw.OPT_EXPORT_NAME, b"nosuch-last")
+r.expect_eof("EXPORT_NAME of an unknown export")
+PY
+grep -Eq 'unknown export "nosuch-last" \(4[0-9][0-9] more refused handshakes not logged\)' "$LOG" ||
+	fail "the next refusal does not count those left out: $(grep 'unknown export' "$LOG" | tail -2)"
 assert_alive
 stop_wbd
