@@ -2,20 +2,14 @@
 /*
  * conn.c - a client connection: the handshake, then the transmission phase.
  *
- * Runs entirely on the connection's I/O thread.  Input is read into a
- * buffer (large WRITE payloads straight into the request: into the cache
- * pages it will occupy when the cache can spare them, so the payload is
- * copied once, from the socket) and parsed by a
- * small state machine; each state names what it is waiting for.  At most one
- * read() happens per wake-up, so a busy client cannot starve the others on
- * the same thread.  Requests are carried out out of order and their replies
- * are queued as they complete; reading stops while too many requests or
- * bytes are in flight (back-pressure), and resumes as replies drain.
- *
- * After NBD_OPT_STARTTLS the same machine runs over TLS: the option's
- * reply goes out in the clear, then the TLS handshake is driven by the
- * socket's readiness like everything else, and from then on every byte is
- * read and written through the session (conn_recv, conn_send).
+ * Runs entirely on the connection's I/O thread.  What the transport
+ * (conn-io.c) has read is parsed by a small state machine; each state
+ * names what it is waiting for.  Large WRITE payloads go straight into
+ * the request: into the cache pages they will occupy when the export can
+ * spare them, so the payload is copied once, from the socket.  Requests
+ * are carried out out of order and their replies are queued as they
+ * complete; reading stops while too many requests or bytes are in flight
+ * (back-pressure), and resumes as replies drain.
  *
  * Lifetime: a connection is freed only when its socket is closed and no
  * request is in flight on a worker (c->inflight == 0).
@@ -34,6 +28,7 @@
 #include "buf.h"
 #include "bufstash.h"
 #include "cache.h"
+#include "conn-internal.h"
 #include "conn.h"
 #include "export.h"
 #include "export-table.h"
@@ -50,12 +45,6 @@
 /* A client that sends options without reading the replies is not read
  * while this much of them waits. */
 #define CONN_HS_MAX_UNSENT_BYTES (64u << 10)
-#define CONN_DIRECT_READ_BYTES  (64u << 10)
-/* WRITEs from this size on are received into cache pages (one copy). */
-#define CONN_ZERO_COPY_BYTES CONN_DIRECT_READ_BYTES
-#define CONN_MAX_IOV            64
-/* Pieces of a payload read at once (a 1 MiB write in 4 KiB pages). */
-#define CONN_MAX_PAYLOAD_IOV 256
 /* Requests that failed (the device's errors): a line a second at most on
  * each I/O thread. */
 #define CONN_FAIL_LOG_NS 1000000000ull
@@ -65,386 +54,8 @@
 /* A connection waiting for the memory budget looks again this often. */
 #define CONN_BUDGET_POLL_S 0.01
 
-enum conn_state {
-	CS_HS_CLIENT_FLAGS,     /* waiting for the client's 32-bit flags */
-	CS_HS_OPT_HEADER,       /* waiting for IHAVEOPT, option, length */
-	CS_HS_OPT_DATA,         /* waiting for an option's data */
-	CS_HS_OPT_DISCARD,      /* skipping an oversized option's data */
-	CS_TLS_START,           /* STARTTLS answered: sending the reply */
-	CS_TLS_HANDSHAKE,       /* in the TLS handshake */
-	CS_TX_HEADER,           /* waiting for a 28-byte request header */
-	CS_TX_PAYLOAD,          /* filling a WRITE's payload */
-	CS_TX_DISCARD,          /* skipping a rejected WRITE's payload */
-	CS_DONE,                /* reading no more */
-};
-
-struct conn {
-	struct conn *next, *prev;       /* on host->conns */
-	struct conn_host *host;
-	int fd;
-	char peer[64];
-	char client[64]; /* whose slot it holds */
-	ev_io rw, ww;
-	ev_timer hs_timer;      /* handshake deadline, then the idle
-	                                   timeout (limits.idle_timeout_s) */
-	ev_tstamp last_request; /* when the last request came */
-	/* Since when it holds replies not sent or a request not all
-	 * received and has made no progress (limits.stall_timeout_s): the
-	 * last byte moved either way, or the first reply queued. */
-	ev_tstamp stall_since;
-	ev_timer budget_timer;  /* waiting for the memory budget */
-	ev_tstamp connected_at; /* when it chose its export */
-	enum conn_state state;
-	bool reading;                   /* rw is started */
-	bool paused;                    /* stopped by back-pressure */
-	bool budget_wait;               /* paused until budget_timer */
-	bool budget_starved;            /* has waited since its last take */
-	bool closing;                   /* no more input; close when idle */
-	bool dead;                      /* socket closed */
-	bool flushing;                  /* inside conn_flush_out() */
-	bool corked;                    /* parsing input: replies wait for
-	                                   its end, then go in one writev */
-	bool cork_listed;               /* on host->cork_list */
-	struct conn *cork_next;
-
-	struct hs_ctx hs;
-	struct tls_session *tls; /* once STARTTLS began */
-	struct peer_ident ident; /* who the allow lists see (with the
-	                                TLS names once TLS is up) */
-	bool refusal_logged;     /* the log says so once */
-	struct export *exp;
-	struct stats_export_io *stats; /* exp's on this thread */
-	struct proto_export_view view;
-
-	uint8_t *rbuf;
-	size_t rstart, rend;
-
-	uint32_t opt, optlen;
-	uint64_t discard_left;
-	struct request *cur;            /* the WRITE being filled or skipped */
-	uint32_t cur_got;
-
-	struct out *out_head, **out_tail;
-	size_t out_off;                 /* bytes of out_head already sent */
-
-	unsigned inflight;
-	size_t inflight_bytes;          /* request buffers, in the budget */
-	unsigned throttled;             /* replies held by throttling */
-	size_t hs_unsent;               /* handshake replies not yet sent,
-	                                   in the budget */
-	uint64_t err_seq;               /* export errors already reported */
-	bool flushed;                   /* client has sent FLUSH */
-	struct fill_ra ra;              /* its reading, for read-ahead */
-};
-
-static void conn_process(struct conn *c);
-static void conn_flush_out(struct conn *c);
-static void conn_maybe_finish(struct conn *c);
-static void conn_maybe_resume(struct conn *c);
-static void conn_tls_step(struct conn *c);
-static void conn_tls_maybe_begin(struct conn *c);
-
-/* --- the socket, in the clear or through TLS ---------------------------- */
-
-static ssize_t
-conn_recv(struct conn *c, void *buf, size_t len)
-{
-	ssize_t r = c->tls ? tls_recv(c->tls, buf, len) : read(c->fd, buf, len);
-
-	if (r > 0)
-		c->stall_since = ev_now(c->host->loop);
-	return r;
-}
-
-/* Into several pieces: TLS fills them one after the other. */
-static ssize_t
-conn_recvv(struct conn *c, const struct iovec *iov, int n)
-{
-	ssize_t total = 0;
-
-	if (!c->tls) {
-		total = readv(c->fd, iov, n);
-	} else {
-		for (int i = 0; i < n; i++) {
-			ssize_t r =
-			    tls_recv(c->tls, iov[i].iov_base, iov[i].iov_len);
-			if (r <= 0) {
-				if (total == 0)
-					total = r;
-				break;
-			}
-			total += r;
-			if ((size_t)r < iov[i].iov_len)
-				break;
-		}
-	}
-	if (total > 0)
-		c->stall_since = ev_now(c->host->loop);
-	return total;
-}
-
-static ssize_t
-conn_send(struct conn *c, const struct iovec *iov, int n)
-{
-	ssize_t r = c->tls ? tls_writev(c->tls, iov, n) : writev(c->fd, iov, n);
-
-	if (r > 0)
-		c->stall_since = ev_now(c->host->loop);
-	return r;
-}
-
-/* --- output ------------------------------------------------------------ */
-
-static void
-conn_queue_out(struct conn *c, struct out *o)
-{
-	if (c->dead) {
-		o->release(o);
-		return;
-	}
-	o->next = NULL;
-	if (!c->out_head)
-		c->stall_since = ev_now(c->host->loop);
-	*c->out_tail = o;
-	c->out_tail = &o->next;
-	/* Inside a flush, the running loop picks it up; while corked, the
-	 * end of the parse does, or conn_host_uncork. */
-	if (c->flushing || c->corked || ev_is_active(&c->ww))
-		return;
-	if (!c->host->corked) {
-		conn_flush_out(c);
-	} else if (!c->cork_listed) {
-		c->cork_listed = true;
-		c->cork_next = c->host->cork_list;
-		c->host->cork_list = c;
-	}
-}
-
-void
-conn_host_cork(struct conn_host *h)
-{
-	h->corked = true;
-}
-
-void
-conn_host_uncork(struct conn_host *h)
-{
-	h->corked = false;
-	while (h->cork_list) {
-		struct conn *c = h->cork_list;
-		h->cork_list = c->cork_next;
-		c->cork_listed = false;
-		if (!c->dead && c->out_head && !ev_is_active(&c->ww))
-			conn_flush_out(c);
-		conn_maybe_finish(c);
-	}
-}
-
-static void
-conn_drop_out(struct conn *c)
-{
-	struct out *o = c->out_head;
-
-	c->out_head = NULL;
-	c->out_tail = &c->out_head;
-	c->out_off = 0;
-	while (o) {
-		struct out *next = o->next;
-		o->release(o);
-		o = next;
-	}
-}
-
-static void
-conn_close_socket(struct conn *c)
-{
-	if (c->dead)
-		return;
-	if (c->corked && c->out_head) {
-		/* Replies held while parsing: send what the socket takes
-		 * now, as they would have gone before the cork. */
-		c->corked = false;
-		conn_flush_out(c);
-		if (c->dead)
-			return;
-	}
-	ev_io_stop(c->host->loop, &c->rw);
-	ev_io_stop(c->host->loop, &c->ww);
-	ev_timer_stop(c->host->loop, &c->hs_timer);
-	ev_timer_stop(c->host->loop, &c->budget_timer);
-	if (c->tls) {
-		if (c->hs.tls_active)
-			tls_bye(c->tls);
-		tls_session_free(c->tls);
-		c->tls = NULL;
-	}
-	c->budget_wait = false;
-	c->reading = false;
-	close(c->fd);
-	c->fd = -1;
-	__atomic_store_n(&c->dead, true, __ATOMIC_RELEASE); /* req->gone */
-	c->closing = true;
-	c->state = CS_DONE;
-	conn_drop_out(c);
-}
-
-static void
-conn_flush_out(struct conn *c)
-{
-	c->flushing = true;
-	while (c->out_head) {
-		struct iovec iov[CONN_MAX_IOV];
-		int n = 0;
-		size_t skip = c->out_off;
-
-		for (struct out *o = c->out_head; o && n < CONN_MAX_IOV - 1;
-		    o = o->next) {
-			for (unsigned i = 0; i < o->niov; i++) {
-				size_t len = o->iov[i].iov_len;
-				if (skip >= len) {
-					skip -= len;
-					continue;
-				}
-				iov[n].iov_base = (char *)o->iov[i].iov_base + skip;
-				iov[n].iov_len = len - skip;
-				skip = 0;
-				n++;
-			}
-		}
-		ssize_t w = conn_send(c, iov, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				ev_io_start(c->host->loop, &c->ww);
-				c->flushing = false;
-				return;
-			}
-			if (errno != EPIPE && errno != ECONNRESET)
-				log_warn("%s: write", c->peer);
-			else
-				log_debug("%s: peer went away", c->peer);
-			c->flushing = false;
-			conn_close_socket(c);
-			return;
-		}
-		size_t done = c->out_off + (size_t)w;
-		while (c->out_head && done >= c->out_head->bytes) {
-			struct out *o = c->out_head;
-			done -= o->bytes;
-			c->out_head = o->next;
-			if (!c->out_head)
-				c->out_tail = &c->out_head;
-			o->release(o);
-		}
-		c->out_off = done;
-	}
-	c->flushing = false;
-	ev_io_stop(c->host->loop, &c->ww);
-}
-
-struct hs_out {
-	struct out out;
-	struct conn *c;
-	uint8_t data[];
-};
-
-static void
-conn_hs_out_release(struct out *o)
-{
-	struct hs_out *h = container_of(o, struct hs_out, out);
-	struct conn *c = h->c;
-
-	c->hs_unsent -= o->bytes;
-	budget_give(c->host->budget, o->bytes);
-	free(h);
-	conn_maybe_resume(c);
-}
-
-/* Queue the handshake bytes in B; returns -1 if out of memory. */
-static int
-conn_queue_buf(struct conn *c, const struct buf *b)
-{
-	if (b->oom)
-		return -1;
-	if (b->len == 0)
-		return 0;
-	struct hs_out *h = malloc(sizeof *h + b->len);
-	if (!h)
-		return -1;
-	memcpy(h->data, b->data, b->len);
-	h->out.iov[0].iov_base = h->data;
-	h->out.iov[0].iov_len = b->len;
-	h->out.niov = 1;
-	h->out.bytes = b->len;
-	h->out.release = conn_hs_out_release;
-	h->c = c;
-	c->hs_unsent += b->len;
-	budget_charge(c->host->budget, b->len);
-	conn_queue_out(c, &h->out);
-	return 0;
-}
-
-/* --- reading ----------------------------------------------------------- */
-
-/* The pieces of REQ's payload from byte GOT on, at most MAX of them. */
-static int
-conn_payload_iov(const struct request *req, uint32_t got, struct iovec *out,
-    int max)
-{
-	unsigned n;
-	const struct iovec *iov;
-	int k = 0;
-
-	if (!req->wbuf) {
-		out[0].iov_base = (char *)req->data + got;
-		out[0].iov_len = req->nbd.count - got;
-		return 1;
-	}
-	iov = cache_wbuf_iov(req->wbuf, &n);
-	for (unsigned i = 0; i < n && k < max; i++) {
-		if (got >= iov[i].iov_len) {
-			got -= (uint32_t)iov[i].iov_len;
-			continue;
-		}
-		out[k].iov_base = (char *)iov[i].iov_base + got;
-		out[k].iov_len = iov[i].iov_len - got;
-		got = 0;
-		k++;
-	}
-	return k;
-}
-
-/* Copy N bytes of REQ's payload from byte GOT on out of the input. */
-static void
-conn_payload_copy(const struct request *req, uint32_t got, const uint8_t *p,
-    size_t n)
-{
-	struct iovec iov[CONN_MAX_IOV];
-
-	while (n > 0) {
-		int niov = conn_payload_iov(req, got, iov, CONN_MAX_IOV);
-		for (int i = 0; i < niov && n > 0; i++) {
-			size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
-			memcpy(iov[i].iov_base, p, k);
-			p += k;
-			n -= k;
-			got += (uint32_t)k;
-		}
-	}
-}
-
-static void
-conn_stop_reading(struct conn *c)
-{
-	if (c->reading) {
-		ev_io_stop(c->host->loop, &c->rw);
-		c->reading = false;
-	}
-}
-
 /* Stop reading and close once every reply has gone out. */
-static void
+void
 conn_close_gracefully(struct conn *c)
 {
 	conn_stop_reading(c);
@@ -482,79 +93,6 @@ conn_note_pause(const struct conn *c)
 		    BUDGET_PAUSE_HANDSHAKE, CONN_HS_MAX_UNSENT_BYTES);
 }
 
-static void
-conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct conn *c = w->data;
-	ssize_t n;
-
-	if (c->state == CS_TLS_HANDSHAKE) {
-		conn_tls_step(c);
-		conn_maybe_finish(c);
-		return;
-	}
-	if (c->state == CS_TX_PAYLOAD && c->rstart == c->rend &&
-	    c->cur->nbd.count - c->cur_got >= CONN_DIRECT_READ_BYTES) {
-		/* Large payload: read it in place, no copy. */
-		struct iovec iov[CONN_MAX_PAYLOAD_IOV];
-		int niov = conn_payload_iov(c->cur, c->cur_got, iov,
-		    CONN_MAX_PAYLOAD_IOV);
-		n = conn_recvv(c, iov, niov);
-		if (n > 0)
-			c->cur_got += (uint32_t)n;
-	} else {
-		if (c->rstart > 0) {
-			memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
-			c->rend -= c->rstart;
-			c->rstart = 0;
-		}
-		/* Full (a resume after a pause with the buffer full): parse
-		 * what is there first.  read() of 0 bytes would return 0 and
-		 * look like the client's end of file. */
-		if (c->rend == CONN_RBUF_BYTES)
-			goto process;
-		n = conn_recv(c, c->rbuf + c->rend, CONN_RBUF_BYTES - c->rend);
-		if (n > 0)
-			c->rend += (size_t)n;
-	}
-	if (n < 0) {
-		/* Woken to parse what is already buffered (see resume). */
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-			goto process;
-		if (errno == EPROTO && c->tls)
-			log_warnx("%s: TLS error; disconnecting", c->peer);
-		else if (errno != ECONNRESET)
-			log_warn("%s: read", c->peer);
-		conn_close_socket(c);
-		conn_maybe_finish(c);
-		return;
-	}
-	if (n == 0) {
-		if (c->state != CS_TX_HEADER || c->rstart != c->rend)
-			log_info("%s: client closed the connection mid-%s",
-			    c->peer, c->state < CS_TX_HEADER ? "handshake" :
-			    "request");
-		else
-			log_debug("%s: client closed the connection", c->peer);
-		conn_close_gracefully(c);
-		conn_maybe_finish(c);
-		return;
-	}
-process:
-	/* Replies to requests answered inline (cache hits, writes that
-	 * land) while parsing this input go out together. */
-	c->corked = true;
-	conn_process(c);
-	c->corked = false;
-	if (!c->dead && c->out_head && !ev_is_active(&c->ww))
-		conn_flush_out(c);
-	conn_tls_maybe_begin(c);
-	/* Decrypted input already held by TLS wakes no socket event. */
-	if (c->tls && c->reading && tls_pending(c->tls))
-		ev_feed_event(loop, &c->rw, EV_READ);
-	conn_maybe_finish(c);
-}
-
 /* --- requests ---------------------------------------------------------- */
 
 static void
@@ -580,7 +118,7 @@ conn_request_release(struct out *o)
 	conn_maybe_resume(c);
 }
 
-static void
+void
 conn_maybe_resume(struct conn *c)
 {
 	if (c->paused && !c->budget_wait && !conn_over_limit(c) &&
@@ -1134,7 +672,7 @@ conn_handle_option(struct conn *c, const uint8_t *data)
 	}
 }
 
-static void
+void
 conn_process(struct conn *c)
 {
 	while (!c->dead && !c->closing) {
@@ -1299,104 +837,8 @@ conn_process(struct conn *c)
 
 /* --- lifecycle --------------------------------------------------------- */
 
-static void
-conn_write_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct conn *c = w->data;
-
-	if (c->state == CS_TLS_HANDSHAKE) {
-		conn_tls_step(c);
-		conn_maybe_finish(c);
-		return;
-	}
-	conn_flush_out(c);
-	conn_tls_maybe_begin(c);
-	conn_maybe_finish(c);
-}
-
-/* --- TLS: the handshake after STARTTLS --------------------------------- */
-
-/* One step of the TLS handshake, when the socket is ready for it.  On
- * failure the socket is closed; the caller then calls conn_maybe_finish
- * (C may be freed there, so only as its last use of C). */
-static void
-conn_tls_step(struct conn *c)
-{
-	struct ev_loop *loop = c->host->loop;
-	char err[256], desc[64];
-
-	switch (tls_handshake(c->tls, err, sizeof err)) {
-	case TLS_AGAIN:
-		if (tls_wants_write(c->tls)) {
-			conn_stop_reading(c);
-			ev_io_start(loop, &c->ww);
-		} else {
-			ev_io_stop(loop, &c->ww);
-			c->reading = true;
-			ev_io_start(loop, &c->rw);
-		}
-		return;
-	case TLS_FAILED:
-		log_warnx("%s: TLS handshake failed: %s; disconnecting",
-		    c->peer, err);
-		conn_close_socket(c);
-		return;
-	case TLS_DONE:
-		break;
-	}
-	ev_io_stop(loop, &c->ww);
-	c->hs.tls_active = true;
-	/* The TLS identity, for the allow lists (peer.h). */
-	const char *psk = tls_session_psk(c->tls);
-	if (psk)
-		peer_set_tls_name(c->ident.tls_psk, psk, strlen(psk));
-	if (!tls_session_cn(c->tls, c->ident.tls_cn, sizeof c->ident.tls_cn))
-		c->ident.tls_cn[0] = '\0';
-	tls_session_describe(c->tls, desc, sizeof desc);
-	log_info("%s: TLS up (%s)%s%s%s%s", c->peer, desc,
-	    c->ident.tls_psk[0] ? ", PSK user " : "", c->ident.tls_psk,
-	    c->ident.tls_cn[0] ? ", certificate CN " : "", c->ident.tls_cn);
-	/* The options start over, encrypted. */
-	c->state = CS_HS_OPT_HEADER;
-	c->reading = true;
-	ev_io_start(loop, &c->rw);
-	if (tls_pending(c->tls))
-		ev_feed_event(loop, &c->rw, EV_READ);
-}
-
-/* STARTTLS's reply has gone out: begin TLS, with what the client already
- * sent of its handshake.  As conn_tls_step, it only closes the socket on
- * failure: the caller calls conn_maybe_finish. */
-static void
-conn_tls_maybe_begin(struct conn *c)
-{
-	struct tls_creds *cr = NULL;
-
-	if (c->state != CS_TLS_START || c->dead || c->out_head)
-		return;
-	if (c->host->tls)
-		tls_server_get(c->host->tls, &cr);
-	if (!cr) {
-		log_warnx("%s: TLS was turned off by a reload; disconnecting",
-		    c->peer);
-		conn_close_socket(c);
-		return;
-	}
-	c->tls = tls_session_new(cr, c->fd, c->rbuf + c->rstart,
-	    c->rend - c->rstart);
-	tls_creds_unref(cr);
-	if (!c->tls) {
-		log_warnx("%s: out of memory for TLS", c->peer);
-		conn_close_socket(c);
-		return;
-	}
-	c->rstart = c->rend = 0;
-	c->state = CS_TLS_HANDSHAKE;
-	conn_tls_step(c);
-}
-
 /* Free C if it is closing and nothing is left in flight or queued. */
-static void
+void
 conn_maybe_finish(struct conn *c)
 {
 	if (!c->closing)
