@@ -27,35 +27,35 @@ struct request;
 struct stats_export_io;
 struct tls_session;
 
-#define CONN_DIRECT_READ_BYTES  (64u << 10)
+#define CONN_DIRECT_READ_BYTES (64u << 10)
 /* WRITEs from this size on are received into cache pages (one copy). */
 #define CONN_ZERO_COPY_BYTES CONN_DIRECT_READ_BYTES
-#define CONN_MAX_IOV            64
+#define CONN_MAX_IOV 64
 /* Pieces of a payload read at once (a 1 MiB write in 4 KiB pages). */
 #define CONN_MAX_PAYLOAD_IOV 256
 
 enum conn_state {
-	CS_HS_CLIENT_FLAGS,     /* waiting for the client's 32-bit flags */
-	CS_HS_OPT_HEADER,       /* waiting for IHAVEOPT, option, length */
-	CS_HS_OPT_DATA,         /* waiting for an option's data */
-	CS_HS_OPT_DISCARD,      /* skipping an oversized option's data */
-	CS_TLS_START,           /* STARTTLS answered: sending the reply */
-	CS_TLS_HANDSHAKE,       /* in the TLS handshake */
-	CS_TX_HEADER,           /* waiting for a 28-byte request header */
-	CS_TX_PAYLOAD,          /* filling a WRITE's payload */
-	CS_TX_DISCARD,          /* skipping a rejected WRITE's payload */
-	CS_DONE,                /* reading no more */
+	CS_HS_CLIENT_FLAGS, /* waiting for the client's 32-bit flags */
+	CS_HS_OPT_HEADER,   /* waiting for IHAVEOPT, option, length */
+	CS_HS_OPT_DATA,     /* waiting for an option's data */
+	CS_HS_OPT_DISCARD,  /* skipping an oversized option's data */
+	CS_TLS_START,       /* STARTTLS answered: sending the reply */
+	CS_TLS_HANDSHAKE,   /* in the TLS handshake */
+	CS_TX_HEADER,       /* waiting for a 28-byte request header */
+	CS_TX_PAYLOAD,      /* filling a WRITE's payload */
+	CS_TX_DISCARD,      /* skipping a rejected WRITE's payload */
+	CS_DONE,            /* reading no more */
 };
 
 struct conn {
-	struct conn *next, *prev;       /* on host->conns */
+	struct conn *next, *prev; /* on host->conns */
 	struct conn_host *host;
 	int fd;
 	char peer[64];
 	char client[64]; /* whose slot it holds */
 	ev_io rw, ww;
 	ev_timer hs_timer;      /* handshake deadline, then the idle
-	                                   timeout (limits.idle_timeout_s) */
+	                           timeout (limits.idle_timeout_s) */
 	ev_tstamp last_request; /* when the last request came */
 	/* Since when it holds replies not sent or a request not all
 	 * received and has made no progress (limits.stall_timeout_s): the
@@ -64,22 +64,22 @@ struct conn {
 	ev_timer budget_timer;  /* waiting for the memory budget */
 	ev_tstamp connected_at; /* when it chose its export */
 	enum conn_state state;
-	bool reading;                   /* rw is started */
-	bool paused;                    /* stopped by back-pressure */
-	bool budget_wait;               /* paused until budget_timer */
-	bool budget_starved;            /* has waited since its last take */
-	bool closing;                   /* no more input; close when idle */
-	bool dead;                      /* socket closed */
-	bool flushing;                  /* inside conn_flush_out() */
-	bool corked;                    /* parsing input: replies wait for
-	                                   its end, then go in one writev */
-	bool cork_listed;               /* on host->cork_list */
+	bool reading;        /* rw is started */
+	bool paused;         /* stopped by back-pressure */
+	bool budget_wait;    /* paused until budget_timer */
+	bool budget_starved; /* has waited since its last take */
+	bool closing;        /* no more input; close when idle */
+	bool dead;           /* socket closed */
+	bool flushing;       /* inside conn_flush_out() */
+	bool corked;         /* parsing input: replies wait for
+	                        its end, then go in one writev */
+	bool cork_listed;    /* on host->cork_list */
 	struct conn *cork_next;
 
 	struct hs_ctx hs;
 	struct tls_session *tls; /* once STARTTLS began */
 	struct peer_ident ident; /* who the allow lists see (with the
-	                                TLS names once TLS is up) */
+	                            TLS names once TLS is up) */
 	bool refusal_logged;     /* the log says so once */
 	struct export *exp;
 	struct stats_export_io *stats; /* exp's on this thread */
@@ -90,20 +90,20 @@ struct conn {
 
 	uint32_t opt, optlen;
 	uint64_t discard_left;
-	struct request *cur;            /* the WRITE being filled or skipped */
+	struct request *cur; /* the WRITE being filled or skipped */
 	uint32_t cur_got;
 
 	struct out *out_head, **out_tail;
-	size_t out_off;                 /* bytes of out_head already sent */
+	size_t out_off; /* bytes of out_head already sent */
 
 	unsigned inflight;
-	size_t inflight_bytes;          /* request buffers, in the budget */
-	unsigned throttled;             /* replies held by throttling */
-	size_t hs_unsent;               /* handshake replies not yet sent,
-	                                   in the budget */
-	uint64_t err_seq;               /* export errors already reported */
-	bool flushed;                   /* client has sent FLUSH */
-	struct fill_ra ra;              /* its reading, for read-ahead */
+	size_t inflight_bytes; /* request buffers, in the budget */
+	unsigned throttled;    /* replies held by throttling */
+	size_t hs_unsent;      /* handshake replies not yet sent,
+	                          in the budget */
+	uint64_t err_seq;      /* export errors already reported */
+	bool flushed;          /* client has sent FLUSH */
+	struct fill_ra ra;     /* its reading, for read-ahead */
 };
 
 /* conn-io.c: the transport. */
