@@ -333,6 +333,8 @@ conn_stop_reading(struct conn *c)
 	}
 }
 
+/* --- the socket's watchers: read and parse, write ---------------------- */
+
 void
 conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {

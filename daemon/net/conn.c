@@ -54,6 +54,8 @@
 /* A connection waiting for the memory budget looks again this often. */
 #define CONN_BUDGET_POLL_S 0.01
 
+/* --- when to stop reading --------------------------------------------- */
+
 /* Stop reading and close once every reply has gone out. */
 void
 conn_close_gracefully(struct conn *c)
