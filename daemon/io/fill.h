@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "cache.h" /* struct cache_fill_mark */
 
 struct wb_target;
 
