@@ -451,6 +451,18 @@ export_write_pages(struct export *e, uint64_t off, uint32_t len)
 	return cache_wbuf_new(e->cf, off, len);
 }
 
+const struct iovec *
+export_wbuf_iov(const struct cache_wbuf *w, unsigned *niov)
+{
+	return cache_wbuf_iov(w, niov);
+}
+
+void
+export_wbuf_free(struct cache_wbuf *w)
+{
+	cache_wbuf_free(w);
+}
+
 bool
 export_write_held(struct export *e)
 {

@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "access.h"
 #include "backend.h"
@@ -173,6 +174,12 @@ export_submit_write(struct export *e, struct request *req, const void *payload);
  */
 struct cache_wbuf *
 export_write_pages(struct export *e, uint64_t off, uint32_t len);
+/* The pieces of those pages the payload is received into, in order (*NIOV
+ * of them), so that the connection needs nothing of the cache. */
+const struct iovec *export_wbuf_iov(const struct cache_wbuf *w, unsigned *niov);
+/* Give W's pages back unseen, if export_submit did not commit them (a
+ * client gone mid-payload); W may be NULL. */
+void export_wbuf_free(struct cache_wbuf *w);
 /* A queued request's job is done (back on its I/O thread): REPLY or PACE. */
 enum export_verdict export_complete(struct export *e, struct request *req);
 /* A paced write held with pause -1: still at the dirty limit?  (Kicks

@@ -22,9 +22,9 @@
 
 #include "budget.h"
 #include "buf.h"
-#include "cache.h"
 #include "conn-internal.h"
 #include "conn.h"
+#include "export.h"
 #include "log.h"
 #include "peer.h"
 #include "request.h"
@@ -291,7 +291,7 @@ conn_payload_iov(const struct request *req, uint32_t got, struct iovec *out,
 		out[0].iov_len = req->nbd.count - got;
 		return 1;
 	}
-	iov = cache_wbuf_iov(req->wbuf, &n);
+	iov = export_wbuf_iov(req->wbuf, &n);
 	for (unsigned i = 0; i < n && k < max; i++) {
 		if (got >= iov[i].iov_len) {
 			got -= (uint32_t)iov[i].iov_len;

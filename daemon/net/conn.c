@@ -27,7 +27,6 @@
 #include "budget.h"
 #include "buf.h"
 #include "bufstash.h"
-#include "cache.h"
 #include "conn-internal.h"
 #include "conn.h"
 #include "export.h"
@@ -113,7 +112,7 @@ conn_request_release(struct out *o)
 		bufstash_put(req->data, req->data_cap);
 		/* Pages not committed (a client gone mid-payload) go back
 		 * to the cache unseen. */
-		cache_wbuf_free(req->wbuf);
+		export_wbuf_free(req->wbuf);
 	}
 	free(req->reply);
 	free(req);
