@@ -19,6 +19,7 @@
  * and a FLUSH whose own pages cannot be written fails for as long as they
  * cannot.  The data stays dirty and is retried; nothing is dropped.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -478,6 +479,7 @@ export_write_held(struct export *e)
 enum export_verdict
 export_complete(struct export *e, struct request *req)
 {
+	assert(req->export == e); /* submitted to E, then queued */
 	/* A write that needed a fill is paced like any other. */
 	if (req->nbd.type == NBD_CMD_WRITE && req->err == 0 &&
 	    !req->err_seq_checked)
@@ -517,6 +519,16 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 	uint64_t fill;
 	uint32_t done = 0; /* the worker starts over: the request's own */
 
+	/* Validated, submitted once, with where its job is to end. */
+	assert(req->nbd_err == 0 && !req->export && !req->queued);
+	assert(req->job.done && req->job.owner);
+	assert(n->type != NBD_CMD_DISC);
+	/* A payload still in the input is copied into the request's own
+	 * buffer if queued; cache pages are committed from the request. */
+	assert(!payload || n->type == NBD_CMD_WRITE);
+	assert(!payload || (req->data && !req->wbuf));
+	assert(n->type != NBD_CMD_WRITE || req->data || req->wbuf ||
+	    n->count == 0);
 	req->export = e;
 	req->writethrough = mode == CACHE_WRITETHROUGH ||
 	    (mode == CACHE_WRITETHROUGH_UNTIL_FLUSH && !req->flushed);

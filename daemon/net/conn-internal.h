@@ -9,6 +9,7 @@
 #ifndef WBD_CONN_INTERNAL_H
 #define WBD_CONN_INTERNAL_H
 
+#include <assert.h>
 #include <ev.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -105,6 +106,48 @@ struct conn {
 	bool flushed;          /* client has sent FLUSH */
 	struct fill_ra ra;     /* its reading, for read-ahead */
 };
+
+/*
+ * May C's input go from state FROM to TO?  The handshake's options follow
+ * each other (over TLS once STARTTLS is answered) until one chooses an
+ * export; then requests, each with its payload read or skipped.  Any
+ * state may end in CS_DONE (closing); nothing leaves it.
+ */
+static inline bool
+conn_state_follows(enum conn_state from, enum conn_state to)
+{
+	switch (to) {
+	case CS_HS_CLIENT_FLAGS:
+		return false; /* the first state only */
+	case CS_HS_OPT_HEADER:
+		return from == CS_HS_CLIENT_FLAGS || from == CS_HS_OPT_DATA ||
+		    from == CS_HS_OPT_DISCARD || from == CS_TLS_HANDSHAKE;
+	case CS_HS_OPT_DATA:
+	case CS_HS_OPT_DISCARD:
+		return from == CS_HS_OPT_HEADER;
+	case CS_TLS_START:
+		return from == CS_HS_OPT_DATA;
+	case CS_TLS_HANDSHAKE:
+		return from == CS_TLS_START;
+	case CS_TX_HEADER:
+		return from == CS_HS_OPT_DATA || from == CS_TX_PAYLOAD ||
+		    from == CS_TX_DISCARD;
+	case CS_TX_PAYLOAD:
+	case CS_TX_DISCARD:
+		return from == CS_TX_HEADER;
+	case CS_DONE:
+		return true;
+	}
+	return false;
+}
+
+/* C's input goes to state TO, which must follow the one it is in. */
+static inline void
+conn_set_state(struct conn *c, enum conn_state to)
+{
+	assert(conn_state_follows(c->state, to));
+	c->state = to;
+}
 
 /* conn-io.c: the transport. */
 

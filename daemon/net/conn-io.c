@@ -14,6 +14,7 @@
  * socket's readiness like everything else, and from then on every byte is
  * read and written through the session (conn_recv, conn_send).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,13 +175,14 @@ conn_close_socket(struct conn *c)
 	c->fd = -1;
 	__atomic_store_n(&c->dead, true, __ATOMIC_RELEASE); /* req->gone */
 	c->closing = true;
-	c->state = CS_DONE;
+	conn_set_state(c, CS_DONE);
 	conn_drop_out(c);
 }
 
 static void
 conn_flush_out(struct conn *c)
 {
+	assert(!c->dead && !c->flushing); /* replies queued meanwhile wait */
 	c->flushing = true;
 	while (c->out_head) {
 		struct iovec iov[CONN_MAX_IOV];
@@ -466,7 +468,7 @@ conn_tls_step(struct conn *c)
 	    c->ident.tls_psk[0] ? ", PSK user " : "", c->ident.tls_psk,
 	    c->ident.tls_cn[0] ? ", certificate CN " : "", c->ident.tls_cn);
 	/* The options start over, encrypted. */
-	c->state = CS_HS_OPT_HEADER;
+	conn_set_state(c, CS_HS_OPT_HEADER);
 	c->reading = true;
 	ev_io_start(loop, &c->rw);
 	if (tls_pending(c->tls))
@@ -500,6 +502,6 @@ conn_tls_maybe_begin(struct conn *c)
 		return;
 	}
 	c->rstart = c->rend = 0;
-	c->state = CS_TLS_HANDSHAKE;
+	conn_set_state(c, CS_TLS_HANDSHAKE);
 	conn_tls_step(c);
 }

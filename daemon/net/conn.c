@@ -14,6 +14,7 @@
  * Lifetime: a connection is freed only when its socket is closed and no
  * request is in flight on a worker (c->inflight == 0).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,6 +54,10 @@
 /* A connection waiting for the memory budget looks again this often. */
 #define CONN_BUDGET_POLL_S 0.01
 
+/* An option is parsed where it lies in the input buffer. */
+_Static_assert(HS_MAX_OPTION_BYTES <= CONN_RBUF_BYTES,
+    "an option of HS_MAX_OPTION_BYTES fits in the input buffer");
+
 /* --- when to stop reading --------------------------------------------- */
 
 /* Stop reading and close once every reply has gone out. */
@@ -61,7 +66,7 @@ conn_close_gracefully(struct conn *c)
 {
 	conn_stop_reading(c);
 	c->closing = true;
-	c->state = CS_DONE;
+	conn_set_state(c, CS_DONE);
 }
 
 static bool
@@ -102,6 +107,9 @@ conn_request_release(struct out *o)
 	struct request *req = container_of(o, struct request, out);
 	struct conn *c = req->conn;
 
+	/* What it gives back was counted when it was made. */
+	assert(c->inflight > 0 && c->inflight_bytes >= req->budget &&
+	    c->ra.inflight_bytes >= req->ra_bytes);
 	c->inflight--;
 	c->ra.inflight_bytes -= req->ra_bytes;
 	if (req->budget) {
@@ -188,6 +196,7 @@ conn_reply(struct request *req)
 	bool is_read = req->nbd.type == NBD_CMD_READ;
 	struct out *o = &req->out;
 
+	assert(req != c->cur); /* its payload has been read or skipped */
 	o->niov = 1;
 	if (err == 0 && req->reply) {
 		/* Encoded whole by the export (BLOCK_STATUS). */
@@ -307,6 +316,7 @@ conn_pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_start(loop, w);
 		return;
 	}
+	assert(c->throttled > 0);
 	c->throttled--;
 	/* Before the request is done: that may free C (its last one, the
 	 * connection closing). */
@@ -318,6 +328,7 @@ conn_pace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 conn_pace(struct conn *c, struct request *req)
 {
+	assert(!ev_is_active(&req->throttle)); /* held once */
 	ev_timer_init(&req->throttle, conn_pace_cb, req->pause_ms < 0 ?
 	    CONN_PACE_POLL_S : req->pause_ms / 1000.0, 0);
 	req->throttle.data = req;
@@ -333,6 +344,7 @@ conn_job_done(struct job *job)
 	struct request *req = container_of(job, struct request, job);
 	struct conn *c = req->conn;
 
+	assert(!req->queued && req->export == c->exp);
 	req->queued = true;
 	if (req->prefetching)
 		export_prefetch_end(req->export);
@@ -349,6 +361,10 @@ conn_job_done(struct job *job)
 static void
 conn_submit_payload(struct conn *c, struct request *req, const void *payload)
 {
+	/* A valid request, all read: the parse has gone on to the next. */
+	assert(c->state == CS_TX_HEADER && c->exp && req != c->cur);
+	assert(req->nbd_err == 0 && !req->export);
+	assert(!payload || (req->nbd.type == NBD_CMD_WRITE && !req->wbuf));
 	req->job.done = conn_job_done;
 	req->job.owner = c->host->owner;
 	req->err_seq = c->err_seq;
@@ -511,7 +527,7 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 		}
 		c->cur->nbd_err = err;
 		c->discard_left = payload;
-		c->state = CS_TX_DISCARD;
+		conn_set_state(c, CS_TX_DISCARD);
 		return;
 	}
 
@@ -528,7 +544,7 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 			}
 			c->cur->nbd_err = NBD_ENOMEM;
 			c->discard_left = payload;
-			c->state = CS_TX_DISCARD;
+			conn_set_state(c, CS_TX_DISCARD);
 		} else {
 			conn_reply_error(c, nbd, NBD_ENOMEM);
 		}
@@ -537,7 +553,7 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 	if (payload) {
 		c->cur = req;
 		c->cur_got = 0;
-		c->state = CS_TX_PAYLOAD;
+		conn_set_state(c, CS_TX_PAYLOAD);
 		return;
 	}
 	conn_submit(c, req);
@@ -614,7 +630,7 @@ conn_enter_transmission(struct conn *c)
 	c->err_seq = export_err_seq(c->exp);
 	c->stats = stats_io_export(&c->host->stats, c->exp);
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
-	c->state = CS_TX_HEADER;
+	conn_set_state(c, CS_TX_HEADER);
 	c->connected_at = ev_now(c->host->loop);
 	c->stall_since = c->connected_at;
 	ev_timer_stop(c->host->loop, &c->hs_timer);
@@ -657,7 +673,7 @@ conn_handle_option(struct conn *c, const uint8_t *data)
 	buf_free(&out);
 	switch (act) {
 	case HS_CONTINUE:
-		c->state = CS_HS_OPT_HEADER;
+		conn_set_state(c, CS_HS_OPT_HEADER);
 		break;
 	case HS_TRANSMISSION:
 		conn_enter_transmission(c);
@@ -668,7 +684,7 @@ conn_handle_option(struct conn *c, const uint8_t *data)
 	case HS_STARTTLS:
 		/* Nothing more in the clear: the reply goes out, then TLS. */
 		conn_stop_reading(c);
-		c->state = CS_TLS_START;
+		conn_set_state(c, CS_TLS_START);
 		break;
 	}
 }
@@ -680,6 +696,9 @@ conn_process(struct conn *c)
 		size_t avail = c->rend - c->rstart;
 		uint8_t *p = c->rbuf + c->rstart;
 
+		assert(c->rstart <= c->rend && c->rend <= CONN_RBUF_BYTES);
+		/* Before an export is chosen, no request; after, no option. */
+		assert(c->state < CS_TX_HEADER ? !c->exp && !c->cur : !!c->exp);
 		switch (c->state) {
 		case CS_HS_CLIENT_FLAGS:
 			if (avail < 4)
@@ -689,7 +708,7 @@ conn_process(struct conn *c)
 				conn_close_socket(c);
 				return;
 			}
-			c->state = CS_HS_OPT_HEADER;
+			conn_set_state(c, CS_HS_OPT_HEADER);
 			break;
 
 		case CS_HS_OPT_HEADER:
@@ -729,13 +748,14 @@ conn_process(struct conn *c)
 				    "skipping it",
 				    hs_option_name(c->opt), c->optlen);
 				c->discard_left = c->optlen;
-				c->state = CS_HS_OPT_DISCARD;
+				conn_set_state(c, CS_HS_OPT_DISCARD);
 			} else {
-				c->state = CS_HS_OPT_DATA;
+				conn_set_state(c, CS_HS_OPT_DATA);
 			}
 			break;
 
 		case CS_HS_OPT_DATA:
+			assert(c->optlen <= HS_MAX_OPTION_BYTES);
 			if (avail < c->optlen)
 				return;
 			c->rstart += c->optlen;
@@ -744,6 +764,12 @@ conn_process(struct conn *c)
 
 		case CS_HS_OPT_DISCARD:
 		case CS_TX_DISCARD: {
+			/* An oversized option, or the payload of a request
+			 * rejected: its reply waits for the end. */
+			assert(c->discard_left > 0);
+			assert(c->state == CS_TX_DISCARD || !c->cur);
+			assert(c->state == CS_HS_OPT_DISCARD ||
+			    (c->cur && c->cur->nbd_err != 0));
 			size_t n = avail < c->discard_left ? avail :
 			    (size_t)c->discard_left;
 			c->rstart += n;
@@ -761,11 +787,11 @@ conn_process(struct conn *c)
 					conn_close_socket(c);
 					return;
 				}
-				c->state = CS_HS_OPT_HEADER;
+				conn_set_state(c, CS_HS_OPT_HEADER);
 			} else {
 				struct request *req = c->cur;
 				c->cur = NULL;
-				c->state = CS_TX_HEADER;
+				conn_set_state(c, CS_TX_HEADER);
 				conn_reply(req);
 			}
 			break;
@@ -774,6 +800,7 @@ conn_process(struct conn *c)
 		case CS_TX_HEADER: {
 			struct nbd_request nbd;
 			const char *why = "";
+			assert(!c->cur);
 			if (conn_over_limit(c)) {
 				/* Counted only if another request waits:
 				 * one that merely reached the limit is not
@@ -806,13 +833,15 @@ conn_process(struct conn *c)
 
 		case CS_TX_PAYLOAD: {
 			struct request *req = c->cur;
+			assert(req && req->nbd_err == 0 &&
+			    c->cur_got <= req->nbd.count);
 			uint32_t need = req->nbd.count - c->cur_got;
 			if (c->cur_got == 0 && avail >= need && !req->wbuf) {
 				/* All in the input buffer: into the cache from
 				 * there, not through the request's buffer. */
 				c->rstart += need;
 				c->cur = NULL;
-				c->state = CS_TX_HEADER;
+				conn_set_state(c, CS_TX_HEADER);
 				conn_submit_payload(c, req, p);
 				break;
 			}
@@ -823,7 +852,7 @@ conn_process(struct conn *c)
 			if (c->cur_got < req->nbd.count)
 				return;
 			c->cur = NULL;
-			c->state = CS_TX_HEADER;
+			conn_set_state(c, CS_TX_HEADER);
 			conn_submit(c, req);
 			break;
 		}
@@ -857,6 +886,9 @@ conn_maybe_finish(struct conn *c)
 
 	struct conn_host *h = c->host;
 	conn_close_socket(c);
+	/* Everything it held is given back (the budget's share too). */
+	assert(c->throttled == 0 && c->inflight_bytes == 0 &&
+	    c->hs_unsent == 0 && !c->out_head);
 	for (struct conn **pp = &h->cork_list; c->cork_listed && *pp;
 	     pp = &(*pp)->cork_next)
 		if (*pp == c) {
