@@ -22,8 +22,10 @@ disagree.  The rules:
   5. a header's name is used once in the tree (#include "x.h" names one
      file, whatever the include path);
   6. export.c includes neither conn.h nor ioloop.h (the connection owns
-     the reply; the export returns a verdict), and cache.c includes no
-     header of the tree but cache.h and common/'s;
+     the reply; the export returns a verdict), cache.c includes no
+     header of the tree but cache.h and common/'s, and no file of net/
+     includes a header of cache/ (a connection receives a WRITE into
+     cache pages through the export);
   7. only backend/ calls a backend's operations (b->ops->...): everyone
      else goes through backend.h's door.
 
@@ -274,6 +276,11 @@ def check(d):
             if extra:
                 errors.append(f'{p} includes headers of the tree: ' +
                               ', '.join(extra))
+        if t.files[p] == 'net':
+            for q in t.includes[p]:
+                if t.files.get(q) == 'cache':
+                    errors.append(f'{p} includes {q} (net reaches the '
+                                  'cache through the export)')
     # 7. one door to the backends
     for p, text in sorted(t.text.items()):
         if t.files[p] == 'backend':
@@ -462,8 +469,10 @@ def self_test():
                              True),
         'beside-not-below': ({'daemon/backend/backend.h':
                               '#include "cache.h"\n'}, True),
-        'through-below': ({'daemon/net/conn.h': '#include "cache.h"\n'},
-                          False),
+        'through-below': ({'daemon/export/export.h':
+                           '#include "cache.h"\n'}, False),
+        'net-cache': ({'daemon/net/conn.c': '#include "conn.h"\n'
+                                            '#include "cache.h"\n'}, True),
         'file-cycle': ({'daemon/io/job.h': '#include "pool.h"\n'}, True),
         'module-cycle': ({'daemon/io/job.c': '#include "pool.h"\n',
                           'daemon/io/pool.c': '#include "job.h"\n'}, True),
