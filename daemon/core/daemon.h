@@ -86,7 +86,7 @@ struct daemon {
 	struct wb_ctl wb;
 	ev_timer periodic;              /* the tick: dirty_writeback_centisecs */
 	uint64_t last_periodic_ns;
-	uint64_t last_trim_ns;          /* daemon_trim_memory */
+	uint64_t last_trim_ns; /* daemon_trim_memory */
 	/* Shutdown writeback, one job per export, allocated at start-up so
 	 * that the final drain cannot fail for want of memory. */
 	struct drain_job *drain_jobs;

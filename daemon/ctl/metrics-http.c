@@ -208,8 +208,9 @@ metrics_http_answer(void *cls, struct MHD_Connection *conn, const char *url,
 		/* The headers: answer once any body has been read.  The
 		 * request is whole: its answer has a step of its own. */
 		*req_cls = &seen;
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-		    conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(conn,
+			MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 		struct metrics_http_conn *c = ci ? ci->socket_context : NULL;
 		if (c) {
 			c->answering = true;
@@ -377,8 +378,9 @@ metrics_http_notify(void *cls, struct MHD_Connection *conn, void **ctx,
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(conn,
 			MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(
-		    conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *fi =
+		    MHD_get_connection_info(conn,
+			MHD_CONNECTION_INFO_CONNECTION_FD);
 		if (!fi || !(c = calloc(1, sizeof *c)))
 			return; /* not counted: its client gets one more */
 		metrics_http_key(mh, ci ? ci->client_addr : NULL, c->key);
