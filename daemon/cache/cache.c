@@ -335,6 +335,7 @@ mark_dirty_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 {
 	struct dirt d = { 0, 0 };
 
+	lock_assert_held(&sh->lock);
 	if (p->flags & PF_DIRTY)
 		return;
 	dirty_page_locked(sh, p, seq, now_ns(), &d);
@@ -861,8 +862,9 @@ cache_oldest_dirty_ns(struct cache_file *f)
  * ahead must not look hot).
  */
 static inline void
-page_accessed_locked(struct cache *c, struct cpage *p)
+page_accessed_locked(struct cache *c, struct shard *sh, struct cpage *p)
 {
+	lock_assert_held(&sh->lock);
 	if (p->flags & PF_AHEAD) {
 		p->flags &= ~PF_AHEAD;
 		ATOMIC_ADD(&c->ahead_hits, 1);
@@ -892,7 +894,7 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 			return false;
 		}
 		memcpy(out, page_data(c, p) + in, n);
-		page_accessed_locked(c, p);
+		page_accessed_locked(c, sh, p);
 		if (n == len)
 			ATOMIC_SET(&sh->hits, sh->hits + 1);
 		pthread_mutex_unlock(&sh->lock);
@@ -1425,7 +1427,7 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 		/* Without BUF (a prefetch), no access to count either. */
 		if (!need[i] && out) {
 			memcpy(out + done, page_data(c, p) + at, n);
-			page_accessed_locked(c, p);
+			page_accessed_locked(c, sh, p);
 		}
 		pthread_mutex_unlock(&sh->lock);
 		/* Put in since (filled, even): the other's to wait for. */
@@ -1458,7 +1460,7 @@ cache_read_filled(struct cache_file *f, uint64_t index, uint32_t at, uint32_t n,
 	} else if (p) {
 		if (buf) {
 			memcpy(buf, page_data(c, p) + at, n);
-			page_accessed_locked(c, p);
+			page_accessed_locked(c, sh, p);
 		}
 		r = 1;
 	}
@@ -1502,12 +1504,13 @@ cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 	}
 }
 
-/* A page's state as cache_state_run reports it. */
+/* A page's state as cache_state_run reports it (P NULL: not resident). */
 static unsigned
-page_state_locked(const struct cpage *p)
+page_state_locked(struct shard *sh, const struct cpage *p)
 {
 	unsigned st = 0;
 
+	lock_assert_held(&sh->lock);
 	if (!p)
 		return 0;
 	if (p->flags & (PF_DIRTY | PF_WB))
@@ -1533,7 +1536,7 @@ cache_state_run(struct cache_file *f, uint64_t first, uint64_t n,
 	for (uint64_t i = first; i < first + n; i++) {
 		struct shard *sh = shard_of(f, i);
 		pthread_mutex_lock(&sh->lock);
-		unsigned st = page_state_locked(lookup_locked(sh, i));
+		unsigned st = page_state_locked(sh, lookup_locked(sh, i));
 		pthread_mutex_unlock(&sh->lock);
 		if (i == first)
 			*state = st;

@@ -33,6 +33,7 @@
 #include "daemon.h"
 #include "export.h"
 #include "ioloop.h"
+#include "lock.h"
 #include "nbd-proto.h"
 #include "pending.h"
 #include "pool.h"
@@ -280,7 +281,6 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	return o;
 }
 
-/* The status; d->tune_lock held. */
 /* The tls group as it runs: mode, kind of credentials, verify_peer. */
 static json_t *
 ctl_tls_json(struct daemon *d)
@@ -337,6 +337,7 @@ ctl_metrics_json(struct daemon *d)
 	    (json_int_t)LOAD(&d->metrics_refused));
 }
 
+/* The status; d->tune_lock held. */
 static json_t *
 ctl_status_json_locked(struct daemon *d)
 {
@@ -347,6 +348,7 @@ ctl_status_json_locked(struct daemon *d)
 	json_t *requests = json_object();
 	struct stats_export_io all;
 
+	lock_assert_held(&d->tune_lock);
 	memset(&all, 0, sizeof all);
 	cache_get_stats(d->cache, &cs);
 	export_table_foreach(&d->exports, i, e)
