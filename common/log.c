@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * log.c - logging to stderr, the journal or syslog.  No state but the
- * destination and the verbosity, both set once at start-up (the verbosity
- * may change later; it is read without a lock because a stale value only
- * changes what is logged), and per thread the quiet flag and a capture
- * buffer.
+ * destination and the verbosity, both set once at start-up (log_init), and
+ * per thread the quiet flag and a capture buffer.
  *
  * On stderr a line is "HH:MM:SS.mmm wbd: LEVEL: message", unless stderr
  * is the journal's stream ($JOURNAL_STREAM names its device and inode, as
@@ -68,12 +66,6 @@ bool
 log_to_journal(void)
 {
 	return log_journal;
-}
-
-void
-log_set_verbosity(int verbosity)
-{
-	__atomic_store_n(&log_verbosity, verbosity, __ATOMIC_RELAXED);
 }
 
 int

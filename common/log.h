@@ -21,7 +21,6 @@ enum log_dest { LOG_TO_STDERR, LOG_TO_SYSLOG };
 void log_init(const char *ident, enum log_dest dest, int verbosity);
 /* Do the lines go to the journal (stderr is $JOURNAL_STREAM)? */
 bool log_to_journal(void);
-void log_set_verbosity(int verbosity);
 int log_get_verbosity(void);
 
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
