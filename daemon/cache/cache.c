@@ -1,20 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * cache.c - page frames, the sharded page index, S3-FIFO eviction and the
- * dirty state.  See cache.h for the locking rules; in short:
+ * cache.c - page frames, the sharded page index, S3-FIFO eviction, fills,
+ * the dirty state and the runs taken for writeback.  The write buffers
+ * are wbuf.c's; the structs and helpers both files use, with the page
+ * states the cache relies on, are cache-internal.h's.  See cache.h for
+ * the locking rules; in short:
  *
  *   file->run_lock  ->  shard->lock  ->  cache->qlock
  *
  * and a cache->qlock holder (the eviction scan) takes shard locks only with
  * trylock.
- *
- * The page states, asserted where they matter (debug and sanitizer builds):
- * a listed page (on its shard's dirty list) is exactly one that is dirty
- * and not under writeback; only a filled page is dirtied; a placeholder
- * (live, not filled) is never dirty nor under writeback; a page under
- * writeback stays in the index (pinned) until its run ends; a page dropped
- * from the index is clean; no counter goes below zero; every fill begun is
- * ended before its file is freed, and so is every run.
  */
 #include <assert.h>
 #include <errno.h>
@@ -23,106 +18,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cache-internal.h"
 #include "cache.h"
 #include "clock.h"
 #include "lock.h"
-
-#define CACHE_SHARDS    64
-
-/* Page flags, under the page's shard lock. */
-#define PF_LIVE         (1u << 0)       /* in its file's index */
-#define PF_FILLED       (1u << 1)       /* data valid */
-#define PF_DIRTY        (1u << 2)       /* newer than the backend */
-#define PF_WB           (1u << 3)       /* a snapshot is being written */
-#define PF_ZERO (1u << 4)  /* dirty with zeroes by a discard, not written */
-#define PF_AHEAD (1u << 5) /* read ahead (or CACHE), not read since */
-
-enum { Q_NONE, Q_SMALL, Q_MAIN };
-
-struct cpage {
-	struct cache_file *file;        /* NULL: free or dead */
-	uint64_t index;
-	struct cpage *hnext;            /* hash chain */
-	struct cpage *dprev, *dnext;    /* shard dirty list, by seq */
-	uint64_t seq;                   /* first-dirty sequence; of a
-					 * placeholder, its number
-					 * (cache_file.placeholders) */
-	uint64_t wb_seq;                /* seq when its writeback began */
-	uint64_t dirtied_ns;
-	uint16_t flags;
-	uint8_t freq;                   /* S3-FIFO access count, 0..3 */
-	uint8_t queue;
-	/* Its page of memory: its own at first, exchanged with a write
-	 * buffer's private page when that replaces its data (page_swap). */
-	uint32_t frame;
-};
-
-struct shard {
-	pthread_mutex_t lock;
-	struct cpage **buckets;
-	uint64_t bucket_mask;
-	struct cpage *dhead, *dtail;
-	/* Reads that found all their pages, or not (counted in the shard
-	 * of the page that decided it): written under the lock, read
-	 * atomically by cache_get_stats, so no I/O thread bumps a counter
-	 * shared with the others on a hit. */
-	uint64_t hits, misses;
-};
-
-struct cache_file {
-	struct cache *c;
-	uint64_t size_bytes;
-	uint64_t npages;
-	uint32_t id;
-	pthread_mutex_t run_lock;       /* in-flight runs */
-	struct cache_run *runs;
-	uint64_t cached_pages;          /* atomic */
-	uint64_t dirty_pages;           /* atomic */
-	uint64_t discard_gen;           /* atomic: bumped by cache_discard */
-	uint64_t placeholders;          /* atomic: bumped by each put in */
-	uint64_t writeback_pages;       /* atomic */
-	/* Atomic: pages dirty or under writeback, not (all) on the backing
-	 * device: raised when a page not under writeback is dirtied, lowered
-	 * (a release) when a run's write has ended and left it clean. */
-	uint64_t unwritten_pages;
-	uint64_t fills;                 /* atomic: fills begun, not ended */
-	struct cache_file *fnext, *fprev; /* the cache's files, under qlock */
-	struct shard shards[CACHE_SHARDS];
-};
-
-struct ring {
-	uint32_t *v;
-	uint32_t cap, head, n;
-};
-
-struct cache {
-	uint32_t page_size, page_shift;
-	uint32_t chunk_shift;           /* log2 of pages per chunk */
-	uint64_t npages;
-	uint8_t *mem;
-	size_t mem_bytes;
-	struct cpage *pages;
-
-	pthread_mutex_t qlock;          /* queues, free list, ghost */
-	uint32_t *free;
-	uint64_t nfree;
-	struct ring small, main;
-	uint32_t small_target;
-	uint64_t *ghost;
-	uint64_t ghost_mask;
-	uint32_t next_file_id;
-	struct cache_file *files; /* for the statistics */
-	bool zero_copy;
-	uint64_t private_pages; /* held by write buffers; written under
-	                           qlock, read atomically */
-	uint64_t wbuf_bytes;    /* the same: payloads taken into pages */
-	uint64_t wbuf_refused;  /* ... and write buffers refused */
-
-	/* atomics; hits and misses only of files freed (the live ones'
-	 * are in their shards), written under qlock */
-	uint64_t used, dirty, writeback, hits, misses, evictions;
-	uint64_t ahead_pages, ahead_hits;
-};
 
 /* --- helpers ----------------------------------------------------------- */
 
@@ -144,45 +43,6 @@ pow2_at_least(uint64_t v)
 	while (p < v)
 		p <<= 1;
 	return p;
-}
-
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	x *= UINT64_C(0xc4ceb9fe1a85ec53);
-	x ^= x >> 33;
-	return x;
-}
-
-static inline uint8_t *
-page_data(struct cache *c, const struct cpage *p)
-{
-	return c->mem + ((size_t)p->frame << c->page_shift);
-}
-
-static inline struct shard *
-shard_of(struct cache_file *f, uint64_t index)
-{
-	return &f->shards[(index >> f->c->chunk_shift) % CACHE_SHARDS];
-}
-
-static inline struct cpage **
-bucket_of(struct shard *sh, uint64_t index)
-{
-	return &sh->buckets[mix64(index) & sh->bucket_mask];
-}
-
-static struct cpage *
-lookup_locked(struct shard *sh, uint64_t index)
-{
-	lock_assert_held(&sh->lock);
-	for (struct cpage *p = *bucket_of(sh, index); p; p = p->hnext)
-		if (p->index == index)
-			return p;
-	return NULL;
 }
 
 static void
@@ -212,23 +72,6 @@ ring_pop(struct ring *r)
 	r->n--;
 	return v;
 }
-
-/* A counter never goes below zero. */
-static inline void
-counter_sub(uint64_t *p, uint64_t v)
-{
-	uint64_t was = __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
-
-	assert(was >= v);
-	(void)was;
-}
-
-#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
-#define ATOMIC_SUB(p, v) counter_sub((p), (v))
-#define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-/* A counter written under a lock and read without it: no locked
- * instruction, yet a clean read. */
-#define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /* On its shard's dirty list? */
 static inline bool
@@ -283,13 +126,7 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 		sh->dhead = p;
 }
 
-/* Pages newly dirtied, counted once for a batch. */
-struct dirt {
-	uint64_t dirtied;   /* newly dirty */
-	uint64_t unwritten; /* ... of which not under writeback */
-};
-
-static void
+void
 dirty_page_locked(struct shard *sh, struct cpage *p, uint64_t seq, uint64_t now,
     struct dirt *d)
 {
@@ -309,7 +146,7 @@ dirty_page_locked(struct shard *sh, struct cpage *p, uint64_t seq, uint64_t now,
 	d->dirtied++;
 }
 
-static void
+void
 dirt_count(struct cache_file *f, const struct dirt *d)
 {
 	if (d->unwritten)
@@ -443,7 +280,7 @@ cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq,
 /* --- allocation and eviction ------------------------------------------ */
 
 /* Pick a clean page to reuse.  qlock held; shard locks by trylock only. */
-static struct cpage *
+struct cpage *
 evict_locked(struct cache *c)
 {
 	uint64_t budget = 2 * c->npages + 16;
@@ -537,7 +374,7 @@ page_release_unused(struct cache *c, struct cpage *p)
 
 /* A page new in F's index into an eviction queue: main if its ghost is
  * remembered, else small.  qlock held. */
-static void
+void
 page_enqueue_qlocked(struct cache *c, struct cache_file *f, struct cpage *p)
 {
 	uint64_t fp = mix64(((uint64_t)f->id << 48) ^ p->index) | 1;
@@ -905,25 +742,9 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 	return true;
 }
 
-/*
- * Is page INDEX written only in part by [off, off+len)?  The part of the
- * last page beyond the end of the export does not count.
- */
-static bool
-partial(const struct cache_file *f, uint64_t index, uint64_t off, uint64_t len)
-{
-	uint64_t start = index << f->c->page_shift;
-	uint64_t end = start + f->c->page_size;
-
-	if (end > f->size_bytes)
-		end = f->size_bytes;
-	return off > start || off + len < end;
-}
-
 /* Resident and filled, or fully covered: writable without a fill. */
-static bool
-page_writable(struct cache_file *f, uint64_t index, uint64_t off,
-    uint64_t len)
+bool
+page_writable(struct cache_file *f, uint64_t index, uint64_t off, uint64_t len)
 {
 	struct shard *sh = shard_of(f, index);
 	bool ok;
@@ -933,7 +754,7 @@ page_writable(struct cache_file *f, uint64_t index, uint64_t off,
 	if (p)
 		ok = p->flags & PF_FILLED;
 	else
-		ok = !partial(f, index, off, len);
+		ok = !page_partial(f, index, off, len);
 	pthread_mutex_unlock(&sh->lock);
 	return ok;
 }
@@ -999,7 +820,7 @@ cache_write_part(struct cache_file *f, const void *buf, uint64_t off,
 			}
 			p = lookup_locked(sh, index);
 		}
-		if (!p && partial(f, index, off, n)) {
+		if (!p && page_partial(f, index, off, n)) {
 			/* Evicted meanwhile: needs a fill after all. */
 			page_release_unused(c, spare);
 			*fill_index = index;
@@ -1029,257 +850,6 @@ cache_write_part(struct cache_file *f, const void *buf, uint64_t off,
 	if (held)
 		shard_unlock_counting(f, held, &d);
 	return r;
-}
-
-/* --- one copy per write ------------------------------------------------ */
-
-#define WBUF_DONE UINT32_MAX
-
-struct cache_wbuf {
-	struct cache_file *f;
-	uint64_t off;
-	uint32_t len;
-	uint32_t npages;
-	uint64_t first;     /* page index of off */
-	uint32_t *frame;    /* private page per page, or
-	                                   WBUF_DONE once in the index */
-	struct iovec iov[]; /* the payload's pieces */
-};
-
-/* How many private pages write buffers may hold: a quarter of the cache,
- * so that writes being received never push out the whole working set. */
-static uint64_t
-private_cap(const struct cache *c)
-{
-	return c->npages / 4 > 0 ? c->npages / 4 : 1;
-}
-
-/* Give the private frames still in W back to the free list. */
-static void
-wbuf_release(struct cache *c, struct cache_wbuf *w)
-{
-	uint32_t n = 0;
-
-	pthread_mutex_lock(&c->qlock);
-	for (uint32_t i = 0; i < w->npages; i++) {
-		if (w->frame[i] == WBUF_DONE)
-			continue;
-		c->free[c->nfree++] = w->frame[i];
-		w->frame[i] = WBUF_DONE;
-		n++;
-	}
-	if (n)
-		ATOMIC_SUB(&c->private_pages, n);
-	pthread_mutex_unlock(&c->qlock);
-}
-
-struct cache_wbuf *
-cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len)
-{
-	struct cache *c = f->c;
-	uint64_t first = off >> c->page_shift;
-	uint32_t npages;
-
-	if (len == 0 || off + len > f->size_bytes)
-		return NULL;
-	npages = (uint32_t)(((off + len - 1) >> c->page_shift) - first + 1);
-	struct cache_wbuf *w = malloc(
-	    sizeof *w + npages * sizeof w->iov[0] + npages * sizeof *w->frame);
-	if (!w)
-		return NULL;
-	w->f = f;
-	w->off = off;
-	w->len = len;
-	w->npages = npages;
-	w->first = first;
-	w->frame = (uint32_t *)(w->iov + npages);
-
-	/* One pass: the free list first, then clean pages evicted. */
-	uint32_t got = 0;
-	pthread_mutex_lock(&c->qlock);
-	if (ATOMIC_GET(&c->private_pages) + npages <= private_cap(c)) {
-		for (; got < npages; got++) {
-			struct cpage *p = c->nfree ?
-			    &c->pages[c->free[--c->nfree]] :
-			    evict_locked(c);
-			if (!p)
-				break;
-			w->frame[got] = (uint32_t)(p - c->pages);
-		}
-		if (got < npages) {
-			while (got > 0)
-				c->free[c->nfree++] = w->frame[--got];
-		} else {
-			ATOMIC_ADD(&c->private_pages, npages);
-			ATOMIC_SET(&c->wbuf_bytes, c->wbuf_bytes + len);
-		}
-	}
-	if (got < npages)
-		ATOMIC_SET(&c->wbuf_refused, c->wbuf_refused + 1);
-	pthread_mutex_unlock(&c->qlock);
-	if (got < npages) {
-		free(w);
-		return NULL;
-	}
-
-	for (uint32_t i = 0; i < npages; i++) {
-		struct cpage *p = &c->pages[w->frame[i]];
-		uint32_t at = i == 0 ? (uint32_t)(off & (c->page_size - 1)) : 0;
-		uint32_t n = c->page_size - at < len ? c->page_size - at : len;
-
-		p->flags = 0;
-		p->freq = 0;
-		p->hnext = p->dprev = p->dnext = NULL;
-		w->iov[i].iov_base = page_data(c, p) + at;
-		w->iov[i].iov_len = n;
-		len -= n;
-	}
-	return w;
-}
-
-const struct iovec *
-cache_wbuf_iov(const struct cache_wbuf *w, unsigned *niov)
-{
-	*niov = w->npages;
-	return w->iov;
-}
-
-void
-cache_wbuf_free(struct cache_wbuf *w)
-{
-	if (!w)
-		return;
-	wbuf_release(w->f->c, w);
-	free(w);
-}
-
-uint64_t
-cache_private_pages(struct cache *c)
-{
-	return ATOMIC_GET(&c->private_pages);
-}
-
-/* Private page Q's data replaces resident page P's (filled, not under
- * writeback): they exchange their memory, so P keeps its place in the
- * index, on the dirty list and in its eviction queue, and Q, holding P's
- * old data, is given back.  Shard lock held. */
-static void
-page_swap_locked(struct shard *sh, struct cpage *p, struct cpage *q)
-{
-	uint32_t frame = p->frame;
-
-	lock_assert_held(&sh->lock);
-	assert((p->flags & (PF_LIVE | PF_FILLED | PF_WB)) ==
-	    (PF_LIVE | PF_FILLED));
-	p->frame = q->frame;
-	q->frame = frame;
-	p->flags &= ~PF_ZERO;
-}
-
-/*
- * Commit pages [I, END) of W, all in shard SH; stops at a page that needs
- * a fill (returns false with its index in *FILL_INDEX).
- */
-static bool
-wbuf_commit_shard(struct cache_wbuf *w, struct shard *sh, uint32_t i,
-    uint32_t end, uint64_t seq, uint64_t now, uint64_t *fill_index)
-{
-	struct cache_file *f = w->f;
-	struct cache *c = f->c;
-	struct dirt d = { 0, 0 };
-	uint64_t published = 0;
-	uint32_t freed = 0;
-	bool ok = true;
-
-	pthread_mutex_lock(&sh->lock);
-	pthread_mutex_lock(&c->qlock);
-	for (; i < end; i++) {
-		uint64_t index = w->first + i;
-		if (w->frame[i] == WBUF_DONE)
-			continue;
-		struct cpage *q = &c->pages[w->frame[i]];
-		struct cpage *p = lookup_locked(sh, index);
-		bool whole = !partial(f, index, w->off, w->len);
-
-		if (!p && whole) {
-			/* Not resident: the private page becomes it. */
-			struct cpage **b = bucket_of(sh, index);
-			q->file = f;
-			q->index = index;
-			q->flags = PF_LIVE | PF_FILLED;
-			q->hnext = *b;
-			*b = q;
-			page_enqueue_qlocked(c, f, q);
-			published++;
-			p = q;
-		} else if (!p || !(p->flags & PF_FILLED)) {
-			/* Partial and not resident, or being filled. */
-			*fill_index = index;
-			ok = false;
-			break;
-		} else if (whole && !(p->flags & PF_WB)) {
-			page_swap_locked(sh, p, q);
-			c->free[c->nfree++] = w->frame[i];
-		} else {
-			/* Partial, or under writeback (a run may point at
-			 * it): copied into, the private page given back. */
-			memcpy((uint8_t *)page_data(c, p) +
-				(i == 0 ? (w->off & (c->page_size - 1)) : 0),
-			    w->iov[i].iov_base, w->iov[i].iov_len);
-			p->flags &= ~PF_ZERO;
-			c->free[c->nfree++] = w->frame[i];
-		}
-		freed++; /* no longer private */
-		dirty_page_locked(sh, p, seq, now, &d);
-		w->frame[i] = WBUF_DONE;
-	}
-	if (freed)
-		ATOMIC_SUB(&c->private_pages, freed);
-	pthread_mutex_unlock(&c->qlock);
-	if (published) {
-		ATOMIC_ADD(&f->cached_pages, published);
-		ATOMIC_ADD(&c->used, published);
-	}
-	dirt_count(f, &d);
-	pthread_mutex_unlock(&sh->lock);
-	return ok;
-}
-
-enum cache_write_result
-cache_wbuf_commit(struct cache_wbuf *w, uint64_t seq, uint64_t *fill_index)
-{
-	struct cache_file *f = w->f;
-	struct cache *c = f->c;
-	uint32_t last = w->npages - 1;
-	uint64_t now = now_ns();
-
-	/* As cache_write: an edge that needs a fill is read in before
-	 * anything is written. */
-	if (w->frame[0] != WBUF_DONE &&
-	    !page_writable(f, w->first, w->off, w->len)) {
-		*fill_index = w->first;
-		return CACHE_WRITE_NEED_FILL;
-	}
-	if (last != 0 && w->frame[last] != WBUF_DONE &&
-	    !page_writable(f, w->first + last, w->off, w->len)) {
-		*fill_index = w->first + last;
-		return CACHE_WRITE_NEED_FILL;
-	}
-	/* A chunk's pages share a shard: one lock pass per chunk. */
-	for (uint32_t i = 0; i <= last;) {
-		uint64_t index = w->first + i;
-		uint64_t chunk_end = ((index >> c->chunk_shift) + 1)
-		    << c->chunk_shift;
-		uint32_t end = chunk_end - w->first < w->npages ?
-		    (uint32_t)(chunk_end - w->first) :
-		    w->npages;
-
-		if (!wbuf_commit_shard(w, shard_of(f, index), i, end, seq, now,
-			fill_index))
-			return CACHE_WRITE_NEED_FILL;
-		i = end;
-	}
-	return CACHE_WRITE_OK;
 }
 
 /* How fill_begin() found page INDEX. */

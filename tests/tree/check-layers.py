@@ -22,10 +22,11 @@ disagree.  The rules:
   5. a header's name is used once in the tree (#include "x.h" names one
      file, whatever the include path);
   6. export.c includes neither conn.h nor ioloop.h (the connection owns
-     the reply; the export returns a verdict), cache.c includes no
-     header of the tree but cache.h and common/'s, and no file of net/
-     includes a header of cache/ (a connection receives a WRITE into
-     cache pages through the export);
+     the reply; the export returns a verdict); cache.c and wbuf.c include
+     no header of the tree but cache.h, cache-internal.h and common/'s;
+     a FOO-internal.h is included by its own component's files alone; and
+     no file of net/ includes a header of cache/ (a connection receives a
+     WRITE into cache pages through the export);
   7. only backend/ calls a backend's operations (b->ops->...): everyone
      else goes through backend.h's door.
 
@@ -53,6 +54,8 @@ OPS_CALL = re.compile(r'->ops->')
 DEP = re.compile(r'\b([A-Za-z]\w*)_dep\b')
 TOP = 'wbd'          # the component of daemon/ itself: the program
 BOTTOM = 'common'    # common/, beside daemon/
+CACHE_CORE = ('cache.c', 'wbuf.c')   # the cache's own files (rule 6) ...
+CACHE_HEADERS = ('cache.h', 'cache-internal.h')  # ... and what they include
 TABLE_BEGIN = '<!-- component table: begin -->'
 TABLE_END = '<!-- component table: end -->'
 
@@ -270,9 +273,9 @@ def check(d):
             for bad in ('conn.h', 'ioloop.h'):
                 if bad in names:
                     errors.append(f'{p} includes {bad}')
-        if base == 'cache.c':
+        if base in CACHE_CORE:
             extra = [q for q in t.includes[p] if t.files[q] != BOTTOM and
-                     os.path.basename(q) != 'cache.h']
+                     os.path.basename(q) not in CACHE_HEADERS]
             if extra:
                 errors.append(f'{p} includes headers of the tree: ' +
                               ', '.join(extra))
@@ -281,6 +284,10 @@ def check(d):
                 if t.files.get(q) == 'cache':
                     errors.append(f'{p} includes {q} (net reaches the '
                                   'cache through the export)')
+        for q in t.includes[p]:
+            if q.endswith('-internal.h') and t.files[q] != t.files[p]:
+                errors.append(f'{p} includes {q}, private to '
+                              f'{t.files[q]}')
     # 7. one door to the backends
     for p, text in sorted(t.text.items()):
         if t.files[p] == 'backend':
@@ -461,6 +468,7 @@ SELF_DOC_MODULES = '''
 def self_test():
     """A clean tree passes; each kind of break is caught."""
     failures = 0
+    PRIVATE = '#include "cache.h"\n#include "cache-internal.h"\n'
     cases = {
         'clean': ({}, False),
         'wrong-way': ({'daemon/cache/cache.c': '#include "cache.h"\n'
@@ -488,6 +496,12 @@ def self_test():
                       'daemon/cache/cache.c': '#include "cache.h"\n'
                                               '#include "prefault.h"\n'},
                      True),
+        'cache-private': ({'daemon/cache/cache-internal.h': '',
+                           'daemon/cache/wbuf.c': PRIVATE,
+                           'daemon/cache/cache.c': PRIVATE}, False),
+        'internal-outside': ({'daemon/cache/cache-internal.h': '',
+                              'daemon/io/pool.c': '#include "pool.h"\n'
+                              '#include "cache-internal.h"\n'}, True),
         'ops': ({'daemon/export/export.c': '#include "export.h"\n'
                  'int f(struct backend *b)'
                  '{ return b->ops->flush(b); }\n'}, True),
