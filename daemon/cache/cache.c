@@ -326,7 +326,9 @@ evict_locked(struct cache *c)
 			pthread_mutex_unlock(&sh->lock);
 			continue;
 		}
-		/* Evict: remember it in the ghost if it leaves from small. */
+		/* Evict: in the index, clean, so off the dirty list. */
+		assert((p->flags & PF_LIVE) && !page_listed(sh, p));
+		/* Remember it in the ghost if it leaves from small. */
 		if (q == &c->small) {
 			uint64_t fp = mix64(((uint64_t)p->file->id << 48) ^ p->index) | 1;
 			c->ghost[fp & c->ghost_mask] = fp;
@@ -399,6 +401,8 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	struct cpage **b = bucket_of(sh, index);
 
 	lock_assert_held(&sh->lock);
+	/* Fresh from page_alloc(): in no index and in no eviction queue. */
+	assert(p->file == NULL && p->queue == Q_NONE && p->flags == 0);
 	p->file = f;
 	p->index = index;
 	p->flags = PF_LIVE | flags;
@@ -928,8 +932,10 @@ fill_end(struct cache_file *f, uint64_t index, const void *data,
 	/* Not a placeholder put in after this read began: that one is its
 	 * own filler's (placeholders are numbered under the lock). */
 	if (p && !(p->flags & PF_FILLED) && p->seq <= m->placeholders) {
-		/* A placeholder: never dirtied nor written back. */
-		assert(!(p->flags & (PF_DIRTY | PF_WB)));
+		/* A placeholder: F's, in the index, never dirtied nor
+		 * written back, so off the dirty list. */
+		assert(p->file == f && (p->flags & PF_LIVE));
+		assert(!(p->flags & (PF_DIRTY | PF_WB)) && !page_listed(sh, p));
 		if (data) {
 			memcpy(page_data(c, p), data, c->page_size);
 			p->seq = 0;
@@ -1172,7 +1178,10 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	run->min_seq = UINT64_MAX;
 	for (uint64_t i = lo; i < hi; i++) {
 		struct cpage *q = lookup_locked(sh, i);
+		/* Dirty, so in the index, filled and on the dirty list. */
 		assert(page_takeable(q));
+		assert((q->flags & (PF_LIVE | PF_FILLED)) ==
+		    (PF_LIVE | PF_FILLED));
 		if (run->iov) {
 			run->iov[i - lo].iov_base = page_data(c, q);
 			run->iov[i - lo].iov_len = c->page_size;

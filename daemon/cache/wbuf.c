@@ -116,6 +116,8 @@ cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len)
 		uint32_t at = i == 0 ? (uint32_t)(off & (c->page_size - 1)) : 0;
 		uint32_t n = c->page_size - at < len ? c->page_size - at : len;
 
+		/* Off the free list or evicted: in no index, in no queue. */
+		assert(p->file == NULL && p->queue == Q_NONE);
 		p->flags = 0;
 		p->freq = 0;
 		p->hnext = p->dprev = p->dnext = NULL;
@@ -160,6 +162,7 @@ page_swap_locked(struct shard *sh, struct cpage *p, struct cpage *q)
 	lock_assert_held(&sh->lock);
 	assert((p->flags & (PF_LIVE | PF_FILLED | PF_WB)) ==
 	    (PF_LIVE | PF_FILLED));
+	assert(q->file == NULL && q->flags == 0);
 	p->frame = q->frame;
 	q->frame = frame;
 	p->flags &= ~PF_ZERO;
@@ -190,6 +193,8 @@ wbuf_commit_shard(struct cache_wbuf *w, struct shard *sh, uint32_t i,
 		struct cpage *p = lookup_locked(sh, index);
 		bool whole = !page_partial(f, index, w->off, w->len);
 
+		/* Private: in no index and in no eviction queue. */
+		assert(q->file == NULL && q->queue == Q_NONE && q->flags == 0);
 		if (!p && whole) {
 			/* Not resident: the private page becomes it. */
 			struct cpage **b = bucket_of(sh, index);
