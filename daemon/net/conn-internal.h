@@ -177,4 +177,15 @@ void conn_maybe_resume(struct conn *c);
 /* Stop reading and close once every reply has gone out. */
 void conn_close_gracefully(struct conn *c);
 
+/* Refusals and handshakes cut short: at most CONN_REFUSE_LOG_MAX lines in
+ * CONN_REFUSE_LOG_NS on one I/O thread, the next line counting those left
+ * out (conn_log_refusal), so that a client repeating them cannot flood the
+ * log (2,000 refused connections once wrote 4,000 lines in 1.3 s). */
+#define CONN_REFUSE_LOG_NS (10ull * 1000000000ull)
+#define CONN_REFUSE_LOG_MAX 10
+
+/* Log a refusal of C's (printf FMT) within the host's rate limit. */
+void conn_log_refusal(struct conn *c, bool warning, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

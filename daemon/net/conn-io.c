@@ -377,7 +377,7 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 			goto process;
 		if (errno == EPROTO && c->tls)
-			log_warnx("%s: TLS error; disconnecting", c->peer);
+			conn_log_refusal(c, true, "TLS error; disconnecting");
 		else if (errno != ECONNRESET)
 			log_warn("%s: read", c->peer);
 		conn_close_socket(c);
@@ -386,9 +386,9 @@ conn_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	if (n == 0) {
 		if (c->state != CS_TX_HEADER || c->rstart != c->rend)
-			log_info("%s: client closed the connection mid-%s",
-			    c->peer, c->state < CS_TX_HEADER ? "handshake" :
-			    "request");
+			conn_log_refusal(c, false,
+			    "client closed the connection mid-%s",
+			    c->state < CS_TX_HEADER ? "handshake" : "request");
 		else
 			log_debug("%s: client closed the connection", c->peer);
 		conn_close_gracefully(c);
@@ -448,8 +448,8 @@ conn_tls_step(struct conn *c)
 		}
 		return;
 	case TLS_FAILED:
-		log_warnx("%s: TLS handshake failed: %s; disconnecting",
-		    c->peer, err);
+		conn_log_refusal(c, true,
+		    "TLS handshake failed: %s; disconnecting", err);
 		conn_close_socket(c);
 		return;
 	case TLS_DONE:

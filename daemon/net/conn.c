@@ -999,10 +999,42 @@ conn_hs_may_open(void *arg, const struct hs_export *he, bool listing)
 		return true;
 	if (!listing && !c->refusal_logged) {
 		c->refusal_logged = true;
-		log_warnx("%s: export \"%s\" refused: %s", c->peer, e->name,
+		conn_log_refusal(c, true, "export \"%s\" refused: %s", e->name,
 		    why);
 	}
 	return false;
+}
+
+void
+conn_log_refusal(struct conn *c, bool warning, const char *fmt, ...)
+{
+	struct conn_host *h = c->host;
+	uint64_t now = now_ns();
+	char msg[512], more[64] = "";
+	va_list ap;
+
+	if (now - h->refuse_since_ns >= CONN_REFUSE_LOG_NS) {
+		h->refuse_since_ns = now;
+		h->refuse_logged = 0;
+	}
+	if (h->refuse_logged == CONN_REFUSE_LOG_MAX) {
+		h->refuse_quiet++;
+		return;
+	}
+	h->refuse_logged++;
+	if (h->refuse_quiet)
+		snprintf(more, sizeof more,
+		    " (%u more refused or cut short "
+		    "not logged)",
+		    h->refuse_quiet);
+	h->refuse_quiet = 0;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (warning)
+		log_warnx("%s: %s%s", c->peer, msg, more);
+	else
+		log_info("%s: %s%s", c->peer, msg, more);
 }
 
 void

@@ -5,7 +5,8 @@
 # 127.0.0.1, 127.0.0.2 and ::1.  A refusal is NBD_REP_ERR_POLICY on INFO
 # and GO (the client may go on and open another export), a close without
 # a reply on EXPORT_NAME, and one log line per connection; LIST shows a
-# client only the exports it may open.
+# client only the exports it may open.  300 refused connections in a row
+# leave at most 10 lines on each I/O thread in 10 s.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' \
@@ -135,4 +136,24 @@ grep -q 'export "v6" refused: 127.0.0.1 matches none' "$LOG" ||
 	fail "no refusal logged for 127.0.0.1 -> v6"
 grep -q 'export "two" refused: \[::1\] matches none' "$LOG" ||
 	fail "no refusal logged for ::1 -> two"
+
+before=$(grep -c 'export "two" refused' "$LOG")
+"$PYTHON" - "$SRCDIR" "$PORT" <<'PY' || fail "see above"
+import socket, sys
+sys.path.insert(0, sys.argv[1])
+from nbdraw import Raw, OPT_EXPORT_NAME
+for _ in range(300):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=20)
+    r = Raw.__new__(Raw)
+    r.s, r.structured = s, False
+    r.greeting()
+    r.send_option(OPT_EXPORT_NAME, b"two")
+    r.expect_eof("EXPORT_NAME of a refused export")
+    s.close()
+PY
+lines=$(($(grep -c 'export "two" refused' "$LOG") - before))
+threads=$(getconf _NPROCESSORS_ONLN)
+((lines >= 1 && lines <= 10 * threads)) ||
+	fail "$lines log lines for 300 refused connections (at most 10 a thread in 10 s, $threads threads)"
+log "300 refused connections: $lines log lines"
 assert_alive
