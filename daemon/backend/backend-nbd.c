@@ -555,7 +555,12 @@ bn_conn_put(struct backend_nbd *bn, struct bn_conn *c)
 	int wake_fd = -1;
 
 	pthread_mutex_lock(&bn->lock);
-	if (--c->inflight == 0 && c->retired) {
+	c->inflight--;
+	/* Another caller may be driving it with its own (bn_poll_claim_locked):
+	 * closed once that round is over. */
+	while (c->inflight == 0 && c->retired && c->polling)
+		pthread_cond_wait(&bn->cond, &bn->lock);
+	if (c->inflight == 0 && c->retired && c->h) {
 		h = c->h;
 		wake_fd = c->wake_fd;
 		c->h = NULL;
@@ -670,51 +675,95 @@ bn_submit(struct nbd_handle *h, enum bn_op op, void *buf, uint32_t count,
 	return -1;
 }
 
-/* Drive C's handle once: wait for its socket (or a wake-up, or CALLER_FD
- * readable: then true), with no lock held, and tell libnbd what
- * happened. */
-static bool
-bn_poll_once(struct bn_conn *c, int timeout_ms, int caller_fd)
+/* Add C's socket (if its handle lives) and wake-up to FDS at *N. */
+static void
+bn_poll_add(struct bn_conn *c, struct pollfd *fds, unsigned *n)
 {
-	struct nbd_handle *h = c->h;
-	struct pollfd fds[3] = {
-		{ .fd = -1 },
-		{ .fd = c->wake_fd, .events = POLLIN },
-		{ .fd = caller_fd, .events = POLLIN },
-	};
+	struct pollfd *s = &fds[(*n)++], *w = &fds[(*n)++];
 
-	if (!bn_handle_dead(h)) {
-		unsigned dir = nbd_aio_get_direction(h);
-		fds[0].fd = nbd_aio_get_fd(h);
-		if (dir & LIBNBD_AIO_DIRECTION_READ)
-			fds[0].events |= POLLIN;
-		if (dir & LIBNBD_AIO_DIRECTION_WRITE)
-			fds[0].events |= POLLOUT;
-	} else {
-		/* libnbd completed every command when it died; nothing
-		 * should be waiting.  Do not spin if something is. */
-		timeout_ms = 10;
-	}
-	if (poll(fds, 3, timeout_ms) <= 0)
-		return false;
-	if (fds[1].revents & POLLIN) {
+	*s = (struct pollfd){ .fd = -1 };
+	*w = (struct pollfd){ .fd = c->wake_fd, .events = POLLIN };
+	if (bn_handle_dead(c->h))
+		return;
+	unsigned dir = nbd_aio_get_direction(c->h);
+	s->fd = nbd_aio_get_fd(c->h);
+	if (dir & LIBNBD_AIO_DIRECTION_READ)
+		s->events |= POLLIN;
+	if (dir & LIBNBD_AIO_DIRECTION_WRITE)
+		s->events |= POLLOUT;
+}
+
+/* Tell libnbd what happened on C's socket (S) and drain its wake-up
+ * (W): one notification per round, as the first may change the state. */
+static void
+bn_poll_notify(struct bn_conn *c, const struct pollfd *s,
+    const struct pollfd *w)
+{
+	short ev = s->revents;
+
+	if (w->revents & POLLIN) {
 		uint64_t v;
 		if (read(c->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
 			log_debug("eventfd read: %s", strerror(errno));
 	}
-	bool called = fds[2].revents & POLLIN;
-	short ev = fds[0].revents;
-	if (fds[0].fd < 0 || ev == 0)
-		return called;
-	/* One notification per round: the first may change the state. */
-	if ((ev & POLLOUT) && (fds[0].events & POLLOUT))
-		nbd_aio_notify_write(h);
-	else if ((ev & (POLLIN | POLLHUP | POLLERR)) &&
-	    (fds[0].events & POLLIN))
-		nbd_aio_notify_read(h);
+	if (s->fd < 0 || ev == 0)
+		return;
+	if ((ev & POLLOUT) && (s->events & POLLOUT))
+		nbd_aio_notify_write(c->h);
+	else if ((ev & (POLLIN | POLLHUP | POLLERR)) && (s->events & POLLIN))
+		nbd_aio_notify_read(c->h);
 	else if (ev & (POLLHUP | POLLERR))
-		nbd_aio_notify_write(h);
-	return called;
+		nbd_aio_notify_write(c->h);
+}
+
+/*
+ * Drive the N handles of CS once (CS[0] the caller's, the others busy
+ * connections nobody else drives): wait for their sockets (or a wake-up,
+ * or CALLER_FD readable: then true), with no lock held, and tell libnbd
+ * what happened.  Driving them all is what keeps a window of writes
+ * spread over a multi-conn remote moving: a write larger than the
+ * socket's buffer is only sent as its connection is driven.
+ */
+static bool
+bn_poll_once(struct bn_conn **cs, unsigned n, int timeout_ms, int caller_fd)
+{
+	struct pollfd fds[2 * BN_MAX_CONNS + 1];
+	unsigned nfds = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		bn_poll_add(cs[i], fds, &nfds);
+	/* libnbd completed every command when it died; nothing should be
+	 * waiting.  Do not spin if something is. */
+	if (bn_handle_dead(cs[0]->h))
+		timeout_ms = 10;
+	fds[nfds++] = (struct pollfd){ .fd = caller_fd, .events = POLLIN };
+	if (poll(fds, nfds, timeout_ms) <= 0)
+		return false;
+	for (unsigned i = 0; i < n; i++)
+		bn_poll_notify(cs[i], &fds[2 * i], &fds[2 * i + 1]);
+	return fds[nfds - 1].revents & POLLIN;
+}
+
+/* Mark C (to be driven) and every other live connection with commands in
+ * flight that nobody drives as polled, into CS; how many. */
+static unsigned
+bn_poll_claim_locked(struct backend_nbd *bn, struct bn_conn *c,
+    struct bn_conn **cs)
+{
+	unsigned n = 0;
+
+	lock_assert_held(&bn->lock);
+	cs[n++] = c;
+	c->polling = true;
+	for (unsigned i = 0; i < bn->max_conns; i++) {
+		struct bn_conn *o = &bn->conns[i];
+		if (o == c || !o->h || o->polling || o->inflight == 0 ||
+		    bn_handle_dead(o->h))
+			continue;
+		o->polling = true;
+		cs[n++] = o;
+	}
+	return n;
 }
 
 /* Is FD readable now? */
@@ -776,11 +825,13 @@ bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
 		int ms = BN_POLL_SLICE_MS;
 		if (!c->shut && deadline_ns - now < ms * NS_PER_MS)
 			ms = (int)((deadline_ns - now) / NS_PER_MS) + 1;
-		c->polling = true;
+		struct bn_conn *cs[BN_MAX_CONNS];
+		unsigned n = bn_poll_claim_locked(bn, c, cs);
 		pthread_mutex_unlock(&bn->lock);
-		bool called = bn_poll_once(c, ms, caller_fd);
+		bool called = bn_poll_once(cs, n, ms, caller_fd);
 		pthread_mutex_lock(&bn->lock);
-		c->polling = false;
+		for (unsigned i = 0; i < n; i++)
+			cs[i]->polling = false;
 		pthread_cond_broadcast(&bn->cond);
 		if (called && !__atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE))
 			break;
