@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test-linkest.c - a device's link estimate (linkest.h): the round trip
+ * is the least latency seen lately, the bandwidth counts only time with
+ * writes in flight, failed writes count in neither, and the window of
+ * writes starts at its floor, grows to twice bandwidth x round trip on a
+ * simulated link (a programmed latency and bandwidth, time passed
+ * explicitly), and keeps within its bounds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "linkest.h"
+
+#define MS 1000000ull
+#define S 1000000000ull
+
+static void
+test_no_estimate_keeps_the_floor(void **state)
+{
+	struct linkest e = { 0 };
+
+	(void)state;
+	assert_int_equal(linkest_window(&e, 16, 0, 1024), 16);
+	assert_int_equal(linkest_rtt_ns(&e), 0);
+	assert_int_equal(linkest_bw_max_bps(&e), 0);
+	/* One write, shorter than a period: a round trip, no bandwidth. */
+	linkest_begin(&e, 4096, 1 * S);
+	linkest_end(&e, 4096, 5 * MS, true, 1 * S + 5 * MS);
+	assert_int_equal(linkest_rtt_ns(&e), 5 * MS);
+	assert_int_equal(linkest_bw_max_bps(&e), 0);
+	assert_int_equal(linkest_window(&e, 16, 0, 1024), 16);
+}
+
+static void
+test_round_trip_is_the_recent_minimum(void **state)
+{
+	struct linkest e = { 0 };
+	uint64_t t = 1 * S;
+
+	(void)state;
+	for (unsigned i = 0; i < 10; i++) {
+		uint64_t lat = (i % 2 ? 30 : 20) * MS;
+		linkest_begin(&e, 4096, t);
+		t += lat;
+		linkest_end(&e, 4096, lat, true, t);
+	}
+	assert_int_equal(linkest_rtt_ns(&e), 20 * MS);
+	assert_true(e.srtt_ns > 20 * MS && e.srtt_ns < 30 * MS);
+	/* The path got longer: the old minimum expires with its window. */
+	t += LINKEST_RTT_WINDOW_NS;
+	linkest_begin(&e, 4096, t);
+	t += 50 * MS;
+	linkest_end(&e, 4096, 50 * MS, true, t);
+	assert_int_equal(linkest_rtt_ns(&e), 50 * MS);
+}
+
+static void
+test_bandwidth_counts_busy_time_only(void **state)
+{
+	struct linkest e = { 0 };
+	uint64_t t = 1 * S;
+
+	(void)state;
+	/* 1 MiB every 10 ms, one at a time: 100 MiB/s while busy, with a
+	 * second idle between each batch of 30. */
+	for (unsigned batch = 0; batch < 4; batch++) {
+		for (unsigned i = 0; i < 30; i++) {
+			linkest_begin(&e, 1 << 20, t);
+			t += 10 * MS;
+			linkest_end(&e, 1 << 20, 10 * MS, true, t);
+		}
+		t += 1 * S;
+	}
+	assert_true(e.periods >= 4);
+	uint64_t want = 100ull << 20;
+	assert_true(e.bw_bps > want * 95 / 100 && e.bw_bps < want * 105 / 100);
+	assert_true(linkest_bw_max_bps(&e) < want * 105 / 100);
+	assert_int_equal(e.inflight, 0);
+	assert_int_equal(e.inflight_bytes, 0);
+	assert_int_equal(e.inflight_max, 1);
+}
+
+static void
+test_failed_writes_count_in_neither(void **state)
+{
+	struct linkest e = { 0 };
+	uint64_t t = 1 * S;
+
+	(void)state;
+	for (unsigned i = 0; i < 100; i++) {
+		linkest_begin(&e, 1 << 20, t);
+		t += 1 * MS;
+		linkest_end(&e, 1 << 20, 1 * MS, false, t);
+	}
+	assert_int_equal(linkest_rtt_ns(&e), 0);
+	assert_int_equal(e.period_bytes, 0);
+	assert_int_equal(e.bw_bps, 0);
+	assert_int_equal(e.inflight, 0);
+	assert_int_equal(linkest_window(&e, 16, 0, 1024), 16);
+}
+
+/*
+ * A link of BW bytes/s and a round trip of RTT_NS, writes of SIZE bytes
+ * kept WINDOW at a time (linkest_window, between FLOOR and MAX_WRITES),
+ * for DURATION_NS: each write is sent once the link is free, and
+ * answered a round trip after its last byte went.  Returns the window
+ * at the end.
+ */
+struct sim_link {
+	uint64_t bw, rtt_ns, size;
+	unsigned floor, max_writes;
+	uint64_t max_bytes;
+};
+
+static unsigned
+sim_run(struct linkest *e, const struct sim_link *l, uint64_t duration_ns,
+    unsigned *max_window)
+{
+	enum {
+		MAXQ = 4096
+	};
+	static uint64_t start[MAXQ], done[MAXQ];
+	unsigned head = 0, n = 0, window = l->floor;
+	uint64_t t = 1 * S, end = t + duration_ns, link_free = t;
+
+	*max_window = 0;
+	while (t < end) {
+		window =
+		    linkest_window(e, l->floor, l->max_bytes, l->max_writes);
+		if (window > *max_window)
+			*max_window = window;
+		while (n < window && n < MAXQ) {
+			unsigned k = (head + n++) % MAXQ;
+			uint64_t sent = link_free > t ? link_free : t;
+			link_free = sent + l->size * S / l->bw;
+			start[k] = t;
+			done[k] = link_free + l->rtt_ns;
+			linkest_begin(e, l->size, t);
+		}
+		t = done[head];
+		linkest_end(e, l->size, t - start[head], true, t);
+		head = (head + 1) % MAXQ;
+		n--;
+	}
+	return window;
+}
+
+static void
+test_window_grows_to_the_bandwidth_delay_product(void **state)
+{
+	struct linkest e = { 0 };
+	/* 100 MB/s, 20 ms: 2 MB in flight, 31 writes of 64 KiB; twice that
+	 * kept. */
+	struct sim_link l = { .bw = 100000000,
+		.rtt_ns = 20 * MS,
+		.size = 64 << 10,
+		.floor = 16,
+		.max_writes = 1024 };
+	unsigned max_window;
+
+	(void)state;
+	unsigned w = sim_run(&e, &l, 10 * S, &max_window);
+	uint64_t bdp_writes = l.bw * l.rtt_ns / S / l.size;
+	assert_true(w >= 2 * bdp_writes - 4 && w <= 2 * bdp_writes + 8);
+	assert_true(max_window <= 2 * bdp_writes + 8);
+	/* The link is full: its bandwidth, and its round trip unqueued. */
+	assert_true(e.bw_bps > l.bw * 95 / 100 && e.bw_bps <= l.bw * 101 / 100);
+	assert_true(linkest_rtt_ns(&e) >= l.rtt_ns &&
+	    linkest_rtt_ns(&e) < l.rtt_ns + 2 * MS);
+	assert_true(e.inflight_max >= 2 * bdp_writes - 4);
+}
+
+static void
+test_a_short_link_keeps_the_floor(void **state)
+{
+	struct linkest e = { 0 };
+	/* 1 GB/s, 0.1 ms: under two writes of 64 KiB in flight. */
+	struct sim_link l = { .bw = 1000000000,
+		.rtt_ns = MS / 10,
+		.size = 64 << 10,
+		.floor = 16,
+		.max_writes = 1024 };
+	unsigned max_window;
+
+	(void)state;
+	assert_int_equal(sim_run(&e, &l, 2 * S, &max_window), 16);
+	assert_int_equal(max_window, 16);
+}
+
+static void
+test_window_keeps_within_its_bounds(void **state)
+{
+	struct linkest e = { 0 };
+	struct sim_link l = { .bw = 100000000,
+		.rtt_ns = 100 * MS,
+		.size = 64 << 10,
+		.floor = 16,
+		.max_writes = 1024,
+		.max_bytes = 4 << 20 };
+	unsigned max_window;
+
+	(void)state;
+	/* max_bytes: 4 MiB of 64 KiB writes. */
+	assert_int_equal(sim_run(&e, &l, 5 * S, &max_window), 64);
+	assert_int_equal(max_window, 64);
+	/* The setting may say less than the floor. */
+	assert_int_equal(linkest_window(&e, 16, 256 << 10, 1024), 4);
+	/* The writes the window can hold. */
+	assert_int_equal(linkest_window(&e, 16, 0, 100), 100);
+	assert_int_equal(linkest_window(&e, 16, 1, 100), 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_estimate_keeps_the_floor),
+		cmocka_unit_test(test_round_trip_is_the_recent_minimum),
+		cmocka_unit_test(test_bandwidth_counts_busy_time_only),
+		cmocka_unit_test(test_failed_writes_count_in_neither),
+		cmocka_unit_test(
+		    test_window_grows_to_the_bandwidth_delay_product),
+		cmocka_unit_test(test_a_short_link_keeps_the_floor),
+		cmocka_unit_test(test_window_keeps_within_its_bounds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
