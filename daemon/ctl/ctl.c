@@ -820,7 +820,8 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	    (int)cred.pid, cl->admin ? " (admin)" : "");
 }
 
-/* Writeback bandwidth per device, sampled once a second. */
+/* Each device's writeback rate and CPU share, sampled once a second
+ * (wb_dev_sample). */
 static void
 ctl_sample_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -829,34 +830,8 @@ ctl_sample_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	uint64_t now = now_ns();
 
 	ctl_close_idle(cs, now);
-	for (size_t i = 0; i < daemon_n_devs(d); i++) {
-		struct wb_dev *dev = d->devs[i];
-		uint64_t bytes = __atomic_load_n(&dev->written_bytes,
-		    __ATOMIC_RELAXED);
-		if (dev->bw_last_ns) {
-			uint64_t dt = now - dev->bw_last_ns;
-			uint64_t rate = dt ? (bytes - dev->bw_last_bytes) *
-			    1000000000ull / dt : 0;
-			/* Smoothed over a few seconds. */
-			uint64_t old = __atomic_load_n(&dev->bandwidth_bps,
-			    __ATOMIC_RELAXED);
-			__atomic_store_n(&dev->bandwidth_bps,
-			    (old + rate) / 2, __ATOMIC_RELAXED);
-		}
-		uint64_t cpu =
-		    __atomic_load_n(&dev->wb_cpu_ns, __ATOMIC_RELAXED);
-		if (dev->bw_last_ns && now > dev->bw_last_ns) {
-			uint64_t share = (cpu - dev->cpu_last_ns) * 1000000ull /
-			    (now - dev->bw_last_ns);
-			uint64_t old = __atomic_load_n(&dev->wb_cpu_share_ppm,
-			    __ATOMIC_RELAXED);
-			__atomic_store_n(&dev->wb_cpu_share_ppm,
-			    (old + share) / 2, __ATOMIC_RELAXED);
-		}
-		dev->cpu_last_ns = cpu;
-		dev->bw_last_bytes = bytes;
-		dev->bw_last_ns = now;
-	}
+	for (size_t i = 0; i < daemon_n_devs(d); i++)
+		wb_dev_sample(d->devs[i], now);
 }
 
 /* --- life cycle -------------------------------------------------------- */

@@ -3,6 +3,9 @@
  * wbdev.c - writeback devices and their worker pools.  Created by the
  * main thread (start-up) or under tune_lock; the target slots are filled
  * and emptied under tune_lock and read without a lock (see wbdev.h).
+ * The device's own figures: its writeback rate and CPU share (sampled by
+ * the control thread), and its link estimate (linkest.h, under est_lock,
+ * fed by the workers' writes).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +13,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "lock.h"
 #include "log.h"
 #include "wbdev.h"
 
@@ -24,6 +28,7 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params,
 		return NULL;
 	dev->id = id;
 	pthread_mutex_init(&dev->read_lock, NULL);
+	lock_init(&dev->est_lock);
 	dev->read_tail = &dev->read_head;
 	dev->read_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	snprintf(dev->name, sizeof dev->name, "%s", name);
@@ -36,6 +41,7 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params,
 		if (dev->read_wake >= 0)
 			close(dev->read_wake);
 		pthread_mutex_destroy(&dev->read_lock);
+		pthread_mutex_destroy(&dev->est_lock);
 		free(dev);
 		return NULL;
 	}
@@ -65,5 +71,82 @@ wb_dev_free(struct wb_dev *dev)
 	pubtab_free(&dev->targets);
 	close(dev->read_wake);
 	pthread_mutex_destroy(&dev->read_lock);
+	pthread_mutex_destroy(&dev->est_lock);
 	free(dev);
+}
+
+void
+wb_dev_write_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	linkest_begin(&dev->est, bytes, now);
+	pthread_mutex_unlock(&dev->est_lock);
+}
+
+void
+wb_dev_write_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
+    bool ok, uint64_t now)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	linkest_end(&dev->est, bytes, latency_ns, ok, now);
+	pthread_mutex_unlock(&dev->est_lock);
+}
+
+unsigned
+wb_dev_window(struct wb_dev *dev, unsigned floor, uint64_t max_bytes,
+    unsigned max_writes)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	unsigned w = linkest_window(&dev->est, floor, max_bytes, max_writes);
+	pthread_mutex_unlock(&dev->est_lock);
+	__atomic_store_n(&dev->window, w, __ATOMIC_RELAXED);
+	return w;
+}
+
+void
+wb_dev_link(struct wb_dev *dev, struct wb_dev_link *l)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	*l = (struct wb_dev_link){ .rtt_ns = linkest_rtt_ns(&dev->est),
+		.srtt_ns = dev->est.srtt_ns,
+		.bandwidth_bps = dev->est.bw_bps,
+		.inflight = dev->est.inflight,
+		.inflight_max = dev->est.inflight_max,
+		.inflight_bytes = dev->est.inflight_bytes };
+	pthread_mutex_unlock(&dev->est_lock);
+	l->window = __atomic_load_n(&dev->window, __ATOMIC_RELAXED);
+}
+
+/* OLD and a new SAMPLE, averaged: smoothed over a few seconds. */
+static uint64_t
+wb_dev_smooth(uint64_t old, uint64_t sample)
+{
+	return (old + sample) / 2;
+}
+
+void
+wb_dev_sample(struct wb_dev *dev, uint64_t now)
+{
+	uint64_t bytes = __atomic_load_n(&dev->written_bytes, __ATOMIC_RELAXED);
+	uint64_t cpu = __atomic_load_n(&dev->wb_cpu_ns, __ATOMIC_RELAXED);
+
+	if (dev->bw_last_ns && now > dev->bw_last_ns) {
+		uint64_t dt = now - dev->bw_last_ns;
+		uint64_t rate =
+		    (bytes - dev->bw_last_bytes) * 1000000000ull / dt;
+		uint64_t share = (cpu - dev->cpu_last_ns) * 1000000ull / dt;
+		__atomic_store_n(&dev->bandwidth_bps,
+		    wb_dev_smooth(__atomic_load_n(&dev->bandwidth_bps,
+				      __ATOMIC_RELAXED),
+			rate),
+		    __ATOMIC_RELAXED);
+		__atomic_store_n(&dev->wb_cpu_share_ppm,
+		    wb_dev_smooth(__atomic_load_n(&dev->wb_cpu_share_ppm,
+				      __ATOMIC_RELAXED),
+			share),
+		    __ATOMIC_RELAXED);
+	}
+	dev->cpu_last_ns = cpu;
+	dev->bw_last_bytes = bytes;
+	dev->bw_last_ns = now;
 }

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "job.h"
+#include "linkest.h"
 #include "pool.h"
 #include "pubtab.h"
 #include "ratelimit.h"
@@ -60,14 +61,25 @@ struct wb_dev {
 	/* Pages dirtied again after a failed flush of a file or block
 	 * device (wb_redo_failed_flush). */
 	uint64_t flush_redo_pages;
-	uint64_t bandwidth_bps;         /* writeback rate, sampled by ctl */
+	/* The writeback rate (atomic), sampled once a second by
+	 * wb_dev_sample from written_bytes; bw_last_* are its own. */
+	uint64_t bandwidth_bps;
 	uint64_t bw_last_bytes, bw_last_ns;
 	/* CPU time of writeback work on the device's workers (their thread
-	 * CPU clocks, atomic), and its share of one CPU, sampled by ctl in
-	 * millionths (smoothed like bandwidth_bps). */
+	 * CPU clocks, atomic), and its share of one CPU in millionths
+	 * (atomic, sampled by wb_dev_sample, smoothed like bandwidth_bps). */
 	uint64_t wb_cpu_ns;
 	uint64_t wb_cpu_share_ppm;
 	uint64_t cpu_last_ns;
+	/* The link as writeback's completions measure it (linkest.h):
+	 * round trip, bandwidth, writes in flight; under est_lock, a leaf
+	 * taken once as each write begins and ends.  window (atomic): the
+	 * writes the last window on a remote was sized to. */
+	pthread_mutex_t est_lock;
+	struct linkest est;
+	unsigned window;
+	/* Bytes written back by write-behind (remote.write_behind), atomic. */
+	uint64_t write_behind_bytes;
 
 	/* Work waiting or running, by reason (atomics; WB_REASON_*), besides
 	 * the background and periodic flags above; "read" counts cache-miss
@@ -115,6 +127,30 @@ wb_dev_target(struct wb_dev *dev, unsigned i)
 {
 	return pubtab_get(&dev->targets, i);
 }
+
+/* The device's link, as read at one moment (wb_dev_link). */
+struct wb_dev_link {
+	uint64_t rtt_ns, srtt_ns; /* 0: none yet */
+	uint64_t bandwidth_bps;   /* smoothed; 0: none yet */
+	unsigned window;          /* writes, the last one sized */
+	unsigned inflight, inflight_max;
+	uint64_t inflight_bytes;
+};
+
+/* A write of BYTES to DEV begins, or ends after LATENCY_NS (written: OK);
+ * for the estimate (any thread). */
+void wb_dev_write_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now);
+void wb_dev_write_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
+    bool ok, uint64_t now);
+/* The writes to keep in flight on DEV: the link's window, at least FLOOR,
+ * at most MAX_BYTES (0: no bound) and MAX_WRITES (linkest_window). */
+unsigned wb_dev_window(struct wb_dev *dev, unsigned floor, uint64_t max_bytes,
+    unsigned max_writes);
+void wb_dev_link(struct wb_dev *dev, struct wb_dev_link *l);
+/* Once a second (the control thread): the writeback rate and CPU share
+ * since the last call, smoothed, into bandwidth_bps and
+ * wb_cpu_share_ppm. */
+void wb_dev_sample(struct wb_dev *dev, uint64_t now);
 
 /* A device and its pool, whose workers are readers of GRACE (may be
  * NULL). */
