@@ -1539,6 +1539,10 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	    __ATOMIC_RELAXED);
 	__atomic_store_n(&bn->b.commit_ms, rc->commit_interval_ms,
 	    __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->b.max_inflight_bytes,
+	    rc->max_writeback_inflight_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->b.write_behind, rc->write_behind,
+	    __ATOMIC_RELAXED);
 }
 
 static const struct backend_ops backend_nbd_ops = {
@@ -1653,6 +1657,9 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 	bn->read_connection = rc ? rc->read_connection : true;
 	bn->b.unflushed_max = rc ? rc->unflushed_ranges : 1024;
 	bn->b.commit_ms = rc ? rc->commit_interval_ms : 50;
+	bn->b.max_inflight_bytes =
+	    rc ? rc->max_writeback_inflight_bytes : 64u << 20;
+	bn->b.write_behind = rc ? rc->write_behind : true;
 	bn->uri = strdup(uri);
 	if (!bn->uri)
 		goto fail;

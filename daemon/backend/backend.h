@@ -147,6 +147,12 @@ struct backend {
 	/* With BACKEND_REDO_AFTER_LOSS (atomic, only rising): times its
 	 * connection was lost, each outage counted once. */
 	uint64_t losses;
+	/* A remote's (atomics, from remote.max_writeback_inflight_bytes and
+	 * remote.write_behind, changed by a reload); 0 and false for a local
+	 * one: the bound of writeback's window, in bytes (linkest.h), and
+	 * whether an idle device's dirty data is written back at once. */
+	uint64_t max_inflight_bytes;
+	bool write_behind;
 };
 
 /*

@@ -102,6 +102,10 @@ struct remote_conf {
 	                                   per export (wb_target.uf); 1024 */
 	unsigned commit_interval_ms;    /* writeback flushes what it wrote at
 	                                   most this often; 0: never; 50 */
+	uint64_t max_writeback_inflight_bytes; /* bound of the writeback
+	                                   window (linkest.h); 64 MiB */
+	bool write_behind; /* write back an idle device's dirty
+	                                   data at once; default true */
 };
 
 /* What one client, or all of them, may take (slots). */

@@ -1017,15 +1017,19 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 }
 
 /* remote = { connect_timeout_ms; reconnect_max_ms; io_timeout_ms;
- * read_connection; unflushed_ranges; commit_interval_ms; } */
+ * read_connection; unflushed_ranges; commit_interval_ms;
+ * max_writeback_inflight_bytes; write_behind; } */
 static int
 cfg_remote(struct cfg_load *ld, const config_setting_t *root,
     struct remote_conf *rc)
 {
 	static const char *const keys[] = { "connect_timeout_ms",
 		"reconnect_max_ms", "io_timeout_ms", "read_connection",
-		"unflushed_ranges", "commit_interval_ms", NULL };
+		"unflushed_ranges", "commit_interval_ms",
+		"max_writeback_inflight_bytes", "write_behind", NULL };
 	config_setting_t *g;
+	uint64_t inflight = rc->max_writeback_inflight_bytes;
+	int r;
 
 	if (cfg_group(ld, root, "remote", &g) == -1)
 		return -1;
@@ -1042,8 +1046,19 @@ cfg_remote(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_uint(ld, g, "unflushed_ranges", 1, 65536,
 		&rc->unflushed_ranges) == -1 ||
 	    cfg_uint(ld, g, "commit_interval_ms", 0, 60000,
-		&rc->commit_interval_ms) == -1)
+		&rc->commit_interval_ms) == -1 ||
+	    cfg_bool(ld, g, "write_behind", &rc->write_behind) == -1 ||
+	    (r = cfg_size(ld, g, "max_writeback_inflight_bytes", &inflight,
+		 NULL)) == -1)
 		return -1;
+	if (r == 1 && (inflight < 4096 || inflight > (1ull << 30))) {
+		cfg_error(ld,
+		    config_setting_get_member(g,
+			"max_writeback_inflight_bytes"),
+		    "max_writeback_inflight_bytes must be from 4K to 1G");
+		return -1;
+	}
+	rc->max_writeback_inflight_bytes = inflight;
 	return 0;
 }
 
@@ -1381,6 +1396,8 @@ config_defaults(struct wbd_config *cfg)
 	cfg->remote.read_connection = true;
 	cfg->remote.unflushed_ranges = 1024;
 	cfg->remote.commit_interval_ms = 50;
+	cfg->remote.max_writeback_inflight_bytes = 64u << 20;
+	cfg->remote.write_behind = true;
 
 	cfg->limits.max_connections = 1024;
 	cfg->limits.max_connections_per_client = 64;

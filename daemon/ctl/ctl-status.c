@@ -186,6 +186,34 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
 	return o;
 }
 
+/* The device's link as writeback measures it (wbdev.h, linkest.h): the
+ * round trip, the bandwidth, the window and what is in flight; and on a
+ * remote its bound and write-behind. */
+static json_t *
+ctl_link_json(struct wb_dev *dev, struct backend *b)
+{
+	struct wb_dev_link l;
+	json_t *o = json_object();
+	bool remote = b && (b->caps & BACKEND_REMOTE);
+
+	wb_dev_link(dev, &l);
+	if (!o)
+		return json_null();
+	ctl_set_u64(o, "round_trip_us", l.rtt_ns / 1000);
+	ctl_set_u64(o, "latency_us", l.srtt_ns / 1000);
+	ctl_set_u64(o, "bandwidth_bytes_per_s", l.bandwidth_bps);
+	ctl_set_u64(o, "window_writes", l.window);
+	ctl_set_u64(o, "writes_in_flight", l.inflight);
+	ctl_set_u64(o, "bytes_in_flight", l.inflight_bytes);
+	ctl_set_u64(o, "writes_in_flight_max", l.inflight_max);
+	ctl_set_u64(o, "max_inflight_bytes",
+	    remote ? LOAD(&b->max_inflight_bytes) : 0);
+	json_object_set_new(o, "write_behind",
+	    json_boolean(remote && LOAD(&b->write_behind)));
+	ctl_set_u64(o, "write_behind_bytes", LOAD(&dev->write_behind_bytes));
+	return o;
+}
+
 static json_t *
 ctl_device_json(struct daemon *d, struct wb_dev *dev)
 {
@@ -275,6 +303,7 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		json_object_set_new(o, "writeback_cpu_share",
 		    json_real((double)LOAD(&dev->wb_cpu_share_ppm) / 1e6));
 		json_object_set_new(o, "remote", remote);
+		json_object_set_new(o, "link", ctl_link_json(dev, b));
 	} else {
 		json_decref(remote);
 	}

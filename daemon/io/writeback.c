@@ -730,6 +730,7 @@ struct wb_io {
 	uint64_t start_ns;
 	uint64_t losses; /* backend.losses when it began */
 	uint64_t fails;  /* target.flush_fails when it began */
+	bool behind;     /* write-behind's (remote.write_behind) */
 	struct backend_write bw;
 };
 
@@ -747,6 +748,7 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 	    .len = (uint32_t)len, .flags = flags };
 	w->why = why;
 	w->start_ns = now_ns();
+	wb_dev_write_begin(t->dev, w->len, w->start_ns);
 	w->losses = __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
 	w->fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
 	stats_wb_run_begin(&t->dev->stats);
@@ -772,6 +774,12 @@ wb_run_end(struct wb_io *w)
 {
 	struct wb_target *t = w->t;
 	int r = backend_write_end(&w->bw);
+	uint64_t now = now_ns();
+
+	wb_dev_write_end(t->dev, w->len, now - w->start_ns, r == 0, now);
+	if (r == 0 && w->behind)
+		__atomic_add_fetch(&t->dev->write_behind_bytes, w->len,
+		    __ATOMIC_RELAXED);
 
 	/* Counted (and its range kept) before its pages are clean: a FLUSH
 	 * that sees them clean sees the count, and flushes the device. */
@@ -831,31 +839,72 @@ wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
 }
 
 /*
- * Several runs in flight, oldest ended first: up to WB_WINDOW, as many as
- * the backend keeps in flight (a remote: its latency is hidden, as the
- * kernel's flusher hides a disk's by queueing bios; one on a file).
- * Every run added is ended by wb_window_add or wb_window_drain.
+ * Several runs in flight, oldest ended first.  On a file, as many as the
+ * backend keeps in flight, up to WB_WINDOW (one, or the io_uring's): its
+ * latency is hidden as the kernel's flusher hides a disk's by queueing
+ * bios.  On a remote, the link's window (wb_dev_window: bandwidth x round
+ * trip, linkest.h), never fewer than WB_WINDOW, at most the remote's
+ * max_inflight_bytes and WB_WINDOW_MAX, looked at again as each run is
+ * added: it grows from WB_WINDOW as the estimate does.  The runs go over
+ * the remote's connections (backend-nbd.c: a multi-conn remote gets
+ * more as they are busy).  Every run added is ended by wb_window_add or
+ * wb_window_drain.
  */
 #define WB_WINDOW       16
+#define WB_WINDOW_MAX 1024
 
 struct wb_window {
-	struct wb_io io[WB_WINDOW];
+	struct wb_io small[WB_WINDOW];
+	struct wb_io *io; /* SMALL, or WB_WINDOW_MAX of its own */
+	unsigned size;    /* of IO */
 	unsigned head, n, cap;
+	unsigned floor;     /* a remote's least cap; 0: a file */
+	uint64_t max_bytes; /* a remote's bound */
+	struct wb_dev *dev;
 	int err;                        /* the first failure */
 	enum wb_reason why;             /* of every run it writes */
+	bool behind;                    /* write-behind's runs */
 };
 
 static void
 wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 {
 	struct backend *b = wb_dev_backend(dev);
+	unsigned floor = b ? backend_max_in_flight(b) : 1;
 
+	if (floor > WB_WINDOW)
+		floor = WB_WINDOW;
 	win->head = win->n = 0;
 	win->err = 0;
 	win->why = why;
-	win->cap = b ? backend_max_in_flight(b) : 1;
-	if (win->cap > WB_WINDOW)
-		win->cap = WB_WINDOW;
+	win->behind = false;
+	win->dev = dev;
+	win->io = win->small;
+	win->size = WB_WINDOW;
+	win->cap = floor;
+	win->floor = 0;
+	win->max_bytes = 0;
+	if (!b || !(b->caps & BACKEND_REMOTE) || floor < WB_WINDOW)
+		return;
+	/* Without memory for more, today's window. */
+	struct wb_io *io = malloc(WB_WINDOW_MAX * sizeof *io);
+	if (!io)
+		return;
+	win->io = io;
+	win->size = WB_WINDOW_MAX;
+	win->floor = floor;
+	win->max_bytes =
+	    __atomic_load_n(&b->max_inflight_bytes, __ATOMIC_RELAXED);
+}
+
+/* The window for the next run: a remote's follows its link. */
+static unsigned
+wb_window_cap(struct wb_window *win)
+{
+	if (win->floor)
+		win->cap = wb_dev_window(win->dev, win->floor, win->max_bytes,
+		    win->size);
+	return win->cap;
 }
 
 static void
@@ -865,31 +914,39 @@ wb_window_end_oldest(struct wb_window *win)
 
 	if (r < 0 && win->err == 0)
 		win->err = r;
-	win->head = (win->head + 1) % WB_WINDOW;
+	win->head = (win->head + 1) % win->size;
 	win->n--;
 }
 
-/* Begin RUN; ends the oldest first if the window is full.  Returns the
+/* Begin RUN; ends the oldest first while the window is full.  Returns the
  * first failure so far (0 if none). */
 static int
 wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 {
-	if (win->n == win->cap)
+	unsigned cap = wb_window_cap(win);
+
+	while (win->n >= cap)
 		wb_window_end_oldest(win);
-	wb_run_begin(&win->io[(win->head + win->n) % WB_WINDOW], t, run, 0,
-	    win->why);
+	struct wb_io *w = &win->io[(win->head + win->n) % win->size];
+	wb_run_begin(w, t, run, 0, win->why);
+	w->behind = win->behind;
 	win->n++;
-	if (win->cap == 1)
+	if (cap == 1)
 		wb_window_end_oldest(win);
 	return win->err;
 }
 
-/* End every run in flight; the first failure, or 0. */
+/* End every run in flight, and free the window; the first failure, or
+ * 0. */
 static int
 wb_window_drain(struct wb_window *win)
 {
 	while (win->n > 0)
 		wb_window_end_oldest(win);
+	if (win->io != win->small)
+		free(win->io);
+	win->io = win->small;
+	win->size = WB_WINDOW;
 	return win->err;
 }
 
@@ -1101,8 +1158,9 @@ wb_commit(struct wb_dev *dev)
 	}
 }
 
-bool
-wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
+/* Above the background threshold, the cache's or DEV's share of it. */
+static bool
+wb_over_background(const struct wb_ctl *wb, struct wb_dev *dev,
     uint64_t dirty_pages, uint64_t dev_dirty)
 {
 	uint64_t bg = __atomic_load_n(&wb->bg_pages, __ATOMIC_RELAXED);
@@ -1111,6 +1169,56 @@ wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
 	/* A device's own threshold is its share of the global one. */
 	return dirty_pages > bg ||
 	    (max_ratio < 100 && dev_dirty > bg * max_ratio / 100);
+}
+
+/* Foreground work waiting or running on DEV: a FLUSH, a FUA write, a
+ * sync, a miss or a fill. */
+static bool
+wb_dev_foreground(struct wb_dev *dev)
+{
+	return __atomic_load_n(&dev->work_by_reason[WB_REASON_FLUSH],
+		   __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&dev->work_by_reason[WB_REASON_FUA],
+		__ATOMIC_RELAXED) ||
+	    __atomic_load_n(&dev->work_by_reason[WB_REASON_SYNC],
+		__ATOMIC_RELAXED) ||
+	    __atomic_load_n(&dev->work_reads, __ATOMIC_RELAXED);
+}
+
+/*
+ * Write-behind (remote.write_behind): a remote's dirty data is written
+ * back as soon as the device is idle, not once it passes
+ * dirty_background or grows older than dirty_expire: the link's idle
+ * time is what a later FLUSH would wait for.  Idle: no foreground work
+ * (wb_dev_foreground).  It yields to that work as it comes: a FLUSH, a
+ * miss.
+ */
+static bool
+wb_write_behind_due(struct wb_dev *dev)
+{
+	struct backend *b = wb_dev_backend(dev);
+
+	return b && __atomic_load_n(&b->write_behind, __ATOMIC_RELAXED) &&
+	    !wb_dev_foreground(dev);
+}
+
+bool
+wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
+    uint64_t dirty_pages, uint64_t dev_dirty)
+{
+	return wb_over_background(wb, dev, dirty_pages, dev_dirty) ||
+	    wb_write_behind_due(dev);
+}
+
+/* After foreground work on DEV, or periodically: resume write-behind if
+ * it is due and DEV holds dirty data (not while shutting down: the drain
+ * writes everything). */
+static void
+wb_resume_write_behind(struct wb_dev *dev, const struct wb_ctl *wb)
+{
+	if (wb && !__atomic_load_n(&wb->stopping, __ATOMIC_RELAXED) &&
+	    wb_write_behind_due(dev) && wb_dev_dirty_pages(dev) > 0)
+		wb_kick_background(dev);
 }
 
 /*
@@ -1161,10 +1269,17 @@ wb_background_run(struct job *job)
 				continue;
 			if (written >= wb_background_chunk(t->wb))
 				written = 0;
-			if (written == 0 &&
-			    !wb_background_due(t->wb, dev,
-				cache_dirty_pages(t->wb->cache),
-				wb_dev_dirty_pages(dev)))
+			if (written == 0) {
+				bool over = wb_over_background(t->wb, dev,
+				    cache_dirty_pages(t->wb->cache),
+				    wb_dev_dirty_pages(dev));
+				if (!over && !wb_write_behind_due(dev))
+					goto out;
+				win.behind = !over;
+			}
+			/* Write-behind yields to foreground work at once:
+			 * its runs in flight end, it takes no more. */
+			if (win.behind && wb_dev_foreground(dev))
 				goto out;
 			uint32_t max_run =
 			    __atomic_load_n(&t->wb->max_run_pages,
@@ -1217,6 +1332,13 @@ out:
 	wb_commit(dev);
 	wb_cpu_account(dev, cpu);
 	__atomic_store_n(&dev->periodic_queued, 0, __ATOMIC_RELEASE);
+	/* Write-behind that yielded to foreground work (a FLUSH, a miss)
+	 * and was not kicked by a write since. */
+	struct wb_target *t0 = NULL;
+	for (unsigned i = 0; i < wb_dev_n_targets(dev) && !t0; i++)
+		t0 = wb_dev_target(dev, i);
+	if (t0)
+		wb_resume_write_behind(dev, t0->wb);
 }
 
 void
