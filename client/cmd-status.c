@@ -250,6 +250,30 @@ status_access(FILE *f, const json_t *exports)
 	}
 }
 
+/* A device's link as writeback measures it: round trip, bandwidth, the
+ * window and what is in flight; write-behind on a remote.  Nothing before
+ * its first write. */
+static void
+status_link(FILE *f, const char *dev, const json_t *lk)
+{
+	char rtt[32], bw[32], inb[32], wbb[32];
+
+	if (!json_is_object(lk) || jget_u64(lk, "round_trip_us", 0) == 0)
+		return;
+	wbctl_human(jget_u64(lk, "bandwidth_bytes_per_s", 0), bw, sizeof bw);
+	wbctl_human(jget_u64(lk, "bytes_in_flight", 0), inb, sizeof inb);
+	wbctl_human(jget_u64(lk, "write_behind_bytes", 0), wbb, sizeof wbb);
+	status_named(f, dev,
+	    "link: round trip %s, %s/s; window %llu write(s), in flight %llu "
+	    "(%s), at most %llu%s%s",
+	    fmt_us(jget_u64(lk, "round_trip_us", 0), rtt, sizeof rtt), bw,
+	    (unsigned long long)jget_u64(lk, "window_writes", 0),
+	    (unsigned long long)jget_u64(lk, "writes_in_flight", 0), inb,
+	    (unsigned long long)jget_u64(lk, "writes_in_flight_max", 0),
+	    jget_bool(lk, "write_behind") ? "; write-behind wrote " : "",
+	    jget_bool(lk, "write_behind") ? wbb : "");
+}
+
 /* The work queued or running, by reason: "background, periodic, flush
  * 2"; "" if none. */
 static const char *
@@ -347,6 +371,7 @@ status_devices(FILE *f, const json_t *devices)
 		    eng && *eng ? "; io_engine " : "", eng && *eng ? eng : "");
 		if (le)
 			status_named(f, dev, "last error: %s", le);
+		status_link(f, dev, json_object_get(d, "link"));
 		if (!json_is_object(r))
 			continue;
 		/* A remote NBD server: its connection. */
