@@ -44,6 +44,7 @@
  * bn.lock); completion callbacks run under the handle lock and take no
  * lock.
  */
+#include <assert.h>
 #include <errno.h>
 #include <libnbd.h>
 #include <poll.h>
@@ -360,8 +361,11 @@ bn_check_same(struct backend_nbd *bn, struct nbd_handle *h, char *err,
 
 /* Put H (connected) into slot C. */
 static void
-bn_conn_install_locked(struct bn_conn *c, struct nbd_handle *h, int wake_fd)
+bn_conn_install_locked(struct backend_nbd *bn, struct bn_conn *c,
+    struct nbd_handle *h, int wake_fd)
 {
+	lock_assert_held(&bn->lock);
+	assert(!c->h && h);
 	c->h = h;
 	c->wake_fd = wake_fd;
 	c->inflight = 0;
@@ -481,7 +485,7 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 	pthread_mutex_lock(&bn->lock);
 	bn->connecting = false;
 	if (h) {
-		bn_conn_install_locked(slot, h, wake_fd);
+		bn_conn_install_locked(bn, slot, h, wake_fd);
 		bn_connected_locked(bn);
 	} else if (growing) {
 		log_debug("remote %s: cannot add a connection: %s", bn->uri,
@@ -1026,6 +1030,8 @@ struct bn_rd_gone {
 static void
 bn_rd_detach_locked(struct backend_nbd *bn, struct bn_rd_gone *g)
 {
+	lock_assert_held(&bn->lock);
+	assert(bn->rd.inflight == 0);
 	g->h = bn->rd.h;
 	g->nr = bn->rd.nr;
 	bn->rd.h = NULL;
@@ -1513,7 +1519,9 @@ bn_close(struct backend *b)
 	if (bn->rd.opener_started)
 		pthread_join(bn->rd.opener, NULL);
 	struct bn_rd_gone gone = { 0 };
-	bn_rd_detach_locked(bn, &gone); /* nobody else is left */
+	pthread_mutex_lock(&bn->lock); /* nobody else is left */
+	bn_rd_detach_locked(bn, &gone);
+	pthread_mutex_unlock(&bn->lock);
 	bn_rd_close(&gone);
 	pthread_mutex_destroy(&bn->lock);
 	pthread_cond_destroy(&bn->cond);
@@ -1692,7 +1700,9 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 		goto fail;
 	}
 	bn->b.ops = &backend_nbd_ops;
-	bn_conn_install_locked(&bn->conns[0], h, wake_fd);
+	pthread_mutex_lock(&bn->lock); /* not shared yet: for the rule */
+	bn_conn_install_locked(bn, &bn->conns[0], h, wake_fd);
+	pthread_mutex_unlock(&bn->lock);
 	bn->connected = true;
 	bn->since_realtime_ns = bn_clock_ns(CLOCK_REALTIME);
 	bn->since_mono_ns = bn_now();

@@ -8,6 +8,7 @@
  * begin; a remote only submits there, so the window begins every read
  * queued, up to backend_max_reads_in_flight, and ends the oldest first.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,9 @@ fill_backend_begin(struct wb_target *t, struct backend_read *br, void *buf,
 static void
 fill_install(struct fill_read *r, uint32_t i, const void *data)
 {
+	/* Only a page this read placed a placeholder for, inside it. */
+	assert(i < r->npages && r->need && r->need[i] == CACHE_NEED_FILL);
+	assert((r->first + i) * r->t->wb->page_size < r->t->size_bytes);
 	if (r->ahead)
 		cache_fill_end_ahead(r->t->cf, r->first + i, data, &r->mark);
 	else

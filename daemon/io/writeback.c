@@ -16,6 +16,7 @@
  * Fairness: background work takes one run per export in turn, so one busy
  * export cannot hold back the others on its device.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +373,9 @@ wb_flush_written_sent_locked(struct wb_target *t, bool *sent)
 	    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
 	int r;
 
+	/* Locked where flushes go one at a time (wb_flush_written_sent). */
+	if (t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH)
+		lock_assert_held(&t->flush_lock);
 	if (done >= w || t->read_only)
 		return 0;
 	if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
@@ -611,6 +615,8 @@ wb_range_grow(struct wb_range *r, uint64_t lo, uint64_t hi, uint64_t w)
 static void
 wb_uf_join_locked(struct wb_target *t, unsigned i)
 {
+	lock_assert_held(&t->uf_lock);
+	assert(i < t->uf_n);
 	for (unsigned j = 0; j < t->uf_n;) {
 		struct wb_range *r = &t->uf[i], *q = &t->uf[j];
 		if (j == i || q->lo > r->hi || r->lo > q->hi) {
@@ -742,6 +748,13 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 	uint64_t off = run->first_index * t->wb->page_size;
 	uint64_t len = (uint64_t)run->npages * t->wb->page_size;
 
+	/* A run of T's, inside the export, never crossing a write's limit,
+	 * on a backend writeback may write to. */
+	assert(run->file == t->cf && run->npages > 0);
+	assert(run->data || run->iov);
+	assert(off < t->size_bytes && !t->read_only);
+	assert(len <= UINT32_MAX);
+
 	if (off + len > t->size_bytes)
 		len = t->size_bytes - off;
 	*w = (struct wb_io){ .t = t, .run = run, .off = off,
@@ -773,6 +786,10 @@ static int
 wb_run_end(struct wb_io *w)
 {
 	struct wb_target *t = w->t;
+
+	/* Begun by wb_run_begin and not ended yet. */
+	assert(t && w->run && w->run->file == t->cf && w->len > 0);
+	assert(w->bw.b == t->backend);
 	int r = backend_write_end(&w->bw);
 	uint64_t now = now_ns();
 
