@@ -20,6 +20,8 @@ NOEXT=$KIT_SOCK
 add_remote_export disk0 "$(kit_uri "$FILE")"
 add_remote_export noext "$(kit_uri "$NOEXT")"
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'
+# Dirty data waits for a FLUSH: no write-behind.
+add_remote_settings 'write_behind = false;'
 start_wbd
 U=$(uri_unix disk0)
 

@@ -23,6 +23,8 @@ start_nbdkit mem memory "$SIZE"
 MEM=$KIT_SOCK
 add_remote_export disk0 "$(kit_uri "$MEM")"
 write_cache_config 32M 'dirty_background_ratio = 10; dirty_ratio = 30; dirty_writeback_centisecs = 0;'
+# Dirty data waits for a FLUSH: no write-behind.
+add_remote_settings 'write_behind = false;'
 start_wbd
 URI=$(uri_unix disk0)
 SHADOW=$T/shadow

@@ -18,7 +18,8 @@ use_pause_control "$PAUSE"
 
 add_remote_export disk0 "$(kit_uri "$KIT")"
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'
-add_remote_settings 'io_timeout_ms = 120000;'
+# Dirty data waits for the FLUSH (or the drain): no write-behind.
+add_remote_settings 'io_timeout_ms = 120000; write_behind = false;'
 start_wbd
 U=$(uri_unix disk0)
 

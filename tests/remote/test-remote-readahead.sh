@@ -18,6 +18,8 @@ add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 64M 'dirty_background_ratio = 50; dirty_ratio = 80; dirty_writeback_centisecs = 0;'
 sed -i 's/^cache = { size = "64M"; page_size = "4K"; };/cache = { size = "64M"; page_size = "4K"; readahead_bytes = "4M"; };/' "$CONF"
 grep -q 'readahead_bytes = "4M"' "$CONF" || fail "could not turn read-ahead on in $CONF"
+# Dirty data waits for a FLUSH: no write-behind.
+add_remote_settings 'write_behind = false;'
 start_wbd
 "$PYTHON" "$SRCDIR/../integration/readahead.py" "$(uri_unix disk0)" \
 	"$WBCTL" "$T/control.sock" "$T/data" || fail "see above"

@@ -29,7 +29,8 @@ add_remote_export a "$(kit_uri "$KIT_SOCK" a)"
 add_remote_export b "$(kit_uri "$KIT_SOCK" b)"
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'
 # A paused remote must not look dead while the first report is awaited.
-add_remote_settings 'io_timeout_ms = 300000;'
+# Dirty data waits for the FLUSH (or the drain): no write-behind.
+add_remote_settings 'io_timeout_ms = 300000; write_behind = false;'
 start_wbd
 
 head -c 4M /dev/urandom >"$T/data-a"
