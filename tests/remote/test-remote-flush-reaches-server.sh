@@ -15,6 +15,9 @@ add_remote_export nofua "$(kit_uri "$KIT_SOCK")"
 start_nbdkit kit --filter=log memory 32M logfile="$T/kit-requests.log"
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'
+# Writes stay in the cache until the FLUSH: no write-behind (nor its
+# commits).
+add_remote_settings 'write_behind = false;'
 start_wbd
 
 "$PYTHON" - "$(uri_unix disk0)" "$(kit_uri "$KIT_SOCK")" "$T/kit-requests.log" \

@@ -28,7 +28,8 @@ add_remote_export a "$(kit_uri "$A")"
 add_remote_export b "$(kit_uri "$B")"
 # A is named first: it is device 43:0.
 write_cache_config 128M 'dirty_background_bytes = "8M"; dirty_bytes = "32M"; dirty_writeback_centisecs = 0; devices = ( { device = "43:0"; max_ratio = 20; } );'
-add_remote_settings 'io_timeout_ms = 60000;'
+# A's dirty data must pile up to its share: no write-behind.
+add_remote_settings 'io_timeout_ms = 60000; write_behind = false;'
 start_wbd
 
 dev_a=$(export_device a)
