@@ -15,7 +15,7 @@ start_nbdkit kit --filter=pause file "$T/remote.img" \
 use_pause_control "$T/pause.ctl"
 add_remote_export a "$(kit_uri "$KIT_SOCK")"
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'
-add_remote_settings 'io_timeout_ms = 300000;'
+add_remote_settings 'io_timeout_ms = 300000; write_behind = false;'
 start_wbd
 
 head -c 2M /dev/urandom >"$T/data"
