@@ -52,8 +52,10 @@
 /* Clients at once (control.max_clients); the last control.admin_reserved
  * only for root and the admin group, and at most
  * control.max_clients_per_uid for one uid, so that nobody can lock root
- * out.  A client that sends nothing for control.idle_timeout_s (and waits
- * for no flush) is closed; wbctl status --watch asks every 2 s. */
+ * out.  A client that sends no whole request for control.idle_timeout_s
+ * (and waits for no flush) is closed, however many bytes of one it sends
+ * meanwhile: the timeout is from its last whole request, not its last
+ * byte; wbctl status --watch asks every 2 s. */
 /* A client's answers not yet read: beyond this, it is not read. */
 #define CTL_MAX_UNSENT (1u << 20)
 #define CTL_REFUSE_LOG_NS (10ull * 1000000000ull)
@@ -120,7 +122,8 @@ struct ctl_client {
 	bool closing;                   /* close once OUT is sent */
 	bool discarding;                /* answered EPROTO: read to EOF */
 	bool out_full;                  /* not read: answers not read */
-	uint64_t last_ns;               /* its last request (idle timeout) */
+	uint64_t last_ns;               /* its last whole request, or its
+	                                   connecting (idle timeout) */
 	struct ctl_flush *flush;        /* a FLUSH being waited for */
 };
 
@@ -584,6 +587,7 @@ ctl_process(struct ctl_client *cl)
 		if (!nl)
 			break;
 		size_t len = (size_t)(nl - (cl->in.data + start));
+		cl->last_ns = now_ns();
 		if (len > 0)
 			ctl_dispatch(cl, (char *)cl->in.data + start, len);
 		start += len + 1;
@@ -623,8 +627,6 @@ ctl_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n > 0)
-		cl->last_ns = now_ns();
 	if (n <= 0)
 		ctl_client_close(cl);
 	else if (!cl->discarding) {
