@@ -65,6 +65,32 @@ cc_close(struct cc_conn *c)
 	c->len = c->cap = 0;
 }
 
+/*
+ * wbd closed the connection before the request was sent: it may have said
+ * why first (a refused client: every slot taken, the limit of its uid).
+ * Print that and return the exit code its answer calls for, or 0 if it
+ * said nothing.
+ */
+static int
+cc_refused(struct cc_conn *c)
+{
+	char buf[1024];
+	ssize_t n = recv(c->fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+	char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
+
+	if (!nl)
+		return 0;
+	json_t *j = json_loadb(buf, (size_t)(nl - buf), 0, NULL);
+	const char *msg = j ? jget_str(j, "error") : NULL;
+	int r = 0;
+	if (msg && json_is_false(json_object_get(j, "ok"))) {
+		wbctl_err("%s", msg);
+		r = cc_exit_code(jget_str(j, "code"));
+	}
+	json_decref(j);
+	return r;
+}
+
 int
 cc_send(struct cc_conn *c, json_t *req)
 {
@@ -83,9 +109,12 @@ cc_send(struct cc_conn *c, json_t *req)
 		if (r == -1) {
 			if (errno == EINTR)
 				continue;
-			wbctl_err("lost the connection to wbd (socket %s): %s",
-			    c->path, strerror(errno));
+			int e = errno, why = cc_refused(c);
 			free(s);
+			if (why)
+				return why;
+			wbctl_err("lost the connection to wbd (socket %s): %s",
+			    c->path, strerror(e));
 			return WBCTL_EXIT_UNREACHABLE;
 		}
 		off += (size_t)r;

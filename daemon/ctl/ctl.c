@@ -768,6 +768,26 @@ ctl_close_idle(struct ctl_state *cs, uint64_t now)
 	}
 }
 
+/* Tell a refused client why, in one answer line it may read before the
+ * close (wbctl does even if its request could not be sent), not just a
+ * broken pipe.  Never waits: what the socket cannot take is dropped. */
+static void
+ctl_refuse_with(int fd, const char *why)
+{
+	json_t *o = json_pack("{s:b, s:i, s:s, s:s+}", "ok", 0, "v",
+	    CTL_PROTOCOL_VERSION, "code", "EBUSY", "error",
+	    "wbd refused the connection: ", why);
+	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	if (line) {
+		size_t n = strlen(line);
+		line[n] = '\n'; /* json_dumps' NUL: the line's end */
+		(void)!send(fd, line, n + 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		free(line);
+	}
+}
+
 static void
 ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -791,6 +811,7 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			log_warnx("control: refused a client of uid %u: %s "
 				  "(%u more refusals not logged)",
 			    (unsigned)cred.uid, why, quiet);
+		ctl_refuse_with(fd, why);
 		close(fd);
 		return;
 	}

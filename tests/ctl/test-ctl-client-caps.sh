@@ -5,7 +5,8 @@
 # most 6 clients and the last 4 of the 24 slots are kept for root and the
 # admin group, so four unprivileged uids holding idle connections leave
 # root's wbctl status working; refusals are counted (wbctl status:
-# control.refused) and logged once per 10 s.  A request line over 64 KiB
+# control.refused) and logged once per 10 s, and a refused wbctl prints
+# wbd's reason.  A request line over 64 KiB
 # is answered EPROTO and counted (control.oversized_requests).  And a
 # client that sends status requests without reading the answers cannot
 # grow the daemon: beyond 1 MiB of unread answers it is not read.
@@ -75,6 +76,13 @@ print(c["clients"], c["refused"])' <<<"$OUT")"
 log "four uids hold $total clients, $refused refused; root's status still answers"
 n=$(grep -c 'control: refused a client' "$LOG")
 ((n == 1)) || fail "$n refusal lines logged, expected 1"
+# A refused wbctl says why, not "Broken pipe".
+rc=0
+out=$(setpriv --reuid=60001 --regid=60001 --clear-groups "$WBCTL" -s "$CTL" version 2>&1) || rc=$?
+((rc != 0)) || fail "wbctl of a uid at its limit exited 0: $out"
+grep -q 'wbd refused the connection: .*(control.max_clients_per_uid)' <<<"$out" ||
+	fail "a refused wbctl does not say why: $out"
+log "a refused wbctl: $out (exit $rc)"
 kill "${pids[@]}" 2>/dev/null
 wait "${pids[@]}" 2>/dev/null || true
 
