@@ -557,14 +557,15 @@ status_service(FILE *f, const json_t *ans)
 		status_item(f, "metrics",
 		    "http://%s/metrics: %llu of %llu connections "
 		    "(max_connections), at most %llu per client; timeout "
-		    "%llu s; %llu refused",
+		    "%llu s; %llu refused, %llu closed",
 		    jget_str(mx, "listen"),
 		    (unsigned long long)jget_u64(mx, "connections", 0),
 		    (unsigned long long)jget_u64(mx, "max_connections", 0),
 		    (unsigned long long)jget_u64(mx,
 			"max_connections_per_client", 0),
 		    (unsigned long long)jget_u64(mx, "timeout_s", 0),
-		    (unsigned long long)jget_u64(mx, "refused", 0));
+		    (unsigned long long)jget_u64(mx, "refused", 0),
+		    (unsigned long long)jget_u64(mx, "closed", 0));
 }
 
 /* The human view of a status answer. */

@@ -358,12 +358,13 @@ ctl_metrics_json(struct daemon *d)
 {
 	const struct metrics_conf *mc = &d->cfg.metrics;
 
-	return json_pack("{s:s?, s:i, s:i, s:i, s:i, s:I}", "listen",
+	return json_pack("{s:s?, s:i, s:i, s:i, s:i, s:I, s:I}", "listen",
 	    mc->listen, "max_connections", (int)mc->max_connections,
 	    "max_connections_per_client", (int)mc->max_connections_per_client,
 	    "timeout_s", (int)mc->timeout_s, "connections",
 	    (int)LOAD(&d->metrics_clients), "refused",
-	    (json_int_t)LOAD(&d->metrics_refused));
+	    (json_int_t)LOAD(&d->metrics_refused), "closed",
+	    (json_int_t)LOAD(&d->metrics_cut));
 }
 
 /* The status; d->tune_lock held. */

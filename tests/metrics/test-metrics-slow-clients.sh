@@ -12,7 +12,8 @@
 #   many bytes it sent.
 # - 64 connections from 16 addresses send half a request and close: a
 #   scrape right after is answered within 2 s.
-# - The closing is logged (rate-limited).
+# - The closing is logged (rate-limited) and counted (wbctl status:
+#   metrics.closed).
 source "${SRCDIR:-$(dirname "$0")}/lib-metrics.sh"
 
 add_export disk0 16M rw
@@ -110,5 +111,9 @@ print("a scrape after 64 half-sent requests: %.3f s" % took, file=sys.stderr)
 PY
 grep -q 'metrics: closed a connection of 127.0.0.1[0-3]' "$LOG" ||
 	fail "the closing of drip-fed connections was not logged"
+closed=$(wbctl status --json | "$MPY" -c 'import json, sys; print(json.load(sys.stdin)["metrics"]["closed"])')
+((closed >= 8)) || fail "wbctl status: metrics.closed is $closed, expected 8 or more"
+wbctl status | tr -s ' \n' '  ' | grep -Eq "metrics .* [0-9]+ refused, $closed closed" ||
+	fail "wbctl status does not show the connections closed"
 assert_alive
 stop_wbd
