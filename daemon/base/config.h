@@ -2,6 +2,8 @@
 /*
  * config.h - wbd's configuration as plain data: one struct per group of
  * wbd.conf (struct wbd_config holds them all), their enums and bounds.
+ * Each key's name, type, range, default and doc line are a row of the
+ * settings table (settings.h).
  *
  * No parser here: conf/config-load.h fills a struct wbd_config from a
  * file.  Every component reads its group from this header, so none of
@@ -165,6 +167,11 @@ struct metrics_conf {
 #define LIMITS_MAX_CONN_REQUESTS 65536
 #define LIMITS_MIN_CONN_INFLIGHT_BYTES (1ull << 20)
 #define LIMITS_MAX_CONN_INFLIGHT_BYTES (1ull << 30)
+/* The memory budget's (net/budget.h's BUDGET_*_BYTES; conf checks they
+ * agree). */
+#define LIMITS_DEFAULT_INFLIGHT_BYTES (256ull << 20)
+#define LIMITS_MIN_INFLIGHT_BYTES (64ull << 20)
+#define LIMITS_MAX_INFLIGHT_BYTES (1ull << 50)
 
 struct wbd_config {
 	char *path;                     /* the file it came from */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * settings.c - the table of writeback settings, the rules between them and
- * the threshold formula (see settings.h).  Pure: any thread, no state.
+ * settings.c - reading and writing the rows of the settings table
+ * (settings-table.c), the rules between the writeback ones and the
+ * threshold formula (see settings.h).  Pure: any thread, no state.
  * Making a set live is settings-apply.c's.
  */
 #include <errno.h>
@@ -14,68 +15,6 @@
 #include "settings.h"
 #include "size.h"
 
-#define WORKERS_MAX             64u
-#define PAGE_SIZE_MIN           512u
-#define MAX_IO_BYTES_MAX        (32u << 20)
-
-#define FIELD(m)                                                        \
-	.offset = offsetof(struct writeback_conf, m),                   \
-	.size = sizeof(((struct writeback_conf *)0)->m)
-#define DEV_FIELD(m)    .dev_offset = offsetof(struct device_conf, m)
-
-/* In the order of the file's "expected one of" list and wbctl tune's. */
-const struct setting settings_table[] = {
-	{ "dirty_background_ratio", SETTING_RATIO, SETTING_GLOBAL, "%",
-	  0, 100, FIELD(dirty_background.ratio_pct),
-	  .pair = "dirty_background_bytes", .runtime = true,
-	  .doc = "background writeback starts above this share of the cache" },
-	{ "dirty_background_bytes", SETTING_BYTES, SETTING_GLOBAL, "bytes",
-	  1, UINT64_MAX, FIELD(dirty_background.bytes),
-	  .pair = "dirty_background_ratio", .runtime = true,
-	  .doc = "background writeback starts above this much dirty data" },
-	{ "dirty_ratio", SETTING_RATIO, SETTING_GLOBAL, "%",
-	  0, 100, FIELD(dirty.ratio_pct),
-	  .pair = "dirty_bytes", .runtime = true,
-	  .doc = "writers are held at this share of the cache" },
-	{ "dirty_bytes", SETTING_BYTES, SETTING_GLOBAL, "bytes",
-	  1, UINT64_MAX, FIELD(dirty.bytes),
-	  .pair = "dirty_ratio", .runtime = true,
-	  .doc = "writers are held at this much dirty data" },
-	{ "dirty_expire_centisecs", SETTING_UINT, SETTING_GLOBAL, "centisecs",
-	  0, INT_MAX, FIELD(dirty_expire_centisecs), .runtime = true,
-	  .doc = "periodic writeback writes pages dirty for longer than this" },
-	{ "dirty_writeback_centisecs", SETTING_UINT, SETTING_GLOBAL,
-	  "centisecs", 0, INT_MAX, FIELD(dirty_writeback_centisecs),
-	  .runtime = true,
-	  .doc = "how often periodic writeback runs (0: never)" },
-	{ "min_workers", SETTING_UINT, SETTING_GLOBAL, "threads",
-	  1, WORKERS_MAX, FIELD(min_workers), .runtime = true,
-	  .doc = "flush-MAJ:MIN threads kept per device" },
-	{ "max_workers", SETTING_UINT, SETTING_GLOBAL, "threads",
-	  1, WORKERS_MAX, FIELD(max_workers), .runtime = true,
-	  .doc = "flush-MAJ:MIN threads at most per device" },
-	{ "max_io_bytes", SETTING_IO_BYTES, SETTING_GLOBAL, "bytes",
-	  PAGE_SIZE_MIN, MAX_IO_BYTES_MAX, FIELD(max_io_bytes),
-	  .runtime = false,
-	  .doc = "the largest write to a backing store, merged pages" },
-	{ "worker_spawn_ms", SETTING_UINT, SETTING_GLOBAL, "ms",
-	  1, 600000, FIELD(worker_spawn_ms), .runtime = true,
-	  .doc = "work waiting this long on busy workers adds a worker" },
-	{ "worker_idle_ms", SETTING_UINT, SETTING_GLOBAL, "ms",
-	  1, 3600000, FIELD(worker_idle_ms), .runtime = true,
-	  .doc = "a worker idle this long exits (above min_workers)" },
-	{ "min_ratio", SETTING_RATIO, SETTING_DEVICE, "%",
-	  0, 100, FIELD(min_ratio), DEV_FIELD(min_ratio), .runtime = true,
-	  .doc = "share of the dirty limit this device is guaranteed" },
-	{ "max_ratio", SETTING_RATIO, SETTING_DEVICE, "%",
-	  1, 100, FIELD(max_ratio), DEV_FIELD(max_ratio), .runtime = true,
-	  .doc = "share of the dirty limit this device may hold" },
-};
-
-const size_t settings_n = sizeof settings_table / sizeof settings_table[0];
-_Static_assert(sizeof settings_table / sizeof settings_table[0] <=
-    SETTINGS_MAX, "a \"given\" mask has a bit for each row");
-
 /* "LO <= HI" rules between two rows of one scope. */
 static const struct {
 	const char *lo, *hi;
@@ -85,79 +24,128 @@ static const struct {
 };
 
 const struct setting *
-settings_find(const char *name)
+settings_lookup(const char *group, const char *name)
 {
 	for (size_t i = 0; i < settings_n; i++)
-		if (strcmp(settings_table[i].name, name) == 0)
+		if (strcmp(settings_table[i].group, group) == 0 &&
+		    strcmp(settings_table[i].name, name) == 0)
 			return &settings_table[i];
 	return NULL;
+}
+
+const struct setting *
+settings_find(const char *name)
+{
+	return settings_lookup("writeback", name);
+}
+
+const struct setting *
+settings_group(const char *group, size_t *n)
+{
+	const struct setting *first = NULL;
+
+	*n = 0;
+	for (size_t i = 0; i < settings_n; i++) {
+		if (strcmp(settings_table[i].group, group) != 0)
+			continue;
+		if (first == NULL)
+			first = &settings_table[i];
+		(*n)++;
+	}
+	return first;
 }
 
 uint64_t
 settings_bit(const struct setting *s)
 {
-	return 1ull << (s - settings_table);
+	const struct setting *first = s;
+
+	while (first > settings_table && strcmp(first[-1].group, s->group) == 0)
+		first--;
+	return 1ull << (s - first);
 }
 
-static bool
-settings_wide(const struct setting *s)
-{
-	return s->type == SETTING_BYTES || s->type == SETTING_IO_BYTES;
-}
-
+/* The SIZE bytes at OFF of BASE: a bool, an unsigned or a uint64_t. */
 static uint64_t
-settings_load(const struct setting *s, const void *base, size_t off)
+settings_field(const void *base, size_t off, size_t size)
 {
 	const char *p = (const char *)base + off;
 	uint64_t v;
-	unsigned u;
+	uint32_t u;
+	bool b;
 
-	if (settings_wide(s)) {
+	switch (size) {
+	case sizeof v:
 		memcpy(&v, p, sizeof v);
 		return v;
+	case sizeof u:
+		memcpy(&u, p, sizeof u);
+		return u;
+	default:
+		memcpy(&b, p, sizeof b);
+		return b;
 	}
-	memcpy(&u, p, sizeof u);
-	return u;
 }
 
 static void
-settings_store(const struct setting *s, void *base, size_t off, uint64_t v)
+settings_field_set(void *base, size_t off, size_t size, uint64_t v)
 {
 	char *p = (char *)base + off;
-	unsigned u = (unsigned)v;
+	uint32_t u = (uint32_t)v;
+	bool b = v != 0;
 
-	if (settings_wide(s))
+	switch (size) {
+	case sizeof v:
 		memcpy(p, &v, sizeof v);
-	else
+		break;
+	case sizeof u:
 		memcpy(p, &u, sizeof u);
+		break;
+	default:
+		memcpy(p, &b, sizeof b);
+		break;
+	}
+}
+
+uint64_t
+settings_load(const struct setting *s, const void *conf)
+{
+	return settings_field(conf, s->offset, s->size);
+}
+
+void
+settings_store(const struct setting *s, void *conf, uint64_t v)
+{
+	const struct setting *pair =
+	    s->pair ? settings_lookup(s->group, s->pair) : NULL;
+
+	settings_field_set(conf, s->offset, s->size, v);
+	if (pair != NULL)
+		settings_field_set(conf, pair->offset, pair->size, 0);
 }
 
 uint64_t
 settings_get(const struct setting *s, const struct writeback_conf *wc)
 {
-	return settings_load(s, wc, s->offset);
+	return settings_load(s, wc);
 }
 
 void
 settings_set(const struct setting *s, struct writeback_conf *wc, uint64_t v)
 {
-	const struct setting *pair = s->pair ? settings_find(s->pair) : NULL;
-
-	settings_store(s, wc, s->offset, v);
-	if (pair != NULL)
-		settings_store(pair, wc, pair->offset, 0);
+	settings_store(s, wc, v);
 }
 
 uint64_t
 settings_get_dev(const struct setting *s, const struct device_conf *dc)
 {
-	return settings_load(s, dc, s->dev_offset);
+	return settings_field(dc, s->dev_offset, sizeof dc->min_ratio);
 }
 
 void
 settings_set_dev(const struct setting *s, struct device_conf *dc, uint64_t v)
 {
-	settings_store(s, dc, s->dev_offset, v);
+	settings_field_set(dc, s->dev_offset, sizeof dc->min_ratio, v);
 }
 
 bool
@@ -183,8 +171,10 @@ settings_valid(const struct setting *s, uint64_t v, uint32_t page_size)
 {
 	if (v < s->min || v > s->max)
 		return false;
-	if (s->type == SETTING_IO_BYTES)
-		return v >= page_size && (v & (v - 1)) == 0;
+	if (s->type == SETTING_IO_BYTES && v < page_size)
+		return false;
+	if (s->type == SETTING_IO_BYTES || s->type == SETTING_POW2)
+		return (v & (v - 1)) == 0;
 	return true;
 }
 

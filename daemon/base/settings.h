@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * settings.h - wbd's writeback settings as one table.
+ * settings.h - every key of wbd.conf's groups as one table.
  *
- * A row is one key of the configuration file's writeback group: its name,
- * type, unit, range, where it lives (struct writeback_conf, and struct
- * device_conf for a per-device key), whether it changes at run time (wbctl
- * tune and reload) and its doc line.  The config loader, wbctl tune, wbctl
- * status and the docs test read this table, so a new writeback tunable is
- * one row plus its use.  The rules between keys (settings_check), the one
- * formula from a threshold to pages (settings_threshold_pages) are here
- * too; making a set live is settings-apply.c's.
+ * A row is one key of a group (cache, writeback, control, remote, limits,
+ * memory, metrics): its name, type, unit, range, default, where it lives
+ * (the field in its group's struct of config.h, and struct device_conf for
+ * a per-device writeback key), whether it changes at run time (wbctl tune
+ * and reload) and its doc line.  The config loader walks the rows of a
+ * group; wbctl tune, wbctl status and the docs tests read the same rows,
+ * so a new key is one row plus its use.  The rules between the writeback
+ * keys (settings_check) and the one formula from a threshold to pages
+ * (settings_threshold_pages) are here too; making a set live is
+ * settings-apply.c's.
  *
  * The table and the rules are constant and lock-free.
  */
@@ -23,6 +25,7 @@
 #include <sys/types.h>
 
 struct pool_params;
+struct wbd_config; /* config.h */
 
 /* A threshold given either as a ratio (percent) or in bytes; bytes win. */
 struct threshold {
@@ -58,44 +61,72 @@ struct writeback_conf {
 enum setting_type {
 	SETTING_UINT,           /* unsigned, min..max */
 	SETTING_RATIO,          /* unsigned percent, min..max */
-	SETTING_BYTES,          /* uint64_t, a size above 0 such as "64M" */
+	SETTING_BYTES,          /* a size such as "64M", min..max (0: off
+	                           when min is 0), in a uint64_t or uint32_t */
 	SETTING_IO_BYTES,       /* uint64_t, a power of two from
 	                           cache.page_size to max */
+	SETTING_POW2,           /* uint32_t, a size that is a power of two,
+	                           min..max */
+	SETTING_BOOL,           /* true or false */
+	SETTING_STRING,         /* char *, 1 to max bytes, copied */
+	SETTING_MODE,           /* unsigned, an octal file mode such as
+	                           "0660" */
 };
 
 enum setting_scope {
-	SETTING_GLOBAL,         /* writeback.KEY; wbctl tune KEY */
+	SETTING_GLOBAL,         /* GROUP.KEY; for writeback, wbctl tune KEY */
 	SETTING_DEVICE,         /* writeback.KEY is every device's default,
 	                           writeback.devices[].KEY one device's;
 	                           wbctl tune device.MAJ:MIN.KEY */
 };
 
 struct setting {
+	const char *group; /* "writeback", "limits", ... */
 	const char *name;
 	enum setting_type type;
 	enum setting_scope scope;
-	const char *unit;               /* as wbctl tune prints it */
-	uint64_t min, max;
-	size_t offset, size;            /* the field in struct writeback_conf */
+	const char *unit;               /* as wbctl tune prints it; "" for
+	                                   a bool, a string or a mode */
+	uint64_t min, max;              /* a string's: its length */
+	uint64_t def;                   /* the default, if not a string */
+	const char *def_str;            /* a string's default, or NULL */
+	size_t offset, size;            /* the field in the group's struct */
 	size_t dev_offset;              /* in struct device_conf, if per device */
 	const char *pair;               /* a threshold's other form: setting
 	                                   one clears the other; or NULL */
-	bool runtime;                   /* wbctl tune and reload change it */
+	bool runtime;                   /* wbctl tune and reload change it
+	                                   (writeback rows only) */
+	bool late;                      /* read after the group's other rows:
+	                                   its checks need them, or the loader
+	                                   always has (a file with two mistakes
+	                                   is told of the same one first) */
 	const char *doc;
 };
 
-/* At most this many rows: a "given" mask has a bit for each. */
+/* At most this many rows in a group: a "given" mask has a bit for each. */
 #define SETTINGS_MAX            64
 
+/* Every group's rows, a group's rows together, in the order of the file's
+ * "expected one of" list (and of wbctl tune's). */
 extern const struct setting settings_table[];
 extern const size_t settings_n;
 
-/* The row named NAME, or NULL. */
+/* The writeback row named NAME (a tunable), or NULL. */
 const struct setting *settings_find(const char *name);
-/* A row's bit in a "given" mask (see settings_check). */
+/* The row NAME of GROUP, or NULL. */
+const struct setting *settings_lookup(const char *group, const char *name);
+/* The first row of GROUP and, in *N, how many it has; NULL if none. */
+const struct setting *settings_group(const char *group, size_t *n);
+/* GROUP's struct in CFG (&cfg->limits for "limits"), or NULL. */
+void *settings_conf(const char *group, struct wbd_config *cfg);
+/* A row's bit in its group's "given" mask (see settings_check). */
 uint64_t settings_bit(const struct setting *s);
 
-/* A row's value in WC or DC; setting it clears its pair's. */
+/* A number, bool or mode row's value in CONF, its group's struct; storing
+ * it clears its pair's. */
+uint64_t settings_load(const struct setting *s, const void *conf);
+void settings_store(const struct setting *s, void *conf, uint64_t v);
+/* The same for a writeback row in WC, or a per-device row in DC. */
 uint64_t settings_get(const struct setting *s, const struct writeback_conf *wc);
 void settings_set(const struct setting *s, struct writeback_conf *wc,
     uint64_t v);
@@ -107,6 +138,10 @@ void settings_set_dev(const struct setting *s, struct device_conf *dc,
 bool settings_in_use(const struct setting *s, const struct writeback_conf *wc);
 /* The value as JSON: an integer, or null for a form not in use. */
 json_t *settings_json(const struct setting *s, const struct writeback_conf *wc);
+
+/* Every row's default into CFG (its strings copied: config_free frees
+ * them); -1 with errno ENOMEM if a copy cannot be had. */
+int settings_defaults(struct wbd_config *cfg);
 
 /* V is in S's range, for a cache of PAGE_SIZE pages (the key alone). */
 bool settings_valid(const struct setting *s, uint64_t v, uint32_t page_size);

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * config.c - wbd.conf: which keys it has, their defaults and limits, and
- * filling a struct wbd_config from them.
+ * config.c - wbd.conf: filling a struct wbd_config from it.
  *
  * The reading itself (errors with file and line, unknown keys, typed
- * getters) is cfgread.c's; the writeback keys are rows of the settings
- * table (settings.c).  It runs on the main thread at start-up, or on the
+ * getters) is cfgread.c's.  The keys of the groups cache, writeback,
+ * control, remote, limits, memory and metrics, with their defaults and
+ * limits, are rows of the settings table (base/settings-table.c): a group
+ * is read by one walk over its rows (cfg_walk), a key checked against this
+ * machine by a hook (cfg_hooks).  The listeners, tls, the user, the
+ * exports and the top level are read here by hand.  It runs on the main thread at start-up, or on the
  * thread that reloads, and keeps no state between calls: everything lives
  * in a struct cfg_load on the stack of config_load().
  */
@@ -34,9 +37,7 @@
 #include "tls.h"
 #include "utf8.h"
 
-#define NAME_MAX_BYTES          4096    /* NBD's limit on names, descriptions */
-#define PAGE_SIZE_MIN           512u
-#define PAGE_SIZE_MAX           (1u << 20)
+#define NAME_MAX_BYTES 4096 /* NBD's limit on names, descriptions */
 #define IO_THREADS_MAX          1024u
 #define UNIX_PATH_BYTES         sizeof(((struct sockaddr_un *)0)->sun_path)
 
@@ -45,9 +46,10 @@
 /* The largest file offset (off_t): no export can be larger. */
 #define EXPORT_MAX_BYTES ((uint64_t)INT64_MAX)
 
-#define DEFAULT_CACHE_BYTES     (256u << 20)
-#define DEFAULT_PAGE_SIZE       4096u
-#define DEFAULT_MAX_IO_BYTES    (1u << 20)
+_Static_assert(LIMITS_DEFAULT_INFLIGHT_BYTES == BUDGET_DEFAULT_BYTES &&
+	LIMITS_MIN_INFLIGHT_BYTES == BUDGET_MIN_BYTES &&
+	LIMITS_MAX_INFLIGHT_BYTES == BUDGET_MAX_BYTES,
+    "limits.max_inflight_bytes is the memory budget's");
 
 /* Where S is written: its file, as an index of the files libconfig read
  * (cfg->files, see cfg_files), and its line; { 0, 0 } for NULL. */
@@ -326,41 +328,26 @@ cfg_listen(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
+/* cache.size: a size, or "N%" of RAM resolved to whole pages; at most the
+ * RAM and at least one page.  Read after page_size, and checked when it
+ * is absent too (the default against this machine). */
 static int
-cfg_cache(struct cfg_load *ld, const config_setting_t *root,
-    struct cache_conf *cc)
+cfg_cache_size(struct cfg_load *ld, const config_setting_t *cache,
+    const struct setting *row, void *conf)
 {
-	static const char *const keys[] = { "size", "page_size",
-		"readahead_bytes", NULL };
-	config_setting_t *cache, *s;
+	struct cache_conf *cc = conf;
+	config_setting_t *s;
 	uint64_t v, ram;
 	long pages, pagesz;
-	char got[96], buf[32];
+	char got[96], buf[32], have[32];
 	int r;
 
-	if ((r = cfg_group(ld, root, "cache", &cache)) <= 0)
-		return r;
-	if (cfg_check_keys(ld, cache, keys) == -1)
+	if ((r = cfg_size(ld, cache, row->name, &v, &cc->size_pct)) == -1)
 		return -1;
-
-	if ((r = cfg_size(ld, cache, "page_size", &v, NULL)) == -1)
-		return -1;
-	if (r == 1) {
-		if (v < PAGE_SIZE_MIN || v > PAGE_SIZE_MAX || (v & (v - 1))) {
-			s = config_setting_get_member(cache, "page_size");
-			cfg_error(ld, s, "expected a power of two from 512 to "
-			    "1M, got %s", cfg_repr(s, got, sizeof got));
-			return -1;
-		}
-		cc->page_size = (uint32_t)v;
-	}
-
-	if ((r = cfg_size(ld, cache, "size", &v, &cc->size_pct)) == -1)
-		return -1;
+	s = config_setting_get_member(cache, row->name);
 	if (r == 1 && cc->size_pct != 0) {
 		pages = sysconf(_SC_PHYS_PAGES);
 		pagesz = sysconf(_SC_PAGESIZE);
-		s = config_setting_get_member(cache, "size");
 		if (pages <= 0 || pagesz <= 0) {
 			cfg_error(ld, s, "expected a size in bytes: the amount "
 			    "of RAM is unknown");
@@ -376,8 +363,6 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 	pagesz = sysconf(_SC_PAGESIZE);
 	ram = pages > 0 && pagesz > 0 ? (uint64_t)pages * (uint64_t)pagesz : 0;
 	if (ram && cc->size_bytes > ram) {
-		char have[32];
-		s = config_setting_get_member(cache, "size");
 		cfg_error(ld, s,
 		    "expected cache.size at most this machine's "
 		    "memory (%s), got %s",
@@ -385,9 +370,7 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
-	if (ram && cc->size_bytes / CACHE_WARN_PCT > ram / 100) {
-		char have[32];
-		s = config_setting_get_member(cache, "size");
+	if (ram && cc->size_bytes / CACHE_WARN_PCT > ram / 100)
 		cfg_warn(ld, s ? s : cache,
 		    "%s is more than %u%% of this machine's memory (%s): "
 		    "little is left for wbd's connections and the rest of "
@@ -395,9 +378,7 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    "with acknowledged data still in its cache",
 		    size_human(cc->size_bytes, buf, sizeof buf), CACHE_WARN_PCT,
 		    size_human(ram, have, sizeof have));
-	}
 	if (cc->size_bytes < cc->page_size) {
-		s = config_setting_get_member(cache, "size");
 		if (s == NULL)
 			s = config_setting_get_member(cache, "page_size");
 		cfg_error(ld, s, "expected cache.size to hold at least one page "
@@ -406,20 +387,116 @@ cfg_cache(struct cfg_load *ld, const config_setting_t *root,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
-	if ((r = cfg_size(ld, cache, "readahead_bytes", &v, NULL)) == -1)
-		return -1;
-	if (r == 1 && v > CACHE_MAX_READAHEAD_BYTES) {
-		s = config_setting_get_member(cache, "readahead_bytes");
-		cfg_error(ld, s, "expected a size from 0 (off) to 64M, got %s",
-		    cfg_repr(s, got, sizeof got));
-		return -1;
-	}
-	if (r == 1)
-		cc->readahead_bytes = (uint32_t)v;
-	return 0;
+	return r;
 }
 
-/* One row of the settings table from GROUP: 1 and *OUT, 0 if absent, -1. */
+/* control.socket: a path, or "none" for no control socket. */
+static int
+cfg_control_socket(struct cfg_load *ld, const config_setting_t *g,
+    const struct setting *row, void *conf)
+{
+	struct control_conf *cc = conf;
+	const char *str;
+	int r;
+
+	if ((r = cfg_string(ld, g, row->name, row->max, &str)) != 1)
+		return r;
+	free(cc->socket);
+	cc->socket = NULL;
+	if (strcmp(str, "none") != 0 && cfg_strdup(ld, str, &cc->socket) == -1)
+		return -1;
+	cc->socket_at = cfg_at(ld, config_setting_get_member(g, row->name));
+	return 1;
+}
+
+/* Does group NAME exist (thread-safe: a reload may run on the control
+ * thread)?  A lookup that fails for another reason says yes: start-up
+ * will tell. */
+static bool
+cfg_group_exists(const char *name)
+{
+	struct group gr, *found = NULL;
+	char buf[16384];
+	int r = getgrnam_r(name, &gr, buf, sizeof buf, &found);
+
+	return r != 0 || found != NULL;
+}
+
+/* control.group: a group of this machine, or wbd could not give the socket
+ * to it and would not start. */
+static int
+cfg_control_group(struct cfg_load *ld, const config_setting_t *g,
+    const struct setting *row, void *conf)
+{
+	struct control_conf *cc = conf;
+	const char *str;
+	int r;
+
+	if ((r = cfg_string(ld, g, row->name, row->max, &str)) != 1)
+		return r;
+	if (!cfg_group_exists(str)) {
+		cfg_error(ld, config_setting_get_member(g, row->name),
+		    "expected a group of this machine, got \"%s\"", str);
+		return -1;
+	}
+	if (cfg_strdup(ld, str, &cc->group) == -1)
+		return -1;
+	cc->group_at = cfg_at(ld, config_setting_get_member(g, row->name));
+	return 1;
+}
+
+/* control.admin_group: a group unknown here is only worth a warning. */
+static int
+cfg_control_admin_group(struct cfg_load *ld, const config_setting_t *g,
+    const struct setting *row, void *conf)
+{
+	struct control_conf *cc = conf;
+	const char *str;
+	int r;
+
+	if ((r = cfg_string(ld, g, row->name, row->max, &str)) != 1)
+		return r;
+	if (!cfg_group_exists(str))
+		cfg_warn(ld, config_setting_get_member(g, row->name),
+		    "no group \"%s\" on this machine: only root may change "
+		    "settings",
+		    str);
+	return cfg_strdup(ld, str, &cc->admin_group) == -1 ? -1 : 1;
+}
+
+/* metrics.listen: one TCP listener, "host:port". */
+static int
+cfg_metrics_listen(struct cfg_load *ld, const config_setting_t *g,
+    const struct setting *row, void *conf)
+{
+	struct metrics_conf *mc = conf;
+	const char *str;
+	int r;
+
+	if ((r = cfg_string(ld, g, row->name, row->max, &str)) != 1)
+		return r;
+	if (cfg_check_tcp(ld, config_setting_get_member(g, row->name)) == -1 ||
+	    cfg_strdup(ld, str, &mc->listen) == -1)
+		return -1;
+	return 1;
+}
+
+/* The rows read their own way, as they check more than their type (this
+ * machine, another row); each runs whether its key is given or not.
+ * Returns 1, 0 if the key is absent, -1. */
+static const struct {
+	const char *group, *name;
+	int (*read)(struct cfg_load *ld, const config_setting_t *g,
+	    const struct setting *row, void *conf);
+} cfg_hooks[] = {
+	{ "cache", "size", cfg_cache_size },
+	{ "control", "socket", cfg_control_socket },
+	{ "control", "group", cfg_control_group },
+	{ "control", "admin_group", cfg_control_admin_group },
+	{ "metrics", "listen", cfg_metrics_listen },
+};
+
+/* A number, bool or mode row from GROUP: 1 and *OUT, 0 if absent, -1. */
 static int
 cfg_setting(struct cfg_load *ld, const config_setting_t *group,
     const struct setting *row, uint32_t page_size, uint64_t *out)
@@ -428,35 +505,169 @@ cfg_setting(struct cfg_load *ld, const config_setting_t *group,
 	char got[96], a[32], b[32];
 	unsigned u;
 	uint64_t v;
+	bool on;
 	int r;
 
-	if (row->type == SETTING_UINT || row->type == SETTING_RATIO) {
+	switch (row->type) {
+	case SETTING_UINT:
+	case SETTING_RATIO:
 		r = cfg_uint(ld, group, row->name, (unsigned)row->min,
 		    (unsigned)row->max, &u);
-		if (r == 1)
-			*out = u;
-		return r;
+		break;
+	case SETTING_MODE:
+		r = cfg_mode(ld, group, row->name, &u);
+		break;
+	case SETTING_BOOL:
+		r = cfg_bool(ld, group, row->name, &on);
+		u = on;
+		break;
+	default:
+		if ((r = cfg_size(ld, group, row->name, &v, NULL)) != 1)
+			return r;
+		if (settings_valid(row, v, page_size)) {
+			*out = v;
+			return 1;
+		}
+		s = config_setting_get_member(group, row->name);
+		if (row->type == SETTING_IO_BYTES)
+			cfg_error(ld, s,
+			    "expected a power of two from "
+			    "cache.page_size (%s) to %s, got %s",
+			    size_format(page_size, a, sizeof a),
+			    size_format(row->max, b, sizeof b),
+			    cfg_repr(s, got, sizeof got));
+		else if (row->type == SETTING_POW2)
+			cfg_error(ld, s,
+			    "expected a power of two from %s to %s, "
+			    "got %s",
+			    size_format(row->min, a, sizeof a),
+			    size_format(row->max, b, sizeof b),
+			    cfg_repr(s, got, sizeof got));
+		else if (row->pair != NULL)
+			cfg_error(ld, s,
+			    "expected a size above 0 (to give a "
+			    "ratio, set %s instead)",
+			    row->pair);
+		else
+			cfg_error(ld, s,
+			    "expected a size from %s%s to %s, got %s",
+			    size_format(row->min, a, sizeof a),
+			    row->min == 0 ? " (off)" : "",
+			    size_format(row->max, b, sizeof b),
+			    cfg_repr(s, got, sizeof got));
+		return -1;
 	}
-	if ((r = cfg_size(ld, group, row->name, &v, NULL)) != 1)
-		return r;
-	if (settings_valid(row, v, page_size)) {
-		*out = v;
-		return 1;
+	if (r == 1)
+		*out = u;
+	return r;
+}
+
+/* One row from GROUP into CONF, its group's struct: 1, 0 if absent, -1. */
+static int
+cfg_row(struct cfg_load *ld, const config_setting_t *group,
+    const struct setting *row, void *conf, uint32_t page_size)
+{
+	const char *str;
+	uint64_t v;
+	char **p;
+	int r;
+
+	for (size_t i = 0; i < sizeof cfg_hooks / sizeof cfg_hooks[0]; i++)
+		if (strcmp(cfg_hooks[i].group, row->group) == 0 &&
+		    strcmp(cfg_hooks[i].name, row->name) == 0)
+			return cfg_hooks[i].read(ld, group, row, conf);
+	if (row->type == SETTING_STRING) {
+		if ((r = cfg_string(ld, group, row->name, row->max, &str)) != 1)
+			return r;
+		p = (char **)((char *)conf + row->offset);
+		free(*p);
+		*p = NULL;
+		return cfg_strdup(ld, str, p) == -1 ? -1 : 1;
 	}
-	s = config_setting_get_member(group, row->name);
-	if (row->type == SETTING_IO_BYTES)
-		cfg_error(ld, s, "expected a power of two from cache.page_size "
-		    "(%s) to %s, got %s", size_format(page_size, a, sizeof a),
-		    size_format(row->max, b, sizeof b),
-		    cfg_repr(s, got, sizeof got));
-	else if (row->pair != NULL)
-		cfg_error(ld, s, "expected a size above 0 (to give a ratio, set "
-		    "%s instead)", row->pair);
-	else
-		cfg_error(ld, s, "expected a size from %s to %s, got %s",
-		    size_format(row->min, a, sizeof a),
-		    size_format(row->max, b, sizeof b),
-		    cfg_repr(s, got, sizeof got));
+	if ((r = cfg_setting(ld, group, row, page_size, &v)) == 1)
+		settings_store(row, conf, v);
+	return r;
+}
+
+/*
+ * Group NAME of the file, at G (NULL: absent, nothing to read), into CONF,
+ * its struct: a key must be one of its rows or of EXTRA (NULL-terminated,
+ * may be NULL); then each row is read in the table's order, a late row
+ * after the others.  The bit of each row given is set in *GIVEN (may be
+ * NULL).  PAGE_SIZE is the cache's, for a row bounded by it.
+ */
+static int
+cfg_walk(struct cfg_load *ld, const config_setting_t *g, const char *name,
+    const char *const *extra, void *conf, uint32_t page_size, uint64_t *given)
+{
+	const char *keys[SETTINGS_MAX + 8];
+	const struct setting *first, *row;
+	size_t n, n_keys = 0;
+	int r;
+
+	if (g == NULL)
+		return 0;
+	first = settings_group(name, &n);
+	for (row = first; row != NULL && row < first + n; row++)
+		keys[n_keys++] = row->name;
+	for (; extra != NULL && *extra != NULL; extra++)
+		keys[n_keys++] = *extra;
+	keys[n_keys] = NULL;
+	if (cfg_check_keys(ld, g, keys) == -1)
+		return -1;
+	for (int late = 0; late <= 1; late++) {
+		for (row = first; row != NULL && row < first + n; row++) {
+			if (row->late != late)
+				continue;
+			if ((r = cfg_row(ld, g, row, conf, page_size)) == -1)
+				return -1;
+			if (r == 1 && given != NULL)
+				*given |= settings_bit(row);
+		}
+	}
+	return 0;
+}
+
+/* A group that is rows of the table and nothing else: remote, limits,
+ * memory, metrics. */
+static int
+cfg_rows(struct cfg_load *ld, const config_setting_t *root, const char *name,
+    struct wbd_config *cfg)
+{
+	config_setting_t *g;
+
+	if (cfg_group(ld, root, name, &g) == -1)
+		return -1;
+	return cfg_walk(ld, g, name, NULL, settings_conf(name, cfg),
+	    cfg->cache.page_size, NULL);
+}
+
+/* cache = { size; page_size; readahead_bytes; } */
+static int
+cfg_cache(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	return cfg_rows(ld, root, "cache", cfg);
+}
+
+/* control = { socket; mode; group; admin_group; max_clients; ... }: the
+ * last slots kept for the admins leave one for anyone. */
+static int
+cfg_control(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	struct control_conf *cc = &cfg->control;
+	config_setting_t *g, *s;
+
+	if (cfg_rows(ld, root, "control", cfg) == -1)
+		return -1;
+	g = config_setting_get_member(root, "control");
+	if (g == NULL || cc->admin_reserved < cc->max_clients)
+		return 0;
+	s = config_setting_get_member(g, "admin_reserved");
+	cfg_error(ld, s ? s : config_setting_get_member(g, "max_clients"),
+	    "admin_reserved (%u) must be less than max_clients (%u)",
+	    cc->admin_reserved, cc->max_clients);
 	return -1;
 }
 
@@ -600,32 +811,15 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 		.prefix = "writeback.",
 		.kept = "the default",
 	};
-	const struct setting *row;
+	static const char *const extra[] = { "devices", "io_engine", NULL };
 	struct settings_err e;
 	config_setting_t *wb, *list, *dev, *s;
-	const char *keys[SETTINGS_MAX + 3];
-	uint64_t given = 0, v;
-	size_t n_keys = 0;
+	uint64_t given = 0;
 
-	if (cfg_group(ld, root, "writeback", &wb) == -1)
+	if (cfg_group(ld, root, "writeback", &wb) == -1 ||
+	    cfg_walk(ld, wb, "writeback", extra, wc, cfg->cache.page_size,
+		&given) == -1)
 		return -1;
-	for (row = settings_table; row < settings_table + settings_n; row++)
-		keys[n_keys++] = row->name;
-	keys[n_keys++] = "devices";
-	keys[n_keys++] = "io_engine";
-	keys[n_keys] = NULL;
-	if (wb != NULL && cfg_check_keys(ld, wb, keys) == -1)
-		return -1;
-	for (row = settings_table; row < settings_table + settings_n; row++) {
-		switch (cfg_setting(ld, wb, row, cfg->cache.page_size, &v)) {
-		case -1:
-			return -1;
-		case 1:
-			settings_set(row, wc, v);
-			given |= settings_bit(row);
-			break;
-		}
-	}
 	if (cfg_devices(ld, wb, wc, cfg->cache.page_size) == -1 ||
 	    cfg_io_engine(ld, wb, wc) == -1)
 		return -1;
@@ -932,220 +1126,6 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	return 0;
 }
 
-/* Does group NAME exist (thread-safe: a reload may run on the control
- * thread)?  A lookup that fails for another reason says yes: start-up
- * will tell. */
-static bool
-cfg_group_exists(const char *name)
-{
-	struct group gr, *found = NULL;
-	char buf[16384];
-	int r = getgrnam_r(name, &gr, buf, sizeof buf, &found);
-
-	return r != 0 || found != NULL;
-}
-
-/* control = { socket; mode; group; admin_group; } */
-static int
-cfg_control(struct cfg_load *ld, const config_setting_t *root,
-    struct control_conf *cc)
-{
-	static const char *const keys[] = { "socket", "mode", "group",
-		"admin_group", "max_clients", "max_clients_per_uid",
-		"admin_reserved", "idle_timeout_s", NULL };
-	config_setting_t *g;
-	const char *str;
-	int r;
-
-	if ((r = cfg_group(ld, root, "control", &g)) == -1)
-		return -1;
-	if (g == NULL)
-		return 0;
-	if (cfg_check_keys(ld, g, keys) == -1)
-		return -1;
-	if ((r = cfg_string(ld, g, "socket", 107, &str)) == -1)
-		return -1;
-	if (r == 1) {
-		free(cc->socket);
-		cc->socket = NULL;
-		if (strcmp(str, "none") != 0 &&
-		    cfg_strdup(ld, str, &cc->socket) == -1)
-			return -1;
-		cc->socket_at =
-		    cfg_at(ld, config_setting_get_member(g, "socket"));
-	}
-	if (cfg_mode(ld, g, "mode", &cc->mode) == -1)
-		return -1;
-	if ((r = cfg_string(ld, g, "group", 255, &str)) == -1)
-		return -1;
-	if (r == 1 && !cfg_group_exists(str)) {
-		/* wbd could not give the socket to it: it would not start. */
-		cfg_error(ld, config_setting_get_member(g, "group"),
-		    "expected a group of this machine, got \"%s\"", str);
-		return -1;
-	}
-	if (r == 1 && cfg_strdup(ld, str, &cc->group) == -1)
-		return -1;
-	cc->group_at = cfg_at(ld, config_setting_get_member(g, "group"));
-	if ((r = cfg_string(ld, g, "admin_group", 255, &str)) == -1)
-		return -1;
-	if (r == 1 && !cfg_group_exists(str))
-		cfg_warn(ld, config_setting_get_member(g, "admin_group"),
-		    "no group \"%s\" on this machine: only root may change "
-		    "settings",
-		    str);
-	if (r == 1 && cfg_strdup(ld, str, &cc->admin_group) == -1)
-		return -1;
-	if (cfg_uint(ld, g, "max_clients", 1, 1024, &cc->max_clients) == -1 ||
-	    cfg_uint(ld, g, "max_clients_per_uid", 1, 1024,
-		&cc->max_clients_per_uid) == -1 ||
-	    cfg_uint(ld, g, "admin_reserved", 0, 1023, &cc->admin_reserved) ==
-		-1 ||
-	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &cc->idle_timeout_s) ==
-		-1)
-		return -1;
-	if (cc->admin_reserved >= cc->max_clients) {
-		config_setting_t *s =
-		    config_setting_get_member(g, "admin_reserved");
-		cfg_error(ld,
-		    s ? s : config_setting_get_member(g, "max_clients"),
-		    "admin_reserved (%u) must be less than max_clients (%u)",
-		    cc->admin_reserved, cc->max_clients);
-		return -1;
-	}
-	return 0;
-}
-
-/* remote = { connect_timeout_ms; reconnect_max_ms; io_timeout_ms;
- * read_connection; unflushed_ranges; commit_interval_ms;
- * max_writeback_inflight_bytes; write_behind; } */
-static int
-cfg_remote(struct cfg_load *ld, const config_setting_t *root,
-    struct remote_conf *rc)
-{
-	static const char *const keys[] = { "connect_timeout_ms",
-		"reconnect_max_ms", "io_timeout_ms", "read_connection",
-		"unflushed_ranges", "commit_interval_ms",
-		"max_writeback_inflight_bytes", "write_behind", NULL };
-	config_setting_t *g;
-	uint64_t inflight = rc->max_writeback_inflight_bytes;
-	int r;
-
-	if (cfg_group(ld, root, "remote", &g) == -1)
-		return -1;
-	if (g == NULL)
-		return 0;
-	if (cfg_check_keys(ld, g, keys) == -1 ||
-	    cfg_uint(ld, g, "connect_timeout_ms", 100, 600000,
-		&rc->connect_timeout_ms) == -1 ||
-	    cfg_uint(ld, g, "reconnect_max_ms", 100, 600000,
-		&rc->reconnect_max_ms) == -1 ||
-	    cfg_uint(ld, g, "io_timeout_ms", 100, 3600000,
-		&rc->io_timeout_ms) == -1 ||
-	    cfg_bool(ld, g, "read_connection", &rc->read_connection) == -1 ||
-	    cfg_uint(ld, g, "unflushed_ranges", 1, 65536,
-		&rc->unflushed_ranges) == -1 ||
-	    cfg_uint(ld, g, "commit_interval_ms", 0, 60000,
-		&rc->commit_interval_ms) == -1 ||
-	    cfg_bool(ld, g, "write_behind", &rc->write_behind) == -1 ||
-	    (r = cfg_size(ld, g, "max_writeback_inflight_bytes", &inflight,
-		 NULL)) == -1)
-		return -1;
-	if (r == 1 && (inflight < 4096 || inflight > (1ull << 30))) {
-		cfg_error(ld,
-		    config_setting_get_member(g,
-			"max_writeback_inflight_bytes"),
-		    "max_writeback_inflight_bytes must be from 4K to 1G");
-		return -1;
-	}
-	rc->max_writeback_inflight_bytes = inflight;
-	return 0;
-}
-
-/* limits = { max_connections; max_connections_per_client;
- * idle_timeout_s; stall_timeout_s; max_inflight_bytes;
- * max_request_bytes; max_requests_per_connection;
- * max_inflight_bytes_per_connection; handshake_timeout_s;
- * client_ipv6_prefix; max_cache_requests; } */
-static int
-cfg_limits(struct cfg_load *ld, const config_setting_t *root,
-    struct limits_conf *lc)
-{
-	static const char *const keys[] = { "max_connections",
-		"max_connections_per_client", "idle_timeout_s",
-		"stall_timeout_s", "max_inflight_bytes", "max_request_bytes",
-		"max_requests_per_connection",
-		"max_inflight_bytes_per_connection", "handshake_timeout_s",
-		"client_ipv6_prefix", "max_cache_requests", NULL };
-	config_setting_t *g;
-	char got[96];
-	uint64_t v;
-	int r;
-
-	if (cfg_group(ld, root, "limits", &g) == -1)
-		return -1;
-	if (g == NULL)
-		return 0;
-	if (cfg_check_keys(ld, g, keys) == -1 ||
-	    cfg_uint(ld, g, "max_connections", 1, LIMITS_MAX_CONNECTIONS,
-		&lc->max_connections) == -1 ||
-	    cfg_uint(ld, g, "max_connections_per_client", 1,
-		LIMITS_MAX_CONNECTIONS,
-		&lc->max_connections_per_client) == -1 ||
-	    cfg_uint(ld, g, "idle_timeout_s", 0, 86400, &lc->idle_timeout_s) ==
-		-1 ||
-	    cfg_uint(ld, g, "stall_timeout_s", 0, 86400,
-		&lc->stall_timeout_s) == -1 ||
-	    cfg_uint(ld, g, "max_requests_per_connection", 1,
-		LIMITS_MAX_CONN_REQUESTS,
-		&lc->max_requests_per_connection) == -1 ||
-	    cfg_uint(ld, g, "handshake_timeout_s", 1, 3600,
-		&lc->handshake_timeout_s) == -1 ||
-	    cfg_uint(ld, g, "client_ipv6_prefix", 1, 128,
-		&lc->client_ipv6_prefix) == -1 ||
-	    cfg_uint(ld, g, "max_cache_requests", 1, 1024,
-		&lc->max_cache_requests) == -1 ||
-	    (r = cfg_size(ld, g, "max_inflight_bytes", &lc->max_inflight_bytes,
-		 NULL)) == -1)
-		return -1;
-	if (r == 1 &&
-	    (lc->max_inflight_bytes < BUDGET_MIN_BYTES ||
-		lc->max_inflight_bytes > BUDGET_MAX_BYTES)) {
-		config_setting_t *s =
-		    config_setting_get_member(g, "max_inflight_bytes");
-		cfg_error(ld, s, "expected a size from 64M to 1P, got %s",
-		    cfg_repr(s, got, sizeof got));
-		return -1;
-	}
-	if ((r = cfg_size(ld, g, "max_request_bytes", &v, NULL)) == -1)
-		return -1;
-	if (r == 1 &&
-	    (v < LIMITS_MIN_REQUEST_BYTES || v > LIMITS_MAX_REQUEST_BYTES)) {
-		config_setting_t *s =
-		    config_setting_get_member(g, "max_request_bytes");
-		cfg_error(ld, s, "expected a size from 32M to 1G, got %s",
-		    cfg_repr(s, got, sizeof got));
-		return -1;
-	}
-	if (r == 1)
-		lc->max_request_bytes = (uint32_t)v;
-	if ((r = cfg_size(ld, g, "max_inflight_bytes_per_connection", &v,
-		 NULL)) == -1)
-		return -1;
-	if (r == 1 &&
-	    (v < LIMITS_MIN_CONN_INFLIGHT_BYTES ||
-		v > LIMITS_MAX_CONN_INFLIGHT_BYTES)) {
-		config_setting_t *s = config_setting_get_member(g,
-		    "max_inflight_bytes_per_connection");
-		cfg_error(ld, s, "expected a size from 1M to 1G, got %s",
-		    cfg_repr(s, got, sizeof got));
-		return -1;
-	}
-	if (r == 1)
-		lc->max_inflight_bytes_per_connection = v;
-	return 0;
-}
-
 /* user = "wbd"; group = "wbd"; (top level): who wbd runs as once
  * started. */
 static int
@@ -1182,56 +1162,6 @@ cfg_run_as(struct cfg_load *ld, const config_setting_t *root,
 		return -1;
 	}
 	ra->gid = gid;
-	return 0;
-}
-
-/* metrics = { listen = "127.0.0.1:9712"; max_connections;
- * max_connections_per_client; timeout_s; } */
-static int
-cfg_metrics(struct cfg_load *ld, const config_setting_t *root,
-    struct metrics_conf *mc)
-{
-	static const char *const keys[] = { "listen", "max_connections",
-		"max_connections_per_client", "timeout_s", NULL };
-	config_setting_t *g;
-	const char *str;
-	int r;
-
-	if (cfg_group(ld, root, "metrics", &g) == -1)
-		return -1;
-	if (g == NULL)
-		return 0;
-	if (cfg_check_keys(ld, g, keys) == -1 ||
-	    cfg_uint(ld, g, "max_connections", 1, 1024, &mc->max_connections) ==
-		-1 ||
-	    cfg_uint(ld, g, "max_connections_per_client", 1, 1024,
-		&mc->max_connections_per_client) == -1 ||
-	    cfg_uint(ld, g, "timeout_s", 1, 3600, &mc->timeout_s) == -1 ||
-	    (r = cfg_string(ld, g, "listen", 255, &str)) == -1)
-		return -1;
-	if (r == 1 &&
-	    (cfg_check_tcp(ld, config_setting_get_member(g, "listen")) == -1 ||
-		cfg_strdup(ld, str, &mc->listen) == -1))
-		return -1;
-	return 0;
-}
-
-/* memory = { lock; prefault; } */
-static int
-cfg_memory(struct cfg_load *ld, const config_setting_t *root,
-    struct memory_conf *mc)
-{
-	static const char *const keys[] = { "lock", "prefault", NULL };
-	config_setting_t *g;
-
-	if (cfg_group(ld, root, "memory", &g) == -1)
-		return -1;
-	if (g == NULL)
-		return 0;
-	if (cfg_check_keys(ld, g, keys) == -1 ||
-	    cfg_bool(ld, g, "lock", &mc->lock) == -1 ||
-	    cfg_bool(ld, g, "prefault", &mc->prefault) == -1)
-		return -1;
 	return 0;
 }
 
@@ -1290,15 +1220,15 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_listen(ld, root, cfg) == -1 ||
 	    cfg_uint(ld, root, "io_threads", 0, IO_THREADS_MAX,
 		&cfg->io_threads) == -1 ||
-	    cfg_cache(ld, root, &cfg->cache) == -1 ||
+	    cfg_cache(ld, root, cfg) == -1 ||
 	    cfg_writeback(ld, root, cfg) == -1 ||
-	    cfg_control(ld, root, &cfg->control) == -1 ||
-	    cfg_remote(ld, root, &cfg->remote) == -1 ||
-	    cfg_limits(ld, root, &cfg->limits) == -1 ||
+	    cfg_control(ld, root, cfg) == -1 ||
+	    cfg_rows(ld, root, "remote", cfg) == -1 ||
+	    cfg_rows(ld, root, "limits", cfg) == -1 ||
 	    cfg_tls(ld, root, &cfg->tls) == -1 ||
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
-	    cfg_memory(ld, root, &cfg->memory) == -1 ||
-	    cfg_metrics(ld, root, &cfg->metrics) == -1 ||
+	    cfg_rows(ld, root, "memory", cfg) == -1 ||
+	    cfg_rows(ld, root, "metrics", cfg) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1 ||
 	    cfg_default_export(ld, root, cfg) == -1)
 		return -1;
@@ -1343,24 +1273,16 @@ config_load(const char *path, struct wbd_config *cfg, char *err,
 }
 
 /*
- * The listener default needs memory: if it cannot be had, cfg has no
- * listener, which config_load() reports as out of memory.
+ * Every row's default (settings_defaults), then the listener.  Those need
+ * memory: if it cannot be had, cfg has no listener, which config_load()
+ * reports as out of memory.
  */
 void
 config_defaults(struct wbd_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
-
-	cfg->control.socket = strdup(WBD_DEFAULT_CONTROL);
-	cfg->control.mode = 0660;
-	cfg->control.max_clients = 64;
-	cfg->control.max_clients_per_uid = 16;
-	cfg->control.admin_reserved = 8;
-	cfg->control.idle_timeout_s = 60;
-	cfg->metrics.max_connections = 32;
-	cfg->metrics.max_connections_per_client = 4;
-	cfg->metrics.timeout_s = 10;
-
+	if (settings_defaults(cfg) == -1)
+		return;
 	if ((cfg->listen_tcp = calloc(1, sizeof *cfg->listen_tcp)) != NULL) {
 		if ((cfg->listen_tcp[0] = strdup(WBD_DEFAULT_TCP)) != NULL) {
 			cfg->n_listen_tcp = 1;
@@ -1371,44 +1293,6 @@ config_defaults(struct wbd_config *cfg)
 	}
 	cfg->unix_mode = 0660;
 	cfg->io_threads = 0;
-
-	cfg->cache.size_bytes = DEFAULT_CACHE_BYTES;
-	cfg->cache.size_pct = 0;
-	cfg->cache.page_size = DEFAULT_PAGE_SIZE;
-	cfg->cache.readahead_bytes = 4u << 20;
-	cfg->memory.prefault = true;
-
-	cfg->writeback.dirty_background.ratio_pct = 10;
-	cfg->writeback.dirty.ratio_pct = 20;
-	cfg->writeback.dirty_expire_centisecs = 3000;
-	cfg->writeback.dirty_writeback_centisecs = 500;
-	cfg->writeback.worker_spawn_ms = 1000;
-	cfg->writeback.worker_idle_ms = 10000;
-	cfg->writeback.min_ratio = 0;
-	cfg->writeback.max_ratio = 100;
-	cfg->writeback.min_workers = 1;
-	cfg->writeback.max_workers = 8;
-	cfg->writeback.max_io_bytes = DEFAULT_MAX_IO_BYTES;
-
-	cfg->remote.connect_timeout_ms = 10000;
-	cfg->remote.reconnect_max_ms = 5000;
-	cfg->remote.io_timeout_ms = 30000;
-	cfg->remote.read_connection = true;
-	cfg->remote.unflushed_ranges = 1024;
-	cfg->remote.commit_interval_ms = 50;
-	cfg->remote.max_writeback_inflight_bytes = 64u << 20;
-	cfg->remote.write_behind = true;
-
-	cfg->limits.max_connections = 1024;
-	cfg->limits.max_connections_per_client = 64;
-	cfg->limits.stall_timeout_s = 120;
-	cfg->limits.max_inflight_bytes = BUDGET_DEFAULT_BYTES;
-	cfg->limits.max_request_bytes = 64u << 20;
-	cfg->limits.max_requests_per_connection = 256;
-	cfg->limits.max_inflight_bytes_per_connection = 64u << 20;
-	cfg->limits.handshake_timeout_s = 30;
-	cfg->limits.client_ipv6_prefix = 128;
-	cfg->limits.max_cache_requests = 2;
 }
 
 void

@@ -1,21 +1,51 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings-table.c - print the settings table (daemon/base/settings.c) for
- * the docs test, one row a line: "NAME SCOPE RUNTIME UNIT", SCOPE "global" or
- * "device", RUNTIME "runtime" or "restart".
+ * the docs test, one row a line, tab-separated: GROUP NAME SCOPE RUNTIME
+ * DEFAULT UNIT DOC.  SCOPE is "global" or "device", RUNTIME "runtime" or
+ * "restart"; DEFAULT is written as wbd.conf(5) writes it (a size with its
+ * suffix, a mode in octal), "-" for none.
  */
 #include <stdio.h>
 
 #include "settings.h"
+#include "size.h"
+
+static const char *
+settings_table_default(const struct setting *s, char *buf, size_t len)
+{
+	switch (s->type) {
+	case SETTING_STRING:
+		return s->def_str != NULL ? s->def_str : "-";
+	case SETTING_BOOL:
+		return s->def ? "true" : "false";
+	case SETTING_MODE:
+		snprintf(buf, len, "%04llo", (unsigned long long)s->def);
+		return buf;
+	case SETTING_BYTES:
+		if (s->pair != NULL)
+			return "-"; /* the threshold's other form */
+				    /* fall through */
+	case SETTING_IO_BYTES:
+	case SETTING_POW2:
+		return size_format(s->def, buf, len);
+	default:
+		snprintf(buf, len, "%llu", (unsigned long long)s->def);
+		return buf;
+	}
+}
 
 int
 main(void)
 {
 	const struct setting *s;
+	char def[32];
 
 	for (s = settings_table; s < settings_table + settings_n; s++)
-		printf("%s %s %s %s\n", s->name,
+		printf("%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s->group, s->name,
 		    s->scope == SETTING_DEVICE ? "device" : "global",
-		    s->runtime ? "runtime" : "restart", s->unit);
+		    s->runtime ? "runtime" : "restart",
+		    settings_table_default(s, def, sizeof def), s->unit,
+		    s->doc);
 	return 0;
 }

@@ -48,33 +48,68 @@ row(const char *name)
 static void
 test_every_row_is_well_formed(void **state)
 {
-	const struct setting *s, *t, *pair;
+	struct wbd_config cfg;
+	const struct setting *s, *t, *pair, *first;
+	size_t n;
 
 	(void)state;
-	assert_true(settings_n > 0 && settings_n <= SETTINGS_MAX);
+	assert_true(settings_n > 0);
 	for (s = settings_table; s < settings_table + settings_n; s++) {
 		for (t = settings_table; t < s; t++)
-			if (strcmp(s->name, t->name) == 0)
-				fail_msg("%s: two rows", s->name);
-		assert_ptr_equal(settings_find(s->name), s);
-		if (s->doc == NULL || s->doc[0] == '\0' || s->unit == NULL ||
-		    s->unit[0] == '\0')
+			if (strcmp(s->group, t->group) == 0 &&
+			    strcmp(s->name, t->name) == 0)
+				fail_msg("%s.%s: two rows", s->group, s->name);
+		assert_ptr_equal(settings_lookup(s->group, s->name), s);
+		/* A group's rows are together, at most SETTINGS_MAX. */
+		first = settings_group(s->group, &n);
+		assert_true(s >= first && s < first + n);
+		assert_true(n <= SETTINGS_MAX);
+		assert_non_null(settings_conf(s->group, &cfg));
+		if (s->doc == NULL || s->doc[0] == '\0' || s->unit == NULL)
 			fail_msg("%s: no doc line or unit", s->name);
 		if (s->min > s->max)
 			fail_msg("%s: min above max", s->name);
 		switch (s->type) {
 		case SETTING_UINT:
 		case SETTING_RATIO:
+		case SETTING_MODE:
 			assert_int_equal(s->size, sizeof(unsigned));
 			assert_true(s->max <= UINT_MAX);
 			if (s->type == SETTING_RATIO)
 				assert_true(s->max <= 100);
 			break;
 		case SETTING_BYTES:
+		case SETTING_POW2:
+			assert_true(s->size == sizeof(uint64_t) ||
+			    (s->size == sizeof(uint32_t) &&
+				s->max <= UINT32_MAX));
+			break;
 		case SETTING_IO_BYTES:
 			assert_int_equal(s->size, sizeof(uint64_t));
 			break;
+		case SETTING_BOOL:
+			assert_int_equal(s->size, sizeof(bool));
+			break;
+		case SETTING_STRING:
+			assert_int_equal(s->size, sizeof(char *));
+			assert_true(s->min == 1 && s->max > 0);
+			break;
 		}
+		if (s->type != SETTING_STRING)
+			assert_null(s->def_str);
+		if (s->type == SETTING_BOOL || s->type == SETTING_STRING ||
+		    s->type == SETTING_MODE)
+			assert_string_equal(s->unit, "");
+		else if (s->unit[0] == '\0')
+			fail_msg("%s: no unit", s->name);
+		/* Only the writeback rows are tunables. */
+		if (strcmp(s->group, "writeback") != 0) {
+			assert_false(s->runtime);
+			assert_int_equal(s->scope, SETTING_GLOBAL);
+			assert_null(s->pair);
+			continue;
+		}
+		assert_ptr_equal(settings_find(s->name), s);
 		assert_true(s->offset + s->size <= sizeof(struct writeback_conf));
 		if (s->scope == SETTING_DEVICE) {
 			assert_int_equal(s->type, SETTING_RATIO);
@@ -92,23 +127,37 @@ test_every_row_is_well_formed(void **state)
 	}
 }
 
-/* The defaults config_defaults() sets are within the table's ranges. */
+/* The defaults are the table's, within its ranges. */
 static void
 test_defaults_are_valid(void **state)
 {
 	struct wbd_config cfg;
 	const struct setting *s;
 	struct settings_err e;
+	const void *conf;
+	char *const *str;
 	uint64_t v;
 
 	(void)state;
 	config_defaults(&cfg);
 	for (s = settings_table; s < settings_table + settings_n; s++) {
-		v = settings_get(s, &cfg.writeback);
-		if (settings_in_use(s, &cfg.writeback) &&
+		conf = settings_conf(s->group, &cfg);
+		if (s->type == SETTING_STRING) {
+			str = (char *const *)((const char *)conf + s->offset);
+			if (s->def_str == NULL)
+				assert_null(*str);
+			else
+				assert_string_equal(*str, s->def_str);
+			continue;
+		}
+		v = settings_load(s, conf);
+		assert_true(v == s->def);
+		if (s->pair != NULL && !settings_in_use(s, &cfg.writeback))
+			continue;
+		if (s->type != SETTING_BOOL && s->type != SETTING_MODE &&
 		    !settings_valid(s, v, PAGE))
-			fail_msg("%s: default %llu out of range", s->name,
-			    (unsigned long long)v);
+			fail_msg("%s.%s: default %llu out of range", s->group,
+			    s->name, (unsigned long long)v);
 	}
 	assert_int_equal(settings_check(&cfg.writeback, NULL, 0, &file_env, 0,
 	    &e), 0);
