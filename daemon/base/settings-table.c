@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings-table.c - the rows of the settings table (settings.h): every key
- * of the groups cache, writeback, control, remote, limits, memory and
- * metrics, with its range, default and doc line, and where each group
+ * of the groups cache, writeback, control, remote, limits, tls, memory
+ * and metrics, with its range, default and doc line, and where each group
  * lives in struct wbd_config.  Constant data; the code that reads it is
  * settings.c's (and the loader's, conf/config.c).
  */
@@ -31,8 +31,13 @@
 #define REMOTE(m) ROW(remote, remote_conf, m)
 #define LIMITS(m) ROW(limits, limits_conf, m)
 #define MEMORY(m) ROW(memory, memory_conf, m)
+#define TLS(m) ROW(tls, tls_conf, m)
 #define METRICS(m) ROW(metrics, metrics_conf, m)
 #define DEV_FIELD(m) .dev_offset = offsetof(struct device_conf, m)
+
+/* enum tls_mode's names, in its order. */
+static const char *const settings_tls_modes[] = { "off", "on", "require",
+	NULL };
 
 /* In the order of the file's "expected one of" lists and wbctl tune's. */
 const struct setting settings_table[] = {
@@ -212,6 +217,25 @@ const struct setting settings_table[] = {
 	    .def = 2,
 	    .doc = "NBD_CMD_CACHE requests carried out at once on a device" },
 
+	{ TLS(mode), .name = "mode", .type = SETTING_ENUM, .unit = "",
+	    .max = 16, .names = settings_tls_modes, .def = TLS_OFF,
+	    .doc = "STARTTLS refused, offered, or required before anything "
+		   "else" },
+	{ TLS(certificates), .name = "certificates", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = PATH_MAX,
+	    .doc = "a directory of ca-cert.pem, server-cert.pem and "
+		   "server-key.pem" },
+	{ TLS(verify_peer), .name = "verify_peer", .type = SETTING_BOOL,
+	    .unit = "", .def = false, .late = true,
+	    .doc = "a client must show a certificate the CA signed" },
+	{ TLS(psk_file), .name = "psk_file", .type = SETTING_STRING, .unit = "",
+	    .min = 1, .max = PATH_MAX,
+	    .doc = "a file of \"username:hexkey\" lines (instead of "
+		   "certificates)" },
+	{ TLS(priority), .name = "priority", .type = SETTING_STRING, .unit = "",
+	    .min = 1, .max = 1024,
+	    .doc = "the GnuTLS priority string (unset: \"NORMAL\")" },
+
 	{ MEMORY(lock), .name = "lock", .type = SETTING_BOOL, .unit = "",
 	    .def = false,
 	    .doc = "the process's memory is locked (mlockall) at start" },
@@ -246,6 +270,7 @@ static const struct {
 	{ "control", offsetof(struct wbd_config, control) },
 	{ "remote", offsetof(struct wbd_config, remote) },
 	{ "limits", offsetof(struct wbd_config, limits) },
+	{ "tls", offsetof(struct wbd_config, tls) },
 	{ "memory", offsetof(struct wbd_config, memory) },
 	{ "metrics", offsetof(struct wbd_config, metrics) },
 };

@@ -3,7 +3,7 @@
  * settings.h - every key of wbd.conf's groups as one table.
  *
  * A row is one key of a group (cache, writeback, control, remote, limits,
- * memory, metrics): its name, type, unit, range, default, where it lives
+ * tls, memory, metrics): its name, type, unit, range, default, where it lives
  * (the field in its group's struct of config.h, and struct device_conf for
  * a per-device writeback key), whether it changes at run time (wbctl tune
  * and reload) and its doc line.  The config loader walks the rows of a
@@ -71,6 +71,8 @@ enum setting_type {
 	SETTING_STRING,         /* char *, 1 to max bytes, copied */
 	SETTING_MODE,           /* unsigned, an octal file mode such as
 	                           "0660" */
+	SETTING_ENUM,           /* an enum: the index of one of names[], a
+	                           string of max bytes at most */
 };
 
 enum setting_scope {
@@ -90,6 +92,7 @@ struct setting {
 	uint64_t min, max;              /* a string's: its length */
 	uint64_t def;                   /* the default, if not a string */
 	const char *def_str;            /* a string's default, or NULL */
+	const char *const *names;       /* an enum's, NULL-terminated */
 	size_t offset, size;            /* the field in the group's struct */
 	size_t dev_offset;              /* in struct device_conf, if per device */
 	const char *pair;               /* a threshold's other form: setting

@@ -4,13 +4,14 @@
  *
  * The reading itself (errors with file and line, unknown keys, typed
  * getters) is cfgread.c's.  The keys of the groups cache, writeback,
- * control, remote, limits, memory and metrics, with their defaults and
- * limits, are rows of the settings table (base/settings-table.c): a group
- * is read by one walk over its rows (cfg_walk), a key checked against this
- * machine by a hook (cfg_hooks).  The listeners, tls, the user, the
- * exports and the top level are read here by hand.  It runs on the main thread at start-up, or on the
- * thread that reloads, and keeps no state between calls: everything lives
- * in a struct cfg_load on the stack of config_load().
+ * control, remote, limits, tls, memory and metrics, with their defaults
+ * and limits, are rows of the settings table (base/settings-table.c): a
+ * group is read by one walk over its rows (cfg_walk), a key checked
+ * against this machine by a hook (cfg_hooks).  The listeners, the user,
+ * the exports and the top level are read here by hand.  It runs on the
+ * main thread at start-up, or on the thread that reloads, and keeps no
+ * state between calls: everything lives in a struct cfg_load on the
+ * stack of config_load().
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -496,7 +497,41 @@ static const struct {
 	{ "metrics", "listen", cfg_metrics_listen },
 };
 
-/* A number, bool or mode row from GROUP: 1 and *OUT, 0 if absent, -1. */
+/* An enum row from GROUP, a string of row->max bytes at most: 1 and *OUT
+ * (the index of its name), 0 if absent, -1. */
+static int
+cfg_enum(struct cfg_load *ld, const config_setting_t *group,
+    const struct setting *row, uint64_t *out)
+{
+	config_setting_t *s;
+	char got[96], list[256];
+	const char *str;
+	size_t n = 0, len = 0;
+	int r;
+
+	if ((r = cfg_string(ld, group, row->name, row->max, &str)) != 1)
+		return r;
+	for (n = 0; row->names[n] != NULL; n++)
+		if (strcmp(row->names[n], str) == 0) {
+			*out = n;
+			return 1;
+		}
+	/* "\"off\", \"on\" or \"require\"" */
+	for (size_t i = 0; i < n && len < sizeof list; i++)
+		len +=
+		    (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"",
+			i == 0         ? "" :
+			    i + 1 == n ? " or " :
+					 ", ",
+			row->names[i]);
+	s = config_setting_get_member(group, row->name);
+	cfg_error(ld, s, "expected %s, got %s", list,
+	    cfg_repr(s, got, sizeof got));
+	return -1;
+}
+
+/* A number, bool, mode or enum row from GROUP: 1 and *OUT, 0 if absent,
+ * -1. */
 static int
 cfg_setting(struct cfg_load *ld, const config_setting_t *group,
     const struct setting *row, uint32_t page_size, uint64_t *out)
@@ -521,6 +556,8 @@ cfg_setting(struct cfg_load *ld, const config_setting_t *group,
 		r = cfg_bool(ld, group, row->name, &on);
 		u = on;
 		break;
+	case SETTING_ENUM:
+		return cfg_enum(ld, group, row, out);
 	default:
 		if ((r = cfg_size(ld, group, row->name, &v, NULL)) != 1)
 			return r;
@@ -628,8 +665,8 @@ cfg_walk(struct cfg_load *ld, const config_setting_t *g, const char *name,
 	return 0;
 }
 
-/* A group that is rows of the table and nothing else: remote, limits,
- * memory, metrics. */
+/* A group of the table, its rows read (and its checks between keys left
+ * to the caller): the whole of remote, limits, memory and metrics. */
 static int
 cfg_rows(struct cfg_load *ld, const config_setting_t *root, const char *name,
     struct wbd_config *cfg)
@@ -986,48 +1023,21 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	return cfg_allow(ld, e, ex);
 }
 
-/* tls = { mode; certificates; verify_peer; psk_file; priority; } */
+/* tls = { mode; certificates; verify_peer; psk_file; priority; }: the
+ * credentials are a directory or a PSK file, checked by loading them as
+ * the daemon will. */
 static int
-cfg_tls(struct cfg_load *ld, const config_setting_t *root, struct tls_conf *tc)
+cfg_tls(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
 {
-	static const char *const keys[] = { "mode", "certificates",
-		"verify_peer", "psk_file", "priority", NULL };
-	config_setting_t *g, *s;
-	const char *str;
-	char got[96], why[512];
-	int r;
+	struct tls_conf *tc = &cfg->tls;
+	config_setting_t *g;
+	char why[512];
 
-	if ((r = cfg_group(ld, root, "tls", &g)) == -1)
+	if (cfg_rows(ld, root, "tls", cfg) == -1)
 		return -1;
-	if (g == NULL)
+	if ((g = config_setting_get_member(root, "tls")) == NULL)
 		return 0;
-	if (cfg_check_keys(ld, g, keys) == -1 ||
-	    (r = cfg_string(ld, g, "mode", 16, &str)) == -1)
-		return -1;
-	if (r == 1) {
-		s = config_setting_get_member(g, "mode");
-		if (strcmp(str, "off") == 0)
-			tc->mode = TLS_OFF;
-		else if (strcmp(str, "on") == 0)
-			tc->mode = TLS_ON;
-		else if (strcmp(str, "require") == 0)
-			tc->mode = TLS_REQUIRE;
-		else {
-			cfg_error(ld, s,
-			    "expected \"off\", \"on\" or "
-			    "\"require\", got %s",
-			    cfg_repr(s, got, sizeof got));
-			return -1;
-		}
-	}
-	if ((r = cfg_string(ld, g, "certificates", PATH_MAX, &str)) == -1 ||
-	    (r == 1 && cfg_strdup(ld, str, &tc->certificates) == -1) ||
-	    (r = cfg_string(ld, g, "psk_file", PATH_MAX, &str)) == -1 ||
-	    (r == 1 && cfg_strdup(ld, str, &tc->psk_file) == -1) ||
-	    (r = cfg_string(ld, g, "priority", 1024, &str)) == -1 ||
-	    (r == 1 && cfg_strdup(ld, str, &tc->priority) == -1) ||
-	    cfg_bool(ld, g, "verify_peer", &tc->verify_peer) == -1)
-		return -1;
 	if (tc->certificates && tc->psk_file) {
 		cfg_error(ld, config_setting_get_member(g, "psk_file"),
 		    "expected either certificates or psk_file, not both: "
@@ -1225,7 +1235,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_control(ld, root, cfg) == -1 ||
 	    cfg_rows(ld, root, "remote", cfg) == -1 ||
 	    cfg_rows(ld, root, "limits", cfg) == -1 ||
-	    cfg_tls(ld, root, &cfg->tls) == -1 ||
+	    cfg_tls(ld, root, cfg) == -1 ||
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
 	    cfg_rows(ld, root, "memory", cfg) == -1 ||
 	    cfg_rows(ld, root, "metrics", cfg) == -1 ||

@@ -19,6 +19,8 @@ settings_table_default(const struct setting *s, char *buf, size_t len)
 		return s->def_str != NULL ? s->def_str : "-";
 	case SETTING_BOOL:
 		return s->def ? "true" : "false";
+	case SETTING_ENUM:
+		return s->names[s->def];
 	case SETTING_MODE:
 		snprintf(buf, len, "%04llo", (unsigned long long)s->def);
 		return buf;

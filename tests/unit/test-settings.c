@@ -90,6 +90,13 @@ test_every_row_is_well_formed(void **state)
 		case SETTING_BOOL:
 			assert_int_equal(s->size, sizeof(bool));
 			break;
+		case SETTING_ENUM:
+			assert_int_equal(s->size, sizeof(int));
+			assert_non_null(s->names);
+			for (n = 0; s->names[n] != NULL; n++)
+				assert_true(strlen(s->names[n]) <= s->max);
+			assert_true(s->def < n);
+			break;
 		case SETTING_STRING:
 			assert_int_equal(s->size, sizeof(char *));
 			assert_true(s->min == 1 && s->max > 0);
@@ -98,7 +105,7 @@ test_every_row_is_well_formed(void **state)
 		if (s->type != SETTING_STRING)
 			assert_null(s->def_str);
 		if (s->type == SETTING_BOOL || s->type == SETTING_STRING ||
-		    s->type == SETTING_MODE)
+		    s->type == SETTING_MODE || s->type == SETTING_ENUM)
 			assert_string_equal(s->unit, "");
 		else if (s->unit[0] == '\0')
 			fail_msg("%s: no unit", s->name);
@@ -155,7 +162,7 @@ test_defaults_are_valid(void **state)
 		if (s->pair != NULL && !settings_in_use(s, &cfg.writeback))
 			continue;
 		if (s->type != SETTING_BOOL && s->type != SETTING_MODE &&
-		    !settings_valid(s, v, PAGE))
+		    s->type != SETTING_ENUM && !settings_valid(s, v, PAGE))
 			fail_msg("%s.%s: default %llu out of range", s->group,
 			    s->name, (unsigned long long)v);
 	}
