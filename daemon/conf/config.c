@@ -553,8 +553,8 @@ cfg_setting(struct cfg_load *ld, const config_setting_t *group,
 		r = cfg_mode(ld, group, row->name, &u);
 		break;
 	case SETTING_BOOL:
-		r = cfg_bool(ld, group, row->name, &on);
-		u = on;
+		if ((r = cfg_bool(ld, group, row->name, &on)) == 1)
+			u = on;
 		break;
 	case SETTING_ENUM:
 		return cfg_enum(ld, group, row, out);
