@@ -149,7 +149,7 @@ CACHE_B=$(numfmt --from=iec "$NET_CACHE") || die "BENCH_NET_CACHE=$NET_CACHE is 
 # The burst: three quarters of wbd's default dirty limit (20% of the
 # cache), in whole MiB.  The drain: the same amount.  Hot reads: a
 # quarter of the cache.
-BURST_B=$((CACHE_B / 100 * 15 / 1048576 * 1048576))
+BURST_B=$((CACHE_B * 15 / 100 / 1048576 * 1048576))
 DRAIN_B=$BURST_B
 HOT_B=$((CACHE_B / 4 / 1048576 * 1048576))
 VERIFY_B=$((32 << 20))
@@ -306,7 +306,7 @@ fio_fig() {
 # net_run PROFILE SERVER CASE ROUND
 net_run() {
 	local p=$1 s=$2 c=$3 r=$4 tag="$1-$2-$3-r$4" k="$1,$2,$3,$4" out vals v f=- args
-	local iops mib p99w p99s dirty
+	local p99w p99s dirty
 	if ! net_up "$p" "$s" "$c" "$tag"; then
 		net_down "$tag"
 		return 0
@@ -351,7 +351,7 @@ net_run() {
 			net_down "$tag"
 			return 0
 		fi
-		read -r v iops mib p99w p99s <<<"$vals"
+		read -r v _ _ p99w p99s <<<"$vals"
 		R_VAL[$k]=$(awk -v x="$v" 'BEGIN { printf "%.1f", x }')
 		R_P99W[$k]=$(awk -v x="$p99w" 'BEGIN { printf "%.0f", x }')
 		# No fsync in the case: no FLUSH latency.
@@ -409,7 +409,7 @@ net_verify() {
 	net_down "$tag"
 }
 
-declare -A MED LO HI FLMED P99W P99S   # [profile,server,case]
+declare -A MED P99W P99S   # [profile,server,case]: medians of the rounds
 
 net_profile() {
 	local p=$1 r c i n=${#NET_SERVERS[@]} s k vals
@@ -429,8 +429,6 @@ net_profile() {
 			mapfile -t vals < <(net_rounds R_VAL "$k")
 			((${#vals[@]} > 0)) || continue
 			MED[$k]=$(median "${vals[@]}" | awk '{ printf "%.1f", $1 }')
-			LO[$k]=$(printf '%s\n' "${vals[@]}" | sort -g | head -n 1)
-			HI[$k]=$(printf '%s\n' "${vals[@]}" | sort -g | tail -n 1)
 			mapfile -t vals < <(net_rounds R_P99W "$k")
 			((${#vals[@]} > 0)) && P99W[$k]=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
 			mapfile -t vals < <(net_rounds R_P99S "$k")
@@ -589,7 +587,7 @@ write_section() {
 	for p in "${PROFILES[@]}"; do
 		cat <<-EOF
 
-		### $(echo "${p^^}") ($(profile_label "$p"))
+		### ${p^^} ($(profile_label "$p"))
 
 		EOF
 		results_table "$p"
@@ -615,12 +613,12 @@ write_section() {
 		EOF
 		latency_rows "$p"
 		echo
-		local checks=()
+		local checks=''
 		for s in "${NET_SERVERS[@]}"; do
-			checks+=("$s ${VERIFY[$p,$s]:-not run} (multi-conn ${MC[$p,$s]:--})")
+			checks+="${checks:+; }$s ${VERIFY[$p,$s]:-not run} (multi-conn ${MC[$p,$s]:--})"
 		done
 		printf 'Data check (fio --verify=crc32c of %s MiB through the server, a FLUSH, then the remote must hold what the server returns): %s.\n' \
-		    "$(mib_of "$VERIFY_B")" "$(IFS=';'; echo "${checks[*]}" | sed 's/;/; /g')"
+		    "$(mib_of "$VERIFY_B")" "$checks"
 		echo
 		for c in "${NET_CASES[@]}"; do
 			[[ -f $RESULTS/$p/bench/case-$c.png ]] &&
