@@ -427,11 +427,16 @@ net_profile() {
 			((${#vals[@]} > 0)) || continue
 			MED[$k]=$(median "${vals[@]}" | awk '{ printf "%.1f", $1 }')
 			mapfile -t vals < <(net_rounds R_P99W "$k")
-			((${#vals[@]} > 0)) && P99W[$k]=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
+			if ((${#vals[@]} > 0)); then
+				P99W[$k]=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
+			fi
 			mapfile -t vals < <(net_rounds R_P99S "$k")
-			((${#vals[@]} > 0)) && P99S[$k]=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
+			if ((${#vals[@]} > 0)); then
+				P99S[$k]=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
+			fi
 		done
 	done
+	return 0
 }
 
 # net_rounds ARRAY KEY: the values of every round that has one.
