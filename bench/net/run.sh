@@ -152,7 +152,7 @@ CACHE_B=$(numfmt --from=iec "$NET_CACHE") || die "BENCH_NET_CACHE=$NET_CACHE is 
 BURST_B=$((CACHE_B * 15 / 100 / 1048576 * 1048576))
 DRAIN_B=$BURST_B
 HOT_B=$((CACHE_B / 4 / 1048576 * 1048576))
-VERIFY_B=$((32 << 20))
+VERIFY_B=$((8 << 20))
 ((SIZE_B > CACHE_B)) || die "BENCH_NET_SIZE ($NET_SIZE) must exceed the cache ($NET_CACHE): the sustained case writes past it"
 
 profile_rtt() { case $1 in lan) echo 0.5ms ;; wan) echo 5ms ;; esac; }
