@@ -40,7 +40,9 @@ MIB = 1048576.0
 # A colour per server, wbd's apart from the rest.
 COLOURS = {"wbd": "#d95f02", "wbd-tls": "#e6ab02", "nbdkit-memory": "#1b9e77",
            "nbdkit-null": "#7570b3", "nbdkit-file": "#66a61e",
-           "nbdkit-file-cache": "#a6761d", "qemu-nbd": "#666666"}
+           "nbdkit-file-cache": "#a6761d", "qemu-nbd": "#666666",
+           # bench/net/run.sh's: the remote alone, nbdkit's cache filter
+           "remote": "#1b9e77", "nbdkit-cache": "#a6761d"}
 
 
 def case_unit(case):

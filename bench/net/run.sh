@@ -643,7 +643,7 @@ net_summary() {
 		    printf "{\"server\": \"%s\", \"case\": \"%s\", \"round\": %s, \"iops\": %s, \"mib_s\": %s}\n",
 		        $2, $3, $4, $5, $5 }' "$T/runs.tsv" | jq -s . >"$T/runs.json"
 		for c in "${NET_CASES[@]}"; do
-			jq -n --arg n "$c" --arg l "$(case_label "$c") — $(profile_label "$p")" \
+			jq -n --arg n "$c" --arg l "$c, ${p^^} $(profile_label "$p")" \
 			    --arg u "$(case_unit "$c")" '{name: $n, label: $l, unit: $u}'
 		done | jq -s . >"$T/cases.json"
 		printf '%s\n' "${NET_SERVERS[@]}" | jq -R . | jq -s . >"$T/servers.json"
