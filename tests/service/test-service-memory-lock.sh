@@ -3,8 +3,8 @@
 # Kernel-client safety: at start wbd asks for PR_SET_IO_FLUSHER and says
 # whether it got it (it needs CAP_SYS_RESOURCE, which an unprivileged wbd
 # lacks, and so may a root in a container).  memory = { lock = true; }
-# locks wbd's memory in RAM (VmLck grows with what it touches, the cache
-# included); an unprivileged wbd whose locked-memory limit is below the
+# locks wbd's memory in RAM (VmLck covers the cache, and does not fall as
+# the cache fills); an unprivileged wbd whose locked-memory limit is below the
 # cache is refused at start-up with one error line that says what to
 # raise.  Off, nothing is locked.
 source "${SRCDIR:?SRCDIR must name tests/service}/lib-service.sh"
@@ -37,8 +37,13 @@ h.pwrite(b"\x33" * (8 << 20), 0)
 h.shutdown()
 PY
 after=$(vmlck_kib "$WBD_PID")
-((asan || after >= before + 8192)) ||
-	fail "VmLck did not grow with 8 MiB cached: $before kB, then $after kB"
+# The cache (64 MiB) is locked, and stays so as it fills.  (The growth
+# once seen here after a write was a new malloc arena, 64 MiB, not the
+# cache: wbd keeps few arenas now.)
+((asan || before >= 65536)) ||
+	fail "VmLck is $before kB: less than the 64 MiB cache"
+((asan || after >= before)) ||
+	fail "VmLck fell with 8 MiB cached: $before kB, then $after kB"
 log "VmLck $before kB, $after kB after 8 MiB written"
 stop_wbd
 
