@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
 #include "bufstash.h"
@@ -85,13 +84,6 @@ uint64_t
 backend_size(struct backend *b)
 {
 	return b->ops->size(b);
-}
-
-int
-backend_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
-{
-	backend_assert_range(b, count, off);
-	return b->ops->pread(b, buf, count, off);
 }
 
 int
@@ -294,26 +286,3 @@ backend_write_end(struct backend_write *w)
 	return r;
 }
 
-void
-backend_describe_state(struct backend *b, char *buf, size_t len)
-{
-	struct backend_state st;
-	char when[64] = "";
-	struct tm tm;
-
-	if (len == 0)
-		return;
-	buf[0] = '\0';
-	if (!b || !backend_get_state(b, &st))
-		return;
-	time_t t = (time_t)(st.since_realtime_ns / 1000000000u);
-	if (st.since_realtime_ns && localtime_r(&t, &tm))
-		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-	if (st.connected)
-		snprintf(buf, len, "connected since %s (%u connection%s)",
-		    when, st.connections, st.connections == 1 ? "" : "s");
-	else
-		snprintf(buf, len, "disconnected since %s, %u retr%s, last "
-		    "error: %s", when, st.retries, st.retries == 1 ? "y" : "ies",
-		    st.last_error[0] ? st.last_error : "none");
-}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * backend.h - the backing-device interface: a table of operations, and
- * the one door every caller goes through (backend_pread, backend_flush,
+ * the one door every caller goes through (backend_read_begin, backend_flush,
  * backend_write_begin/end, ...): the wrappers assert the preconditions
  * (range, read-only, flags) and supply the optional operations a backend
  * lacks.  Nothing outside backend*.c calls b->ops-> itself.
@@ -201,10 +201,6 @@ bool backend_is_uri(const char *backing);
 struct backend *backend_nbd_open(const char *uri, uint64_t size_bytes,
     bool readonly, const struct remote_conf *rc);
 
-/* "connected (2 connections)" or "disconnected since ..., N retries,
- * last error: ..." into BUF; "" for a local backend. */
-void backend_describe_state(struct backend *b, char *buf, size_t len);
-
 static inline void
 backend_close(struct backend *b)
 {
@@ -215,8 +211,6 @@ backend_close(struct backend *b)
 /* --- the door ------------------------------------------------------------ */
 
 uint64_t backend_size(struct backend *b);
-/* [OFF, OFF+COUNT) must lie inside the device. */
-int backend_pread(struct backend *b, void *buf, uint32_t count, uint64_t off);
 /* Not on a read-only backend. */
 int backend_flush(struct backend *b);
 int backend_trim(struct backend *b, uint32_t count, uint64_t off);

@@ -2,7 +2,7 @@
 /*
  * fake-backend.h - a backing device for unit tests: N bytes of memory
  * behind the real struct backend, reached through the same door
- * (backend_pread, backend_write_begin, ...) as a file or a remote.
+ * (backend_read_begin, backend_write_begin, ...) as a file or a remote.
  *
  * It is deterministic and scriptable:
  *
