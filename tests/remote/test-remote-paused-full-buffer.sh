@@ -13,7 +13,7 @@ need_python_nbd
 start_nbdkit slow --filter=delay memory 96M delay-write=2000ms delay-read=20ms
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 128M 'dirty_background_bytes = "8M"; dirty_bytes = "64M"; dirty_writeback_centisecs = 0;'
-add_remote_settings 'io_timeout_ms = 120000;'
+add_remote_settings 'io_timeout_ms = 120000; write_behind = false;'
 start_wbd
 
 "$PYTHON" - "$(uri_unix disk0)" <<'PY' || fail "see above"

@@ -16,7 +16,7 @@ KIT=$KIT_PID
 add_remote_export gone "$(kit_uri "$KIT_SOCK")"
 add_export_mode local 8M writeback
 write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0;'
-add_remote_settings 'reconnect_max_ms = 200;'
+add_remote_settings 'reconnect_max_ms = 200; write_behind = false;'
 start_wbd
 
 head -c 4M /dev/urandom >"$T/data"
