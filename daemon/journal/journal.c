@@ -807,7 +807,7 @@ int
 journal_append(struct journal *j, struct journal_rec *recs, unsigned n)
 {
 	static const unsigned char pad[JOURNAL_REC_ALIGN];
-	uint64_t bytes = 0, data = 0;
+	uint64_t bytes = 0;
 	bool wrap;
 	int r;
 
@@ -821,7 +821,6 @@ journal_append(struct journal *j, struct journal_rec *recs, unsigned n)
 		if (payload > J_REC_MAX)
 			return -EINVAL;
 		bytes += j_rec_bytes(payload);
-		data += payload;
 	}
 	if (bytes > J_BATCH_MAX)
 		return -EINVAL;
