@@ -285,4 +285,3 @@ backend_write_end(struct backend_write *w)
 	w->bounce = NULL;
 	return r;
 }
-

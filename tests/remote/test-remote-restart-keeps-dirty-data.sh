@@ -13,7 +13,7 @@ truncate -s 64M "$T/remote.img"
 start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=20ms
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 128M 'dirty_background_bytes = "4M"; dirty_bytes = "100M"; dirty_writeback_centisecs = 10; dirty_expire_centisecs = 0;'
-add_remote_settings 'connect_timeout_ms = 2000; reconnect_max_ms = 400; io_timeout_ms = 2000;'
+add_remote_settings 'connect_timeout_ms = 2000; reconnect_max_ms = 400; io_timeout_ms = 2000; write_behind = false;'
 start_wbd
 
 head -c 40M /dev/urandom >"$T/data"
