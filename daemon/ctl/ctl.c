@@ -738,7 +738,7 @@ ctl_refusal(struct ctl_state *cs, uid_t uid, gid_t gid)
 	if (cs->n_clients >= cc->max_clients - cc->admin_reserved &&
 	    !ctl_is_admin(cs, uid, gid))
 		return "the remaining slots are kept for root and the admin "
-		       "group";
+		       "group (control.admin_reserved)";
 	return NULL;
 }
 
