@@ -57,6 +57,25 @@ struct config_where {
 	unsigned line;
 };
 
+/* An export's persistent write log (journal = { ... } in an export;
+ * docs/journal.md). */
+enum journal_mode {
+	JOURNAL_OFF = 0,
+	JOURNAL_ON_FLUSH, /* a FLUSH or FUA write logs what it covers */
+	JOURNAL_ON_WRITE, /* every write is logged before its reply */
+};
+
+struct export_journal_conf {
+	char *path;          /* NULL: no journal */
+	uint64_t size_bytes; /* of a file made; 0: a block device whole */
+	enum journal_mode mode;
+	struct config_where path_at;
+};
+
+/* The smallest journal (two superblocks and 1 MiB of records). */
+#define CONFIG_JOURNAL_MIN_BYTES ((2u << 12) + (1u << 20))
+#define CONFIG_JOURNAL_DEFAULT_BYTES (256ull << 20)
+
 struct export_conf {
 	char *name;
 	char *description;              /* may be NULL */
@@ -69,6 +88,7 @@ struct export_conf {
 	struct access_list *allow;      /* NULL: everyone (no allow key) */
 	int line;                       /* where it was defined, for messages */
 	struct config_where backing_at, size_at;
+	struct export_journal_conf journal;
 };
 
 struct cache_conf {

@@ -714,8 +714,10 @@ page_accessed_locked(struct cache *c, struct shard *sh, struct cpage *p)
 	}
 }
 
-bool
-cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
+/* cache_read, or (COUNT false) cache_peek: no access counted. */
+static bool
+cache_copy_out(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
+    bool count)
 {
 	struct cache *c = f->c;
 	uint8_t *out = buf;
@@ -730,20 +732,35 @@ cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 		struct cpage *p = lookup_locked(sh, index);
 		if (!p || !(p->flags & PF_FILLED)) {
 			/* Under the lock, as every writer of it. */
-			ATOMIC_SET(&sh->misses, sh->misses + 1);
+			if (count)
+				ATOMIC_SET(&sh->misses, sh->misses + 1);
 			pthread_mutex_unlock(&sh->lock);
 			return false;
 		}
 		memcpy(out, page_data(c, p) + in, n);
-		page_accessed_locked(c, sh, p);
-		if (n == len)
-			ATOMIC_SET(&sh->hits, sh->hits + 1);
+		if (count) {
+			page_accessed_locked(c, sh, p);
+			if (n == len)
+				ATOMIC_SET(&sh->hits, sh->hits + 1);
+		}
 		pthread_mutex_unlock(&sh->lock);
 		out += n;
 		off += n;
 		len -= n;
 	}
 	return true;
+}
+
+bool
+cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
+{
+	return cache_copy_out(f, buf, off, len, true);
+}
+
+bool
+cache_peek(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
+{
+	return cache_copy_out(f, buf, off, len, false);
 }
 
 /* Resident and filled, or fully covered: writable without a fill. */

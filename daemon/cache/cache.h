@@ -90,6 +90,9 @@ uint64_t cache_oldest_dirty_ns(struct cache_file *f);
  * miss.
  */
 bool cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len);
+/* The same, counting no access (no hit, no miss, no S3-FIFO visit): the
+ * write log reading what it is to log. */
+bool cache_peek(struct cache_file *f, void *buf, uint64_t off, uint32_t len);
 
 enum cache_write_result {
 	CACHE_WRITE_OK,         /* copied and dirtied */

@@ -920,13 +920,88 @@ cfg_allow(struct cfg_load *ld, const config_setting_t *e,
 	return 0;
 }
 
+/* journal = { path; size; mode; } in an export: its write log
+ * (docs/journal.md).  Whether the path can be opened is for wbd -n's
+ * host checks and the start. */
+static int
+cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
+    struct export_conf *ex)
+{
+	static const char *const keys[] = { "path", "size", "mode", NULL };
+	struct export_journal_conf *jc = &ex->journal;
+	config_setting_t *g = config_setting_get_member(e, "journal"), *s;
+	const char *str;
+	char got[96];
+	int r;
+
+	if (!g)
+		return 0;
+	if (!config_setting_is_group(g)) {
+		cfg_error(ld, g,
+		    "expected a group such as journal = { path = "
+		    "\"/var/lib/wbd/%s.wal\"; }, got %s",
+		    ex->name, cfg_repr(g, got, sizeof got));
+		return -1;
+	}
+	if (cfg_check_keys(ld, g, keys) == -1)
+		return -1;
+	if ((r = cfg_string(ld, g, "path", PATH_MAX, &str)) == -1)
+		return -1;
+	if (r == 0 || str[0] != '/') {
+		cfg_error(ld, r ? config_setting_get_member(g, "path") : g,
+		    "expected path = \"/absolute/path\", the file or block "
+		    "device that holds export \"%s\"'s write log",
+		    ex->name);
+		return -1;
+	}
+	if (cfg_strdup(ld, str, &jc->path) == -1)
+		return -1;
+	jc->path_at = cfg_at(ld, config_setting_get_member(g, "path"));
+	jc->size_bytes = CONFIG_JOURNAL_DEFAULT_BYTES;
+	if ((r = cfg_size(ld, g, "size", &jc->size_bytes, NULL)) == -1)
+		return -1;
+	if (r == 1 && jc->size_bytes != 0 &&
+	    (jc->size_bytes < CONFIG_JOURNAL_MIN_BYTES ||
+		jc->size_bytes > EXPORT_MAX_BYTES)) {
+		s = config_setting_get_member(g, "size");
+		cfg_error(ld, s,
+		    "expected 0 (a block device, used whole) or a size "
+		    "from %u bytes (two 4 KiB superblocks and 1 MiB of "
+		    "records) below 8E, got %s",
+		    CONFIG_JOURNAL_MIN_BYTES, cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	jc->mode = JOURNAL_ON_FLUSH;
+	if ((r = cfg_string(ld, g, "mode", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		if (strcmp(str, "on-write") == 0) {
+			jc->mode = JOURNAL_ON_WRITE;
+		} else if (strcmp(str, "on-flush") != 0) {
+			s = config_setting_get_member(g, "mode");
+			cfg_error(ld, s,
+			    "expected \"on-flush\" or \"on-write\", got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	if (ex->readonly) {
+		cfg_error(ld, g,
+		    "expected no journal on a read-only export (\"%s\"): "
+		    "nothing is written to log",
+		    ex->name);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 cfg_export(struct cfg_load *ld, const config_setting_t *e,
     struct export_conf *ex)
 {
 	static const char *const keys[] = { "name", "description", "backing",
 		"size", "readonly", "direct", "cache_mode", "tls", "allow",
-		NULL };
+		"journal", NULL };
 	config_setting_t *s;
 	const char *str;
 	char got[96];
@@ -1020,6 +1095,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 			return -1;
 		}
 	}
+	if (cfg_export_journal(ld, e, ex) == -1)
+		return -1;
 	return cfg_allow(ld, e, ex);
 }
 
@@ -1128,6 +1205,22 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 				    "before, got \"%s\" again (first at "
 				    "exports[%zu], line %d)",
 				    cfg->exports[i].name, j,
+				    cfg->exports[j].line);
+				return -1;
+			}
+			/* One log, one export: two would overwrite each
+			 * other's records. */
+			const char *pj = cfg->exports[j].journal.path,
+				   *pi = cfg->exports[i].journal.path;
+			if (pi && pj && strcmp(pi, pj) == 0) {
+				config_setting_t *g =
+				    config_setting_get_member(e, "journal");
+				cfg_error(ld,
+				    config_setting_get_member(g, "path"),
+				    "expected a journal path no other "
+				    "export uses, got \"%s\" again (export "
+				    "\"%s\", line %d)",
+				    pi, cfg->exports[j].name,
 				    cfg->exports[j].line);
 				return -1;
 			}
@@ -1322,6 +1415,7 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].name);
 		free(cfg->exports[i].description);
 		free(cfg->exports[i].backing);
+		free(cfg->exports[i].journal.path);
 		access_list_unref(cfg->exports[i].allow);
 	}
 	free(cfg->exports);

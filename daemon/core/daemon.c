@@ -29,6 +29,7 @@
 #include "cache.h"
 #include "config-load.h"
 #include "daemon.h"
+#include "export-journal.h"
 #include "export.h"
 #include "ioloop.h"
 #include "lock.h"
@@ -283,6 +284,16 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 		backend_close(b);
 		return -1;
 	}
+	if (ec->journal.path) {
+		/* Replayed before anyone sees it; never served without. */
+		char why[768];
+		if (export_journal_open(e, &ec->journal, why, sizeof why) < 0) {
+			log_errorx("export \"%s\": %s", ec->name, why);
+			wb_dev_remove_target(dev, &e->wt);
+			export_free(e); /* and its backend */
+			return -1;
+		}
+	}
 	export_table_add(&d->exports, e);       /* room checked above */
 	log_info("export \"%s\": %s, %s, device %s%s", e->name,
 	    b->description, size_human(e->size_bytes, sz, sizeof sz),
@@ -512,6 +523,27 @@ daemon_trim_memory(struct daemon *d, uint64_t now)
 /* Every tick: periodic writeback when dirty_writeback_centisecs (which
  * may be tuned at run time) have passed since the last pass; memory
  * trimmed now and then. */
+/*
+ * Write logs give their space back as the backing device is written and
+ * flushed: a reclaim (on the export's pool) every dirty_writeback interval
+ * (5 s if periodic writeback is off), or at once once a log is half full.
+ */
+static void
+daemon_reclaim_journals(struct daemon *d, unsigned cs)
+{
+	uint64_t interval = cs ? cs * 10000000ull : 5000000000ull;
+	struct export *e;
+
+	if (__atomic_load_n(&d->stopping, __ATOMIC_RELAXED))
+		return;
+	export_table_foreach(&d->exports, j, e) {
+		if (e->journal &&
+		    __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE) ==
+			EXPORT_LIVE)
+			xj_tick(e->journal, interval);
+	}
+}
+
 static void
 daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -522,6 +554,7 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	daemon_reap_exports(d);
 	daemon_install_ready(d);
 	daemon_trim_memory(d, now);
+	daemon_reclaim_journals(d, cs);
 	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
 		return;
 	d->last_periodic_ns = now;

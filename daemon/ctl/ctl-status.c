@@ -31,6 +31,7 @@
 #include "ctl-proto.h"
 #include "ctl-status.h"
 #include "daemon.h"
+#include "export-journal.h"
 #include "export.h"
 #include "ioloop.h"
 #include "lock.h"
@@ -133,6 +134,51 @@ ctl_access_json(struct export *e)
 	    e->hs.tls_only);
 }
 
+/* An export's write log (export-journal.h): null if it has none. */
+static json_t *
+ctl_journal_json(struct export *e)
+{
+	struct xj_stats st;
+
+	if (!e->journal)
+		return json_null();
+	xj_get_stats(e->journal, &st);
+	const struct journal_replay_stats *rp = &st.replay;
+	json_t *replay = json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I, s:I}",
+	    "records", (json_int_t)rp->records, "bytes", (json_int_t)rp->bytes,
+	    "first_seq", (json_int_t)rp->first_seq, "last_seq",
+	    (json_int_t)rp->last_seq, "end_offset", (json_int_t)rp->end_off,
+	    "end", rp->end_why ? rp->end_why : "", "dropped_records",
+	    (json_int_t)rp->dropped_records, "ms",
+	    (json_int_t)(st.replay_ns / 1000000));
+	json_t *o = json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I}",
+	    "path", st.path, "mode",
+	    st.mode == JOURNAL_ON_WRITE ? "on-write" : "on-flush", "broken",
+	    st.broken, "size_bytes", (json_int_t)st.usage.size, "used_bytes",
+	    (json_int_t)st.usage.used, "records", (json_int_t)st.usage.records,
+	    "oldest_seq", (json_int_t)st.usage.oldest_seq, "next_seq",
+	    (json_int_t)st.usage.next_seq);
+	if (!o || !replay) {
+		json_decref(o);
+		json_decref(replay);
+		return json_null();
+	}
+	ctl_set_u64(o, "commits", st.commits);
+	ctl_set_u64(o, "shared_flushes", st.shared);
+	ctl_set_u64(o, "fallbacks", st.fallbacks);
+	json_object_set_new(o, "last_fallback",
+	    st.fallback_why ? json_string(st.fallback_why) : json_null());
+	ctl_set_u64(o, "logged_bytes", st.logged_bytes);
+	/* A FLUSH's time split: in the log, and written back instead. */
+	ctl_set_u64(o, "log_avg_us",
+	    st.commits ? st.log_ns / st.commits / 1000 : 0);
+	ctl_set_u64(o, "backing_avg_us",
+	    st.fallbacks ? st.backing_ns / st.fallbacks / 1000 : 0);
+	ctl_set_u64(o, "reclaims", st.reclaims);
+	json_object_set_new(o, "replay", replay);
+	return o;
+}
+
 static json_t *
 ctl_export_json(struct daemon *d, struct export *e, bool details,
     struct stats_export_io *all)
@@ -179,6 +225,7 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
 	    LOAD(&e->connections)));
 	json_object_set_new(o, "writeback_errors", json_integer(
 	    (json_int_t)export_err_seq(e)));
+	json_object_set_new(o, "journal", ctl_journal_json(e));
 	struct stats_export_io x;
 	ctl_export_stats(d, e, &x);
 	ctl_request_figures(o, &x);

@@ -28,6 +28,7 @@
 #include "blockstatus.h"
 #include "cache.h"
 #include "clock.h"
+#include "export-journal.h"
 #include "export.h"
 #include "fill.h"
 #include "log.h"
@@ -102,6 +103,7 @@ export_free(struct export *e)
 {
 	if (!e)
 		return;
+	xj_close(e->journal);
 	cache_file_free(e->cf);
 	backend_close(e->backend);
 	wb_target_destroy(&e->wt);
@@ -209,23 +211,58 @@ export_write_slow(struct export *e, struct request *req)
 	}
 }
 
+int
+export_flush(struct export *e, uint64_t max_seq, enum wb_reason why)
+{
+	int r = wb_flush(&e->wt, max_seq, why);
+
+	if (r == 0 && e->journal)
+		xj_flushed(e->journal, max_seq);
+	return r;
+}
+
+int
+export_journal_open(struct export *e, const struct export_journal_conf *jc,
+    char *err, size_t errlen)
+{
+	struct xj_target tg = { .name = e->name,
+		.backing = e->backing,
+		.size_bytes = e->size_bytes,
+		.page_size = e->wb->page_size,
+		.cf = e->cf,
+		.wt = &e->wt,
+		.write_seq = &e->write_seq,
+		.pool = e->dev->pool,
+		.holds = &e->holds };
+
+	e->journal = xj_open(&tg, jc, err, errlen);
+	return e->journal ? 0 : -1;
+}
+
 /*
  * Make REQ durable; EIO if errors are pending.  A FLUSH, and a TRIM or
  * WRITE_ZEROES with FUA, cover everything acknowledged before sequence
  * SEQ.  A WRITE with FUA (or in writethrough mode) writes its own range
- * with FUA and nothing else.
+ * with FUA and nothing else.  With a write log, the log's commit
+ * (req->jgen) covers them all; what is in the log is durable whatever
+ * writeback's errors, which are told at the next FLUSH that writes back.
  */
 static int
 export_make_durable(struct export *e, struct request *req, uint64_t seq)
 {
 	int r;
 
-	if (req->nbd.type == NBD_CMD_WRITE)
+	if (e->journal) {
+		r = xj_commit(e->journal, req->jgen);
+		if (r > 0)
+			return 0; /* in the log */
+	} else if (req->nbd.type == NBD_CMD_WRITE) {
 		r = wb_write_range_fua(&e->wt, req->nbd.offset, req->nbd.count,
 		    seq);
-	else
+	} else {
 		r = wb_flush(&e->wt, seq, req->nbd.type == NBD_CMD_FLUSH ?
 		    WB_REASON_FLUSH : WB_REASON_FUA);
+	}
 	uint64_t now = export_err_seq(e);
 
 	if (r == 0 && now != req->err_seq)
@@ -292,6 +329,9 @@ export_run(struct job *job)
 		break;
 	case NBD_CMD_WRITE:
 		r = export_write_slow(e, req);
+		if (r == 0 && e->journal)
+			req->jgen =
+			    xj_note_write(e->journal, n->offset, n->count);
 		if (r == 0 && (fua || req->writethrough))
 			r = export_make_durable(e, req, req->seq);
 		break;
@@ -325,6 +365,8 @@ export_run(struct job *job)
 			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
 		/* Even a failure may have changed something: flush it. */
 		wb_count_written(&e->wt, n->offset, n->count);
+		if (e->journal)
+			req->jgen = xj_note_discard(e->journal);
 		if (r == 0)
 			cache_discard(e->cf, n->offset, n->count, req->seq);
 		if (r == 0 && (fua || req->writethrough))
@@ -531,7 +573,8 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 	    n->count == 0);
 	req->export = e;
 	req->writethrough = mode == CACHE_WRITETHROUGH ||
-	    (mode == CACHE_WRITETHROUGH_UNTIL_FLUSH && !req->flushed);
+	    (mode == CACHE_WRITETHROUGH_UNTIL_FLUSH && !req->flushed) ||
+	    (e->journal && xj_on_write(e->journal));
 
 	switch (n->type) {
 	case NBD_CMD_READ:
@@ -544,8 +587,11 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
 		    export_write_cache(e, req, payload, &fill, &done) ==
-			CACHE_WRITE_OK)
+			CACHE_WRITE_OK) {
+			if (e->journal)
+				xj_note_write(e->journal, n->offset, n->count);
 			return export_write_verdict(e, req);
+		}
 		/* Queued: the worker needs it in the request's own buffer. */
 		if (payload)
 			memcpy(req->data, payload, n->count);
@@ -553,6 +599,8 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 	case NBD_CMD_FLUSH:
 		req->flushed = true;
 		req->seq = __atomic_load_n(&e->write_seq, __ATOMIC_ACQUIRE);
+		if (e->journal)
+			req->jgen = xj_gen(e->journal);
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:

@@ -44,6 +44,7 @@
 #include "writeback.h"
 
 struct cache_file;
+struct export_journal;
 struct request;
 struct wb_dev;
 
@@ -77,6 +78,9 @@ struct export {
 	struct ratelimit space_rl;      /* "waiting for cache space" */
 	struct ratelimit pace_rl;       /* "writers paced" / "held" */
 	char *backing;                  /* as configured */
+	/* Its write log (export-journal.h), NULL if none: set before it is
+	 * served, closed when it is freed. */
+	struct export_journal *journal;
 	bool direct;                    /* as configured (O_DIRECT) */
 	int removed;                    /* atomic: enum export_state */
 	struct job retire_job;
@@ -118,12 +122,15 @@ struct export *export_new(const struct export_conf *ec, struct wb_dev *dev,
 void export_free(struct export *e);
 
 /* Write back everything E had dirty at sequence MAX_SEQ and flush its
- * device (a worker: it blocks).  0 or a negative errno. */
-static inline int
-export_flush(struct export *e, uint64_t max_seq, enum wb_reason why)
-{
-	return wb_flush(&e->wt, max_seq, why);
-}
+ * device (a worker: it blocks), then give back the write log's space for
+ * it.  0 or a negative errno. */
+int export_flush(struct export *e, uint64_t max_seq, enum wb_reason why);
+
+/* Open E's write log (JC) and replay it into E's cache, before E is
+ * served (export-journal.h).  0, or -1 with ERR set: E is not to be
+ * served. */
+int export_journal_open(struct export *e, const struct export_journal_conf *jc,
+    char *err, size_t errlen);
 
 /* Export errors so far: a connection reports those after this count. */
 static inline uint64_t

@@ -44,6 +44,8 @@ struct request {
 	int err;                        /* result: 0 or a positive errno */
 	uint32_t nbd_err;               /* set instead when validation failed */
 	uint64_t seq;                   /* a write's sequence (cache) */
+	uint64_t jgen;                  /* the write log's commit that is to
+	                                   cover it (export-journal.h) */
 	bool writethrough;              /* reply only once durable */
 	/*
 	 * What the export reads from and hands back to the connection:
