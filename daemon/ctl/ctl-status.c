@@ -163,6 +163,7 @@ ctl_journal_json(struct export *e)
 		json_decref(replay);
 		return json_null();
 	}
+	json_object_set_new(o, "stale", json_boolean(st.stale));
 	ctl_set_u64(o, "commits", st.commits);
 	ctl_set_u64(o, "shared_flushes", st.shared);
 	ctl_set_u64(o, "fallbacks", st.fallbacks);

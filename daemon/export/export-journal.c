@@ -67,6 +67,9 @@ struct export_journal {
 	struct xj_mark marks[XJ_MARKS];
 	unsigned first, nmarks;
 	bool broken;  /* atomic: an I/O error; not used again */
+	/* atomic: broken, and still holding records that a start would
+	 * replay (journal_invalidate has not yet succeeded). */
+	bool stale;
 	uint8_t *buf; /* a batch's data */
 	struct journal_rec *recs;
 
@@ -247,10 +250,42 @@ xj_break_locked(struct export_journal *xj, const char *what, int err)
 {
 	if (__atomic_exchange_n(&xj->broken, true, __ATOMIC_RELAXED))
 		return;
+	__atomic_store_n(&xj->stale, true, __ATOMIC_RELAXED);
 	log_errorx("export \"%s\": write log %s: %s failed: %s; the log is "
 		   "no longer used: each FLUSH now writes back and flushes "
-		   "the backing device (wbctl status: journal.broken)",
+		   "the backing device, and fails until the log's old records "
+		   "are on the backing device and the log is emptied "
+		   "(wbctl status: journal.broken, journal.stale)",
 	    xj->tg.name, xj->path, what, strerror(-err));
+}
+
+/*
+ * A broken log whose every record is now on the backing device: empty it
+ * (zero its superblocks), so that no start replays those records over
+ * newer data that FLUSHes since have put there.  Until that succeeds, a
+ * FLUSH fails (xj_write_back_locked): answering one would promise what a
+ * crash could undo.
+ */
+static void
+xj_invalidate_locked(struct export_journal *xj)
+{
+	unsigned quiet;
+	int r = journal_invalidate(xj->j);
+
+	if (r == 0) {
+		__atomic_store_n(&xj->stale, false, __ATOMIC_RELAXED);
+		log_warnx(
+		    "export \"%s\": write log %s emptied (its superblocks "
+		    "zeroed): everything it held is on the backing "
+		    "device; FLUSHes write back there from now on",
+		    xj->tg.name, xj->path);
+	} else if (ratelimit_due(&xj->fallback_rl, XJ_FALLBACK_LOG_NS,
+		       &quiet)) {
+		log_errorx(
+		    "export \"%s\": write log %s: cannot be emptied: %s; "
+		    "FLUSHes fail until it can (%u more not logged)",
+		    xj->tg.name, xj->path, strerror(-r), quiet);
+	}
 }
 
 /* Give back every record the marks show durable at MAX_SEQ. */
@@ -264,12 +299,14 @@ xj_release_locked(struct export_journal *xj, uint64_t max_seq)
 		xj->first = (xj->first + 1) % XJ_MARKS;
 		xj->nmarks--;
 	}
-	if (jseq == 0 || __atomic_load_n(&xj->broken, __ATOMIC_RELAXED))
-		return;
-	journal_release(xj->j, jseq);
-	int r = journal_checkpoint(xj->j);
-	if (r < 0)
-		xj_break_locked(xj, "a checkpoint", r);
+	if (jseq != 0 && !__atomic_load_n(&xj->broken, __ATOMIC_RELAXED)) {
+		journal_release(xj->j, jseq);
+		int r = journal_checkpoint(xj->j);
+		if (r < 0)
+			xj_break_locked(xj, "a checkpoint", r);
+	}
+	if (xj->nmarks == 0 && __atomic_load_n(&xj->stale, __ATOMIC_RELAXED))
+		xj_invalidate_locked(xj);
 }
 
 /*
@@ -366,6 +403,8 @@ xj_write_back_locked(struct export_journal *xj, struct xj_taken *t,
 		/* Every record holds writes of sequence up to t->wseq. */
 		xj_mark_push_locked(xj, t->wseq);
 		xj_release_locked(xj, t->wseq);
+		if (__atomic_load_n(&xj->stale, __ATOMIC_RELAXED))
+			r = -EIO; /* the log could not be emptied */
 	}
 	return r;
 }
@@ -645,6 +684,7 @@ xj_get_stats(struct export_journal *xj, struct xj_stats *st)
 	*st = (struct xj_stats){ .path = xj->path,
 		.mode = xj->mode,
 		.broken = __atomic_load_n(&xj->broken, __ATOMIC_RELAXED),
+		.stale = __atomic_load_n(&xj->stale, __ATOMIC_RELAXED),
 		.commits = __atomic_load_n(&xj->commits, __ATOMIC_RELAXED),
 		.shared = __atomic_load_n(&xj->shared, __ATOMIC_RELAXED),
 		.fallbacks = __atomic_load_n(&xj->fallbacks, __ATOMIC_RELAXED),

@@ -89,6 +89,7 @@ struct xj_stats {
 	const char *path;
 	enum journal_mode mode;
 	bool broken;
+	bool stale; /* broken and not yet emptied: FLUSH fails */
 	struct journal_usage usage;
 	uint64_t commits;         /* groups appended and synced */
 	uint64_t shared;          /* FLUSHes answered by another's commit */

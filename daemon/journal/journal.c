@@ -893,6 +893,20 @@ journal_broken(const struct journal *j)
 	return j->broken;
 }
 
+int
+journal_invalidate(struct journal *j)
+{
+	static const uint8_t zero[JOURNAL_AREA_START];
+	struct iovec iov = { (void *)zero, sizeof zero };
+
+	/* Both slots in one write: no valid superblock is left either way. */
+	int r = j_pwritev(j->fd, &iov, 1, 0);
+	if (r == 0 && fdatasync(j->fd) < 0)
+		r = -errno;
+	j->broken = true;
+	return r;
+}
+
 /* --- reclaim ------------------------------------------------------- */
 
 void

@@ -138,6 +138,14 @@ int journal_append(struct journal *j, struct journal_rec *recs, unsigned n);
  * (which breaks the journal). */
 int journal_sync(struct journal *j);
 bool journal_broken(const struct journal *j);
+/*
+ * Leave no log: zero both superblock slots and sync, so that the next
+ * open finds nothing to replay (and makes a new log).  For a broken log
+ * once everything it holds is on the backing device: replaying its older
+ * records over newer data there would undo FLUSHes answered since.  0 or
+ * a negative errno (try again later).  The journal is broken afterwards.
+ */
+int journal_invalidate(struct journal *j);
 
 /*
  * Every record before SEQ is on the backing device, written and flushed:

@@ -55,7 +55,7 @@ SCHEMAS = {
             "paced_writes": INT, "held_writes": INT,
             "paced_now": INT, "pause_ms": INT,
             "journal": ({
-                "path": STR, "mode": STR, "broken": BOOL,
+                "path": STR, "mode": STR, "broken": BOOL, "stale": BOOL,
                 "size_bytes": INT, "used_bytes": INT, "records": INT,
                 "oldest_seq": INT, "next_seq": INT, "commits": INT,
                 "shared_flushes": INT, "fallbacks": INT,
