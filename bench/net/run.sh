@@ -83,7 +83,13 @@
 #                       1M write and cold 1M read cases (default 2G)
 #   BENCH_NET_CACHE     wbd's cache.size (default 1G)
 #   BENCH_NET_CASES     the cases to run (default all, in the order above)
-#   BENCH_NET_SERVERS   the servers (default: remote wbd nbdkit-cache qemu-nbd)
+#   BENCH_NET_SERVERS   the servers (default: remote wbd wbd-journal
+#                       wbd-journal-onwrite nbdkit-cache qemu-nbd); the
+#                       wbd-journal ones are wbd with a write log (issue 28)
+#                       in mode "on-flush" and "on-write"
+#   BENCH_NET_JOURNAL_DIR  where their logs go: a local disk (default
+#                       /var/tmp; a tmpfs would make fdatasync free)
+#   BENCH_NET_JOURNAL_SIZE their size (default 1G)
 #   BENCH_NET_MAX_S     cap in seconds on the sized cases (default 300)
 #   BENCH_NET_TMPDIR    where the temporary directory goes (default /dev/shm)
 #   BENCH_NET_DOC       the Markdown file written (default docs/benchmarks.md;
@@ -129,7 +135,9 @@ ALL_NET_CASES=(burst-randwrite-4k sustained-randwrite-4k fsync64-randwrite-4k
     commit-qd1 write-1m-fsync cold-read-1m cold-randread-4k hot-randread-4k
     drain-randwrite-4k)
 read -r -a NET_CASES <<<"${BENCH_NET_CASES:-${ALL_NET_CASES[*]}}"
-read -r -a NET_SERVERS <<<"${BENCH_NET_SERVERS:-remote wbd nbdkit-cache qemu-nbd}"
+read -r -a NET_SERVERS <<<"${BENCH_NET_SERVERS:-remote wbd wbd-journal wbd-journal-onwrite nbdkit-cache qemu-nbd}"
+JOURNAL_DIR=${BENCH_NET_JOURNAL_DIR:-/var/tmp}
+JOURNAL_SIZE=${BENCH_NET_JOURNAL_SIZE:-1G}
 NET_DOC=${BENCH_NET_DOC:-$REPO/docs/benchmarks.md}
 WB_KEYS=${BENCH_NET_WBD_KEYS:-}
 RESULTS=$REPO/bench/results/$STAMP-net
@@ -141,7 +149,7 @@ for c in "${NET_CASES[@]}"; do
 	    die "unknown case $c in BENCH_NET_CASES (the cases: ${ALL_NET_CASES[*]})"
 done
 for s in "${NET_SERVERS[@]}"; do
-	[[ " remote wbd nbdkit-cache qemu-nbd " == *" $s "* ]] ||
+	[[ " remote wbd wbd-journal wbd-journal-onwrite nbdkit-cache qemu-nbd " == *" $s "* ]] ||
 	    die "unknown server $s in BENCH_NET_SERVERS"
 done
 SIZE_B=$(numfmt --from=iec "$NET_SIZE") || die "BENCH_NET_SIZE=$NET_SIZE is not a size"
@@ -208,11 +216,14 @@ build_filter() {
 	    -o "$FILTER_SO" "$NET_DIR/delay-filter.c" || die "the delay filter does not build"
 }
 
-# write_net_conf FILE CASE: wbd's configuration for one run.
+# write_net_conf FILE CASE [JOURNAL_MODE]: wbd's configuration for one
+# run, with a write log in JOURNAL_DIR if a mode is given.
 write_net_conf() {
-	local keys=$WB_KEYS
+	local keys=$WB_KEYS journal=''
 	[[ $2 == drain-* ]] &&
 	    keys+=" dirty_background_ratio = 90; dirty_ratio = 95; dirty_writeback_centisecs = 0;"
+	[[ -n ${3:-} ]] &&
+	    journal="journal = { path = \"$JOURNAL_FILE\"; size = \"$JOURNAL_SIZE\"; mode = \"$3\"; };"
 	cat >"$1" <<-EOF
 	# written by bench/net/run.sh
 	listen = { unix = [ "$T/front.sock" ]; };
@@ -220,7 +231,7 @@ write_net_conf() {
 	cache = { size = "$NET_CACHE"; };
 	writeback = { $keys };
 	exports = (
-	  { name = "disk0"; backing = "$KURI"; cache_mode = "writeback"; }
+	  { name = "disk0"; backing = "$KURI"; cache_mode = "writeback"; $journal }
 	);
 	EOF
 }
@@ -240,8 +251,12 @@ net_up() {
 	remote)
 		URI=$KURI
 		return 0 ;;
-	wbd)
-		write_net_conf "$T/wbd-$tag.conf" "$c"
+	wbd | wbd-journal | wbd-journal-onwrite)
+		local mode=''
+		[[ $s == wbd-journal ]] && mode=on-flush
+		[[ $s == wbd-journal-onwrite ]] && mode=on-write
+		rm -f "$JOURNAL_FILE"
+		write_net_conf "$T/wbd-$tag.conf" "$c" "$mode"
 		spawn "$T/wbd-$tag.log" "$WBD" -f -c "$T/wbd-$tag.conf"
 		URI="nbd+unix:///disk0?socket=$fsock" CTL=$T/ctl.sock ;;
 	nbdkit-cache)
@@ -258,7 +273,7 @@ net_up() {
 		STATUS+=("$tag: $s did not start (log: $(tail -n 3 "$SRV_LOG" | tr '\n' ' '))")
 		return 1
 	fi
-	[[ $s == wbd ]] && wbd_settled "$CTL"
+	[[ $s == wbd* ]] && wbd_settled "$CTL"
 	return 0
 }
 
@@ -268,6 +283,7 @@ net_up() {
 net_down() {
 	[[ -n $F_PID ]] && { stop_pid "$F_PID" 10 >/dev/null 2>&1 || true; }
 	[[ -n $K_PID ]] && { stop_pid "$K_PID" 20 >/dev/null 2>&1 || true; }
+	rm -f "$JOURNAL_FILE"
 	rm -f "$T"/*.sock "$T"/ctl.sock
 	K_PID='' F_PID=''
 }
@@ -289,24 +305,26 @@ flush_s() {
 
 # --- one run ------------------------------------------------------------------------
 
-declare -A R_VAL R_FL R_P99W R_P99S   # [profile,server,case,round]
+declare -A R_VAL R_FL R_P99W R_P99S R_P50S   # [profile,server,case,round]
 declare -A VERIFY MC
 STATUS=()
 
-# fio_fig JSON DIR UNIT: "value iops mib_s p99_us sync_p99_us" from fio.
+# fio_fig JSON DIR UNIT: "value iops mib_s p99_us sync_p99_us sync_p50_us"
+# from fio.
 fio_fig() {
 	jq -er --arg d "$2" --arg u "$3" '.jobs[0] | select(.error == 0) |
 	    .[$d] as $x | ($x.bw_bytes / 1048576) as $mib |
 	    [(if $u == "IOPS" then $x.iops else $mib end), $x.iops, $mib,
 	     (($x.clat_ns.percentile["99.000000"] // 0) / 1000),
-	     ((.sync.lat_ns.percentile["99.000000"] // 0) / 1000)] |
+	     ((.sync.lat_ns.percentile["99.000000"] // 0) / 1000),
+	     ((.sync.lat_ns.percentile["50.000000"] // 0) / 1000)] |
 	    map(tostring) | join(" ")' "$1"
 }
 
 # net_run PROFILE SERVER CASE ROUND
 net_run() {
 	local p=$1 s=$2 c=$3 r=$4 tag="$1-$2-$3-r$4" k="$1,$2,$3,$4" out vals v f=- args
-	local p99w p99s dirty
+	local p99w p99s p50s dirty
 	if ! net_up "$p" "$s" "$c" "$tag"; then
 		net_down "$tag"
 		return 0
@@ -329,7 +347,7 @@ net_run() {
 		# written some back already); nbdkit's cache filter writes back
 		# only on FLUSH.
 		dirty=$DRAIN_B
-		if [[ $s == wbd ]]; then
+		if [[ $s == wbd* ]]; then
 			dirty=$("$WBCTL" -s "$CTL" --json status | jq -er .cache.dirty_bytes) || dirty=$DRAIN_B
 			((dirty * 10 >= DRAIN_B * 9)) ||
 			    STATUS+=("$tag: only $(mib_of "$dirty") MiB of $(mib_of "$DRAIN_B") MiB dirty when the drain started")
@@ -351,7 +369,8 @@ net_run() {
 			net_down "$tag"
 			return 0
 		fi
-		read -r v _ _ p99w p99s <<<"$vals"
+		read -r v _ _ p99w p99s p50s <<<"$vals"
+		R_P50S[$k]=$(awk -v x="$p50s" 'BEGIN { if (x > 0) printf "%.0f", x }')
 		R_VAL[$k]=$(awk -v x="$v" 'BEGIN { printf "%.1f", x }')
 		R_P99W[$k]=$(awk -v x="$p99w" 'BEGIN { printf "%.0f", x }')
 		# No fsync in the case: no FLUSH latency.
@@ -406,7 +425,7 @@ net_verify() {
 	net_down "$tag"
 }
 
-declare -A MED P99W P99S   # [profile,server,case]: medians of the rounds
+declare -A MED P99W P99S P50S   # [profile,server,case]: medians of the rounds
 
 net_profile() {
 	local p=$1 r c i n=${#NET_SERVERS[@]} s k vals
@@ -433,6 +452,10 @@ net_profile() {
 			mapfile -t vals < <(net_rounds R_P99S "$k")
 			if ((${#vals[@]} > 0)); then
 				P99S[$k]=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
+			fi
+			mapfile -t vals < <(net_rounds R_P50S "$k")
+			if ((${#vals[@]} > 0)); then
+				P50S[$k]=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
 			fi
 		done
 	done
@@ -530,6 +553,49 @@ targets_table() {
 	done
 }
 
+# journal_table PROFILE: issue 28's goals for wbd with a write log (on
+# the WAN profile): commits at QD1 >= 10x the remote alone, fsync every 64
+# >= 3x, and a FLUSH's median latency within 2x of an fdatasync of the
+# same size on the log's filesystem (FDS_P50, measured at the start).
+journal_table() {
+	local p=$1 s c g r v
+	echo "| server | case | / remote | goal | result |"
+	echo "|---|---|---:|---:|---|"
+	for s in wbd wbd-journal wbd-journal-onwrite; do
+		[[ " ${NET_SERVERS[*]} " == *" $s "* ]] || continue
+		for c in commit-qd1 fsync64-randwrite-4k; do
+			[[ " ${NET_CASES[*]} " == *" $c "* ]] || continue
+			g=10
+			[[ $c == fsync64-* ]] && g=3
+			r=$(ratio "${MED[$p,$s,$c]:-}" "${MED[$p,remote,$c]:-}")
+			v=$(verdict "$r" ">=" "$g")
+			[[ $s == wbd-journal ]] || v="(for comparison)"
+			printf '| %s | %s | %s× | ≥ %s× | %s |\n' "$s" "$c" "$r" "$g" "$v"
+		done
+	done
+	if [[ " ${NET_CASES[*]} " == *" commit-qd1 "* ]]; then
+		for s in wbd wbd-journal wbd-journal-onwrite; do
+			[[ " ${NET_SERVERS[*]} " == *" $s "* ]] || continue
+			r=$(ratio "${P50S[$p,$s,commit-qd1]:-}" "$FDS_P50")
+			v=$(verdict "$r" "<=" 2)
+			[[ $s == wbd-journal ]] || v="(for comparison)"
+			printf '| %s | FLUSH p50 %s µs / fdatasync p50 %s µs | %s× | ≤ 2× | %s |\n' \
+			    "$s" "${P50S[$p,$s,commit-qd1]:--}" "$FDS_P50" "$r" "$v"
+		done
+	fi
+}
+
+# fdatasync_p50: the median latency of a 4 KiB write and fdatasync on
+# JOURNAL_DIR's filesystem (what a FLUSH through the log cannot beat).
+fdatasync_p50() {
+	local f=$JOURNAL_DIR/wbd-bench-fds.$$ out=$T/json/fdatasync.json
+	fio --name=fds --filename="$f" --size=64M --rw=randwrite --bs=4k --iodepth=1 \
+	    --ioengine=psync --fdatasync=1 --time_based --runtime=5 \
+	    --output-format=json --output="$out" >/dev/null 2>&1 || { rm -f "$f"; echo -; return; }
+	rm -f "$f"
+	jq -er '.jobs[0].sync.lat_ns.percentile["50.000000"] / 1000 | floor' "$out" 2>/dev/null || echo -
+}
+
 latency_rows() {
 	local p=$1 s c
 	for c in commit-qd1 fsync64-randwrite-4k; do
@@ -568,6 +634,8 @@ write_section() {
 	|---|---|
 	| remote | fio straight to the remote: no cache |
 	| wbd | \`cache.size = "$NET_CACHE"\`, the writeback settings at their defaults${WB_KEYS:+ and \`$WB_KEYS\`}, backing = the remote's URI |
+	| wbd-journal | the same with \`journal = { path = "$JOURNAL_DIR/..."; size = "$JOURNAL_SIZE"; mode = "on-flush"; }\`: a FLUSH is answered from the write log |
+	| wbd-journal-onwrite | the same with \`mode = "on-write"\`: every write is in the log before its reply |
 	| nbdkit-cache | \`nbdkit --threads $KIT_THREADS --filter=cache --filter=readahead nbd socket=REMOTE\` (cache filter in its default writeback mode) |
 	| qemu-nbd | \`qemu-nbd -f raw --cache=writeback --persistent --shared=16 nbd+unix:///?socket=REMOTE\` (a pass-through) |
 
@@ -606,6 +674,14 @@ write_section() {
 
 		EOF
 		targets_table "$p"
+		cat <<-EOF
+
+		Issue 28's goals for the write log ($JOURNAL_SIZE in
+		\`$JOURNAL_DIR\`, $(df -T "$JOURNAL_DIR" | awk 'NR == 2 { print $2 }'); an
+		fdatasync of 4 KiB there takes $FDS_P50 µs at the median):
+
+		EOF
+		journal_table "$p"
 		cat <<-EOF
 
 		99th percentiles, µs (median of the rounds):
@@ -667,6 +743,9 @@ mkdir -p "$T/json"
 : >"$T/runs.tsv"
 ((${#T} < 80)) || die "temporary directory $T is too long for Unix socket paths"
 build_filter
+JOURNAL_FILE=$JOURNAL_DIR/wbd-bench-journal.$$.wal
+FDS_P50=$(fdatasync_p50)
+say "fdatasync of 4 KiB in $JOURNAL_DIR: $FDS_P50 us at the median"
 say "filling the remote's $NET_SIZE file with random data"
 head -c "$SIZE_B" /dev/urandom >"$T/remote.img"
 say "temporary directory $T; profiles ${PROFILES[*]}; $ROUNDS round(s); cases ${NET_CASES[*]}"
@@ -680,7 +759,7 @@ RUN_CMD="bash bench/net/run.sh${QUICK:+ --quick}"
 ((${#PROFILES[@]} == 2)) || RUN_CMD+=" --profile=${PROFILES[0]}"
 # The settings given in the environment (not those --quick or the
 # defaults set).
-for v in BENCH_NET_SIZE BENCH_NET_CACHE BENCH_NET_CASES BENCH_NET_SERVERS BENCH_NET_MAX_S BENCH_NET_WBD_KEYS; do
+for v in BENCH_NET_SIZE BENCH_NET_CACHE BENCH_NET_CASES BENCH_NET_SERVERS BENCH_NET_MAX_S BENCH_NET_WBD_KEYS BENCH_NET_JOURNAL_DIR BENCH_NET_JOURNAL_SIZE; do
 	[[ -n ${!v:-} ]] && RUN_CMD="$v='${!v}' $RUN_CMD"
 done
 [[ -n $QUICK && $ROUNDS == 1 && $RT == 5 ]] || RUN_CMD="BENCH_ROUNDS=$ROUNDS BENCH_RUNTIME=$RT $RUN_CMD"
