@@ -965,7 +965,8 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 		jc->size_bytes > EXPORT_MAX_BYTES)) {
 		s = config_setting_get_member(g, "size");
 		cfg_error(ld, s,
-		    "expected 0 (a block device, used whole) or a size "
+		    "expected 0 (an existing file or block device, used "
+		    "whole) or a size "
 		    "from %u bytes (two 4 KiB superblocks and 1 MiB of "
 		    "records) below 8E, got %s",
 		    CONFIG_JOURNAL_MIN_BYTES, cfg_repr(s, got, sizeof got));

@@ -5,7 +5,10 @@
  *
  * Checked: each local backing file, or for one wbd would create, its
  * directory (exists, and the file or directory can be written when the
- * export is writable), and, where wbd would create or extend the file to
+ * export is writable); each write log (journal.path: an existing file or
+ * block device wbd may read and write, or a directory in which it may
+ * create one; a block device with size 0), and, where wbd would create or
+ * extend the file to
  * the export's size, that its file system holds a file that large (ext4:
  * 16 TiB); the control socket (another server live on it, its directory
  * missing, control.group unknown); each Unix listener (a live server on
@@ -157,6 +160,61 @@ check_backing(const struct wbd_config *cfg, size_t i)
 	return check_size(cfg, i, dir);
 }
 
+/* Export I's write log (journal.path): what wbd opens, or creates, there. */
+static int
+check_journal(const struct wbd_config *cfg, size_t i)
+{
+	const struct export_journal_conf *jc = &cfg->exports[i].journal;
+	const struct config_where *at = &jc->path_at;
+	char dir[4096];
+	struct stat st;
+
+	if (!jc->path)
+		return 0;
+	if (stat(jc->path, &st) == 0) {
+		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			check_report(cfg, at,
+			    "exports[%zu].journal.path: %s is neither a file "
+			    "nor a block device",
+			    i, jc->path);
+			return 1;
+		}
+		if (access(jc->path, R_OK | W_OK) < 0) {
+			check_report(cfg, at,
+			    "exports[%zu].journal.path: %s: %s", i, jc->path,
+			    strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	if (errno != ENOENT) {
+		check_report(cfg, at, "exports[%zu].journal.path: %s: %s", i,
+		    jc->path, strerror(errno));
+		return 1;
+	}
+	if (jc->size_bytes == 0) {
+		check_report(cfg, at,
+		    "exports[%zu].journal.path: %s does not exist (size 0 "
+		    "uses an existing file or block device whole)",
+		    i, jc->path);
+		return 1;
+	}
+	check_dirname(jc->path, dir, sizeof dir);
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		check_report(cfg, at,
+		    "exports[%zu].journal.path: directory %s does not exist", i,
+		    dir);
+		return 1;
+	}
+	if (access(dir, W_OK | X_OK) < 0) {
+		check_report(cfg, at,
+		    "exports[%zu].journal.path: cannot create %s in %s: %s", i,
+		    jc->path, dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * A Unix socket path wbd will bind (listen.unix, control.socket), KEY
  * written at AT.  One a live server accepts on is a problem unless
@@ -263,7 +321,7 @@ check_host(const struct wbd_config *cfg, bool for_start)
 	int problems = 0;
 
 	for (size_t i = 0; i < cfg->n_exports; i++)
-		problems += check_backing(cfg, i);
+		problems += check_backing(cfg, i) + check_journal(cfg, i);
 	if (cfg->control.group && !getgrnam(cfg->control.group)) {
 		check_report(cfg, &cfg->control.group_at,
 		    "control.group: no group \"%s\"", cfg->control.group);

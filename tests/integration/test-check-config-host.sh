@@ -6,6 +6,7 @@
 # holds, a control socket a live server owns, an unknown control.group --
 # each refused with the file (and line) and what is wrong, exit status 1;
 # several problems are all reported, each at the line of its setting.
+# A write log that cannot be made or opened is refused at its path.
 # An export larger than its file system holds in one file (ext4: 16 TiB)
 # is refused at its size line.  A running wbd's own file (its control
 # socket live) is checked as before a reload: the sockets in use are
@@ -41,6 +42,19 @@ write_config "$T/exports.conf"
 check_fails "$T/exports.conf" \
 	"^wbd: $T/exports.conf:[0-9]+: exports\[0\]\.backing: directory $T/no/such/dir does not exist\$" \
 	"exports\[1\]\.backing: $T/missing.img does not exist"
+
+# Write logs: in a directory that does not exist; size 0 (a device used
+# whole) on a path with nothing there; a directory where the log should be.
+mkdir -p "$T/adir"
+_EXPORTS=()
+_EXPORTS+=("  { name = \"j0\"; backing = \"$T/j0.img\"; size = \"16M\"; journal = { path = \"$T/no/such/j0.wal\"; }; }")
+_EXPORTS+=("  { name = \"j1\"; backing = \"$T/j1.img\"; size = \"16M\"; journal = { path = \"$T/j1.wal\"; size = 0; }; }")
+_EXPORTS+=("  { name = \"j2\"; backing = \"$T/j2.img\"; size = \"16M\"; journal = { path = \"$T/adir\"; }; }")
+write_config "$T/journals.conf"
+check_fails "$T/journals.conf" \
+	"^wbd: $T/journals.conf:[0-9]+: exports\[0\]\.journal\.path: directory $T/no/such does not exist\$" \
+	"exports\[1\]\.journal\.path: $T/j1.wal does not exist \(size 0 uses an existing file or block device whole\)" \
+	"exports\[2\]\.journal\.path: $T/adir is neither a file nor a block device"
 
 # A size the backing's file system cannot hold in one file, where this
 # one cannot (ext4, xfs with small blocks; tmpfs holds 8E).

@@ -56,6 +56,29 @@ exports = (
   { name = \"x\"; backing = \"$B\"; size = \"1M\"; },
   { name = \"x\"; backing = \"$B.2\"; size = \"1M\"; }
 );"
+# Write logs: a relative path, an unknown mode, too small, on a read-only
+# export, one path for two exports -- each at its own line.
+bad_config journal-relative-path 3 "listen = { unix = [ \"$T/s\" ]; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\";
+  journal = { path = \"x.wal\"; }; } );"
+grep -q 'expected path = "/absolute/path"' <<<"$OUT" || fail "journal-relative-path: $OUT"
+bad_config journal-bad-mode 4 "listen = { unix = [ \"$T/s\" ]; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\";
+  journal = { path = \"$T/x.wal\";
+    mode = \"sometimes\"; }; } );"
+grep -q 'expected "on-flush" or "on-write", got "sometimes"' <<<"$OUT" || fail "journal-bad-mode: $OUT"
+bad_config journal-too-small 3 "listen = { unix = [ \"$T/s\" ]; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\";
+  journal = { path = \"$T/x.wal\"; size = \"64K\"; }; } );"
+bad_config journal-read-only 3 "listen = { unix = [ \"$T/s\" ]; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; readonly = true;
+  journal = { path = \"$T/x.wal\"; }; } );"
+bad_config journal-shared 4 "listen = { unix = [ \"$T/s\" ]; };
+exports = (
+  { name = \"x\"; backing = \"$B\"; size = \"1M\"; journal = { path = \"$T/x.wal\"; }; },
+  { name = \"y\"; backing = \"$B.2\"; size = \"1M\"; journal = { path = \"$T/x.wal\"; }; }
+);"
+grep -q 'no other export uses' <<<"$OUT" || fail "journal-shared: $OUT"
 bad_config bad-listen-address 1 "listen = { tcp = [ \"127.0.0.1:notaport\" ]; };
 exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
 

@@ -13,6 +13,11 @@
 #   on the same backing; re-attach; replay the journal (mount, umount);
 #   e2fsck -fn; verify every synced file.
 #
+# Then with a write log (run_journal): wbd with the export journaled in
+# front of a second wbd as its remote; ext4, files, sync; the remote
+# stopped, more files synced (only in the log), kill -9; wbd restarted
+# before the remote; the log replayed once it answers; e2fsck -fn; verify.
+#
 # Then over TLS: wbd with tls.mode "require" and verify_peer; a plain attach
 # and one without a client certificate are refused; an attach with
 # nbd-client's -certfile/-keyfile/-cacertfile (its TLS proxy process carries
@@ -101,6 +106,32 @@ EOF
 	cat "$CONF"
 	echo "tls = { mode = \"require\"; certificates = \"$TLS_DIR/pki\"; verify_peer = true; };"
 } >"$CONF.tls"
+
+# The write-log mode (run_journal): a "remote", a second wbd serving the
+# backing file writethrough on a Unix socket, and in front of it wbd with
+# the export journaled.
+BACK_SOCK=/run/wbd/back.sock
+cat >"$CONF.back" <<EOF
+# written by guest-init.sh: the remote of the write-log mode
+listen = { unix = [ "$BACK_SOCK" ]; };
+cache = { size = "16M"; page_size = "4K"; };
+control = { socket = "/run/wbd/back.ctl"; };
+exports = (
+  { name = "disk0"; backing = "/data/disk0.img"; size = "${DISK_MIB}M"; cache_mode = "writethrough"; }
+);
+EOF
+cat >"$CONF.journal" <<EOF
+# written by guest-init.sh: wbd with a write log, in front of the remote
+listen = { tcp = [ "127.0.0.1:$PORT" ]; };
+cache = { size = "${CACHE_MIB}M"; page_size = "4K"; };
+control = { socket = "$CTL"; };
+remote = { connect_timeout_ms = 1000; reconnect_max_ms = 500; };
+default_export = "disk0";
+exports = (
+  { name = "disk0"; backing = "nbd+unix:///disk0?socket=$BACK_SOCK";
+    journal = { path = "/data/disk0.wal"; size = "64M"; }; }
+);
+EOF
 
 # ------------------------------------------------------------- the daemon
 # start_wbd [CONFIG]: start wbd (default config $CONF), wait until it serves.
@@ -332,8 +363,101 @@ run_tls() {
 	say "OK tls"
 }
 
+# ------------------------------------------------------------- write log
+BACK_LOG=/tmp/wbd-back.log
+BACK_PID=
+
+# start_back: the remote of the write-log mode; wait until it serves.
+start_back() {
+	wbd -f -c "$CONF.back" >>"$BACK_LOG" 2>&1 &
+	BACK_PID=$!
+	i=0
+	until grep -q 'ready:' "$BACK_LOG"; do
+		kill -0 "$BACK_PID" 2>/dev/null || fail "the remote wbd exited during start-up"
+		i=$((i + 1))
+		[ "$i" -lt 600 ] || fail "the remote wbd did not start"
+		sleep 0.1
+	done
+}
+
+# run_journal DEV DEV2: ext4 on the export with a write log; files synced;
+# the remote stopped, more files synced (only in the log now), then wbd
+# killed with SIGKILL; wbd started again (its export waits for the remote),
+# then the remote; the log is replayed; e2fsck -fn and every synced file
+# checked.
+run_journal() {
+	MODE=journal
+	dev=$1
+	dev2=$2
+	sums=/tmp/sums-journal
+	rm -f /data/disk0.img /data/disk0.wal "$sums" "$sums-b"
+	: >"$WBD_LOG"
+	: >"$BACK_LOG"
+	step "journal: start the remote (a wbd, writethrough) and wbd with a write log in front"
+	start_back
+	start_wbd "$CONF.journal"
+	attach "$dev"
+	step "journal: mkfs.ext4, $FILES files, sync"
+	must "mkfs.ext4 $dev" mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$dev"
+	must "mount $dev" mount -t ext4 "$dev" /mnt
+	write_files a "$FILES" "$sums"
+	sync
+	step "journal: stop the remote; $KILL_FILES more files, sync (answered from the log); kill -9 wbd"
+	kill -TERM "$BACK_PID"
+	wait "$BACK_PID"
+	BACK_PID=
+	write_files b "$KILL_FILES" "$sums-b"
+	sync
+	wbctl -s "$CTL" status --json 2>&1 | tr ',' '\n' | grep -E '"(commits|fallbacks|records|used_bytes|dirty_bytes)"' | tr '\n' ' '
+	echo
+	kill -KILL "$WBD_PID"
+	wait "$WBD_PID"
+	WBD_PID=
+	check_wbd_log
+	umount /mnt 2>/dev/null || umount -l /mnt
+	nbd-client -d "$dev" >/dev/null 2>&1
+	step "journal: start wbd with the remote still down, then the remote"
+	wbd -f -c "$CONF.journal" >>"$WBD_LOG" 2>&1 &
+	WBD_PID=$!
+	i=0
+	until grep -q 'does not answer' "$WBD_LOG"; do
+		kill -0 "$WBD_PID" 2>/dev/null || fail "wbd exited at start-up with its remote down"
+		i=$((i + 1))
+		[ "$i" -lt 300 ] || fail "wbd did not say its export waits for its remote"
+		sleep 0.1
+	done
+	start_back
+	i=0
+	until nbd-client -l 127.0.0.1 "$PORT" 2>/dev/null | grep -qx disk0; do
+		i=$((i + 1))
+		[ "$i" -lt 600 ] || fail "the journaled export was not served once its remote answered"
+		sleep 0.1
+	done
+	grep 'write log .*replayed' "$WBD_LOG" || fail "journal: the log was not replayed"
+	attach "$dev2"
+	step "journal: replay ext4's journal (mount, umount), e2fsck -fn, verify every synced file"
+	must "mount $dev2 after kill -9" mount -t ext4 "$dev2" /mnt
+	must "umount /mnt" umount /mnt
+	e2fsck -fn "$dev2" >/tmp/fsck.out 2>&1 || {
+		cat /tmp/fsck.out
+		fail "journal: e2fsck -fn found errors after kill -9 and the replay"
+	}
+	must "mount $dev2" mount -t ext4 -o ro "$dev2" /mnt
+	verify_files "$sums" "journal: a file synced before the remote stopped differs"
+	verify_files "$sums-b" "journal: a file synced with the remote down (only in the log) differs"
+	must "umount /mnt" umount /mnt
+	detach "$dev2"
+	step "journal: stop wbd (SIGTERM: written back, the log left empty), then the remote"
+	stop_wbd
+	kill -TERM "$BACK_PID"
+	wait "$BACK_PID" || fail "the remote wbd exited with status $? after SIGTERM"
+	BACK_PID=
+	say "OK journal"
+}
+
 run_mode netlink /dev/nbd0 /dev/nbd1
 run_mode ioctl /dev/nbd2 /dev/nbd3
+run_journal /dev/nbd5 /dev/nbd6
 run_tls /dev/nbd4
 step "done"
 say PASS
