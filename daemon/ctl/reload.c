@@ -29,6 +29,7 @@
 #include "backing.h"
 #include "config-load.h"
 #include "daemon.h"
+#include "export-journal.h"
 #include "export.h"
 #include "log.h"
 #include "nbd-proto.h"
@@ -272,11 +273,12 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 	    (ec->size_bytes && ec->size_bytes != e->size_bytes) ||
 	    ec->readonly != ((e->tflags & NBD_FLAG_READ_ONLY) != 0) ||
 	    ec->direct != e->direct || ec->tls_require != e->hs.tls_only ||
-	    !str_equal(e->description, ec->description))
+	    !str_equal(e->description, ec->description) ||
+	    !xj_same(e->journal, &ec->journal))
 		reload_note(msg, msglen,
 		    "export \"%s\": backing, size, "
-		    "readonly, direct, tls or description changed: needs a "
-		    "restart",
+		    "readonly, direct, tls, description or journal changed: "
+		    "needs a restart",
 		    e->name);
 	if (access_policy_set(&e->allow, ec->allow))
 		reload_note(msg, msglen,

@@ -48,6 +48,7 @@ struct export_journal {
 	struct journal *j;
 	char *path;
 	enum journal_mode mode;
+	uint64_t size_bytes; /* as configured */
 	struct xj_target tg;
 	uint32_t page_size;
 
@@ -159,6 +160,15 @@ bool
 xj_on_write(const struct export_journal *xj)
 {
 	return xj->mode == JOURNAL_ON_WRITE;
+}
+
+bool
+xj_same(const struct export_journal *xj, const struct export_journal_conf *jc)
+{
+	if (!xj || !jc->path)
+		return !xj && !jc->path;
+	return strcmp(xj->path, jc->path) == 0 && xj->mode == jc->mode &&
+	    (jc->size_bytes == 0 || jc->size_bytes == xj->size_bytes);
 }
 
 /* What a commit took. */
@@ -592,6 +602,8 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 {
 	const struct xj_target *e = tg;
 	struct export_journal *xj = calloc(1, sizeof *xj);
+	if (xj)
+		xj->size_bytes = jc->size_bytes;
 	struct journal_identity id = { .name = e->name,
 		.export_size = e->size_bytes,
 		.backing = e->backing };

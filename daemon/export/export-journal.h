@@ -67,6 +67,10 @@ uint64_t xj_note_discard(struct export_journal *xj);
 /* The generation a FLUSH arriving now is to pass to xj_commit. */
 uint64_t xj_gen(struct export_journal *xj);
 bool xj_on_write(const struct export_journal *xj);
+/* Whether XJ is what JC configures (a reload compares them); XJ may be
+ * NULL (no log), as JC's path. */
+bool
+xj_same(const struct export_journal *xj, const struct export_journal_conf *jc);
 
 /*
  * Make durable everything noted before GEN was handed out: 1 if it is in

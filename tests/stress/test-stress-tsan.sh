@@ -6,7 +6,10 @@
 # every second the thresholds, the workers, a device's max_ratio and an
 # export's cache mode are tuned, and the configuration is reloaded (wbctl
 # reload and SIGHUP in turn, adding and removing a third export), and
-# wbctl status is polled all the while.  After STRESS_SECONDS (default 40)
+# wbctl status is polled all the while.  disk1 has a write log: the
+# writers' fsyncs (one every 8 writes) are its commits, and its writes
+# while it is writethrough its on-write path; its reclaim runs every
+# dirty_writeback interval.  After STRESS_SECONDS (default 40)
 # wbd gets SIGTERM and must exit 0.  Fails on any ThreadSanitizer report in
 # the daemon's log (lib.sh checks every log at exit), on a fio verify error,
 # or on a control command that fails.
@@ -27,10 +30,17 @@ export TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 history_size=4 supp
 wb_keys='dirty_background_ratio = 10; dirty_ratio = 30; dirty_expire_centisecs = 100; dirty_writeback_centisecs = 50; min_workers = 1; max_workers = 4;'
 add_export_mode disk0 64M writeback
 add_export_mode disk1 64M writeback
+# journal_disk1 FILE: disk1 with its write log.
+journal_disk1() {
+	sed -i "s|\(name = \"disk1\";.*\) }\(,\?\)$|\1 journal = { path = \"$T/disk1.wal\"; size = \"8M\"; }; }\2|" "$1"
+	grep -q 'disk1.wal' "$1" || fail "no journal for disk1 in $1"
+}
 write_cache_config 16M "$wb_keys"
+journal_disk1 "$CONF"
 cp "$CONF" "$T/conf-two"
 add_export_mode extra 8M writeback
 write_cache_config 16M "$wb_keys"
+journal_disk1 "$CONF"
 cp "$CONF" "$T/conf-three"
 cp "$T/conf-two" "$CONF"
 start_wbd
@@ -46,7 +56,7 @@ writer() {
 	while [[ ! -e $STOP ]]; do
 		round=$((round + 1))
 		if ! fio --name="$name" --ioengine=nbd --uri="$(uri_unix "$name")" \
-			--rw=randwrite --bsrange=4k-64k --size=16M \
+			--rw=randwrite --bsrange=4k-64k --size=16M --fsync=8 \
 			--offset_increment=16M --numjobs=2 --iodepth=4 \
 			--randrepeat=0 --verify=crc32c --verify_fatal=1 \
 			--verify_state_save=0 --group_reporting \
@@ -145,10 +155,13 @@ log "fio rounds: disk0 $(cat "$T/fio-disk0.rounds" 2>/dev/null || echo 0)," \
 
 # The point was writeback and eviction under the tunes: both happened.
 expect_exit 0 wbctl --json status
-read -r evictions written < <("$SYSPY" -c 'import json, sys
+read -r evictions written commits < <("$SYSPY" -c 'import json, sys
 s = json.load(sys.stdin)
-print(s["cache"]["evictions"], sum(d["written_bytes"] for d in s["devices"]))' <<<"$OUT")
-log "cache evictions $evictions, bytes written back $written"
+j = [e for e in s["exports"] if e["name"] == "disk1"][0]["journal"]
+print(s["cache"]["evictions"], sum(d["written_bytes"] for d in s["devices"]),
+      j["commits"] + j["fallbacks"] if j else 0)' <<<"$OUT")
+log "cache evictions $evictions, bytes written back $written, disk1's log commits and fallbacks $commits"
+((commits > 0)) || fail "disk1's write log saw no FLUSH"
 ((evictions > 0)) || fail "no page was evicted: the cache was not under pressure"
 ((written > 0)) || fail "nothing was written back"
 
