@@ -250,6 +250,47 @@ status_access(FILE *f, const json_t *exports)
 	}
 }
 
+/* One line per export with a write log: "disk0: journal /var/lib/...
+ * (on-flush): 1.2 MiB of 256.0 MiB used, 3 records; 40 commits (12
+ * shared), 1 written back instead (the log is full); FLUSH 310 us in the
+ * log, 5.0 ms written back; replayed 2 records", and BROKEN when it is. */
+static void
+status_journals(FILE *f, const json_t *exports)
+{
+	char used[32], size[32], lus[32], bus[32];
+	json_t *e;
+	size_t i;
+
+	json_array_foreach(exports, i, e)
+	{
+		const json_t *j = json_object_get(e, "journal");
+		if (!json_is_object(j))
+			continue;
+		const json_t *rp = json_object_get(j, "replay");
+		const char *why = jget_str(j, "last_fallback");
+		wbctl_human(jget_u64(j, "used_bytes", 0), used, sizeof used);
+		wbctl_human(jget_u64(j, "size_bytes", 0), size, sizeof size);
+		fmt_us(jget_u64(j, "log_avg_us", 0), lus, sizeof lus);
+		fmt_us(jget_u64(j, "backing_avg_us", 0), bus, sizeof bus);
+		status_named(f, jget_str(e, "name"),
+		    "journal %s (%s)%s: %s of %s used, %llu record(s); %llu "
+		    "commit(s) (%llu FLUSHes shared), %llu written back "
+		    "instead%s%s%s; FLUSH %s in the log, %s written back; "
+		    "replayed %llu record(s)",
+		    jget_str(j, "path"), jget_str(j, "mode"),
+		    jget_bool(j, "stale") ?
+			" BROKEN, not yet emptied: FLUSH fails" :
+			jget_bool(j, "broken") ? " BROKEN" :
+						 "",
+		    used, size, (unsigned long long)jget_u64(j, "records", 0),
+		    (unsigned long long)jget_u64(j, "commits", 0),
+		    (unsigned long long)jget_u64(j, "shared_flushes", 0),
+		    (unsigned long long)jget_u64(j, "fallbacks", 0),
+		    why ? " (last: " : "", why ? why : "", why ? ")" : "", lus,
+		    bus, (unsigned long long)jget_u64(rp, "records", 0));
+	}
+}
+
 /* A device's link as writeback measures it: round trip, bandwidth, the
  * window and what is in flight; write-behind on a remote.  Nothing before
  * its first write. */
@@ -629,6 +670,7 @@ status_print(FILE *f, const json_t *ans)
 	fprintf(f, "\nexports\n");
 	status_exports(f, json_object_get(ans, "exports"));
 	status_access(f, json_object_get(ans, "exports"));
+	status_journals(f, json_object_get(ans, "exports"));
 	status_waiting(f, json_object_get(ans, "waiting_exports"));
 	fprintf(f, "\ndevices\n");
 	status_devices(f, json_object_get(ans, "devices"));

@@ -95,6 +95,7 @@
 #   BENCH_NET_DOC       the Markdown file written (default docs/benchmarks.md;
 #                       "-" writes none)
 #   BENCH_NET_WBD_KEYS  more keys for wbd's writeback group
+#   BENCH_NET_REMOTE_KEYS  keys for wbd's remote group
 set -euo pipefail
 
 NET_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -140,6 +141,7 @@ JOURNAL_DIR=${BENCH_NET_JOURNAL_DIR:-/var/tmp}
 JOURNAL_SIZE=${BENCH_NET_JOURNAL_SIZE:-1G}
 NET_DOC=${BENCH_NET_DOC:-$REPO/docs/benchmarks.md}
 WB_KEYS=${BENCH_NET_WBD_KEYS:-}
+REMOTE_KEYS=${BENCH_NET_REMOTE_KEYS:-}
 RESULTS=$REPO/bench/results/$STAMP-net
 FLUSH_TIMEOUT=$((MAX_S < 120 ? MAX_S : 120))
 KIT_THREADS=64
@@ -230,6 +232,7 @@ write_net_conf() {
 	control = { socket = "$T/ctl.sock"; };
 	cache = { size = "$NET_CACHE"; };
 	writeback = { $keys };
+	${REMOTE_KEYS:+remote = { $REMOTE_KEYS };}
 	exports = (
 	  { name = "disk0"; backing = "$KURI"; cache_mode = "writeback"; $journal }
 	);
@@ -759,7 +762,7 @@ RUN_CMD="bash bench/net/run.sh${QUICK:+ --quick}"
 ((${#PROFILES[@]} == 2)) || RUN_CMD+=" --profile=${PROFILES[0]}"
 # The settings given in the environment (not those --quick or the
 # defaults set).
-for v in BENCH_NET_SIZE BENCH_NET_CACHE BENCH_NET_CASES BENCH_NET_SERVERS BENCH_NET_MAX_S BENCH_NET_WBD_KEYS BENCH_NET_JOURNAL_DIR BENCH_NET_JOURNAL_SIZE; do
+for v in BENCH_NET_SIZE BENCH_NET_CACHE BENCH_NET_CASES BENCH_NET_SERVERS BENCH_NET_MAX_S BENCH_NET_WBD_KEYS BENCH_NET_REMOTE_KEYS BENCH_NET_JOURNAL_DIR BENCH_NET_JOURNAL_SIZE; do
 	[[ -n ${!v:-} ]] && RUN_CMD="$v='${!v}' $RUN_CMD"
 done
 [[ -n $QUICK && $ROUNDS == 1 && $RT == 5 ]] || RUN_CMD="BENCH_ROUNDS=$ROUNDS BENCH_RUNTIME=$RT $RUN_CMD"

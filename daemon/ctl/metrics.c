@@ -137,6 +137,27 @@ static const struct metrics_row metrics_export_rows[] = {
 	{ "writeback_errors", "wbd_export_writeback_errors_total", COUNTER, 1,
 	    "Failed writebacks and flushes of the export (its error "
 	    "sequence)." },
+	{ "journal.size_bytes", "wbd_export_journal_size_bytes", GAUGE, 1,
+	    "The export's write log: bytes for records (exports with a "
+	    "journal only)." },
+	{ "journal.used_bytes", "wbd_export_journal_used_bytes", GAUGE, 1,
+	    "Bytes of the write log holding records not yet given back (on "
+	    "the backing device and flushed there)." },
+	{ "journal.records", "wbd_export_journal_records", GAUGE, 1,
+	    "Records in the write log not yet given back." },
+	{ "journal.commits", "wbd_export_journal_commits_total", COUNTER, 1,
+	    "Groups of writes appended to the write log and synced." },
+	{ "journal.shared_flushes", "wbd_export_journal_shared_flushes_total",
+	    COUNTER, 1,
+	    "FLUSHes answered by a write log commit another one began "
+	    "(group commit)." },
+	{ "journal.fallbacks", "wbd_export_journal_fallbacks_total", COUNTER, 1,
+	    "FLUSHes written back to the backing device instead of the "
+	    "write log (full, a TRIM since, the log broken)." },
+	{ "journal.logged_bytes", "wbd_export_journal_logged_bytes_total",
+	    COUNTER, 1, "Bytes of data appended to the write log." },
+	{ "journal.broken", "wbd_export_journal_broken", GAUGE, 1,
+	    "1 once an I/O error stopped the use of the write log." },
 };
 
 static const struct metrics_row metrics_device_rows[] = {

@@ -66,6 +66,9 @@ if j["commits"] < 2:
 if j["broken"]:
     sys.exit("FAIL: a full log is not a broken one: %s" % j)
 PY
+"$WBCTL" -s "$T/control.sock" status | tr '\n' ' ' | tr -s ' ' >"$T/status.txt"
+grep -Eq "disk0: +journal $T/small.wal \(on-flush\): .* used, .*commit\(s\).*written back instead \(last: more written" "$T/status.txt" ||
+	fail "wbctl status does not show the write log: $(cat "$T/status.txt")"
 grep -q 'a FLUSH writes back to the backing device instead of the write log: the log is full' "$LOG" ||
 	fail "the fallback was not logged: $(grep 'instead of' "$LOG")"
 stop_wbd
@@ -108,6 +111,8 @@ j = json.loads(sys.argv[1])
 if not j["broken"] or j["stale"]:
     sys.exit("FAIL: expected a broken log, emptied: %s" % j)
 PY
+"$WBCTL" -s "$T/control.sock" status | grep -q "journal .* BROKEN" ||
+	fail "wbctl status does not show the log broken"
 grep -q 'write log .* failed: .*; the log is no longer used' "$LOG" ||
 	fail "the log's failure was not logged"
 grep -q 'write log .* emptied' "$LOG" || fail "the log was not said emptied"

@@ -12,10 +12,11 @@
 #                        metrics = { listen = "127.0.0.1:$MPORT"; KEYS } in
 #                        $CONF
 #   start_local_and_remote [http]
-#                        start wbd with export disk0 (a 16M local file) and
-#                        r0 (nbdkit's 16M memory disk, a remote device), so
-#                        that every family has samples; with "http", the
-#                        HTTP endpoint too
+#                        start wbd with export disk0 (a 16M local file),
+#                        r0 (nbdkit's 16M memory disk, a remote device) and
+#                        j0 (a 16M local file with a write log), so that
+#                        every family has samples; with "http", the HTTP
+#                        endpoint too
 #   wbctl ARGS...        wbctl on the control socket of write_config
 #
 # Environment: WBD, WBCTL (set by meson), SRCDIR (this directory).
@@ -42,6 +43,7 @@ start_local_and_remote() {
 	start_nbdkit kit memory 16M
 	add_export disk0 16M rw
 	add_remote_export r0 "$(kit_uri "$KIT_SOCK")"
+	_EXPORTS+=("  { name = \"j0\"; backing = \"$T/j0.img\"; size = \"16M\"; journal = { path = \"$T/j0.wal\"; size = \"2M\"; }; }")
 	write_config
 	[[ ${1:-} == http ]] && add_metrics_listen
 	start_wbd

@@ -15,9 +15,9 @@ need_wbctl
 start_local_and_remote http
 dev=$(dev_majmin "$T/disk0.img")
 
-"$PYTHON" - "$(uri_unix disk0)" "$(uri_unix r0)" <<'PY' || fail "the workload failed"
+"$PYTHON" - "$(uri_unix disk0)" "$(uri_unix r0)" "$(uri_unix j0)" <<'PY' || fail "the workload failed"
 import nbd, sys
-for uri in sys.argv[1:3]:
+for uri in sys.argv[1:4]:
     h = nbd.NBD()
     h.connect_uri(uri)
     h.pwrite(b"x" * 65536, 0)
@@ -74,8 +74,11 @@ for name, f in fams.items():
     keys = {k for s in f.samples for k in s.labels}
     if "export" in keys:
         got = {s.labels["export"] for s in f.samples}
-        if got != {"disk0", "r0"}:
-            errs.append("%s: exports %r" % (name, got))
+        # The write log's families: only j0 has one.
+        want = ({"j0"} if name.startswith("wbd_export_journal_")
+                else {"disk0", "r0", "j0"})
+        if got != want:
+            errs.append("%s: exports %r, expected %r" % (name, got, want))
     elif "device" in keys:
         got = {s.labels["device"] for s in f.samples}
         want = {remote} if name.startswith("wbd_remote_") else devs
@@ -91,7 +94,7 @@ if set(samples(http)) != set(samples(ctl)):
              "%r" % (set(samples(http)) ^ set(samples(ctl))))
 
 s = samples(ctl)
-for e in ("disk0", "r0"):
+for e in ("disk0", "r0", "j0"):
     for cmd, n in (("read", 2), ("write", 1), ("flush", 1)):
         got = value(s, "wbd_export_requests_total", export=e, command=cmd)
         if got != n:
@@ -100,6 +103,10 @@ for e in ("disk0", "r0"):
         sys.exit("FAIL: %s: written bytes" % e)
     if value(s, "wbd_export_read_bytes_total", export=e) != 65536 + 4096:
         sys.exit("FAIL: %s: read bytes" % e)
+if value(s, "wbd_export_journal_commits_total", export="j0") != 1:
+    sys.exit("FAIL: j0's FLUSH is not counted as a write log commit")
+if value(s, "wbd_export_journal_logged_bytes_total", export="j0") != 65536:
+    sys.exit("FAIL: j0's write log did not take its 64 KiB")
 if value(s, "wbd_remote_connected", device=remote) != 1:
     sys.exit("FAIL: the remote is not shown connected")
 
@@ -125,7 +132,7 @@ if st["requests"]["flushes"] != flushes:
              % (st["requests"]["flushes"], flushes))
 print("%d families, %d samples" % (len(fams), len(s)))
 PY
-grep -Eq '^  flush latency +p50 [0-9.]+ (us|ms|s), p99 [0-9.]+ (us|ms|s) over 2 FLUSHes$' "$T/status.txt" ||
+grep -Eq '^  flush latency +p50 [0-9.]+ (us|ms|s), p99 [0-9.]+ (us|ms|s) over 3 FLUSHes$' "$T/status.txt" ||
 	fail "wbctl status: no FLUSH latency line: $(cat "$T/status.txt")"
 grep -Eq '^  pacing +0 write\(s\) paced, 0 held at the dirty limit, 0\.0 s paused in all; 0 now$' "$T/status.txt" ||
 	fail "wbctl status: no pacing line: $(cat "$T/status.txt")"

@@ -109,7 +109,8 @@ EOF
 
 # The write-log mode (run_journal): a "remote", a second wbd serving the
 # backing file writethrough on a Unix socket, and in front of it wbd with
-# the export journaled.
+# the export journaled.  Its cache holds what is written while the remote
+# is down (writers are held at the dirty limit until writeback can go on).
 BACK_SOCK=/run/wbd/back.sock
 cat >"$CONF.back" <<EOF
 # written by guest-init.sh: the remote of the write-log mode
@@ -123,7 +124,8 @@ EOF
 cat >"$CONF.journal" <<EOF
 # written by guest-init.sh: wbd with a write log, in front of the remote
 listen = { tcp = [ "127.0.0.1:$PORT" ]; };
-cache = { size = "${CACHE_MIB}M"; page_size = "4K"; };
+cache = { size = "128M"; page_size = "4K"; };
+writeback = { dirty_background_ratio = 50; dirty_ratio = 60; };
 control = { socket = "$CTL"; };
 remote = { connect_timeout_ms = 1000; reconnect_max_ms = 500; };
 default_export = "disk0";
