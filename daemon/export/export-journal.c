@@ -93,22 +93,27 @@ struct export_journal {
 static void
 xj_set_add_locked(struct export_journal *xj, uint64_t lo, uint64_t hi)
 {
+	struct xj_range *last = xj->n ? &xj->set[xj->n - 1] : NULL;
+	/* Touching the last range (a sequential writer, a page written
+	 * again): it grows by what is new only.  A page noted twice, apart,
+	 * counts twice. */
+	bool merge = last && lo <= last->hi && hi >= last->lo;
+	uint64_t nlo = merge && last->lo < lo ? last->lo : lo;
+	uint64_t nhi = merge && last->hi > hi ? last->hi : hi;
+	uint64_t grows = (nhi - nlo) - (merge ? last->hi - last->lo : 0);
+
 	if (xj->overflow)
 		return;
-	xj->set_bytes += hi - lo;
-	if (xj->set_bytes > xj->set_max) {
+	if (xj->set_bytes + grows > xj->set_max) {
 		/* More than the log can hold: the next commit writes back. */
 		xj->overflow = true;
 		xj->n = 0;
 		return;
 	}
-	if (xj->n > 0) {
-		struct xj_range *last = &xj->set[xj->n - 1];
-		if (lo <= last->hi && hi >= last->lo) {
-			last->lo = lo < last->lo ? lo : last->lo;
-			last->hi = hi > last->hi ? hi : last->hi;
-			return;
-		}
+	xj->set_bytes += grows;
+	if (merge) {
+		*last = (struct xj_range){ nlo, nhi };
+		return;
 	}
 	if (xj->n == xj->cap) {
 		size_t cap = xj->cap ? xj->cap * 2 : 64;
