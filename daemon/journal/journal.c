@@ -306,6 +306,42 @@ j_all_zero(const unsigned char *p, size_t n)
 	return true;
 }
 
+/*
+ * A new log file: write it whole, zeroes, and sync.  Allocated blocks not
+ * yet written are "unwritten extents" (ext4, xfs): the first write into
+ * each needs the file system's own journal at the next fdatasync, a
+ * commit's worth of metadata every time the ring first passes there.
+ * Written once now, every later fdatasync syncs data alone.  0 or a
+ * negative errno.
+ */
+static int
+j_zero_area(int fd, uint64_t size)
+{
+	static const uint8_t zero[1u << 16];
+	struct iovec iov[16];
+
+	for (unsigned i = 0; i < 16; i++)
+		iov[i] = (struct iovec){ (void *)zero, sizeof zero };
+	for (uint64_t off = 0; off < size;) {
+		uint64_t left = size - off;
+		int n = left >= 16 * sizeof zero ?
+		    16 :
+		    (int)((left + sizeof zero - 1) / sizeof zero);
+		struct iovec v[16];
+		memcpy(v, iov, sizeof v);
+		uint64_t chunk = (uint64_t)n * sizeof zero;
+		if (chunk > left) {
+			v[n - 1].iov_len -= chunk - left;
+			chunk = left;
+		}
+		int r = j_pwritev(fd, v, n, off);
+		if (r < 0)
+			return r;
+		off += chunk;
+	}
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
 struct journal *
 journal_open(const char *path, uint64_t size, const struct journal_identity *id,
     char *err, size_t errlen)
@@ -415,6 +451,10 @@ journal_open(const char *path, uint64_t size, const struct journal_identity *id,
 			    ftruncate(j->fd, (off_t)want) < 0)
 				return j_fail(j, err, errlen,
 				    "cannot truncate: %s", strerror(errno));
+			if ((r = j_zero_area(j->fd, want)) < 0)
+				return j_fail(j, err, errlen,
+				    "cannot write its %llu bytes: %s",
+				    (unsigned long long)want, strerror(-r));
 		}
 		if (getrandom(j->uuid, sizeof j->uuid, 0) !=
 		    (ssize_t)sizeof j->uuid)

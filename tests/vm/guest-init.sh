@@ -110,7 +110,9 @@ EOF
 # The write-log mode (run_journal): a "remote", a second wbd serving the
 # backing file writethrough on a Unix socket, and in front of it wbd with
 # the export journaled.  Its cache holds what is written while the remote
-# is down (writers are held at the dirty limit until writeback can go on).
+# is down (writers are held at the dirty limit until writeback can go on),
+# and its log all of it (a full log falls back to the remote: down, the
+# FLUSH would fail).
 BACK_SOCK=/run/wbd/back.sock
 cat >"$CONF.back" <<EOF
 # written by guest-init.sh: the remote of the write-log mode
@@ -131,7 +133,7 @@ remote = { connect_timeout_ms = 1000; reconnect_max_ms = 500; };
 default_export = "disk0";
 exports = (
   { name = "disk0"; backing = "nbd+unix:///disk0?socket=$BACK_SOCK";
-    journal = { path = "/data/disk0.wal"; size = "64M"; }; }
+    journal = { path = "/data/disk0.wal"; size = "256M"; }; }
 );
 EOF
 
