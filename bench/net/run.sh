@@ -221,7 +221,8 @@ build_filter() {
 # write_net_conf FILE CASE [JOURNAL_MODE]: wbd's configuration for one
 # run, with a write log in JOURNAL_DIR if a mode is given.
 write_net_conf() {
-	local keys=$WB_KEYS journal=''
+	local keys=$WB_KEYS journal='' remote_group=''
+	[[ -n $REMOTE_KEYS ]] && remote_group="remote = { $REMOTE_KEYS };"
 	[[ $2 == drain-* ]] &&
 	    keys+=" dirty_background_ratio = 90; dirty_ratio = 95; dirty_writeback_centisecs = 0;"
 	[[ -n ${3:-} ]] &&
@@ -232,7 +233,7 @@ write_net_conf() {
 	control = { socket = "$T/ctl.sock"; };
 	cache = { size = "$NET_CACHE"; };
 	writeback = { $keys };
-	${REMOTE_KEYS:+remote = { $REMOTE_KEYS };}
+	$remote_group
 	exports = (
 	  { name = "disk0"; backing = "$KURI"; cache_mode = "writeback"; $journal }
 	);
