@@ -407,6 +407,10 @@ net_verify() {
 		STATUS+=("$tag: fio --verify=crc32c failed through $s")
 	elif ! "$PY" "$REPO/bench/nbd-flush.py" "$URI" >/dev/null; then
 		STATUS+=("$tag: FLUSH failed")
+	elif [[ $s == wbd-journal* ]] && ! "$WBCTL" -s "$CTL" flush >/dev/null; then
+		# A FLUSH is answered from the write log: wbctl flush puts
+		# everything on the remote.
+		STATUS+=("$tag: wbctl flush failed")
 	elif ! "$PY" - "$URI" "$KURI" "$VERIFY_B" <<-'PY'; then
 	import hashlib, sys
 	import nbd

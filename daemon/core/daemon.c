@@ -287,7 +287,8 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 	if (ec->journal.path) {
 		/* Replayed before anyone sees it; never served without. */
 		char why[768];
-		if (export_journal_open(e, &ec->journal, why, sizeof why) < 0) {
+		if (export_journal_open(e, &ec->journal, &d->grace, why,
+			sizeof why) < 0) {
 			log_errorx("export \"%s\": %s", ec->name, why);
 			wb_dev_remove_target(dev, &e->wt);
 			export_free(e); /* and its backend */

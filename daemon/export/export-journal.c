@@ -74,7 +74,9 @@ struct export_journal {
 	uint8_t *buf; /* a batch's data */
 	struct journal_rec *recs;
 
-	/* Reclaim on the export's pool. */
+	/* FLUSHes on the log's own workers (xj_pool); reclaim on the
+	 * export's device's pool. */
+	struct pool *commit_pool;
 	struct job reclaim_job;
 	int reclaim_queued; /* atomic */
 	uint64_t last_reclaim_ns;
@@ -165,6 +167,13 @@ bool
 xj_on_write(const struct export_journal *xj)
 {
 	return xj->mode == JOURNAL_ON_WRITE;
+}
+
+struct pool *
+xj_pool(struct export_journal *xj)
+{
+	return __atomic_load_n(&xj->broken, __ATOMIC_RELAXED) ? NULL :
+								xj->commit_pool;
 }
 
 bool
@@ -674,6 +683,22 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		    e->name, jc->path,
 		    (unsigned long long)xj->replay.dropped_records,
 		    (unsigned long long)xj->replay.end_off, xj->replay.end_why);
+	/* A FLUSH's commit is a sync, not writeback: a few workers, one
+	 * at once for a waiting client (pool.h). */
+	char thread_name[32];
+	snprintf(thread_name, sizeof thread_name, "wal-%s", e->name);
+	xj->commit_pool = pool_new(thread_name,
+	    &(struct pool_params){ .min_workers = 1,
+		.max_workers = 4,
+		.grow_delay_ms = 1,
+		.idle_timeout_ms = 10000 },
+	    tg->grace);
+	if (!xj->commit_pool) {
+		snprintf(err, errlen, "write log %s: cannot start its workers",
+		    jc->path);
+		xj_close(xj);
+		return NULL;
+	}
 	xj->last_reclaim_ns = now_ns();
 	return xj;
 }
@@ -683,6 +708,9 @@ xj_close(struct export_journal *xj)
 {
 	if (!xj)
 		return;
+	/* Its FLUSHes done first (none is left: no client is). */
+	if (xj->commit_pool)
+		pool_free(xj->commit_pool);
 	if (xj->j) {
 		journal_close(xj->j);
 		pthread_mutex_destroy(&xj->set_lock);

@@ -32,6 +32,7 @@
 
 struct cache_file;
 struct export_journal;
+struct grace;
 struct pool;
 struct wb_target;
 
@@ -46,6 +47,7 @@ struct xj_target {
 	uint64_t *write_seq; /* atomic: the export's last write's sequence */
 	struct pool *pool;   /* where reclaim runs */
 	unsigned *holds;     /* atomic: raised while a reclaim is queued */
+	struct grace *grace; /* the daemon's, for the log's own workers */
 };
 
 /*
@@ -67,6 +69,14 @@ uint64_t xj_note_discard(struct export_journal *xj);
 /* The generation a FLUSH arriving now is to pass to xj_commit. */
 uint64_t xj_gen(struct export_journal *xj);
 bool xj_on_write(const struct export_journal *xj);
+/*
+ * The log's own workers ("wal-NAME"), where FLUSHes are to be carried out
+ * while the log works: the log is a device of its own, and a FLUSH that
+ * waits for nothing but its sync should not wait behind writeback on the
+ * backing device's pool.  NULL once the log is broken (FLUSHes write back
+ * then: the device's pool).
+ */
+struct pool *xj_pool(struct export_journal *xj);
 /* Whether XJ is what JC configures (a reload compares them); XJ may be
  * NULL (no log), as JC's path. */
 bool

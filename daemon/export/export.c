@@ -223,7 +223,7 @@ export_flush(struct export *e, uint64_t max_seq, enum wb_reason why)
 
 int
 export_journal_open(struct export *e, const struct export_journal_conf *jc,
-    char *err, size_t errlen)
+    struct grace *grace, char *err, size_t errlen)
 {
 	struct xj_target tg = { .name = e->name,
 		.backing = e->backing,
@@ -233,7 +233,8 @@ export_journal_open(struct export *e, const struct export_journal_conf *jc,
 		.wt = &e->wt,
 		.write_seq = &e->write_seq,
 		.pool = e->dev->pool,
-		.holds = &e->holds };
+		.holds = &e->holds,
+		.grace = grace };
 
 	e->journal = xj_open(&tg, jc, err, errlen);
 	return e->journal ? 0 : -1;
@@ -428,7 +429,10 @@ export_queue(struct export *e, struct request *req)
 	}
 	req->job.run = export_run;
 	req->job.waited_on = true;      /* its client waits for the reply */
-	pool_submit(e->dev->pool, &req->job);
+	struct pool *log_pool = req->nbd.type == NBD_CMD_FLUSH && e->journal ?
+	    xj_pool(e->journal) :
+	    NULL;
+	pool_submit(log_pool ? log_pool : e->dev->pool, &req->job);
 }
 
 /* The pause for a writer to E; starts background writeback if due. */

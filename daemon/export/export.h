@@ -127,10 +127,11 @@ void export_free(struct export *e);
 int export_flush(struct export *e, uint64_t max_seq, enum wb_reason why);
 
 /* Open E's write log (JC) and replay it into E's cache, before E is
- * served (export-journal.h).  0, or -1 with ERR set: E is not to be
- * served. */
+ * served (export-journal.h); its workers are readers of GRACE.  0, or -1
+ * with ERR set: E is not to be served. */
+struct grace;
 int export_journal_open(struct export *e, const struct export_journal_conf *jc,
-    char *err, size_t errlen);
+    struct grace *grace, char *err, size_t errlen);
 
 /* Export errors so far: a connection reports those after this count. */
 static inline uint64_t
