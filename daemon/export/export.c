@@ -293,7 +293,8 @@ export_work_counter(struct export *e, const struct request *req)
 	case NBD_CMD_CACHE:
 		return &e->dev->work_reads;
 	default:
-		if ((req->nbd.flags & NBD_CMD_FLAG_FUA) || req->writethrough)
+		if ((req->nbd.flags & NBD_CMD_FLAG_FUA) || req->writethrough ||
+		    req->logged_write)
 			return &e->dev->work_by_reason[WB_REASON_FUA];
 		return req->nbd.type == NBD_CMD_WRITE ? &e->dev->work_reads :
 		    NULL;
@@ -329,6 +330,11 @@ export_run(struct job *job)
 		r = export_read_miss(e, req);
 		break;
 	case NBD_CMD_WRITE:
+		if (req->logged_write) {
+			/* In the cache (and noted) on the I/O thread. */
+			r = export_make_durable(e, req, req->seq);
+			break;
+		}
 		r = export_write_slow(e, req);
 		if (r == 0 && e->journal)
 			req->jgen =
@@ -429,7 +435,9 @@ export_queue(struct export *e, struct request *req)
 	}
 	req->job.run = export_run;
 	req->job.waited_on = true;      /* its client waits for the reply */
-	struct pool *log_pool = req->nbd.type == NBD_CMD_FLUSH && e->journal ?
+	struct pool *log_pool =
+	    (req->nbd.type == NBD_CMD_FLUSH || req->logged_write) &&
+		e->journal ?
 	    xj_pool(e->journal) :
 	    NULL;
 	pool_submit(log_pool ? log_pool : e->dev->pool, &req->job);
@@ -576,9 +584,13 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 	assert(n->type != NBD_CMD_WRITE || req->data || req->wbuf ||
 	    n->count == 0);
 	req->export = e;
+	/* With a write log in mode on-write, a write lands in the cache
+	 * here and only its commit is queued, on the log's workers; once the
+	 * log is broken it is a writethrough write. */
+	bool on_write = e->journal && xj_on_write(e->journal);
 	req->writethrough = mode == CACHE_WRITETHROUGH ||
 	    (mode == CACHE_WRITETHROUGH_UNTIL_FLUSH && !req->flushed) ||
-	    (e->journal && xj_on_write(e->journal));
+	    (on_write && !xj_pool(e->journal));
 
 	switch (n->type) {
 	case NBD_CMD_READ:
@@ -592,9 +604,15 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
 		    export_write_cache(e, req, payload, &fill, &done) ==
 			CACHE_WRITE_OK) {
-			if (e->journal)
-				xj_note_write(e->journal, n->offset, n->count);
-			return export_write_verdict(e, req);
+			if (!e->journal)
+				return export_write_verdict(e, req);
+			req->jgen =
+			    xj_note_write(e->journal, n->offset, n->count);
+			if (!on_write)
+				return export_write_verdict(e, req);
+			req->logged_write = true;
+			export_queue(e, req);
+			return EXPORT_QUEUED;
 		}
 		/* Queued: the worker needs it in the request's own buffer. */
 		if (payload)

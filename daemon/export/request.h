@@ -47,6 +47,9 @@ struct request {
 	uint64_t jgen;                  /* the write log's commit that is to
 	                                   cover it (export-journal.h) */
 	bool writethrough;              /* reply only once durable */
+	/* A WRITE already in the cache, queued only to be made durable in
+	 * the write log (mode on-write, export-journal.h). */
+	bool logged_write;
 	/*
 	 * What the export reads from and hands back to the connection:
 	 * conn.c fills them in before export_submit and takes them back
