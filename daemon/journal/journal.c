@@ -24,6 +24,7 @@
  *	40	u32 open count, u32 CRC-32C of header (CRC 0) and payload
  *	48	16 bytes of 0
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -89,48 +90,49 @@ struct journal {
 static void
 put16(unsigned char *p, uint16_t v)
 {
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
+	v = htole16(v);
+	memcpy(p, &v, sizeof v);
 }
 
 static void
 put32(unsigned char *p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
+	v = htole32(v);
+	memcpy(p, &v, sizeof v);
 }
 
 static void
 put64(unsigned char *p, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
+	v = htole64(v);
+	memcpy(p, &v, sizeof v);
 }
 
 static uint16_t
 get16(const unsigned char *p)
 {
-	return (uint16_t)(p[0] | p[1] << 8);
+	uint16_t v;
+
+	memcpy(&v, p, sizeof v);
+	return le16toh(v);
 }
 
 static uint32_t
 get32(const unsigned char *p)
 {
-	uint32_t v = 0;
+	uint32_t v;
 
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	memcpy(&v, p, sizeof v);
+	return le32toh(v);
 }
 
 static uint64_t
 get64(const unsigned char *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	memcpy(&v, p, sizeof v);
+	return le64toh(v);
 }
 
 static uint64_t
@@ -553,10 +555,11 @@ struct j_pos {
 	struct j_hdr h;
 };
 
-/* Hand the batch's records to CB, reading each payload again. */
+/* Hand the batch's records to CB, reading each payload again into BUF
+ * (as large as the batch's largest payload). */
 static int
 j_deliver(struct journal *j, const struct j_pos *recs, size_t n,
-    unsigned char **buf, size_t *cap, journal_replay_cb *cb, void *arg)
+    unsigned char *buf, journal_replay_cb *cb, void *arg)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct j_hdr *h = &recs[i].h;
@@ -569,17 +572,16 @@ j_deliver(struct journal *j, const struct j_pos *recs, size_t n,
 		if (h->type == JOURNAL_REC_WRAP)
 			continue;
 		if (h->payload) {
-			ssize_t got = j_pread(j->fd, *buf, h->payload,
+			ssize_t got = j_pread(j->fd, buf, h->payload,
 			    JOURNAL_AREA_START + recs[i].pos + JOURNAL_REC_HDR);
 			if (got != (ssize_t)h->payload)
 				return got < 0 ? (int)got : -EIO;
-			rec.data = *buf;
+			rec.data = buf;
 		}
 		int r = cb(arg, &rec);
 		if (r)
 			return r;
 	}
-	(void)cap;
 	return 0;
 }
 
@@ -692,7 +694,7 @@ journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
 			continue;
 
 		/* A whole batch. */
-		r = j_deliver(j, recs, n, &buf, &buf_cap, cb, arg);
+		r = j_deliver(j, recs, n, buf, cb, arg);
 		if (r)
 			break;
 		uint64_t end = h.type == JOURNAL_REC_WRAP ?
