@@ -67,7 +67,7 @@ struct export_journal {
 	uint64_t synced_gen; /* every commit up to it is durable */
 	struct xj_mark marks[XJ_MARKS];
 	unsigned first, nmarks;
-	bool broken;  /* atomic: an I/O error; not used again */
+	bool broken; /* atomic: an I/O error; not used again */
 	/* atomic: broken, and still holding records that a start would
 	 * replay (journal_invalidate has not yet succeeded). */
 	bool stale;

@@ -113,12 +113,12 @@ EOF
 # is down (writers are held at the dirty limit until writeback can go on),
 # and its log all of it (a full log falls back to the remote: down, the
 # FLUSH would fail).
-BACK_SOCK=/run/wbd/back.sock
+BACK_SOCK=/tmp/back.sock
 cat >"$CONF.back" <<EOF
 # written by guest-init.sh: the remote of the write-log mode
 listen = { unix = [ "$BACK_SOCK" ]; };
 cache = { size = "16M"; page_size = "4K"; };
-control = { socket = "/run/wbd/back.ctl"; };
+control = { socket = "/tmp/back.ctl"; };
 exports = (
   { name = "disk0"; backing = "/data/disk0.img"; size = "${DISK_MIB}M"; cache_mode = "writethrough"; }
 );
