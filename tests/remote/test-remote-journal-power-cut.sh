@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# A power cut of the write log's own device (issue 28): the log is the file
+# of an nbdfuse mount of nbdkit's file plugin behind powercut-filter.c, a
+# device that keeps what was written and not yet flushed apart and forgets
+# it when the power goes (the cut file appears).  The remote, an nbdkit
+# file plugin on a Unix socket, runs through the whole test and never
+# loses anything.  Each cycle:
+#   - mount the log, start wbd on it (journal size 0, mode on-flush): the
+#     start replays what the last cycle's log kept;
+#   - read every block through wbd and check the last cycle (below);
+#   - a FLUSH-heavy client writes whole 4 KiB blocks (1 to 4 at a time,
+#     among 256, each filled with a tag: cycle, write number, block) and
+#     FLUSHes every 1 to 4 writes, noting each write before it sends it
+#     and each FLUSH once it is answered;
+#   - after 0.2 to 1.5 s the power is cut and wbd killed with SIGKILL at
+#     once; the log is unmounted (its file now holds only what was
+#     flushed).
+# The check, per block: it holds one tag throughout (never a torn mix of
+# two writes, never another block's), and that tag is the last write to
+# the block before the last FLUSH answered (every FLUSHed byte; with no
+# such write, what the block read at the start of the cycle) or a write
+# after it (a write never flushed may or may not survive) -- nothing
+# older, nothing else.  50 cycles (WBD_POWERCUT_CYCLES), a line each.  At
+# the end wbd is stopped with SIGTERM (it drains, exits 0) and the remote
+# file must hold what wbd last read back.
+source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
+need_python_nbd
+need nbdfuse gcc pkg-config
+pkg-config --exists nbdkit || skip "nbdkit's development files (nbdkit-plugin-dev) are not installed"
+[[ -c /dev/fuse && -w /dev/fuse ]] || skip "/dev/fuse is not usable"
+
+CYCLES=${WBD_POWERCUT_CYCLES:-50}
+BLOCKS=256
+MNT=$T/mnt
+WAL=$MNT/log
+
+# shellcheck disable=SC2046 # pkg-config's flags are words
+gcc -std=c17 -O2 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags nbdkit) \
+	-o "$T/powercut.so" "$SRCDIR/powercut-filter.c" ||
+	fail "powercut-filter.c does not build"
+
+# mount_log: mount the log's device, as the file $WAL.  nbdfuse exits once
+# the mount is gone (umount_log).
+FUSE_PID=
+mount_log() {
+	local i
+	mkdir -p "$MNT"
+	nbdfuse "$WAL" --command nbdkit -s --filter="$T/powercut.so" \
+		file "$T/log.img" cut="$T/cut" >>"$T/nbdfuse.log" 2>&1 &
+	FUSE_PID=$!
+	_PIDS+=("$FUSE_PID")
+	for ((i = 0; i < 100; i++)); do
+		[[ -f $WAL ]] && return 0
+		proc_alive "$FUSE_PID" || fail "nbdfuse failed: $(cat "$T/nbdfuse.log")"
+		sleep 0.1
+	done
+	fail "nbdfuse did not mount $MNT within 10 s"
+}
+
+# umount_log: unmount it and wait for nbdfuse (and its nbdkit) to exit.
+umount_log() {
+	if command -v fusermount3 >/dev/null 2>&1; then
+		fusermount3 -u "$MNT" || fail "fusermount3 -u $MNT failed"
+	else
+		umount "$MNT" || fail "umount $MNT failed"
+	fi
+	wait_exit "$FUSE_PID" 10 || fail "nbdfuse still running 10 s after the unmount"
+}
+
+# At exit, wbd goes first (lib-remote.sh), then the mount.
+_powercut_cleanup() {
+	local rc=$?
+	trap - ERR
+	set +e
+	stop_started_daemons 20
+	mountpoint -q "$MNT" 2>/dev/null && umount -l "$MNT"
+	(exit "$rc")
+	_remote_cleanup
+}
+trap _powercut_cleanup EXIT
+
+# One cycle's client, cycle.py URI BLOCKS STATE PREV_HISTORY [CYCLE
+# HISTORY]: read every block through wbd and check it against what STATE
+# (every block's tag as read at the start of the last cycle; none: all
+# zeroes) and PREV_HISTORY (the last cycle's) allow, print a summary, and
+# write the new STATE.  Then, with CYCLE: write and FLUSH until wbd goes
+# away, the history (S once checked, W SEQ BLOCK COUNT before each write is
+# sent, F after each FLUSH is answered) line-buffered into HISTORY.
+cat >"$T/cycle.py" <<'PY'
+import json, nbd, os, random, struct, sys, time
+uri, blocks, state_f, prev_f = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+MAGIC = 0x54554350      # "PCUT"
+state = json.load(open(state_f)) if os.path.exists(state_f) else [None] * blocks
+events = []             # (seq, block, count) for a write, None for a FLUSH
+prev = 0
+if os.path.exists(prev_f):
+    prev = int(prev_f.rsplit(".", 1)[1])
+    for line in open(prev_f):
+        if not line.endswith("\n"):
+            break
+        w = line.split()
+        if w[0] == "W":
+            events.append((int(w[1]), int(w[2]), int(w[3])))
+        elif w[0] == "F":
+            events.append(None)
+last_f = max((i for i, e in enumerate(events) if e is None), default=-1)
+h = nbd.NBD()
+h.connect_uri(uri)
+data = h.pread(blocks * 4096, 0)
+bad = []
+new = []
+flushed = kept = 0
+for b in range(blocks):
+    blk = bytes(data[b * 4096:(b + 1) * 4096])
+    unit = blk[:16]
+    if blk != unit * 256:
+        units = sorted({blk[i:i + 16] for i in range(0, 4096, 16)})
+        bad.append("block %d is torn, %d different tags in it: %s" % (
+            b, len(units), ", ".join(str(struct.unpack("<IIII", u))
+                                     for u in units[:4])))
+        continue
+    got = None
+    if unit != bytes(16):
+        magic, c, s, blkno = struct.unpack("<IIII", unit)
+        if magic != MAGIC or blkno != b:
+            bad.append("block %d holds %s, not a tag of this block" % (
+                b, struct.unpack("<IIII", unit)))
+            continue
+        got = [c, s]
+    new.append(got)
+    # The last cycle's writes to this block, in order; the last before the
+    # last FLUSH answered must be there, or one after it.
+    writes = [(i, [prev, e[0]]) for i, e in enumerate(events)
+              if e is not None and e[1] <= b < e[1] + e[2]]
+    before = [(i, w) for i, w in writes if i < last_f]
+    at, must = before[-1] if before else (-1, state[b])
+    later = [w for i, w in writes if i > at]
+    if got == must:
+        flushed += 1 if before else 0
+    elif got in later:
+        kept += 1
+    else:
+        bad.append("block %d holds %s; the last FLUSH answered needs %s%s" % (
+            b, got, must, ", or one of the later writes %s" % later
+            if later else " (no write after it)"))
+if bad:
+    print("FAIL: after cycle %d's power cut: %s" % (prev, "; ".join(bad[:8])))
+    sys.exit(1)
+json.dump(new, open(state_f, "w"))
+nw = sum(1 for e in events if e is not None)
+print("%d writes sent, %d FLUSHes answered; %d blocks hold their last "
+      "FLUSHed write, %d a later write" % (
+          nw, len(events) - nw, flushed, kept), flush=True)
+if len(sys.argv) < 7:
+    h.shutdown()
+    sys.exit(0)
+cycle, hist = int(sys.argv[5]), sys.argv[6]
+f = open(hist, "w", buffering=1)
+f.write("S\n")
+rnd = random.Random()
+seq = 0
+end = time.monotonic() + 60
+try:
+    while time.monotonic() < end:
+        for _ in range(rnd.randint(1, 4)):
+            n = rnd.randint(1, 4)
+            b = rnd.randrange(blocks - n + 1)
+            seq += 1
+            buf = b"".join(struct.pack("<IIII", MAGIC, cycle, seq, b + i) * 256
+                           for i in range(n))
+            f.write("W %d %d %d\n" % (seq, b, n))
+            h.pwrite(buf, b * 4096)
+        h.flush()
+        f.write("F\n")
+except nbd.Error:
+    pass                # wbd was killed
+PY
+
+# start_log_wbd: start wbd and wait for its ready line (the listeners are
+# bound before it), more cheaply than start_wbd.
+start_log_wbd() {
+	local i
+	cat "$LOG" >>"$T/wbd-all.log" 2>/dev/null || true
+	: >"$LOG"
+	spawn_wbd "$CONF" "$LOG"
+	WBD_PID=$SPAWNED_PID
+	for ((i = 0; i < 600; i++)); do
+		grep -q ' ready: ' "$LOG" && return 0
+		proc_alive "$WBD_PID" || fail "wbd exited during start-up"
+		sleep 0.05
+	done
+	fail "wbd was not ready within 30 s"
+}
+
+truncate -s $((BLOCKS * 4096)) "$T/remote.img"
+truncate -s 16M "$T/log.img"
+start_nbdkit kit file "$T/remote.img"
+add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \
+	"journal = { path = \"$WAL\"; size = 0; mode = \"on-flush\"; };"
+# Writeback and the log's reclaim run often, so that cuts also meet
+# writeback, checkpoints and a log that wraps.
+write_cache_config 64M 'dirty_writeback_centisecs = 10; dirty_expire_centisecs = 20;'
+sed -i 's/^writeback = {/memory = { prefault = false; };\nwriteback = {/' "$CONF"
+rm -f "$T/cut"
+
+start=$SECONDS
+for ((c = 1; c <= CYCLES; c++)); do
+	mount_log
+	start_log_wbd
+	replay=$(grep -o 'replayed [0-9]* record(s)' "$LOG" || true)
+	"$PYTHON" "$T/cycle.py" "$(uri_unix disk0)" "$BLOCKS" "$T/state.json" \
+		"$T/hist.$((c - 1))" "$c" "$T/hist.$c" >"$T/cycle.out" 2>&1 &
+	client=$!
+	_PIDS+=("$client")
+	for ((i = 0; i < 400; i++)); do
+		[[ -s $T/hist.$c ]] && break
+		proc_alive "$client" || break
+		sleep 0.05
+	done
+	[[ -s $T/hist.$c ]] || fail "the check or the client failed: $(cat "$T/cycle.out")"
+	((c == 1)) || log "cycle $((c - 1)): cut after $delay ms: $(cat "$T/cycle.out"); the start ${replay:-replayed nothing}"
+	delay=$((200 + RANDOM % 1300))
+	sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
+	# The power goes, and wbd with it.
+	touch "$T/cut"
+	kill -KILL "$WBD_PID"
+	wait_exit "$WBD_PID" 10 || fail "wbd still running 10 s after SIGKILL"
+	wait_exit "$client" 20 || fail "the client did not stop once wbd was killed"
+	((EXIT_STATUS == 0)) || fail "the client failed: $(cat "$T/cycle.out")"
+	umount_log
+	rm -f "$T/cut"
+done
+
+mount_log
+start_log_wbd
+replay=$(grep -o 'replayed [0-9]* record(s)' "$LOG" || true)
+out=$("$PYTHON" "$T/cycle.py" "$(uri_unix disk0)" "$BLOCKS" "$T/state.json" \
+	"$T/hist.$CYCLES" 2>&1) || fail "$out"
+log "cycle $CYCLES: cut after $delay ms: $out; the start ${replay:-replayed nothing}"
+stop_wbd
+umount_log
+"$PYTHON" - "$T/remote.img" "$T/state.json" <<'PY' || fail "see above"
+import json, struct, sys
+img = open(sys.argv[1], "rb").read()
+state = json.load(open(sys.argv[2]))
+for b, tag in enumerate(state):
+    want = bytes(4096) if tag is None else \
+        struct.pack("<IIII", 0x54554350, tag[0], tag[1], b) * 256
+    if img[b * 4096:(b + 1) * 4096] != want:
+        sys.exit("FAIL: after SIGTERM the remote's block %d is not %s, "
+                 "which wbd read back last" % (b, tag))
+PY
+log "PASS: $CYCLES power cuts in $((SECONDS - start)) s"
