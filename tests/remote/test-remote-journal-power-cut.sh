@@ -198,9 +198,15 @@ truncate -s 16M "$T/log.img"
 start_nbdkit kit file "$T/remote.img"
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \
 	"journal = { path = \"$WAL\"; size = 0; mode = \"on-flush\"; };"
-# Writeback and the log's reclaim run often, so that cuts also meet
-# writeback, checkpoints and a log that wraps.
-write_cache_config 64M 'dirty_writeback_centisecs = 10; dirty_expire_centisecs = 20;'
+# No write-behind (which would put most writes on the remote within
+# milliseconds, log or not): what the last half second's FLUSHes covered
+# is in the log alone.  The periodic pass and the log's reclaim (a
+# writeback and a FLUSH of the remote, then a checkpoint) every 0.5 s,
+# and a log of 16 MiB that fills in about a second of this client, so
+# that cuts also meet writeback, checkpoints, a log that wraps and a
+# full log's fallback.
+write_cache_config 64M 'dirty_writeback_centisecs = 50; dirty_expire_centisecs = 100;'
+add_remote_settings 'write_behind = false;'
 sed -i 's/^writeback = {/memory = { prefault = false; };\nwriteback = {/' "$CONF"
 rm -f "$T/cut"
 
