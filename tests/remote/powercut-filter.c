@@ -26,18 +26,24 @@
  *     also appended to the overlay, so that reads still see it above any
  *     older overlay entry, and a later FLUSH writing it again is harmless.
  *   - The power cut: once the file named by cut=FILE exists (looked for at
- *     the start of every request, and before each entry a FLUSH applies),
- *     the overlay is dropped and every request fails with EIO from then
- *     on, for the life of this nbdkit.  A FLUSH cut half way has put down
- *     the entries before the cut, in order: a device that was writing its
- *     cache out when the power went.
+ *     the start of every request, before each entry a FLUSH applies, and
+ *     when the client disconnects), the overlay is dropped and every
+ *     request fails with EIO from then on, for the life of this nbdkit.
+ *     A FLUSH cut half way has put down the entries before the cut, in
+ *     order: a device that was writing its cache out when the power went.
+ *   - keep=PERCENT (default 0): a device that had written some of its
+ *     cache out by itself before the power went.  At the cut, each 4 KiB
+ *     piece (4 KiB-aligned on the device) of each overlay entry, oldest
+ *     first, is put down with that chance before the rest is dropped: a
+ *     batch of the log may then reach the medium in part, with holes.
  *
  * TRIM and extents are not offered (they would reach the layer below
  * around the overlay); CACHE is a no-op.  Requests are serialised
  * (NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS): simplicity over speed, and the
- * overlay needs no lock.  Without cut= the filter never cuts.
+ * overlay needs no lock.  Without cut= the filter never cuts.  Each
+ * nbdkit is one power-on: the overlay starts empty.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* random, srandom */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +51,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nbdkit-filter.h>
@@ -58,6 +65,7 @@ struct pc_entry {
 };
 
 static char *cut_file;        /* cut=FILE, or NULL */
+static unsigned keep_pct;     /* keep=PERCENT */
 static bool cut;              /* the power is gone */
 static struct pc_entry *head; /* the overlay, oldest first */
 static struct pc_entry **tail = &head;
@@ -78,16 +86,48 @@ pc_drop(void)
 	overlay_bytes = 0;
 }
 
-/* pc_check_cut: true (and the overlay dropped) once the cut file exists. */
+/* pc_keep_some: put down each 4 KiB piece of the overlay with a chance
+ * of keep_pct in 100; returns the bytes put down. */
+static uint64_t
+pc_keep_some(nbdkit_next *next)
+{
+	const struct pc_entry *e;
+	uint64_t kept = 0;
+	int err;
+
+	for (e = head; e; e = e->next) {
+		uint64_t at = e->off, end = e->off + e->len;
+		while (at < end) {
+			uint64_t stop = (at / 4096 + 1) * 4096;
+			if (stop > end)
+				stop = end;
+			if ((unsigned)(random() % 100) < keep_pct) {
+				uint32_t n = (uint32_t)(stop - at);
+				int r = e->data ?
+				    next->pwrite(next, e->data + (at - e->off),
+					n, at, 0, &err) :
+				    next->zero(next, n, at, 0, &err);
+				if (r == 0)
+					kept += n;
+			}
+			at = stop;
+		}
+	}
+	return kept;
+}
+
+/* pc_check_cut: true (and the overlay dropped, some of it put down with
+ * keep=) once the cut file exists. */
 static bool
-pc_check_cut(void)
+pc_check_cut(nbdkit_next *next)
 {
 	if (cut)
 		return true;
 	if (cut_file && access(cut_file, F_OK) == 0) {
-		nbdkit_debug("powercut: %s exists: the power is cut, %" PRIu64
-			     " bytes not flushed are lost",
-		    cut_file, overlay_bytes);
+		uint64_t kept = keep_pct ? pc_keep_some(next) : 0;
+		nbdkit_debug("powercut: %s exists: the power is cut; of %" PRIu64
+			     " bytes not flushed, %" PRIu64 " reached the medium",
+		    cut_file, overlay_bytes, kept);
 		cut = true;
 		pc_drop();
 	}
@@ -103,12 +143,32 @@ pc_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
 		cut_file = nbdkit_absolute_path(value);
 		return cut_file ? 0 : -1;
 	}
+	if (strcmp(key, "keep") == 0) {
+		char *end;
+		unsigned long v = strtoul(value, &end, 10);
+		if (end == value || *end || v > 100) {
+			nbdkit_error("powercut: keep=%s: expected a percentage "
+				     "from 0 to 100",
+			    value);
+			return -1;
+		}
+		keep_pct = (unsigned)v;
+		return 0;
+	}
 	return next(nxdata, key, value);
 }
 
 #define pc_config_help                                                         \
 	"cut=<FILE>          Once FILE exists, forget what was not flushed "   \
-	"and fail every request."
+	"and fail every request.\n"                                         \
+	"keep=<PERCENT>      The chance that each 4 KiB not flushed reaches " \
+	"the medium anyway."
+
+static void
+pc_load(void)
+{
+	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
+}
 
 static void
 pc_unload(void)
@@ -192,7 +252,7 @@ pc_pread(nbdkit_next *next, void *handle __attribute__((unused)), void *buf,
 {
 	const struct pc_entry *e;
 
-	if (pc_check_cut()) {
+	if (pc_check_cut(next)) {
 		*err = EIO;
 		return -1;
 	}
@@ -229,7 +289,7 @@ static int
 pc_write(nbdkit_next *next, const void *data, uint32_t count, uint64_t offset,
     uint32_t flags, int *err)
 {
-	if (pc_check_cut()) {
+	if (pc_check_cut(next)) {
 		*err = EIO;
 		return -1;
 	}
@@ -265,13 +325,13 @@ pc_flush(nbdkit_next *next, void *handle __attribute__((unused)),
 {
 	struct pc_entry *e;
 
-	if (pc_check_cut()) {
+	if (pc_check_cut(next)) {
 		*err = EIO;
 		return -1;
 	}
 	/* Oldest first; the power may go between two entries. */
 	while ((e = head) != NULL) {
-		if (pc_check_cut()) {
+		if (pc_check_cut(next)) {
 			*err = EIO;
 			return -1;
 		}
@@ -287,12 +347,23 @@ pc_flush(nbdkit_next *next, void *handle __attribute__((unused)),
 	return next->flush(next, flags, err);
 }
 
+/* The client goes (nbdfuse unmounted): a cut since the last request
+ * still puts down its share (keep=). */
+static int
+pc_finalize(nbdkit_next *next, void *handle __attribute__((unused)))
+{
+	pc_check_cut(next);
+	return 0;
+}
+
 static struct nbdkit_filter filter = {
 	.name = "powercut",
 	.longname = "wbd test: a volatile write cache that loses power",
 	.config = pc_config,
 	.config_help = pc_config_help,
+	.load = pc_load,
 	.unload = pc_unload,
+	.finalize = pc_finalize,
 	.thread_model = pc_thread_model,
 	.can_trim = pc_can_trim,
 	.can_extents = pc_can_extents,

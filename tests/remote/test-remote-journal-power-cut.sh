@@ -14,8 +14,10 @@
 #     FLUSHes every 1 to 4 writes, noting each write before it sends it
 #     and each FLUSH once it is answered;
 #   - after 0.2 to 1.5 s the power is cut and wbd killed with SIGKILL at
-#     once; the log is unmounted (its file now holds only what was
-#     flushed).
+#     once; the log is unmounted.  In odd cycles the device forgets all it
+#     had not flushed (its file holds only what was flushed); in even ones
+#     each 4 KiB not flushed reached the medium with a chance of one in
+#     two, so that batches of the log may be there in part, with holes.
 # The check, per block: it holds one tag throughout (never a torn mix of
 # two writes, never another block's), and that tag is the last write to
 # the block before the last FLUSH answered (every FLUSHed byte; with no
@@ -40,14 +42,16 @@ gcc -std=c17 -O2 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags nbdki
 	-o "$T/powercut.so" "$SRCDIR/powercut-filter.c" ||
 	fail "powercut-filter.c does not build"
 
-# mount_log: mount the log's device, as the file $WAL.  nbdfuse exits once
-# the mount is gone (umount_log).
+# mount_log KEEP: mount the log's device, as the file $WAL; at the cut,
+# each 4 KiB it has not flushed reaches its medium with a chance of KEEP
+# percent (powercut-filter.c).  nbdfuse exits once the mount is gone
+# (umount_log).
 FUSE_PID=
 mount_log() {
 	local i
 	mkdir -p "$MNT"
 	nbdfuse "$WAL" --command nbdkit -s --filter="$T/powercut.so" \
-		file "$T/log.img" cut="$T/cut" >>"$T/nbdfuse.log" 2>&1 &
+		file "$T/log.img" cut="$T/cut" keep="$1" >>"$T/nbdfuse.log" 2>&1 &
 	FUSE_PID=$!
 	_PIDS+=("$FUSE_PID")
 	for ((i = 0; i < 100; i++)); do
@@ -193,28 +197,49 @@ start_log_wbd() {
 	fail "wbd was not ready within 30 s"
 }
 
+# replay_summary: set REPLAY to what the start in $LOG replayed, where the
+# log ended and why, and what it left out; count the reasons in ENDS.
+declare -A ENDS=()
+replay_summary() {
+	local r d why
+	REPLAY=
+	r=$(sed -n 's/.*: replayed \([0-9]*\) record(s),.* the log ends at byte [0-9]*: \(.*\)$/replayed \1 record(s), then \2/p' "$LOG")
+	d=$(sed -n 's/.*: \([0-9]*\) record(s) after byte [0-9]* not replayed (\([^)]*\)).*/; left out \1 record(s) (\2)/p' "$LOG")
+	why=${r#*, then }
+	[[ -n $r ]] || why="nothing to replay"
+	ENDS[$why]=$((${ENDS[$why]:-0} + 1))
+	REPLAY="${r:-replayed nothing}$d"
+}
+
 truncate -s $((BLOCKS * 4096)) "$T/remote.img"
-truncate -s 16M "$T/log.img"
+truncate -s 32M "$T/log.img"
 start_nbdkit kit file "$T/remote.img"
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \
-	"journal = { path = \"$WAL\"; size = 0; mode = \"on-flush\"; };"
+	"journal = { path = \"$T/log.img\"; size = 0; mode = \"on-flush\"; };"
 # No write-behind (which would put most writes on the remote within
 # milliseconds, log or not): what the last half second's FLUSHes covered
 # is in the log alone.  The periodic pass and the log's reclaim (a
-# writeback and a FLUSH of the remote, then a checkpoint) every 0.5 s,
-# and a log of 16 MiB that fills in about a second of this client, so
-# that cuts also meet writeback, checkpoints, a log that wraps and a
-# full log's fallback.
+# writeback and a FLUSH of the remote, then a checkpoint) every 0.5 s, so
+# that cuts also meet writeback and checkpoints; the log wraps every few
+# cycles, and at times fills (a FLUSH then writes back instead).
 write_cache_config 64M 'dirty_writeback_centisecs = 50; dirty_expire_centisecs = 100;'
 add_remote_settings 'write_behind = false;'
 sed -i 's/^writeback = {/memory = { prefault = false; };\nwriteback = {/' "$CONF"
 rm -f "$T/cut"
+# The log is made on the file itself (through FUSE, posix_fallocate
+# writes it a byte a block: seconds), emptied by a clean stop; the
+# cycles use it through the mount.
+start_log_wbd
+stop_wbd
+sed -i "s|path = \"$T/log.img\"|path = \"$WAL\"|" "$CONF"
+grep -qF "path = \"$WAL\"" "$CONF" || fail "the log's path was not changed in $CONF"
 
 start=$SECONDS
 for ((c = 1; c <= CYCLES; c++)); do
-	mount_log
+	keep=$((c % 2 ? 0 : 50))
+	mount_log "$keep"
 	start_log_wbd
-	replay=$(grep -o 'replayed [0-9]* record(s)' "$LOG" || true)
+	replay_summary
 	"$PYTHON" "$T/cycle.py" "$(uri_unix disk0)" "$BLOCKS" "$T/state.json" \
 		"$T/hist.$((c - 1))" "$c" "$T/hist.$c" >"$T/cycle.out" 2>&1 &
 	client=$!
@@ -225,8 +250,10 @@ for ((c = 1; c <= CYCLES; c++)); do
 		sleep 0.05
 	done
 	[[ -s $T/hist.$c ]] || fail "the check or the client failed: $(cat "$T/cycle.out")"
-	((c == 1)) || log "cycle $((c - 1)): cut after $delay ms: $(cat "$T/cycle.out"); the start ${replay:-replayed nothing}"
+	((c == 1)) || log "cycle $((c - 1)): cut after $delay ms$what: $(cat "$T/cycle.out"); the start $REPLAY"
 	delay=$((200 + RANDOM % 1300))
+	what=
+	((keep == 0)) || what=", ${keep}% of what was not flushed kept"
 	sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
 	# The power goes, and wbd with it.
 	touch "$T/cut"
@@ -238,12 +265,12 @@ for ((c = 1; c <= CYCLES; c++)); do
 	rm -f "$T/cut"
 done
 
-mount_log
+mount_log 0
 start_log_wbd
-replay=$(grep -o 'replayed [0-9]* record(s)' "$LOG" || true)
+replay_summary
 out=$("$PYTHON" "$T/cycle.py" "$(uri_unix disk0)" "$BLOCKS" "$T/state.json" \
 	"$T/hist.$CYCLES" 2>&1) || fail "$out"
-log "cycle $CYCLES: cut after $delay ms: $out; the start ${replay:-replayed nothing}"
+log "cycle $CYCLES: cut after $delay ms$what: $out; the start $REPLAY"
 stop_wbd
 umount_log
 "$PYTHON" - "$T/remote.img" "$T/state.json" <<'PY' || fail "see above"
@@ -257,4 +284,9 @@ for b, tag in enumerate(state):
         sys.exit("FAIL: after SIGTERM the remote's block %d is not %s, "
                  "which wbd read back last" % (b, tag))
 PY
+ends=
+for why in "${!ENDS[@]}"; do
+	ends+="${ends:+, }$why: ${ENDS[$why]}"
+done
+log "where each replay ended: $ends"
 log "PASS: $CYCLES power cuts in $((SECONDS - start)) s"
