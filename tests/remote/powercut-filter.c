@@ -36,6 +36,15 @@
  *     piece (4 KiB-aligned on the device) of each overlay entry, oldest
  *     first, is put down with that chance before the rest is dropped: a
  *     batch of the log may then reach the medium in part, with holes.
+ *   - cut-at=flush: the cut comes at the worst moment for a log, when a
+ *     FLUSH arrives with writes not yet flushed (the log's batch written,
+ *     its fdatasync under way): once the cut file exists, the filter goes
+ *     on until such a FLUSH and cuts then (failing it), so that the test
+ *     can kill wbd right after.  If the client goes first, the cut comes
+ *     when it disconnects.  cut-at=request (the default) cuts at the first
+ *     request after the file appears.
+ *   - At the cut the filter writes FILE.done, a line saying when it cut
+ *     and how much of what was not flushed it lost.
  *
  * TRIM and extents are not offered (they would reach the layer below
  * around the overlay); CACHE is a no-op.  Requests are serialised
@@ -49,6 +58,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -66,6 +76,7 @@ struct pc_entry {
 
 static char *cut_file;        /* cut=FILE, or NULL */
 static unsigned keep_pct;     /* keep=PERCENT */
+static bool at_flush;         /* cut-at=flush */
 static bool cut;              /* the power is gone */
 static struct pc_entry *head; /* the overlay, oldest first */
 static struct pc_entry **tail = &head;
@@ -116,18 +127,43 @@ pc_keep_some(nbdkit_next *next)
 	return kept;
 }
 
+/* Where pc_check_cut is called: a request, a FLUSH, the client's end. */
+enum pc_at {
+	PC_REQUEST,
+	PC_FLUSH,
+	PC_END
+};
+
 /* pc_check_cut: true (and the overlay dropped, some of it put down with
- * keep=) once the cut file exists. */
+ * keep=) once the cut file exists and, with cut-at=flush, a FLUSH with
+ * writes to flush has come (or the client has gone). */
 static bool
-pc_check_cut(nbdkit_next *next)
+pc_check_cut(nbdkit_next *next, enum pc_at at)
 {
 	if (cut)
 		return true;
+	if (at_flush && at == PC_REQUEST)
+		return false;
+	if (at_flush && at == PC_FLUSH && !head)
+		return false;
 	if (cut_file && access(cut_file, F_OK) == 0) {
+		static const char *const where[] = { "a request", "a FLUSH",
+			"the client's end" };
 		uint64_t kept = keep_pct ? pc_keep_some(next) : 0;
-		nbdkit_debug("powercut: %s exists: the power is cut; of %" PRIu64
-			     " bytes not flushed, %" PRIu64 " reached the medium",
-		    cut_file, overlay_bytes, kept);
+		char done[4096], tmp[4200];
+		FILE *f;
+
+		/* Written whole, then renamed: FILE.done appears complete. */
+		snprintf(done, sizeof done, "%s.done", cut_file);
+		snprintf(tmp, sizeof tmp, "%s.tmp", done);
+		if ((f = fopen(tmp, "w")) != NULL) {
+			fprintf(f,
+			    "cut at %s: %" PRIu64 " of %" PRIu64 " bytes "
+			    "not flushed lost\n",
+			    where[at], overlay_bytes - kept, overlay_bytes);
+			if (fclose(f) == 0)
+				rename(tmp, done);
+		}
 		cut = true;
 		pc_drop();
 	}
@@ -142,6 +178,17 @@ pc_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
 		free(cut_file);
 		cut_file = nbdkit_absolute_path(value);
 		return cut_file ? 0 : -1;
+	}
+	if (strcmp(key, "cut-at") == 0) {
+		if (strcmp(value, "flush") != 0 &&
+		    strcmp(value, "request") != 0) {
+			nbdkit_error("powercut: cut-at=%s: expected request "
+				     "or flush",
+			    value);
+			return -1;
+		}
+		at_flush = strcmp(value, "flush") == 0;
+		return 0;
 	}
 	if (strcmp(key, "keep") == 0) {
 		char *end;
@@ -160,9 +207,10 @@ pc_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
 
 #define pc_config_help                                                         \
 	"cut=<FILE>          Once FILE exists, forget what was not flushed "   \
-	"and fail every request.\n"                                         \
-	"keep=<PERCENT>      The chance that each 4 KiB not flushed reaches " \
-	"the medium anyway."
+	"and fail every request.\n"                                            \
+	"keep=<PERCENT>      The chance that each 4 KiB not flushed reaches "  \
+	"the medium anyway.\n"                                                 \
+	"cut-at=flush        Cut at the first FLUSH with writes to flush."
 
 static void
 pc_load(void)
@@ -252,7 +300,7 @@ pc_pread(nbdkit_next *next, void *handle __attribute__((unused)), void *buf,
 {
 	const struct pc_entry *e;
 
-	if (pc_check_cut(next)) {
+	if (pc_check_cut(next, PC_REQUEST)) {
 		*err = EIO;
 		return -1;
 	}
@@ -289,7 +337,7 @@ static int
 pc_write(nbdkit_next *next, const void *data, uint32_t count, uint64_t offset,
     uint32_t flags, int *err)
 {
-	if (pc_check_cut(next)) {
+	if (pc_check_cut(next, PC_REQUEST)) {
 		*err = EIO;
 		return -1;
 	}
@@ -325,13 +373,13 @@ pc_flush(nbdkit_next *next, void *handle __attribute__((unused)),
 {
 	struct pc_entry *e;
 
-	if (pc_check_cut(next)) {
+	if (pc_check_cut(next, PC_FLUSH)) {
 		*err = EIO;
 		return -1;
 	}
 	/* Oldest first; the power may go between two entries. */
 	while ((e = head) != NULL) {
-		if (pc_check_cut(next)) {
+		if (pc_check_cut(next, PC_REQUEST)) {
 			*err = EIO;
 			return -1;
 		}
@@ -352,7 +400,7 @@ pc_flush(nbdkit_next *next, void *handle __attribute__((unused)),
 static int
 pc_finalize(nbdkit_next *next, void *handle __attribute__((unused)))
 {
-	pc_check_cut(next);
+	pc_check_cut(next, PC_END);
 	return 0;
 }
 

@@ -14,10 +14,15 @@
 #     FLUSHes every 1 to 4 writes, noting each write before it sends it
 #     and each FLUSH once it is answered;
 #   - after 0.2 to 1.5 s the power is cut and wbd killed with SIGKILL at
-#     once; the log is unmounted.  In odd cycles the device forgets all it
-#     had not flushed (its file holds only what was flushed); in even ones
-#     each 4 KiB not flushed reached the medium with a chance of one in
-#     two, so that batches of the log may be there in part, with holes.
+#     once; the log is unmounted.  Three kinds of cut, in turn:
+#       1. the device forgets all it had not flushed: its file holds only
+#          what was flushed;
+#       2. the cut waits for the log's next FLUSH with writes to flush (a
+#          batch written, its fdatasync under way: the worst moment), and
+#          each 4 KiB not flushed reached the medium anyway with a chance
+#          of one in two, so that the batch may be there in part, with
+#          holes; wbd is killed once the filter says it cut;
+#       3. as 2, the device forgetting all it had not flushed.
 # The check, per block: it holds one tag throughout (never a torn mix of
 # two writes, never another block's), and that tag is the last write to
 # the block before the last FLUSH answered (every FLUSHed byte; with no
@@ -42,16 +47,18 @@ gcc -std=c17 -O2 -Wall -Wextra -Werror -shared -fPIC $(pkg-config --cflags nbdki
 	-o "$T/powercut.so" "$SRCDIR/powercut-filter.c" ||
 	fail "powercut-filter.c does not build"
 
-# mount_log KEEP: mount the log's device, as the file $WAL; at the cut,
-# each 4 KiB it has not flushed reaches its medium with a chance of KEEP
-# percent (powercut-filter.c).  nbdfuse exits once the mount is gone
-# (umount_log).
+# mount_log KEEP AT: mount the log's device, as the file $WAL; at the
+# cut, each 4 KiB it has not flushed reaches its medium with a chance of
+# KEEP percent; AT is request (cut at once) or flush (at the next FLUSH
+# with writes to flush) (powercut-filter.c).  nbdfuse exits once the
+# mount is gone (umount_log).
 FUSE_PID=
 mount_log() {
 	local i
 	mkdir -p "$MNT"
 	nbdfuse "$WAL" --command nbdkit -s --filter="$T/powercut.so" \
-		file "$T/log.img" cut="$T/cut" keep="$1" >>"$T/nbdfuse.log" 2>&1 &
+		file "$T/log.img" cut="$T/cut" keep="$1" cut-at="$2" \
+		>>"$T/nbdfuse.log" 2>&1 &
 	FUSE_PID=$!
 	_PIDS+=("$FUSE_PID")
 	for ((i = 0; i < 100; i++)); do
@@ -225,7 +232,7 @@ add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \
 write_cache_config 64M 'dirty_writeback_centisecs = 50; dirty_expire_centisecs = 100;'
 add_remote_settings 'write_behind = false;'
 sed -i 's/^writeback = {/memory = { prefault = false; };\nwriteback = {/' "$CONF"
-rm -f "$T/cut"
+rm -f "$T/cut" "$T/cut.done"
 # The log is made on the file itself (through FUSE, posix_fallocate
 # writes it a byte a block: seconds), emptied by a clean stop; the
 # cycles use it through the mount.
@@ -236,8 +243,12 @@ grep -qF "path = \"$WAL\"" "$CONF" || fail "the log's path was not changed in $C
 
 start=$SECONDS
 for ((c = 1; c <= CYCLES; c++)); do
-	keep=$((c % 2 ? 0 : 50))
-	mount_log "$keep"
+	case $((c % 3)) in
+	1) keep=0 at=request ;;
+	2) keep=50 at=flush ;;
+	0) keep=0 at=flush ;;
+	esac
+	mount_log "$keep" "$at"
 	start_log_wbd
 	replay_summary
 	"$PYTHON" "$T/cycle.py" "$(uri_unix disk0)" "$BLOCKS" "$T/state.json" \
@@ -250,27 +261,36 @@ for ((c = 1; c <= CYCLES; c++)); do
 		sleep 0.05
 	done
 	[[ -s $T/hist.$c ]] || fail "the check or the client failed: $(cat "$T/cycle.out")"
-	((c == 1)) || log "cycle $((c - 1)): cut after $delay ms$what: $(cat "$T/cycle.out"); the start $REPLAY"
+	((c == 1)) || log "cycle $((c - 1)): after $delay ms, $what; $(cat "$T/cycle.out"); the start $REPLAY"
 	delay=$((200 + RANDOM % 1300))
-	what=
-	((keep == 0)) || what=", ${keep}% of what was not flushed kept"
+	note=
+	((keep == 0)) || note=" (each 4 KiB with a chance of $keep% to stay)"
 	sleep "$((delay / 1000)).$(printf '%03d' $((delay % 1000)))"
 	# The power goes, and wbd with it.
 	touch "$T/cut"
+	if [[ $at == flush ]]; then
+		for ((i = 0; i < 200; i++)); do
+			[[ -e $T/cut.done ]] && break
+			sleep 0.01
+		done
+		[[ -e $T/cut.done ]] || note+=" (no FLUSH of the log within 2 s)"
+	fi
 	kill -KILL "$WBD_PID"
 	wait_exit "$WBD_PID" 10 || fail "wbd still running 10 s after SIGKILL"
 	wait_exit "$client" 20 || fail "the client did not stop once wbd was killed"
 	((EXIT_STATUS == 0)) || fail "the client failed: $(cat "$T/cycle.out")"
 	umount_log
-	rm -f "$T/cut"
+	[[ -s $T/cut.done ]] || fail "the log's device was never cut"
+	what="$(cat "$T/cut.done")$note"
+	rm -f "$T/cut" "$T/cut.done"
 done
 
-mount_log 0
+mount_log 0 request
 start_log_wbd
 replay_summary
 out=$("$PYTHON" "$T/cycle.py" "$(uri_unix disk0)" "$BLOCKS" "$T/state.json" \
 	"$T/hist.$CYCLES" 2>&1) || fail "$out"
-log "cycle $CYCLES: cut after $delay ms$what: $out; the start $REPLAY"
+log "cycle $CYCLES: after $delay ms, $what; $out; the start $REPLAY"
 stop_wbd
 umount_log
 "$PYTHON" - "$T/remote.img" "$T/state.json" <<'PY' || fail "see above"
