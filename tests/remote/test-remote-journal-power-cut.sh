@@ -210,7 +210,7 @@ declare -A ENDS=()
 replay_summary() {
 	local r d why
 	REPLAY=
-	r=$(sed -n 's/.*: replayed \([0-9]*\) record(s),.* the log ends at byte [0-9]*: \(.*\)$/replayed \1 record(s), then \2/p' "$LOG")
+	r=$(sed -n 's/.*: replayed \([0-9]*\) record(s),.* the log ends at byte [0-9]*: \([^;]*\).*$/replayed \1 record(s), then \2/p' "$LOG")
 	d=$(sed -n 's/.*: \([0-9]*\) record(s) after byte [0-9]* not replayed (\([^)]*\)).*/; left out \1 record(s) (\2)/p' "$LOG")
 	why=${r#*, then }
 	[[ -n $r ]] || why="nothing to replay"
