@@ -69,7 +69,7 @@ mount_log() {
 	fail "nbdfuse did not mount $MNT within 10 s"
 }
 
-# umount_log: unmount it and wait for nbdfuse (and its nbdkit) to exit.
+# umount_log: unmount it and wait for nbdfuse to exit.
 umount_log() {
 	if command -v fusermount3 >/dev/null 2>&1; then
 		fusermount3 -u "$MNT" || fail "fusermount3 -u $MNT failed"
@@ -233,9 +233,9 @@ write_cache_config 64M 'dirty_writeback_centisecs = 50; dirty_expire_centisecs =
 add_remote_settings 'write_behind = false;'
 sed -i 's/^writeback = {/memory = { prefault = false; };\nwriteback = {/' "$CONF"
 rm -f "$T/cut" "$T/cut.done"
-# The log is made on the file itself (through FUSE, posix_fallocate
-# writes it a byte a block: seconds), emptied by a clean stop; the
-# cycles use it through the mount.
+# The log is made on the file itself (a new log is written whole with
+# zeroes: through FUSE and the filter's overlay that takes seconds), and
+# left empty by a clean stop; the cycles use it through the mount.
 start_log_wbd
 stop_wbd
 sed -i "s|path = \"$T/log.img\"|path = \"$WAL\"|" "$CONF"
@@ -280,6 +280,11 @@ for ((c = 1; c <= CYCLES; c++)); do
 	wait_exit "$client" 20 || fail "the client did not stop once wbd was killed"
 	((EXIT_STATUS == 0)) || fail "the client failed: $(cat "$T/cycle.out")"
 	umount_log
+	# A cut at the client's end comes as nbdkit sees nbdfuse go.
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $T/cut.done ]] && break
+		sleep 0.05
+	done
 	[[ -s $T/cut.done ]] || fail "the log's device was never cut"
 	what="$(cat "$T/cut.done")$note"
 	rm -f "$T/cut" "$T/cut.done"
