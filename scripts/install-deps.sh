@@ -22,8 +22,9 @@ PACKAGES=(
 	# tests: a remote that keeps to the letter of multi-conn
 	# (tests/remote/weak-multiconn.py)
 	nbdkit-plugin-python
-	# bench/net: the round-trip filter (bench/net/delay-filter.c) is
-	# built against nbdkit's filter header
+	# bench/net: the round-trip filter (bench/net/delay-filter.c), and
+	# the power-cut filter (tests/remote/powercut-filter.c), are built
+	# against nbdkit's filter header
 	nbdkit-plugin-dev
 	# tests and scripts
 	jq tmux procps util-linux
