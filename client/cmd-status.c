@@ -532,6 +532,16 @@ status_limits(FILE *f, const json_t *lim)
 		    (unsigned long long)jget_u64(lim, "inflight_waits", 0),
 		    wbctl_human(jget_u64(lim, "connection_buffer_bytes", 0), cb,
 			sizeof cb));
+	if (json_object_get(lim, "max_client_share"))
+		status_item(f, "per client",
+		    "%s (max_client_share %llu%%), the most held %s, %llu "
+		    "wait(s)",
+		    wbctl_human(jget_u64(lim, "client_share_bytes", 0), u,
+			sizeof u),
+		    (unsigned long long)jget_u64(lim, "max_client_share", 0),
+		    wbctl_human(jget_u64(lim, "client_inflight_max_bytes", 0),
+			m, sizeof m),
+		    (unsigned long long)jget_u64(lim, "client_share_waits", 0));
 	if (json_object_get(lim, "max_requests_per_connection"))
 		status_item(f, "per connection",
 		    "%llu requests (max_requests_per_connection), %s "

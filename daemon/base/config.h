@@ -143,6 +143,8 @@ struct limits_conf {
 	                                not finish, this long; 0: off */
 	uint64_t max_inflight_bytes; /* the memory budget of every
 	                                connection together (budget.h) */
+	unsigned max_client_share;   /* percent of it one client (address
+	                                or uid) may hold, default 25 */
 	uint32_t max_request_bytes;  /* the longest READ or WRITE from a
 	                                client that did not agree on block
 	                                sizes */
@@ -192,6 +194,10 @@ struct metrics_conf {
 #define LIMITS_DEFAULT_INFLIGHT_BYTES (256ull << 20)
 #define LIMITS_MIN_INFLIGHT_BYTES (64ull << 20)
 #define LIMITS_MAX_INFLIGHT_BYTES (1ull << 50)
+/* limits.max_client_share, percent (budget.h's BUDGET_*_SHARE_PCT). */
+#define LIMITS_DEFAULT_CLIENT_SHARE 25u
+#define LIMITS_MIN_CLIENT_SHARE 1u
+#define LIMITS_MAX_CLIENT_SHARE 100u
 
 struct wbd_config {
 	char *path;                     /* the file it came from */

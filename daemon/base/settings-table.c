@@ -189,6 +189,11 @@ const struct setting settings_table[] = {
 	    .min = LIMITS_MIN_INFLIGHT_BYTES, .max = LIMITS_MAX_INFLIGHT_BYTES,
 	    .def = LIMITS_DEFAULT_INFLIGHT_BYTES, .late = true,
 	    .doc = "the memory of every connection's requests together" },
+	{ LIMITS(max_client_share), .name = "max_client_share",
+	    .type = SETTING_RATIO, .unit = "%", .min = LIMITS_MIN_CLIENT_SHARE,
+	    .max = LIMITS_MAX_CLIENT_SHARE, .def = LIMITS_DEFAULT_CLIENT_SHARE,
+	    .doc = "the share of max_inflight_bytes one client (address or "
+		   "uid) may hold" },
 	{ LIMITS(max_request_bytes), .name = "max_request_bytes",
 	    .type = SETTING_BYTES, .unit = "bytes",
 	    .min = LIMITS_MIN_REQUEST_BYTES, .max = LIMITS_MAX_REQUEST_BYTES,

@@ -51,6 +51,10 @@ _Static_assert(LIMITS_DEFAULT_INFLIGHT_BYTES == BUDGET_DEFAULT_BYTES &&
 	LIMITS_MIN_INFLIGHT_BYTES == BUDGET_MIN_BYTES &&
 	LIMITS_MAX_INFLIGHT_BYTES == BUDGET_MAX_BYTES,
     "limits.max_inflight_bytes is the memory budget's");
+_Static_assert(LIMITS_DEFAULT_CLIENT_SHARE == BUDGET_DEFAULT_SHARE_PCT &&
+	LIMITS_MIN_CLIENT_SHARE == BUDGET_MIN_SHARE_PCT &&
+	LIMITS_MAX_CLIENT_SHARE == BUDGET_MAX_SHARE_PCT,
+    "limits.max_client_share is the memory budget's");
 
 /* Where S is written: its file, as an index of the files libconfig read
  * (cfg->files, see cfg_files), and its line; { 0, 0 } for NULL. */

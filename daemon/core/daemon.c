@@ -874,7 +874,8 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 		.arg = d,
 		.spare_fd = -1 };
 	d->slots = slots_new(d->cfg.limits.max_connections_per_client);
-	budget_init(&d->budget, d->cfg.limits.max_inflight_bytes);
+	budget_init(&d->budget, d->cfg.limits.max_inflight_bytes,
+	    d->cfg.limits.max_client_share);
 	tls_server_init(&d->tls);
 	daemon_raise_nofile(d);
 	d->pending = pending_new();
@@ -1046,6 +1047,7 @@ daemon_free(struct daemon *d)
 	free(d->opened);
 	free(d->drain_jobs);
 	slots_free(d->slots);
+	budget_fini(&d->budget);
 	tls_server_destroy(&d->tls);
 	if (d->pending) {
 		pending_stop(d->pending);

@@ -476,6 +476,15 @@ ctl_status_json_locked(struct daemon *d)
 	    (int)lc->client_ipv6_prefix, "max_cache_requests",
 	    (int)lc->max_cache_requests, "cache_requests_skipped",
 	    (json_int_t)bs.cache_skips);
+	/* Each client's part of the budget (limits.max_client_share). */
+	json_object_set_new(limits, "max_client_share",
+	    json_integer((json_int_t)bs.share_pct));
+	json_object_set_new(limits, "client_share_bytes",
+	    json_integer((json_int_t)bs.share_bytes));
+	json_object_set_new(limits, "client_share_waits",
+	    json_integer((json_int_t)bs.share_waits));
+	json_object_set_new(limits, "client_inflight_max_bytes",
+	    json_integer((json_int_t)bs.client_max_bytes));
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
 			      " s:I, s:I, s:I, s:I, s:I},"

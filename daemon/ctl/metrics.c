@@ -90,6 +90,14 @@ static const struct metrics_row metrics_limit_rows[] = {
 	    "The most the memory budget has held since start-up." },
 	{ "inflight_waits", "wbd_inflight_waits_total", COUNTER, 1,
 	    "Times a connection stopped reading for want of memory budget." },
+	{ "client_share_bytes", "wbd_client_share_max_bytes", GAUGE, 1,
+	    "The most of the memory budget one client may hold "
+	    "(limits.max_client_share)." },
+	{ "client_inflight_max_bytes", "wbd_client_inflight_max_bytes", GAUGE,
+	    1, "The most of the memory budget one client holds now." },
+	{ "client_share_waits", "wbd_client_share_waits_total", COUNTER, 1,
+	    "Times a connection stopped reading because its client held its "
+	    "share of the memory budget (also in wbd_inflight_waits_total)." },
 	{ "stalled", "wbd_connections_stalled_total", COUNTER, 1,
 	    "Connections closed for holding replies or a payload without "
 	    "progress (limits.stall_timeout_s)." },

@@ -163,11 +163,17 @@ reload_tls(struct daemon *d, struct wbd_config *nc, struct tls_creds *cr,
 		    d->cfg.tls.mode != TLS_OFF ? ", credentials reloaded" : "");
 }
 
-/* Phase 3b: the memory budget applies at once (what is held stays held). */
+/* Phase 3b: the memory budget and the clients' share of it apply at once
+ * (what is held stays held). */
 static void
 reload_limits(struct daemon *d, const struct wbd_config *nc, char *msg,
     size_t msglen)
 {
+	if (d->cfg.limits.max_client_share != nc->limits.max_client_share) {
+		d->cfg.limits.max_client_share = nc->limits.max_client_share;
+		budget_set_share(&d->budget, nc->limits.max_client_share);
+		reload_note(msg, msglen, "limits.max_client_share changed");
+	}
 	if (d->cfg.limits.max_inflight_bytes == nc->limits.max_inflight_bytes)
 		return;
 	d->cfg.limits.max_inflight_bytes = nc->limits.max_inflight_bytes;

@@ -2,6 +2,10 @@
 /*
  * budget.c - the memory budget of limits.max_inflight_bytes (budget.h).
  */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "budget.h"
 #include "log.h"
 
@@ -11,16 +15,128 @@
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
+/* A client with a connection open: its key, and what it holds. */
+struct budget_client {
+	struct budget_client *next; /* in its bucket */
+	unsigned refs;              /* connections; under clients_lock */
+	uint64_t used;              /* atomic */
+	uint64_t stalled_ns;        /* budget_client_mark_stalled; atomic */
+	char key[];
+};
+
 void
-budget_init(struct budget *b, uint64_t limit)
+budget_init(struct budget *b, uint64_t limit, unsigned share_pct)
 {
-	*b = (struct budget){ .limit = limit };
+	*b = (struct budget){ .limit = limit, .share_pct = share_pct };
+	pthread_mutex_init(&b->clients_lock, NULL);
+}
+
+void
+budget_fini(struct budget *b)
+{
+	for (unsigned i = 0; i < BUDGET_CLIENT_BUCKETS; i++) {
+		struct budget_client *cl = b->clients[i], *next;
+		for (; cl; cl = next) {
+			next = cl->next;
+			free(cl);
+		}
+		b->clients[i] = NULL;
+	}
+	pthread_mutex_destroy(&b->clients_lock);
 }
 
 void
 budget_set_limit(struct budget *b, uint64_t limit)
 {
 	STORE(&b->limit, limit);
+}
+
+void
+budget_set_share(struct budget *b, unsigned share_pct)
+{
+	STORE(&b->share_pct, share_pct);
+}
+
+/* FNV-1a. */
+static unsigned
+budget_hash(const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *key; key++)
+		h = (h ^ (uint8_t)*key) * 16777619u;
+	return h % BUDGET_CLIENT_BUCKETS;
+}
+
+struct budget_client *
+budget_client_get(struct budget *b, const char *key)
+{
+	struct budget_client **pp = &b->clients[budget_hash(key)], *cl;
+
+	pthread_mutex_lock(&b->clients_lock);
+	for (cl = *pp; cl && strcmp(cl->key, key) != 0; cl = cl->next)
+		;
+	if (!cl) {
+		size_t len = strlen(key) + 1;
+		cl = calloc(1, sizeof *cl + len);
+		if (cl) {
+			memcpy(cl->key, key, len);
+			cl->next = *pp;
+			*pp = cl;
+			b->n_clients++;
+		}
+	}
+	if (cl)
+		cl->refs++;
+	pthread_mutex_unlock(&b->clients_lock);
+	return cl;
+}
+
+void
+budget_client_put(struct budget *b, struct budget_client *cl)
+{
+	struct budget_client **pp;
+
+	if (!cl)
+		return;
+	pthread_mutex_lock(&b->clients_lock);
+	assert(cl->refs > 0);
+	if (--cl->refs == 0) {
+		/* Its last connection gave back all it held. */
+		assert(LOAD(&cl->used) == 0);
+		for (pp = &b->clients[budget_hash(cl->key)]; *pp != cl;
+		     pp = &(*pp)->next)
+			;
+		*pp = cl->next;
+		b->n_clients--;
+		free(cl);
+	}
+	pthread_mutex_unlock(&b->clients_lock);
+}
+
+void
+budget_client_mark_stalled(struct budget_client *cl, uint64_t now_ns)
+{
+	if (cl)
+		__atomic_store_n(&cl->stalled_ns, now_ns, __ATOMIC_RELEASE);
+}
+
+uint64_t
+budget_client_stalled_ns(const struct budget_client *cl)
+{
+	return cl ? __atomic_load_n(&cl->stalled_ns, __ATOMIC_ACQUIRE) : 0;
+}
+
+uint64_t
+budget_client_used(const struct budget_client *cl)
+{
+	return cl ? LOAD(&cl->used) : 0;
+}
+
+static uint64_t
+budget_share(uint64_t limit, unsigned pct)
+{
+	return limit / 100 * pct + limit % 100 * pct / 100;
 }
 
 static uint64_t
@@ -46,12 +162,36 @@ budget_note_peak(struct budget *b, uint64_t used)
 		;
 }
 
+/* Take N bytes of CL's share: false if CL holds its share already. */
+static bool
+budget_client_take(struct budget *b, struct budget_client *cl, size_t n)
+{
+	uint64_t share = budget_share(LOAD(&b->limit), LOAD(&b->share_pct));
+	uint64_t used = LOAD(&cl->used);
+
+	do {
+		/* Holding nothing, a client may take any one request. */
+		if (used + n > share && used > 0)
+			return false;
+	} while (!__atomic_compare_exchange_n(&cl->used, &used, used + n, true,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return true;
+}
+
 bool
-budget_take(struct budget *b, size_t n, size_t held)
+budget_take(struct budget *b, struct budget_client *cl, size_t n, size_t held,
+    bool *at_share)
 {
 	uint64_t limit = LOAD(&b->limit);
 	uint64_t cap = limit - budget_reserve(limit);
 
+	if (at_share)
+		*at_share = false;
+	if (cl && n > 0 && !budget_client_take(b, cl, n)) {
+		if (at_share)
+			*at_share = true;
+		return false;
+	}
 	/* Whoever holds little may use the reserve too. */
 	if (held + n <= budget_small(limit))
 		cap = limit;
@@ -59,8 +199,12 @@ budget_take(struct budget *b, size_t n, size_t held)
 
 	do {
 		/* Alone, any request fits: none can wait for ever. */
-		if (used + n > cap && used > 0)
+		if (used + n > cap && used > 0) {
+			if (cl && n > 0)
+				__atomic_sub_fetch(&cl->used, n,
+				    __ATOMIC_RELAXED);
 			return false;
+		}
 	} while (!__atomic_compare_exchange_n(&b->used, &used, used + n, true,
 	    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	budget_note_peak(b, used + n);
@@ -89,6 +233,25 @@ budget_note_wait(struct budget *b, size_t n, const char *who)
 	    "(%u other waits not logged)",
 	    who, (unsigned long long)LOAD(&b->used),
 	    (unsigned long long)LOAD(&b->limit), n, quiet);
+}
+
+void
+budget_note_share_wait(struct budget *b, const struct budget_client *cl,
+    size_t n, const char *who)
+{
+	unsigned quiet;
+
+	__atomic_add_fetch(&b->waits, 1, __ATOMIC_RELAXED);
+	if (!budget_event(&b->share_waits, &b->share_rl, &quiet))
+		return;
+	uint64_t limit = LOAD(&b->limit);
+	unsigned pct = LOAD(&b->share_pct);
+	log_warnx("%s: client %s holds %llu bytes, its share of the memory "
+		  "budget (limits.max_client_share = %u%% of %llu bytes): "
+		  "waiting for %zu bytes before reading more (%u other waits "
+		  "not logged)",
+	    who, cl->key, (unsigned long long)LOAD(&cl->used), pct,
+	    (unsigned long long)limit, n, quiet);
 }
 
 void
@@ -144,8 +307,10 @@ budget_note_cache_skip(struct budget *b, const char *who, const char *dev,
 }
 
 void
-budget_charge(struct budget *b, size_t n)
+budget_charge(struct budget *b, struct budget_client *cl, size_t n)
 {
+	if (cl)
+		__atomic_add_fetch(&cl->used, n, __ATOMIC_RELAXED);
 	budget_note_peak(b, __atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED));
 }
 
@@ -156,13 +321,15 @@ budget_full(const struct budget *b)
 }
 
 void
-budget_give(struct budget *b, size_t n)
+budget_give(struct budget *b, struct budget_client *cl, size_t n)
 {
+	if (cl)
+		__atomic_sub_fetch(&cl->used, n, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
 }
 
 void
-budget_get_stats(const struct budget *b, struct budget_stats *st)
+budget_get_stats(struct budget *b, struct budget_stats *st)
 {
 	st->limit = LOAD(&b->limit);
 	st->used = LOAD(&b->used);
@@ -175,4 +342,16 @@ budget_get_stats(const struct budget *b, struct budget_stats *st)
 	st->cache_skips = LOAD(&b->cache_skips);
 	st->reserve_bytes = budget_reserve(st->limit);
 	st->small_bytes = budget_small(st->limit);
+	st->share_pct = LOAD(&b->share_pct);
+	st->share_bytes = budget_share(st->limit, (unsigned)st->share_pct);
+	st->share_waits = LOAD(&b->share_waits);
+	st->client_max_bytes = 0;
+	pthread_mutex_lock(&b->clients_lock);
+	st->clients = b->n_clients;
+	for (unsigned i = 0; i < BUDGET_CLIENT_BUCKETS; i++)
+		for (const struct budget_client *cl = b->clients[i]; cl;
+		     cl = cl->next)
+			if (LOAD(&cl->used) > st->client_max_bytes)
+				st->client_max_bytes = LOAD(&cl->used);
+	pthread_mutex_unlock(&b->clients_lock);
 }

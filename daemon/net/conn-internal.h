@@ -20,6 +20,7 @@
 #include "peer.h"
 #include "proto.h"
 
+struct budget_client;
 struct buf;
 struct conn_host;
 struct export;
@@ -69,6 +70,7 @@ struct conn {
 	bool paused;         /* stopped by back-pressure */
 	bool budget_wait;    /* paused until budget_timer */
 	bool budget_starved; /* has waited since its last take */
+	uint64_t starved_ns; /* since when (now_ns()) */
 	bool closing;        /* no more input; close when idle */
 	bool dead;           /* socket closed */
 	bool flushing;       /* inside conn_flush_out() */
@@ -79,6 +81,7 @@ struct conn {
 
 	struct hs_ctx hs;
 	struct tls_session *tls; /* once STARTTLS began */
+	struct budget_client *share; /* its client's part of the budget */
 	struct peer_ident ident; /* who the allow lists see (with the
 	                            TLS names once TLS is up) */
 	bool refusal_logged;     /* the log says so once */

@@ -248,7 +248,7 @@ conn_hs_out_release(struct out *o)
 	struct conn *c = h->c;
 
 	c->hs_unsent -= o->bytes;
-	budget_give(c->host->budget, o->bytes);
+	budget_give(c->host->budget, c->share, o->bytes);
 	free(h);
 	conn_maybe_resume(c);
 }
@@ -272,7 +272,7 @@ conn_queue_buf(struct conn *c, const struct buf *b)
 	h->out.release = conn_hs_out_release;
 	h->c = c;
 	c->hs_unsent += b->len;
-	budget_charge(c->host->budget, b->len);
+	budget_charge(c->host->budget, c->share, b->len);
 	conn_queue_out(c, &h->out);
 	return 0;
 }

@@ -114,7 +114,7 @@ conn_request_release(struct out *o)
 	c->ra.inflight_bytes -= req->ra_bytes;
 	if (req->budget) {
 		c->inflight_bytes -= req->budget;
-		budget_give(c->host->budget, req->budget);
+		budget_give(c->host->budget, c->share, req->budget);
 	}
 	if (req->data || req->wbuf) {
 		bufstash_put(req->data, req->data_cap);
@@ -174,7 +174,7 @@ conn_request_new(struct conn *c, const struct nbd_request *nbd, uint32_t budget)
 	}
 	if (!req) {
 		if (budget)
-			budget_give(c->host->budget, budget);
+			budget_give(c->host->budget, c->share, budget);
 		return NULL;
 	}
 	req->conn = c;
@@ -442,6 +442,22 @@ conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		conn_maybe_finish(c);
 		return;
 	}
+	/*
+	 * Its client had a connection closed for not reading its replies
+	 * while this one waited, moving nothing for half the stall timeout
+	 * or more: its requests wait behind those replies, and would take
+	 * their place (and another stall timeout) once they are freed.
+	 */
+	unsigned stall_s = c->host->limits.stall_timeout_s;
+	if (stall_s && c->budget_starved && c->state >= CS_TX_HEADER &&
+	    budget_client_stalled_ns(c->share) >= c->starved_ns &&
+	    ev_now(loop) - c->stall_since >= stall_s / 2.0) {
+		budget_note_stall(c->host->budget, c->peer, stall_s,
+		    "requests waiting behind replies its client does not read");
+		conn_close_socket(c);
+		conn_maybe_finish(c);
+		return;
+	}
 	conn_maybe_resume(c);
 }
 
@@ -451,13 +467,20 @@ static bool
 conn_budget_take(struct conn *c, size_t n)
 {
 	struct budget *b = c->host->budget;
+	bool at_share;
 
-	if (budget_take(b, n, c->inflight_bytes + c->hs_unsent)) {
+	if (budget_take(b, c->share, n, c->inflight_bytes + c->hs_unsent,
+		&at_share)) {
 		c->budget_starved = false;
 		return true;
 	}
-	if (!c->budget_starved)
-		budget_note_wait(b, n, c->peer);
+	if (!c->budget_starved) {
+		c->starved_ns = now_ns();
+		if (at_share)
+			budget_note_share_wait(b, c->share, n, c->peer);
+		else
+			budget_note_wait(b, n, c->peer);
+	}
 	c->budget_starved = true;
 	conn_stop_reading(c);
 	c->paused = true;
@@ -611,6 +634,10 @@ conn_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		budget_note_stall(h->budget, c->peer, h->limits.stall_timeout_s,
 		    what);
+		/* Its client's connections waiting behind it go too
+		 * (conn_budget_cb): marked before what it holds is given
+		 * back, which they could take. */
+		budget_client_mark_stalled(c->share, now_ns());
 		conn_close_socket(c);
 		conn_maybe_finish(c);
 	}
@@ -909,6 +936,7 @@ conn_maybe_finish(struct conn *c)
 		    c->peer, c->exp->name, ev_now(h->loop) - c->connected_at);
 	else
 		log_debug("%s: closed", c->peer);
+	budget_client_put(h->budget, c->share);
 	h->conn_gone(h, c->client);
 	hs_ctx_clear(&c->hs);
 	peer_ident_clear(&c->ident);
@@ -1044,8 +1072,10 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 
 	if (c)
 		c->rbuf = malloc(CONN_RBUF_BYTES);
-	if (!c || !c->rbuf || h->draining) {
-		if (c && c->rbuf)
+	if (c && c->rbuf && !h->draining)
+		c->share = budget_client_get(h->budget, client);
+	if (!c || !c->rbuf || !c->share) {
+		if (c && c->rbuf && h->draining)
 			log_debug("%s: shutting down, refusing connection", peer);
 		else
 			log_warnx("%s: out of memory for a new connection", peer);

@@ -16,7 +16,9 @@ need_python_nbd
 add_export disk0 128M rw
 add_export disk1 16M rw
 write_config
-echo 'limits = { max_inflight_bytes = "64M"; };' >>"$CONF"
+# The whole budget to one client (limits.max_client_share = 100): the most
+# memory a flood can make wbd hold.
+echo 'limits = { max_inflight_bytes = "64M"; max_client_share = 100; };' >>"$CONF"
 rss_bound 160
 start_wbd
 

@@ -6,7 +6,7 @@
 # once no byte has moved for that long; the memory budget it held is given
 # back, wbctl status counts it and the log says why (once in 10 s at most).
 # A client that reads slowly but keeps reading, and one that is idle, are
-# left alone.
+# left alone.  Each connection is a client of its own (its own address).
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 
@@ -28,8 +28,14 @@ port = int(sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 import nbdraw
 
-def connect():
-    r = nbdraw.Raw(types.SimpleNamespace(tcp=port), tcp=True)
+def connect(src):
+    # Each from its own address: a client of its own, whose share of the
+    # budget (limits.max_client_share) the others do not hold.
+    r = nbdraw.Raw.__new__(nbdraw.Raw)
+    r.s, r.structured = socket.socket(), False
+    r.s.settimeout(nbdraw.TIMEOUT)
+    r.s.bind((src, 0))
+    r.s.connect(("127.0.0.1", port))
     r.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     r.open("disk0")
     return r.s
@@ -62,20 +68,23 @@ def closed_within(s, seconds):
             return True
     return False
 
-hog = connect()                 # READs, never read
+hog = connect("127.0.0.1")                 # READs, never read
 for i in range(4):
     hog.sendall(request(0, i + 1, i << 25, 32 << 20))
-payload = connect()             # a WRITE it does not finish
+payload = connect("127.0.0.3")             # a WRITE it does not finish
 payload.sendall(request(1, 1, 0, 1 << 20) + b"\0" * 1024)
-idle = connect()                # nothing at all
-slow = connect()                # reads, slowly
+idle = connect("127.0.0.4")                # nothing at all
+slow = connect("127.0.0.2")                # reads, slowly
 for i in range(4):
     slow.sendall(request(0, i + 1, i << 25, 32 << 20))
 got, want = 0, 4 * (16 + (32 << 20))
 slow.settimeout(5)
 start = time.monotonic()
 while got < want:
-    got += len(slow.recv(min(want - got, 1 << 20)))
+    chunk = slow.recv(min(want - got, 1 << 20))
+    if not chunk:
+        sys.exit("FAIL: the slow reader was closed after %d bytes" % got)
+    got += len(chunk)
     time.sleep(0.002)           # about 500 MiB/s at most: seconds
 print("the slow reader took its 128 MiB in %.1f s" % (time.monotonic() - start))
 time.sleep(1)

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# limits.max_client_share: one client (127.0.0.1) floods with 4, then 16,
+# connections that pipeline 32 MiB READs and never read a reply; another
+# client (127.0.0.2) times a 1 MiB WRITE and a 16 MiB READ meanwhile.  The
+# flooder holds no more than its share of limits.max_inflight_bytes, so the
+# other client's requests complete within a second of their unloaded time
+# (measured first, in the same test) instead of waiting for the budget; and
+# once the flood has moved no byte for limits.stall_timeout_s, all its
+# connections are closed, those holding replies and those waiting behind
+# them alike, and the budget goes back to 0 (wbctl status) while the
+# flooder still holds its sockets open.  Before the share, the 16 MiB READ
+# waited for the stall timeout, and the connections were freed one
+# stall timeout after another (16 took 16 of them).
+source "${SRCDIR:-$(dirname "$0")}/lib.sh"
+need_python_nbd
+
+STALL_S=6
+add_export disk0 128M rw
+add_export disk1 32M rw
+write_config
+echo "limits = { stall_timeout_s = $STALL_S; };" >>"$CONF"
+
+start_wbd
+
+"$PYTHON" - "$PORT" "$SRCDIR" "$WBCTL" "${SOCK%/*}/control.sock" "$STALL_S" <<'PY' || fail "see above"
+import json, os, socket, struct, subprocess, sys, threading, time
+port, srcdir, wbctl, ctl, stall_s = (int(sys.argv[1]), sys.argv[2],
+    sys.argv[3], sys.argv[4], int(sys.argv[5]))
+sys.path.insert(0, srcdir)
+import nbd
+from nbdraw import Raw, NBD_REQUEST_MAGIC
+
+MiB = 1 << 20
+MARGIN_S = 1.0                  # "within a second of the unloaded time"
+
+def limits():
+    out = subprocess.run([wbctl, "-s", ctl, "status", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)["limits"]
+
+def tcp(src):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(20)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+def victim():
+    """The well-behaved client, from 127.0.0.2: the seconds its 1 MiB
+    WRITE and its 16 MiB READ took."""
+    h = nbd.NBD()
+    h.set_export_name("disk1")
+    h.connect_socket(tcp("127.0.0.2").detach())
+    buf = os.urandom(1 * MiB)
+    t0 = time.monotonic()
+    h.pwrite(buf, 8 * MiB)
+    t1 = time.monotonic()
+    data = h.pread(16 * MiB, 0)
+    t2 = time.monotonic()
+    if data[8 * MiB:9 * MiB] != buf:
+        sys.exit("FAIL: the well-behaved client read back wrong data")
+    h.shutdown()
+    return t1 - t0, t2 - t1
+
+# Unloaded: the slowest of three, each kind, once the data is cached (as
+# it is for the timed runs under the flood).
+victim()
+w0 = r0 = 0.0
+for _ in range(3):
+    w, r = victim()
+    w0, r0 = max(w0, w), max(r0, r)
+print("unloaded: 1 MiB WRITE %.3f s, 16 MiB READ %.3f s" % (w0, r0))
+
+def flood_conn():
+    raw = Raw.__new__(Raw)
+    raw.s, raw.structured = tcp("127.0.0.1"), False
+    raw.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    raw.open("disk0")
+    return raw.s
+
+def flood(s, stop):
+    s.settimeout(0.2)
+    cookie = 0
+    while not stop.is_set():
+        cookie += 1
+        off = (cookie * (32 * MiB)) % (96 * MiB)
+        try:
+            s.sendall(struct.pack(">IHHQQI", NBD_REQUEST_MAGIC, 0, 0, cookie,
+                                  off, 32 * MiB))
+        except socket.timeout:
+            pass                # not read: the daemon paused us
+        except OSError:
+            break               # closed by the daemon
+
+for nconns in (4, 16):
+    socks = [flood_conn() for _ in range(nconns)]
+    stop = threading.Event()
+    threads = [threading.Thread(target=flood, args=(s, stop)) for s in socks]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    # Until the flood holds what it can.
+    while limits()["inflight_bytes"] < 32 * MiB:
+        if time.monotonic() - started > 10:
+            sys.exit("FAIL: the flood of %d connections took no budget" % nconns)
+        time.sleep(0.05)
+    time.sleep(0.5)
+    for i in range(3):
+        w, r = victim()
+        print("%d flooding connections: 1 MiB WRITE %.3f s, 16 MiB READ "
+              "%.3f s" % (nconns, w, r))
+        if w > w0 + MARGIN_S or r > r0 + MARGIN_S:
+            sys.exit("FAIL: with %d flooding connections the well-behaved "
+                     "client took %.3f s to WRITE 1 MiB and %.3f s to READ "
+                     "16 MiB (unloaded %.3f s and %.3f s, + %.1f s allowed)"
+                     % (nconns, w, r, w0, r0, MARGIN_S))
+    lim = limits()
+    print("the flood holds %d bytes of %d (share %d%%), %d waits"
+          % (lim["inflight_bytes"], lim["max_inflight_bytes"],
+             lim.get("max_client_share", -1), lim["inflight_waits"]))
+    # The stall timeout frees every flooding connection: nothing is held
+    # and no connection is open, though the flooder keeps its sockets.
+    deadline = started + 2 * stall_s + 4
+    while True:
+        lim = limits()
+        if lim["connections"] == 0 and lim["inflight_bytes"] == 0:
+            break
+        if time.monotonic() > deadline:
+            sys.exit("FAIL: %.1f s after the flood of %d connections began "
+                     "(stall_timeout_s %d), %d connections are open and %d "
+                     "bytes of the budget held"
+                     % (time.monotonic() - started, nconns, stall_s,
+                        lim["connections"], lim["inflight_bytes"]))
+        time.sleep(0.2)
+    print("%d flooding connections freed %.1f s after the flood began; "
+          "%d stalled in all" % (nconns, time.monotonic() - started,
+                                 lim["stalled"]))
+    stop.set()
+    for t in threads:
+        t.join(10)
+    for s in socks:
+        s.close()
+PY
+grep -q 'limits.max_client_share' "$LOG" || fail "no log line when the flooder reached its share"
+"$WBCTL" -s "${SOCK%/*}/control.sock" status | grep -q 'max_client_share' ||
+	fail "wbctl status does not show max_client_share"
+assert_alive
+stop_wbd
+check_logs_clean || exit 1
