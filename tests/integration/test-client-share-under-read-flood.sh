@@ -119,6 +119,12 @@ for nconns in (4, 16):
     print("the flood holds %d bytes of %d (share %d%%), %d waits"
           % (lim["inflight_bytes"], lim["max_inflight_bytes"],
              lim.get("max_client_share", -1), lim["inflight_waits"]))
+    if (lim["inflight_bytes"] > lim["client_share_bytes"] or
+            lim["client_inflight_max_bytes"] != lim["inflight_bytes"] or
+            lim["client_share_waits"] == 0):
+        sys.exit("FAIL: the flood holds %d bytes, more than its share %d, "
+                 "or status is wrong: %s" % (lim["inflight_bytes"],
+                                            lim["client_share_bytes"], lim))
     # The stall timeout frees every flooding connection: nothing is held
     # and no connection is open, though the flooder keeps its sockets.
     deadline = started + 2 * stall_s + 4
@@ -142,9 +148,18 @@ for nconns in (4, 16):
     for s in socks:
         s.close()
 PY
-grep -q 'limits.max_client_share' "$LOG" || fail "no log line when the flooder reached its share"
-"$WBCTL" -s "${SOCK%/*}/control.sock" status | grep -q 'max_client_share' ||
+grep -q 'client 127.0.0.1 holds .* its share of the memory budget (limits.max_client_share = 25% of 268435456 bytes)' "$LOG" ||
+	fail "no log line when the flooder reached its share"
+"$WBCTL" -s "${SOCK%/*}/control.sock" status | grep -Eq 'per client +64.0 MiB \(max_client_share 25%\)' ||
 	fail "wbctl status does not show max_client_share"
+# A reload applies a new share at once.
+sed -i "s/stall_timeout_s = $STALL_S;/stall_timeout_s = $STALL_S; max_client_share = 50;/" "$CONF"
+"$WBCTL" -s "${SOCK%/*}/control.sock" reload | grep -q 'limits.max_client_share changed' ||
+	fail "wbctl reload did not apply limits.max_client_share"
+"$WBCTL" -s "${SOCK%/*}/control.sock" status --json | "$PYTHON" -c 'import json, sys
+l = json.load(sys.stdin)["limits"]
+sys.exit(l["max_client_share"] != 50 or l["client_share_bytes"] != 128 << 20)' ||
+	fail "status does not show the reloaded share"
 assert_alive
 stop_wbd
 check_logs_clean || exit 1
