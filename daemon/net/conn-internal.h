@@ -63,6 +63,10 @@ struct conn {
 	 * received and has made no progress (limits.stall_timeout_s): the
 	 * last byte moved either way, or the first reply queued. */
 	ev_tstamp stall_since;
+	ev_tstamp sent_at;      /* when it last sent a byte (or chose
+	                           its export) */
+	ev_tstamp out_since;    /* when its output queue last filled
+	                           from empty */
 	ev_timer budget_timer;  /* waiting for the memory budget */
 	ev_tstamp connected_at; /* when it chose its export */
 	enum conn_state state;

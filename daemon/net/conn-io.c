@@ -80,7 +80,7 @@ conn_send(struct conn *c, const struct iovec *iov, int n)
 	ssize_t r = c->tls ? tls_writev(c->tls, iov, n) : writev(c->fd, iov, n);
 
 	if (r > 0)
-		c->stall_since = ev_now(c->host->loop);
+		c->stall_since = c->sent_at = ev_now(c->host->loop);
 	return r;
 }
 
@@ -95,7 +95,7 @@ conn_queue_out(struct conn *c, struct out *o)
 	}
 	o->next = NULL;
 	if (!c->out_head)
-		c->stall_since = ev_now(c->host->loop);
+		c->stall_since = c->out_since = ev_now(c->host->loop);
 	*c->out_tail = o;
 	c->out_tail = &o->next;
 	/* Inside a flush, the running loop picks it up; while corked, the

@@ -444,14 +444,16 @@ conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	/*
 	 * Its client had a connection closed for not reading its replies
-	 * while this one waited, moving nothing for half the stall timeout
-	 * or more: its requests wait behind those replies, and would take
-	 * their place (and another stall timeout) once they are freed.
+	 * while this one waited, and it has sent nothing for half the stall
+	 * timeout or more: its requests wait behind those replies, and would
+	 * take their place (and another stall timeout) once they are freed.
+	 * Requests it was sent meanwhile do not count: a client could drip
+	 * them to look alive.
 	 */
 	unsigned stall_s = c->host->limits.stall_timeout_s;
 	if (stall_s && c->budget_starved && c->state >= CS_TX_HEADER &&
 	    budget_client_stalled_ns(c->share) >= c->starved_ns &&
-	    ev_now(loop) - c->stall_since >= stall_s / 2.0) {
+	    ev_now(loop) - c->sent_at >= stall_s / 2.0) {
 		budget_note_stall(c->host->budget, c->peer, stall_s,
 		    "requests waiting behind replies its client does not read");
 		conn_close_socket(c);
@@ -611,6 +613,9 @@ conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
  * finish sending, and has moved no byte for that long, is closed (its
  * requests still complete on the backend).  It holds the memory budget
  * (and the cache pages a payload is received into) that others need.
+ * Holding replies, only what is sent counts (but while a payload comes
+ * in): a client that does not read them could go on sending requests,
+ * read while it waits for the budget, one now and then, to look alive.
  */
 static void
 conn_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -622,15 +627,22 @@ conn_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	for (struct conn *c = h->conns; c; c = next) {
 		next = c->next;
-		if (c->dead || c->state < CS_TX_HEADER ||
-		    now - c->stall_since < h->limits.stall_timeout_s)
+		if (c->dead || c->state < CS_TX_HEADER)
 			continue;
-		const char *what = c->out_head ?
-		    "replies not read" :
-		    c->state == CS_TX_PAYLOAD || c->state == CS_TX_DISCARD ?
-		    "a request's payload not finished" :
-		    NULL;
-		if (!what)
+		bool payload =
+		    c->state == CS_TX_PAYLOAD || c->state == CS_TX_DISCARD;
+		ev_tstamp since = c->stall_since;
+		const char *what = NULL;
+		if (c->out_head) {
+			what = "replies not read";
+			if (!payload)
+				since = c->sent_at > c->out_since ?
+				    c->sent_at :
+				    c->out_since;
+		} else if (payload) {
+			what = "a request's payload not finished";
+		}
+		if (!what || now - since < h->limits.stall_timeout_s)
 			continue;
 		budget_note_stall(h->budget, c->peer, h->limits.stall_timeout_s,
 		    what);
@@ -659,7 +671,7 @@ conn_enter_transmission(struct conn *c)
 	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
 	conn_set_state(c, CS_TX_HEADER);
 	c->connected_at = ev_now(c->host->loop);
-	c->stall_since = c->connected_at;
+	c->stall_since = c->sent_at = c->connected_at;
 	ev_timer_stop(c->host->loop, &c->hs_timer);
 	if (c->host->limits.stall_timeout_s && !c->host->stall_timer_set) {
 		/* Looked at every quarter of the timeout, at most 1 s. */

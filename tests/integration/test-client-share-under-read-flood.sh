@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # limits.max_client_share: one client (127.0.0.1) floods with 4, then 16,
-# connections that pipeline 32 MiB READs and never read a reply; another
+# connections that pipeline 32 MiB READs (8, then one every 0.2 s) and
+# never read a reply; another
 # client (127.0.0.2) times a 1 MiB WRITE and a 16 MiB READ meanwhile.  The
 # flooder holds no more than its share of limits.max_inflight_bytes, so the
 # other client's requests complete within a second of their unloaded time
@@ -80,10 +81,14 @@ def flood_conn():
     return raw.s
 
 def flood(s, stop):
+    # 8 READs at once, then one every 0.2 s: a connection waiting for the
+    # budget reads them, so it never looks idle by what it receives.
     s.settimeout(0.2)
     cookie = 0
     while not stop.is_set():
         cookie += 1
+        if cookie > 8:
+            stop.wait(0.2)
         off = (cookie * (32 * MiB)) % (96 * MiB)
         try:
             s.sendall(struct.pack(">IHHQQI", NBD_REQUEST_MAGIC, 0, 0, cookie,
