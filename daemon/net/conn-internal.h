@@ -84,11 +84,11 @@ struct conn {
 	struct conn *cork_next;
 
 	struct hs_ctx hs;
-	struct tls_session *tls; /* once STARTTLS began */
+	struct tls_session *tls;     /* once STARTTLS began */
 	struct budget_client *share; /* its client's part of the budget */
-	struct peer_ident ident; /* who the allow lists see (with the
-	                            TLS names once TLS is up) */
-	bool refusal_logged;     /* the log says so once */
+	struct peer_ident ident;     /* who the allow lists see (with the
+	                                TLS names once TLS is up) */
+	bool refusal_logged;         /* the log says so once */
 	struct export *exp;
 	struct stats_export_io *stats; /* exp's on this thread */
 	struct proto_export_view view;
