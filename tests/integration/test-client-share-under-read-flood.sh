@@ -2,17 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # limits.max_client_share: one client (127.0.0.1) floods with 4, then 16,
 # connections that pipeline 32 MiB READs (8, then one every 0.2 s) and
-# never read a reply; another
-# client (127.0.0.2) times a 1 MiB WRITE and a 16 MiB READ meanwhile.  The
-# flooder holds no more than its share of limits.max_inflight_bytes, so the
-# other client's requests complete within a second of their unloaded time
-# (measured first, in the same test) instead of waiting for the budget; and
-# once the flood has moved no byte for limits.stall_timeout_s, all its
-# connections are closed, those holding replies and those waiting behind
-# them alike, and the budget goes back to 0 (wbctl status) while the
-# flooder still holds its sockets open.  Before the share, the 16 MiB READ
-# waited for the stall timeout, and the connections were freed one
-# stall timeout after another (16 took 16 of them).
+# never read a reply; another client (127.0.0.2) times a 1 MiB WRITE and
+# a 16 MiB READ meanwhile.  The flooder holds no more than its share of
+# limits.max_inflight_bytes (wbctl status), so the other client's requests
+# complete within a second of their unloaded time (measured first, in the
+# same test) instead of waiting for the budget.  Once the flood has sent
+# nothing for limits.stall_timeout_s, all its connections are closed at
+# once, those holding replies and those waiting behind them, and the
+# budget goes back to 0 while the flooder still holds its sockets open.
+# Before the share, the 1 MiB WRITE waited 7 s for the stall timeout with
+# 4 connections and for ever with 16: the connections read the dripped
+# READs while waiting for the budget, which kept them from looking stalled.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 
