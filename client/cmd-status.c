@@ -519,6 +519,27 @@ status_limits(FILE *f, const json_t *lim)
 	    (unsigned long long)jget_u64(lim, "client_ipv6_prefix", 128),
 	    (unsigned long long)jget_u64(lim, "clients", 0),
 	    (unsigned long long)jget_u64(lim, "refused", 0));
+	if (json_object_get(lim, "reserved_connections"))
+		status_item(f, "new clients",
+		    "the last %llu connections for clients holding none "
+		    "(reserved_connections)",
+		    (unsigned long long)jget_u64(lim, "reserved_connections",
+			0));
+	if (json_object_get(lim, "local_idle_timeout_s")) {
+		char r[32], l[32];
+		status_item(f, "idle timeout",
+		    "%s remote (idle_timeout_s), %s local "
+		    "(local_idle_timeout_s); %llu closed",
+		    jget_u64(lim, "idle_timeout_s", 0) ?
+			fmt_ms(jget_u64(lim, "idle_timeout_s", 0) * 1000, r,
+			    sizeof r) :
+			"never",
+		    jget_u64(lim, "local_idle_timeout_s", 0) ?
+			fmt_ms(jget_u64(lim, "local_idle_timeout_s", 0) * 1000,
+			    l, sizeof l) :
+			"never",
+		    (unsigned long long)jget_u64(lim, "idle_closed", 0));
+	}
 	if (json_object_get(lim, "max_inflight_bytes"))
 		status_item(f, "in flight",
 		    "%s of %s (max_inflight_bytes), peak %s, %llu wait(s); "

@@ -136,8 +136,15 @@ struct limits_conf {
 	unsigned max_connections; /* open NBD connections, default 1024 */
 	unsigned max_connections_per_client; /* per address (TCP) or uid
 	                                        (Unix socket), default 64 */
-	unsigned idle_timeout_s;             /* close a connection that sends
-	                                   nothing this long; 0 (default): off */
+	/* The last of max_connections, only for clients holding none;
+	 * default 64 (at most max_connections / 16 unless given). */
+	unsigned reserved_connections;
+	/* Close a connection of a client counted by address that sends
+	 * nothing this long; 0: off; default 6 h.  The same for a client of
+	 * this host, counted by uid: local_idle_timeout_s, default 0 (off). */
+	unsigned idle_timeout_s;
+	unsigned local_idle_timeout_s;
+
 	unsigned stall_timeout_s;    /* close a connection that holds replies
 	                                it does not read, or a payload it does
 	                                not finish, this long; 0: off */

@@ -175,10 +175,20 @@ const struct setting settings_table[] = {
 	    .unit = "connections", .min = 1, .max = LIMITS_MAX_CONNECTIONS,
 	    .def = 64,
 	    .doc = "open NBD connections of one client (address or uid)" },
+	{ LIMITS(reserved_connections), .name = "reserved_connections",
+	    .type = SETTING_UINT, .unit = "connections", .min = 0,
+	    .max = LIMITS_MAX_CONNECTIONS - 1, .def = 64, .late = true,
+	    .doc = "the last of max_connections, only for a client holding "
+		   "none (unless given: at most max_connections / 16)" },
 	{ LIMITS(idle_timeout_s), .name = "idle_timeout_s",
+	    .type = SETTING_UINT, .unit = "s", .min = 0, .max = 86400,
+	    .def = 21600,
+	    .doc = "a connection of a remote client (counted by address) "
+		   "that sends nothing this long is closed (0: never)" },
+	{ LIMITS(local_idle_timeout_s), .name = "local_idle_timeout_s",
 	    .type = SETTING_UINT, .unit = "s", .min = 0, .max = 86400, .def = 0,
-	    .doc = "a connection that sends nothing this long is closed "
-		   "(0: never)" },
+	    .doc = "the same for a client of this host (counted by uid, such "
+		   "as the kernel client; 0: never)" },
 	{ LIMITS(stall_timeout_s), .name = "stall_timeout_s",
 	    .type = SETTING_UINT, .unit = "s", .min = 0, .max = 86400,
 	    .def = 120,

@@ -712,6 +712,33 @@ cfg_control(struct cfg_load *ld, const config_setting_t *root,
 	return -1;
 }
 
+/* limits = { max_connections; reserved_connections; ... }: the reserve
+ * for new clients leaves room for the others.  Not given, it is at most
+ * max_connections / 16 (64 of the default 1024). */
+static int
+cfg_limits(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	struct limits_conf *lc = &cfg->limits;
+	config_setting_t *g, *s;
+
+	if (cfg_rows(ld, root, "limits", cfg) == -1)
+		return -1;
+	g = config_setting_get_member(root, "limits");
+	s = g ? config_setting_get_member(g, "reserved_connections") : NULL;
+	if (s == NULL) {
+		if (lc->reserved_connections > lc->max_connections / 16)
+			lc->reserved_connections = lc->max_connections / 16;
+		return 0;
+	}
+	if (lc->reserved_connections < lc->max_connections)
+		return 0;
+	cfg_error(ld, s,
+	    "reserved_connections (%u) must be less than max_connections (%u)",
+	    lc->reserved_connections, lc->max_connections);
+	return -1;
+}
+
 /*
  * writeback.devices = ( { device = "MAJ:MIN"; min_ratio; max_ratio; } ):
  * the per-device rows of the settings table, each defaulting to the
@@ -1332,8 +1359,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_writeback(ld, root, cfg) == -1 ||
 	    cfg_control(ld, root, cfg) == -1 ||
 	    cfg_rows(ld, root, "remote", cfg) == -1 ||
-	    cfg_rows(ld, root, "limits", cfg) == -1 ||
-	    cfg_tls(ld, root, cfg) == -1 ||
+	    cfg_limits(ld, root, cfg) == -1 || cfg_tls(ld, root, cfg) == -1 ||
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
 	    cfg_rows(ld, root, "memory", cfg) == -1 ||
 	    cfg_rows(ld, root, "metrics", cfg) == -1 ||

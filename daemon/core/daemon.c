@@ -242,6 +242,20 @@ daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
 		daemon_refuse(d, fd, peer, why);
 		return;
 	}
+	/* The last limits.reserved_connections are for clients holding
+	 * none: a few clients filling the rest do not lock out a new one. */
+	unsigned held = slots_held(d->slots, client);
+	if (held > 0 &&
+	    __atomic_load_n(&d->n_conns, __ATOMIC_RELAXED) +
+		    lc->reserved_connections >=
+		lc->max_connections) {
+		snprintf(why, sizeof why,
+		    "client %s has %u connections and the last %u are for "
+		    "new clients (limits.reserved_connections)",
+		    client, held, lc->reserved_connections);
+		daemon_refuse(d, fd, peer, why);
+		return;
+	}
 	if (!slots_take(d->slots, client)) {
 		snprintf(why, sizeof why,
 		    "client %s already has %u connections "

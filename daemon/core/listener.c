@@ -11,6 +11,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -45,6 +48,77 @@ struct listener {
 	unsigned long accepted;
 	bool is_tcp;
 };
+
+/*
+ * The uid owning the other end of the TCP connection FD (whose peer is
+ * SS), if that end is a socket on this host: asked of the kernel by its
+ * four addresses (sock_diag, as ss(8) does; no privilege needed).  0 with
+ * *UID set, or -1: a remote client, or the kernel cannot say.
+ */
+static int
+listener_local_uid(struct listeners *ls, int fd,
+    const struct sockaddr_storage *ss, uid_t *uid)
+{
+	struct sockaddr_storage self;
+	socklen_t len = sizeof self;
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} req;
+	union {
+		struct nlmsghdr nlh;
+		char buf[1024];
+	} ans;
+	struct inet_diag_sockid *id = &req.r.id;
+
+	if (!ls->diag_open ||
+	    getsockname(fd, (struct sockaddr *)&self, &len) < 0 ||
+	    self.ss_family != ss->ss_family)
+		return -1;
+	memset(&req, 0, sizeof req);
+	req.nlh.nlmsg_len = sizeof req;
+	req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	req.nlh.nlmsg_flags = NLM_F_REQUEST;
+	req.r.sdiag_family = (uint8_t)ss->ss_family;
+	req.r.sdiag_protocol = IPPROTO_TCP;
+	req.r.idiag_states = ~0u;
+	/* The client's socket: its own address is our peer's. */
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *p = (const void *)ss;
+		const struct sockaddr_in *m = (const void *)&self;
+		id->idiag_sport = p->sin_port;
+		id->idiag_dport = m->sin_port;
+		memcpy(id->idiag_src, &p->sin_addr, 4);
+		memcpy(id->idiag_dst, &m->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *p = (const void *)ss;
+		const struct sockaddr_in6 *m = (const void *)&self;
+		id->idiag_sport = p->sin6_port;
+		id->idiag_dport = m->sin6_port;
+		memcpy(id->idiag_src, &p->sin6_addr, 16);
+		memcpy(id->idiag_dst, &m->sin6_addr, 16);
+	} else {
+		return -1;
+	}
+	id->idiag_cookie[0] = id->idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	req.nlh.nlmsg_seq = ++ls->diag_seq;
+	if (send(ls->diag_fd, &req, sizeof req, 0) != (ssize_t)sizeof req)
+		return -1;
+	/* The kernel answers within send(): never waits; an answer left
+	 * from before (its seq) is skipped. */
+	ssize_t n;
+	do
+		n = recv(ls->diag_fd, &ans, sizeof ans, MSG_DONTWAIT);
+	while (
+	    n >= (ssize_t)sizeof ans.nlh && ans.nlh.nlmsg_seq != ls->diag_seq);
+	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) ||
+	    !NLMSG_OK(&ans.nlh, (size_t)n) ||
+	    ans.nlh.nlmsg_type != SOCK_DIAG_BY_FAMILY)
+		return -1; /* NLMSG_ERROR (ENOENT): not on this host */
+	const struct inet_diag_msg *m = NLMSG_DATA(&ans.nlh);
+	*uid = m->idiag_uid;
+	return 0;
+}
 
 static void
 listener_pause_cb(struct ev_loop *loop, ev_timer *t, int revents)
@@ -132,8 +206,13 @@ listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				port = ntohs(sin6->sin6_port);
 				snprintf(peer, sizeof peer, "[%s]:%u", host, port);
 			}
-			peer_client_key(&ss, l->ls->client_ipv6_prefix, client,
-			    sizeof client);
+			uid_t uid;
+			if (listener_local_uid(l->ls, fd, &ss, &uid) == 0)
+				snprintf(client, sizeof client, "uid %u",
+				    (unsigned)uid);
+			else
+				peer_client_key(&ss, l->ls->client_ipv6_prefix,
+				    client, sizeof client);
 		} else {
 			struct ucred uc;
 			socklen_t len = sizeof uc;
@@ -394,6 +473,13 @@ listeners_open(struct listeners *ls, struct activation *act,
 {
 	ls->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	ls->client_ipv6_prefix = cfg->limits.client_ipv6_prefix;
+	ls->diag_fd =
+	    socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	ls->diag_open = ls->diag_fd >= 0;
+	if (!ls->diag_open)
+		log_warn("sock_diag: TCP clients of this host are counted by "
+			 "address, not by user (limits.max_connections_per_"
+			 "client)");
 	for (size_t i = 0; i < cfg->n_listen_tcp; i++)
 		if (listener_open_tcp(ls, act, cfg->listen_tcp[i]) < 0)
 			return -1;
@@ -453,6 +539,9 @@ listeners_close(struct listeners *ls)
 	if (ls->spare_fd >= 0)
 		close(ls->spare_fd);
 	ls->spare_fd = -1;
+	if (ls->diag_open)
+		close(ls->diag_fd);
+	ls->diag_open = false;
 	ls->head = NULL;
 	while (l) {
 		struct listener *next = l->next;

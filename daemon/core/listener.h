@@ -16,8 +16,9 @@ struct listener;
 
 /* The listening sockets, on LOOP; each accepted socket (non-blocking) goes
  * to ACCEPT, which owns it from then on: PEER names it for the log, CLIENT
- * is who it is for the per-client limit (peer_client_key for TCP, "uid N"
- * for a Unix socket). */
+ * is who it is for the per-client limit: "uid N" for a Unix socket and for
+ * a TCP client whose socket is on this host (local users share 127.0.0.1,
+ * not a uid), else peer_client_key. */
 struct listeners {
 	struct ev_loop *loop;
 	void (*accept)(void *arg, int fd, const char *peer, const char *client);
@@ -27,6 +28,11 @@ struct listeners {
 	                                   out of descriptors */
 	struct ratelimit accept_log;
 	unsigned client_ipv6_prefix; /* limits.client_ipv6_prefix */
+	/* NETLINK_SOCK_DIAG, to find a TCP client's own socket on this
+	 * host (local users are told apart by uid); -1: cannot. */
+	int diag_fd;
+	bool diag_open;
+	unsigned diag_seq;
 };
 
 struct activation;

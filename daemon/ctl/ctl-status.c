@@ -485,6 +485,14 @@ ctl_status_json_locked(struct daemon *d)
 	    json_integer((json_int_t)bs.share_waits));
 	json_object_set_new(limits, "client_inflight_max_bytes",
 	    json_integer((json_int_t)bs.client_max_bytes));
+	if (limits) {
+		json_object_set_new(limits, "reserved_connections",
+		    json_integer(lc->reserved_connections));
+		json_object_set_new(limits, "local_idle_timeout_s",
+		    json_integer(lc->local_idle_timeout_s));
+		json_object_set_new(limits, "idle_closed",
+		    json_integer((json_int_t)conn_idle_closed()));
+	}
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"
 			      " s:I, s:I, s:I, s:I, s:I},"

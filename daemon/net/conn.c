@@ -586,23 +586,45 @@ conn_handle_request(struct conn *c, const struct nbd_request *nbd, uint32_t err,
 
 /* --- the input state machine ------------------------------------------ */
 
-/* limits.idle_timeout_s: a client that sends nothing for that long, with
- * nothing in flight, is closed. */
+/* A client of this host, counted by its uid (listener.h), not its
+ * address. */
+static bool
+conn_client_local(const struct conn *c)
+{
+	return strncmp(c->client, "uid ", 4) == 0;
+}
+
+static uint64_t conn_idle_closes; /* atomic: conn_idle_closed */
+
+uint64_t
+conn_idle_closed(void)
+{
+	return __atomic_load_n(&conn_idle_closes, __ATOMIC_RELAXED);
+}
+
+/* limits.idle_timeout_s (local_idle_timeout_s for a client of this host):
+ * a client that sends nothing for that long, with nothing in flight, is
+ * closed; one line a second at most. */
 static void
 conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct conn *c = w->data;
-	ev_tstamp left =
-	    c->last_request + c->host->limits.idle_timeout_s - ev_now(loop);
+	ev_tstamp left = c->last_request + c->idle_s - ev_now(loop);
+	unsigned quiet;
 
 	if (left > 0 || c->inflight > 0) {
-		ev_timer_set(w,
-		    left > 0 ? left : c->host->limits.idle_timeout_s, 0);
+		ev_timer_set(w, left > 0 ? left : c->idle_s, 0);
 		ev_timer_start(loop, w);
 		return;
 	}
-	log_info("%s: no request for %u s (limits.idle_timeout_s); closing",
-	    c->peer, c->host->limits.idle_timeout_s);
+	__atomic_add_fetch(&conn_idle_closes, 1, __ATOMIC_RELAXED);
+	if (ratelimit_due(&c->host->idle_rl, CONN_FAIL_LOG_NS, &quiet))
+		log_info("%s: no request for %u s (limits.%s); closing (%u "
+			 "other idle connections closed, not logged)",
+		    c->peer, c->idle_s,
+		    conn_client_local(c) ? "local_idle_timeout_s" :
+					   "idle_timeout_s",
+		    quiet);
 	conn_close_gracefully(c);
 	conn_maybe_finish(c);
 }
@@ -684,10 +706,12 @@ conn_enter_transmission(struct conn *c)
 		ev_timer_start(c->host->loop, &c->host->stall_timer);
 		c->host->stall_timer_set = true;
 	}
-	if (c->host->limits.idle_timeout_s) {
+	c->idle_s = conn_client_local(c) ?
+	    c->host->limits.local_idle_timeout_s :
+	    c->host->limits.idle_timeout_s;
+	if (c->idle_s) {
 		c->last_request = ev_now(c->host->loop);
-		ev_timer_init(&c->hs_timer, conn_idle_cb,
-		    c->host->limits.idle_timeout_s, 0);
+		ev_timer_init(&c->hs_timer, conn_idle_cb, c->idle_s, 0);
 		c->hs_timer.data = c;
 		ev_timer_start(c->host->loop, &c->hs_timer);
 	}

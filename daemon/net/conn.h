@@ -53,6 +53,7 @@ struct conn_host {
 	struct ratelimit hs_timeout_rl; /* "handshake not finished" */
 	struct ratelimit client_rl;     /* clients' errors */
 	struct ratelimit waiting_rl;    /* asked for a waiting export */
+	struct ratelimit idle_rl;       /* "no request for N s" */
 	/* Refused exports, handshakes cut short, failed TLS handshakes:
 	 * lines logged in the window that began at refuse_since_ns, and
 	 * those left out (conn_log_refusal; the host's thread alone). */
@@ -77,6 +78,8 @@ void conn_abort_all(struct conn_host *h);
 /* Hold the replies of requests completed from now on (H's thread: the
  * completions of one wake-up), then send each connection's in one write:
  * fewer system calls, and fewer wake-ups of the client, per reply. */
+/* Connections closed by their idle timeout since start (every host). */
+uint64_t conn_idle_closed(void);
 void conn_host_cork(struct conn_host *h);
 void conn_host_uncork(struct conn_host *h);
 

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Slots: one client cannot take every connection.  With
 # limits.max_connections_per_client = 4, a fifth connection from the same
-# uid (Unix socket) is closed at once, while a client from another
-# address (TCP) is still served with verified I/O; limits.max_connections
+# uid (Unix socket) is closed at once, while another user's client (TCP,
+# from 127.0.0.1 too: counted by its uid) is still served with verified
+# I/O; limits.max_connections
 # caps the total; closed connections give their slots back; refusals are
 # counted in wbctl status and logged once per 10 s, not once each.  Then,
 # with the daemon's open file limit at 64: clients beyond what it can open
@@ -11,6 +12,10 @@
 # again once descriptors are free.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
+need setpriv
+[[ $(id -u) == 0 ]] || skip "needs root to run a client as another user"
+/usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+	skip "/usr/bin/python3 cannot import nbd"
 
 add_export disk0 16M rw
 write_config
@@ -18,7 +23,7 @@ echo 'limits = { max_connections = 6; max_connections_per_client = 4; };' >>"$CO
 start_wbd
 
 "$PYTHON" - "$(uri_unix disk0)" "$(uri_tcp disk0)" <<'PY' || fail "see above"
-import nbd, os, sys, time
+import nbd, os, subprocess, sys, time
 unix_uri, tcp_uri = sys.argv[1:3]
 
 def connect(uri):
@@ -44,19 +49,57 @@ def verified_io(h, off):
     if h.pread(65536, off) != buf:
         sys.exit("FAIL: data read back wrong")
 
+# Another user (nobody) over TCP: two connections, verified I/O, then a
+# third refused (a seventh in all, max_connections = 6); it holds its two
+# until its stdin closes.
+OTHER = r'''
+import nbd, os, sys, time
+hs = []
+for _ in range(2):
+    h = nbd.NBD()
+    h.connect_uri(sys.argv[1])
+    hs.append(h)
+buf = os.urandom(65536)
+hs[0].pwrite(buf, 0)
+hs[0].flush()
+if hs[0].pread(65536, 0) != buf:
+    sys.exit("FAIL: data read back wrong")
+print("served", flush=True)
+t = time.monotonic()
+try:
+    nbd.NBD().connect_uri(sys.argv[1])
+    print("accepted", flush=True)
+except nbd.Error:
+    print("refused %.1f" % (time.monotonic() - t), flush=True)
+sys.stdin.read()
+for h in hs:
+    h.shutdown()
+'''
+
 held = [connect(unix_uri) for _ in range(4)]
 refused(unix_uri, "a fifth connection from the same uid")
-other = connect(tcp_uri)           # another client: still served
-verified_io(other, 0)
-more = connect(tcp_uri)
-refused(tcp_uri, "a seventh connection in all (max_connections = 6)")
+other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534",
+                          "--clear-groups", "/usr/bin/python3", "-c", OTHER,
+                          tcp_uri], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+if other.stdout.readline().strip() != "served":
+    sys.exit("FAIL: another user's client over TCP was not served")
+ans = other.stdout.readline().split()
+if not ans or ans[0] != "refused":
+    sys.exit("FAIL: a seventh connection in all (max_connections = 6): %r"
+             % ans)
+if float(ans[1]) > 5:
+    sys.exit("FAIL: the seventh connection refused only after %s s" % ans[1])
 verified_io(held[0], 1 << 20)
 held.pop().shutdown()              # a slot given back ...
 time.sleep(0.5)
 h = connect(unix_uri)              # ... is taken again
 verified_io(h, 2 << 20)
-for x in held + [h, other, more]:
+for x in held + [h]:
     x.shutdown()
+other.stdin.close()
+if other.wait() != 0:
+    sys.exit("FAIL: the other user's client failed")
 PY
 
 status=$("$WBCTL" -s "$T/control.sock" status --json) ||

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# limits.idle_timeout_s: a client that sends nothing for that long (with
-# nothing in flight) is closed and logged; one that keeps sending is not.
-# Off by default (the kernel client keeps idle connections for good).
+# limits.local_idle_timeout_s (a client of this host, as here: a Unix
+# socket) and idle_timeout_s (a remote one): a client that sends nothing
+# for that long (with nothing in flight) is closed and logged; one that
+# keeps sending is not.  By default 6 h for a remote client, never for a
+# local one (the kernel client keeps idle connections for hours).
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 
 add_export disk0 16M rw
 write_config
-echo 'limits = { idle_timeout_s = 2; };' >>"$CONF"
+echo 'limits = { idle_timeout_s = 2; local_idle_timeout_s = 2; };' >>"$CONF"
 start_wbd
 
 "$PYTHON" - "$(uri_unix disk0)" <<'PY' || fail "see above"
@@ -32,9 +34,9 @@ except nbd.Error:
 busy.pread(4096, 0)                    # still served
 busy.shutdown()
 PY
-grep -q 'no request for 2 s (limits.idle_timeout_s); closing' "$LOG" ||
+grep -q 'no request for 2 s (limits.local_idle_timeout_s); closing' "$LOG" ||
 	fail "the idle close was not logged"
-n=$(grep -c 'limits.idle_timeout_s' "$LOG")
+n=$(grep -c 'limits.local_idle_timeout_s' "$LOG")
 ((n == 1)) || fail "$n idle closes logged, expected 1"
 assert_alive
 stop_wbd

@@ -890,6 +890,9 @@ test_connection_limits(void **state)
 	    64u << 20);
 	assert_int_equal(f->cfg.limits.handshake_timeout_s, 30);
 	assert_int_equal(f->cfg.limits.client_ipv6_prefix, 128);
+	assert_int_equal(f->cfg.limits.reserved_connections, 64);
+	assert_int_equal(f->cfg.limits.idle_timeout_s, 6 * 3600);
+	assert_int_equal(f->cfg.limits.local_idle_timeout_s, 0);
 	assert_int_equal(f->cfg.control.max_clients, 64);
 	assert_int_equal(f->cfg.control.max_clients_per_uid, 16);
 	assert_int_equal(f->cfg.control.admin_reserved, 8);
@@ -909,6 +912,26 @@ test_connection_limits(void **state)
 	    2u << 20);
 	assert_int_equal(f->cfg.limits.handshake_timeout_s, 1);
 	config_free(&f->cfg);
+	/* The reserve not given: at most max_connections / 16. */
+	load_ok(f,
+	    write_conf(f, "cl-res.conf",
+		"limits = { max_connections = 100; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.reserved_connections, 6);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "cl-res2.conf",
+		"limits = { max_connections = 100; reserved_connections = 99; "
+		"};\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.limits.reserved_connections, 99);
+	config_free(&f->cfg);
+	expect_error(f, "cl-res3.conf",
+	    "limits = {\n  max_connections = 8;\n"
+	    "  reserved_connections = 8;\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    3, "limits.reserved_connections",
+	    "must be less than max_connections (8)");
 	expect_error(f, "cl-req.conf",
 	    "limits = {\n  max_requests_per_connection = 0;\n};\n"
 	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
