@@ -652,6 +652,19 @@ status_print(FILE *f, const json_t *ans)
 	status_text(f, 0, 4, "wbd %s, pid %llu, up %s", dv ? dv : "?",
 	    (unsigned long long)jget_u64(ans, "pid", 0),
 	    fmt_uptime(jget_u64(ans, "uptime_s", 0), a, sizeof a));
+	const json_t *sd = json_object_get(ans, "shutdown");
+	if (sd && json_is_true(json_object_get(sd, "draining")))
+		status_text(f, 0, 4,
+		    "SHUTTING DOWN: writing back, %s left in %llu export(s), "
+		    "for %s; wbd exits once all of it is written back",
+		    wbctl_human(jget_u64(sd, "left_bytes", 0), b, sizeof b),
+		    (unsigned long long)jget_u64(sd, "exports_left", 0),
+		    fmt_uptime(jget_u64(sd, "draining_s", 0), a, sizeof a));
+	else if (sd && json_is_true(json_object_get(sd, "stopping")))
+		status_text(f, 0, 4,
+		    "SHUTTING DOWN: finishing the requests in flight; %s to "
+		    "write back",
+		    wbctl_human(jget_u64(sd, "left_bytes", 0), b, sizeof b));
 	status_text(f, 0, 4,
 	    "cache %s in %llu-byte pages: %s used, %s dirty, %s under "
 	    "writeback",

@@ -881,6 +881,7 @@ daemon_init(struct daemon *d, struct wbd_config *cfg)
 	d->ctl_fd = -1;
 	d->started_ns = now_ns();
 	lock_init(&d->tune_lock);
+	lock_init(&d->status_lock);
 	grace_init(&d->grace);
 	d->loop = ev_default_loop(EVFLAG_AUTO);
 	d->listeners = (struct listeners){ .loop = d->loop,
@@ -1019,13 +1020,26 @@ daemon_shutdown(struct daemon *d)
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_join(d->io[i]);
 	ev_timer_stop(d->loop, &d->periodic);
-	if (!d->cache)
+	if (!d->cache) {
+		pthread_mutex_lock(&d->tune_lock);
+		d->drained = true;
+		pthread_mutex_unlock(&d->tune_lock);
 		return 0;               /* never started: nothing cached */
+	}
 	/* A reload still running on the control thread ends first, and none
 	 * adds an export during the drain. */
 	pthread_mutex_lock(&d->tune_lock);
 	pending_stop(d->pending);
+	pthread_mutex_lock(&d->status_lock);
+	d->draining = true;
+	d->drain_began_ns = now_ns();
+	pthread_mutex_unlock(&d->status_lock);
 	daemon_drain_all(d);
+	/* No status reads as the drain's guest from here. */
+	pthread_mutex_lock(&d->status_lock);
+	d->draining = false;
+	pthread_mutex_unlock(&d->status_lock);
+	d->drained = true;
 	pthread_mutex_unlock(&d->tune_lock);
 	/* No job outlives its owner: the device pools end here, running
 	 * what is queued, while the control thread (stopped after this)
@@ -1073,6 +1087,7 @@ daemon_free(struct daemon *d)
 	if (d->loop)
 		ev_loop_destroy(d->loop);
 	pthread_mutex_destroy(&d->tune_lock);
+	pthread_mutex_destroy(&d->status_lock);
 	grace_destroy(&d->grace);
 }
 

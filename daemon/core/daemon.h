@@ -100,6 +100,16 @@ struct daemon {
 	struct ctl_state *ctl;
 	/* Serialises tune and reload (control thread, main thread). */
 	pthread_mutex_t tune_lock;
+	/* The shutdown drain holds tune_lock for as long as the data takes
+	 * to write back; wbctl status is answered meanwhile as its guest
+	 * (ctl-status.c): under status_lock, while draining is set, the
+	 * drain changes nothing tune_lock guards, and it clears draining
+	 * (under status_lock) before it lets go of tune_lock.  drained (under
+	 * tune_lock) is set then: the devices' pools are freed after it. */
+	pthread_mutex_t status_lock;
+	bool draining;           /* status_lock */
+	bool drained;            /* tune_lock */
+	uint64_t drain_began_ns; /* status_lock: when draining was set */
 	/* Exports waiting for their remote (pending.c). */
 	struct pending_table *pending;
 	/* Atomic: set once by the main thread (daemon_stop, daemon_shutdown)

@@ -12,15 +12,18 @@
  * "wbctl tune" (the list) does; those run on this thread, so only a SIGHUP
  * reload can hold it meanwhile (at most for as long as a new export's
  * remote takes to answer, its connect timeout).  The shutdown drain holds
- * it longer, but commands are refused once stopping is set, before that.
+ * it longer: a status is then built as the drain's guest, under
+ * daemon.status_lock (daemon.h), and says what is left to write back.
  * No I/O thread or worker takes it: a status holding it delays only the
  * tick's installing of waiting exports (a trylock) and a reload.
  *
  * The request statistics (FLUSH latency, pacing) are each I/O thread's own
  * (stats.h), read without a lock and added up here.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access.h"
@@ -415,9 +418,35 @@ ctl_metrics_json(struct daemon *d)
 	    (json_int_t)LOAD(&d->metrics_cut));
 }
 
-/* The status; d->tune_lock held. */
+/* The shutdown: stopping (once a stop signal came), draining (writing
+ * back; since when) and what is left to write back. */
 static json_t *
-ctl_status_json_locked(struct daemon *d)
+ctl_shutdown_json(struct daemon *d, bool draining)
+{
+	uint64_t left = 0, ps = d->wb.page_size;
+	unsigned n = 0;
+	struct export *e;
+
+	export_table_foreach(&d->exports, i, e) {
+		if (e->tflags & NBD_FLAG_READ_ONLY)
+			continue;
+		uint64_t p = cache_file_unwritten_pages(e->cf);
+		left += p;
+		n += p > 0;
+	}
+	return json_pack("{s:b, s:b, s:I, s:I, s:i}", "stopping",
+	    (int)__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE), "draining",
+	    (int)draining, "draining_s",
+	    (json_int_t)(draining ?
+		    (now_ns() - d->drain_began_ns) / 1000000000u :
+		    0),
+	    "left_bytes", (json_int_t)(left * ps), "exports_left", (int)n);
+}
+
+/* The status: d->tune_lock held, or (DRAINING) d->status_lock while the
+ * shutdown drain holds it. */
+static json_t *
+ctl_status_build(struct daemon *d, bool draining)
 {
 	struct cache_stats cs;
 	uint64_t ps = d->wb.page_size;
@@ -426,7 +455,10 @@ ctl_status_json_locked(struct daemon *d)
 	json_t *requests = json_object();
 	struct stats_export_io all;
 
-	lock_assert_held(&d->tune_lock);
+	if (draining)
+		lock_assert_held(&d->status_lock);
+	else
+		lock_assert_held(&d->tune_lock);
 	memset(&all, 0, sizeof all);
 	cache_get_stats(d->cache, &cs);
 	export_table_foreach(&d->exports, i, e)
@@ -519,18 +551,50 @@ ctl_status_json_locked(struct daemon *d)
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));
 		json_object_set_new(o, "control", ctl_control_json(d));
 		json_object_set_new(o, "metrics", ctl_metrics_json(d));
+		json_object_set_new(o, "shutdown",
+		    ctl_shutdown_json(d, draining));
 	} else
 		json_decref(requests);
 	return o;
 }
 
+/* How long a status waits for tune_lock before it looks again whether
+ * the shutdown drain holds it. */
+#define CTL_STATUS_POLL_NS 50000000L
+
 json_t *
 ctl_status_json(struct daemon *d)
 {
-	pthread_mutex_lock(&d->tune_lock);
-	json_t *o = ctl_status_json_locked(d);
-	pthread_mutex_unlock(&d->tune_lock);
-	return o;
+	json_t *o;
+
+	for (;;) {
+		pthread_mutex_lock(&d->status_lock);
+		if (d->draining) {
+			/* The drain holds tune_lock: nothing it guards
+			 * changes until the drain ends, which waits for
+			 * status_lock. */
+			o = ctl_status_build(d, true);
+			pthread_mutex_unlock(&d->status_lock);
+			return o;
+		}
+		pthread_mutex_unlock(&d->status_lock);
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += CTL_STATUS_POLL_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		int r = pthread_mutex_timedlock(&d->tune_lock, &until);
+		if (r == ETIMEDOUT)
+			continue; /* a reload, or the drain began */
+		if (r != 0)
+			return NULL;
+		/* Drained: the devices' pools are being freed. */
+		o = d->drained ? NULL : ctl_status_build(d, false);
+		pthread_mutex_unlock(&d->tune_lock);
+		return o;
+	}
 }
 
 json_t *

@@ -525,7 +525,10 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		return;
 	}
 	cmd = req.name;
-	if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+	/* Shutting down: the status (which says so, and what is left to
+	 * write back) and the version, nothing else. */
+	if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) &&
+	    req.cmd != CTL_CMD_STATUS && req.cmd != CTL_CMD_VERSION) {
 		ctl_error(cl, "EBUSY", "wbd is shutting down");
 		goto out;
 	}
@@ -537,9 +540,14 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 		ctl_send(cl, o);
 		break;
 	}
-	case CTL_CMD_STATUS:
-		ctl_send(cl, ctl_status_json(d));
+	case CTL_CMD_STATUS: {
+		json_t *o = ctl_status_json(d);
+		if (!o && __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
+			ctl_error(cl, "EBUSY", "wbd is shutting down");
+		else
+			ctl_send(cl, o);
 		break;
+	}
 	case CTL_CMD_EXPORTS:
 		ctl_send(cl, ctl_exports_json(d));
 		break;
