@@ -86,6 +86,8 @@ struct export_conf {
 	enum cache_mode cache_mode;
 	bool tls_require;               /* tls = "require": TLS-only */
 	struct access_list *allow;      /* NULL: everyone (no allow key) */
+	unsigned idle_timeout_s;        /* its connections' idle timeout, */
+	bool idle_timeout_set;          /* if given (else the limits') */
 	int line;                       /* where it was defined, for messages */
 	struct config_where backing_at, size_at;
 	struct export_journal_conf journal;

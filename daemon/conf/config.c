@@ -1033,7 +1033,7 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 {
 	static const char *const keys[] = { "name", "description", "backing",
 		"size", "readonly", "direct", "cache_mode", "tls", "allow",
-		"journal", NULL };
+		"journal", "idle_timeout_s", NULL };
 	config_setting_t *s;
 	const char *str;
 	char got[96];
@@ -1082,6 +1082,12 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	if (r == 1 && cfg_strdup(ld, str, &ex->description) == -1)
 		return -1;
 
+	/* A kernel client idles for hours: its export (reached only by
+	 * whom its allow list lets in) may have no idle timeout. */
+	if ((r = cfg_uint(ld, e, "idle_timeout_s", 0, 86400,
+		 &ex->idle_timeout_s)) == -1)
+		return -1;
+	ex->idle_timeout_set = r == 1;
 	if (cfg_size(ld, e, "size", &ex->size_bytes, NULL) == -1 ||
 	    cfg_bool(ld, e, "readonly", &ex->readonly) == -1 ||
 	    (r = cfg_bool(ld, e, "direct", &ex->direct)) == -1)

@@ -227,6 +227,9 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
 	    oldest && now > oldest ? (json_int_t)((now - oldest) / 1000000) : 0));
 	json_object_set_new(o, "connections", json_integer(
 	    LOAD(&e->connections)));
+	int idle = LOAD(&e->idle_timeout_s);
+	json_object_set_new(o, "idle_timeout_s",
+	    idle >= 0 ? json_integer(idle) : json_null());
 	json_object_set_new(o, "writeback_errors", json_integer(
 	    (json_int_t)export_err_seq(e)));
 	json_object_set_new(o, "journal", ctl_journal_json(e));

@@ -291,6 +291,15 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 		    "export \"%s\": allow list changed "
 		    "(for new connections)",
 		    e->name);
+	if (__atomic_load_n(&e->idle_timeout_s, __ATOMIC_RELAXED) !=
+	    export_conf_idle(ec)) {
+		__atomic_store_n(&e->idle_timeout_s, export_conf_idle(ec),
+		    __ATOMIC_RELAXED);
+		reload_note(msg, msglen,
+		    "export \"%s\": idle_timeout_s changed (for new "
+		    "connections)",
+		    e->name);
+	}
 	if (e->cache_mode != ec->cache_mode) {
 		__atomic_store_n(&e->cache_mode, ec->cache_mode,
 		    __ATOMIC_RELAXED);

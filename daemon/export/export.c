@@ -48,6 +48,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->name = strdup(ec->name);
 	e->backing = strdup(ec->backing);
 	e->direct = ec->direct;
+	e->idle_timeout_s = export_conf_idle(ec);
 	e->description = ec->description ? strdup(ec->description) : NULL;
 	e->size_bytes = backend_size(b);
 	e->cf = cache_file_new(wb->cache, e->size_bytes);

@@ -69,6 +69,8 @@ struct export {
 	struct hs_export hs;            /* what the handshake shows */
 	struct access_policy allow;     /* who may open it (reload
 	                                   replaces the list) */
+	int idle_timeout_s;             /* atomic (reload): its connections'
+	                                   idle timeout; -1: limits' */
 
 	uint64_t write_seq;             /* atomic: last write's sequence */
 	/* What writeback keeps for this export: the error sequence, the
@@ -193,5 +195,12 @@ enum export_verdict export_complete(struct export *e, struct request *req);
 /* A paced write held with pause -1: still at the dirty limit?  (Kicks
  * background writeback if so; false once shutting down.) */
 bool export_write_held(struct export *e);
+
+/* EC's idle_timeout_s as struct export keeps it: -1 if not given. */
+static inline int
+export_conf_idle(const struct export_conf *ec)
+{
+	return ec->idle_timeout_set ? (int)ec->idle_timeout_s : -1;
+}
 
 #endif

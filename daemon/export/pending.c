@@ -259,6 +259,8 @@ pending_prune(struct pending_table *pt, const struct export_conf *exports,
 		if (keep || pe->cancelled) {
 			if (keep) {
 				pe->ec.cache_mode = ec->cache_mode;
+				pe->ec.idle_timeout_s = ec->idle_timeout_s;
+				pe->ec.idle_timeout_set = ec->idle_timeout_set;
 				access_list_unref(pe->ec.allow);
 				pe->ec.allow = access_list_ref(ec->allow);
 				if (!pe->running)

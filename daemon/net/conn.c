@@ -619,11 +619,14 @@ conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	__atomic_add_fetch(&conn_idle_closes, 1, __ATOMIC_RELAXED);
 	if (ratelimit_due(&c->host->idle_rl, CONN_FAIL_LOG_NS, &quiet))
-		log_info("%s: no request for %u s (limits.%s); closing (%u "
-			 "other idle connections closed, not logged)",
+		log_info("%s: no request for %u s (%s); closing (%u other "
+			 "idle connections closed, not logged)",
 		    c->peer, c->idle_s,
-		    conn_client_local(c) ? "local_idle_timeout_s" :
-					   "idle_timeout_s",
+		    __atomic_load_n(&c->exp->idle_timeout_s,
+			__ATOMIC_RELAXED) >= 0 ?
+			"the export's idle_timeout_s" :
+			conn_client_local(c) ? "limits.local_idle_timeout_s" :
+					       "limits.idle_timeout_s",
 		    quiet);
 	conn_close_gracefully(c);
 	conn_maybe_finish(c);
@@ -706,9 +709,11 @@ conn_enter_transmission(struct conn *c)
 		ev_timer_start(c->host->loop, &c->host->stall_timer);
 		c->host->stall_timer_set = true;
 	}
-	c->idle_s = conn_client_local(c) ?
-	    c->host->limits.local_idle_timeout_s :
-	    c->host->limits.idle_timeout_s;
+	int exp_idle =
+	    __atomic_load_n(&c->exp->idle_timeout_s, __ATOMIC_RELAXED);
+	c->idle_s = exp_idle >= 0 ? (unsigned)exp_idle :
+	    conn_client_local(c)  ? c->host->limits.local_idle_timeout_s :
+				    c->host->limits.idle_timeout_s;
 	if (c->idle_s) {
 		c->last_request = ev_now(c->host->loop);
 		ev_timer_init(&c->hs_timer, conn_idle_cb, c->idle_s, 0);

@@ -912,6 +912,20 @@ test_connection_limits(void **state)
 	    2u << 20);
 	assert_int_equal(f->cfg.limits.handshake_timeout_s, 1);
 	config_free(&f->cfg);
+	/* An export's own idle timeout, or the limits group's. */
+	load_ok(f,
+	    write_conf(f, "cl-idle.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; "
+		"idle_timeout_s = 0; },\n"
+		"  { name = \"b\"; backing = \"/b\"; } );\n"));
+	assert_true(f->cfg.exports[0].idle_timeout_set);
+	assert_int_equal(f->cfg.exports[0].idle_timeout_s, 0);
+	assert_false(f->cfg.exports[1].idle_timeout_set);
+	config_free(&f->cfg);
+	expect_error(f, "cl-idle2.conf",
+	    "exports = ( { name = \"a\"; backing = \"/a\";\n"
+	    "  idle_timeout_s = 86401; } );\n",
+	    2, "exports[0].idle_timeout_s", "0 to 86400");
 	/* The reserve not given: at most max_connections / 16. */
 	load_ok(f,
 	    write_conf(f, "cl-res.conf",
