@@ -79,9 +79,16 @@ static const struct metrics_row metrics_limit_rows[] = {
 	{ "max_connections_per_client", "wbd_connections_per_client_max", GAUGE,
 	    1, "limits.max_connections_per_client." },
 	{ "clients", "wbd_clients", GAUGE, 1,
-	    "Clients (addresses, or uids on a Unix socket) connected." },
+	    "Clients (addresses, or uids on a Unix socket and for TCP from "
+	    "this host) connected." },
 	{ "refused", "wbd_connections_refused_total", COUNTER, 1,
 	    "Connections refused by the connection limits." },
+	{ "reserved_connections", "wbd_connections_reserved", GAUGE, 1,
+	    "limits.reserved_connections: the last connections, only for a "
+	    "client holding none." },
+	{ "idle_closed", "wbd_connections_idle_closed_total", COUNTER, 1,
+	    "Connections closed by an idle timeout (limits.idle_timeout_s, "
+	    "local_idle_timeout_s, an export's idle_timeout_s)." },
 	{ "inflight_bytes", "wbd_inflight_bytes", GAUGE, 1,
 	    "Request buffers and queued replies held, in the memory budget." },
 	{ "max_inflight_bytes", "wbd_inflight_max_bytes", GAUGE, 1,

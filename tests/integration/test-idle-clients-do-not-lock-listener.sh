@@ -98,6 +98,10 @@ if lim["idle_closed"] != 64 or lim["connections"] != 0:
     sys.exit("FAIL: status: %d idle closed, %d connections left"
              % (lim["idle_closed"], lim["connections"]))
 PY
+"$WBCTL" -s "$T/control.sock" metrics | grep -qx 'wbd_connections_idle_closed_total 64' ||
+	fail "wbctl metrics: $("$WBCTL" -s "$T/control.sock" metrics | grep idle_closed)"
+"$WBCTL" -s "$T/control.sock" metrics | grep -qx 'wbd_connections_reserved 64' ||
+	fail "wbctl metrics does not show the reserve"
 n=$(grep -c 'limits.local_idle_timeout_s); closing' "$LOG")
 ((n >= 1 && n <= 3)) || fail "$n idle closes logged for 64 (rate limit)"
 n=$(grep -c 'refused: ' "$LOG")
