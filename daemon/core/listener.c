@@ -49,6 +49,19 @@ struct listener {
 	bool is_tcp;
 };
 
+/* Is GOT, an address of a socket of family GOT_FAM as sock_diag gives
+ * it, WANT (of family WANT_FAM)?  An IPv4 socket is found for an
+ * IPv4-mapped IPv6 address. */
+static bool
+listener_diag_addr_eq(const uint32_t *got, int got_fam, const uint32_t *want,
+    int want_fam)
+{
+	if (got_fam == want_fam)
+		return memcmp(got, want, got_fam == AF_INET ? 4 : 16) == 0;
+	return got_fam == AF_INET && want_fam == AF_INET6 && want[0] == 0 &&
+	    want[1] == 0 && want[2] == htonl(0xffff) && got[0] == want[3];
+}
+
 /*
  * The uid owning the other end of the TCP connection FD (whose peer is
  * SS), if that end is a socket on this host: asked of the kernel by its
@@ -115,7 +128,18 @@ listener_local_uid(struct listeners *ls, int fd,
 	    !NLMSG_OK(&ans.nlh, (size_t)n) ||
 	    ans.nlh.nlmsg_type != SOCK_DIAG_BY_FAMILY)
 		return -1; /* NLMSG_ERROR (ENOENT): not on this host */
+	/* The lookup falls back to a listener on the peer's port (a remote
+	 * client whose source port a local service listens on): only the
+	 * socket connected to us is the client's. */
 	const struct inet_diag_msg *m = NLMSG_DATA(&ans.nlh);
+	if (m->idiag_state == TCP_LISTEN ||
+	    m->id.idiag_sport != id->idiag_sport ||
+	    m->id.idiag_dport != id->idiag_dport ||
+	    !listener_diag_addr_eq(m->id.idiag_src, m->idiag_family,
+		id->idiag_src, ss->ss_family) ||
+	    !listener_diag_addr_eq(m->id.idiag_dst, m->idiag_family,
+		id->idiag_dst, ss->ss_family))
+		return -1;
 	*uid = m->idiag_uid;
 	return 0;
 }
