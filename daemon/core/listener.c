@@ -49,17 +49,27 @@ struct listener {
 	bool is_tcp;
 };
 
+/* Is A (of family A_FAM) an IPv4-mapped IPv6 address of B, an IPv4
+ * one? */
+static bool
+listener_diag_mapped(const uint32_t *a, int a_fam, const uint32_t *b, int b_fam)
+{
+	return a_fam == AF_INET6 && b_fam == AF_INET && a[0] == 0 &&
+	    a[1] == 0 && a[2] == htonl(0xffff) && a[3] == b[0];
+}
+
 /* Is GOT, an address of a socket of family GOT_FAM as sock_diag gives
  * it, WANT (of family WANT_FAM)?  An IPv4 socket is found for an
- * IPv4-mapped IPv6 address. */
+ * IPv4-mapped IPv6 address, and a dual-stack IPv6 socket for an IPv4
+ * one. */
 static bool
 listener_diag_addr_eq(const uint32_t *got, int got_fam, const uint32_t *want,
     int want_fam)
 {
 	if (got_fam == want_fam)
 		return memcmp(got, want, got_fam == AF_INET ? 4 : 16) == 0;
-	return got_fam == AF_INET && want_fam == AF_INET6 && want[0] == 0 &&
-	    want[1] == 0 && want[2] == htonl(0xffff) && got[0] == want[3];
+	return listener_diag_mapped(want, want_fam, got, got_fam) ||
+	    listener_diag_mapped(got, got_fam, want, want_fam);
 }
 
 /*

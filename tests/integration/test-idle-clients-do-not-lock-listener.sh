@@ -82,8 +82,9 @@ if lim["clients"] != 1 or lim["connections"] != 64:
     sys.exit("FAIL: status: %d connections of %d clients, expected 64 of 1"
              % (lim["connections"], lim["clients"]))
 PY
-"$WBCTL" -s "$T/control.sock" status | grep -q 'idle timeout  *6h 0m remote (idle_timeout_s), 4.0 s local' ||
-	{ "$WBCTL" -s "$T/control.sock" status >&2; fail "wbctl status does not show the idle timeouts"; }
+text=$("$WBCTL" -s "$T/control.sock" status) || fail "wbctl status failed"
+grep -q 'idle timeout  *6h 0m remote (idle_timeout_s), 4.0 s local' <<<"$text" ||
+	{ echo "$text" >&2; fail "wbctl status does not show the idle timeouts"; }
 wait "$HOSTILE_PID" || fail "the idle user's script failed"
 cat "$T/hostile.out" >&2
 read -r _ closed _ secs _ < <(sed -n 2p "$T/hostile.out")
@@ -98,9 +99,10 @@ if lim["idle_closed"] != 64 or lim["connections"] != 0:
     sys.exit("FAIL: status: %d idle closed, %d connections left"
              % (lim["idle_closed"], lim["connections"]))
 PY
-"$WBCTL" -s "$T/control.sock" metrics | grep -qx 'wbd_connections_idle_closed_total 64' ||
-	fail "wbctl metrics: $("$WBCTL" -s "$T/control.sock" metrics | grep idle_closed)"
-"$WBCTL" -s "$T/control.sock" metrics | grep -qx 'wbd_connections_reserved 64' ||
+metrics=$("$WBCTL" -s "$T/control.sock" metrics) || fail "wbctl metrics failed"
+grep -qx 'wbd_connections_idle_closed_total 64' <<<"$metrics" ||
+	fail "wbctl metrics: $(grep idle_closed <<<"$metrics")"
+grep -qx 'wbd_connections_reserved 64' <<<"$metrics" ||
 	fail "wbctl metrics does not show the reserve"
 n=$(grep -c 'limits.local_idle_timeout_s); closing' "$LOG")
 ((n >= 1 && n <= 3)) || fail "$n idle closes logged for 64 (rate limit)"
