@@ -6,7 +6,7 @@
 # keeps sending is not.  By default 6 h for a remote client, never for a
 # local one (the kernel client keeps idle connections for hours).  An
 # export's own idle_timeout_s (0 here: the kernel client's export) wins:
-# its idle client stays, and wbctl status shows it.
+# its idle client stays, and wbctl status shows it; a reload changes it.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 
@@ -45,6 +45,19 @@ PY
 ex = {e["name"]: e["idle_timeout_s"] for e in json.load(sys.stdin)["exports"]}
 if ex != {"disk0": None, "kernel": 0}:
     sys.exit("FAIL: status shows the exports idle timeouts as %r" % ex)' ||
+	fail "see above"
+# A reload changes an export's idle timeout, for new connections.
+sed -i 's/idle_timeout_s = 0; }/idle_timeout_s = 1; }/' "$CONF"
+kill -HUP "$WBD_PID"
+for ((i = 0; i < 100; i++)); do
+	grep -q 'export "kernel": idle_timeout_s changed (for new connections)' "$LOG" && break
+	sleep 0.1
+done
+((i < 100)) || fail "the reload did not change the export's idle_timeout_s"
+"$WBCTL" -s "$T/control.sock" status --json | "$PYTHON" -c 'import json, sys
+ex = {e["name"]: e["idle_timeout_s"] for e in json.load(sys.stdin)["exports"]}
+if ex != {"disk0": None, "kernel": 1}:
+    sys.exit("FAIL: after the reload, status shows %r" % ex)' ||
 	fail "see above"
 grep -q 'no request for 2 s (limits.local_idle_timeout_s); closing' "$LOG" ||
 	fail "the idle close was not logged"
