@@ -131,7 +131,11 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	if (oc->limits.max_connections != nc->limits.max_connections ||
 	    oc->limits.max_connections_per_client !=
 		nc->limits.max_connections_per_client ||
+	    oc->limits.reserved_connections !=
+		nc->limits.reserved_connections ||
 	    oc->limits.idle_timeout_s != nc->limits.idle_timeout_s ||
+	    oc->limits.local_idle_timeout_s !=
+		nc->limits.local_idle_timeout_s ||
 	    oc->limits.stall_timeout_s != nc->limits.stall_timeout_s ||
 	    oc->limits.max_requests_per_connection !=
 		nc->limits.max_requests_per_connection ||
