@@ -101,8 +101,10 @@ static json_t *
 ctl_thresholds_json(struct daemon *d)
 {
 	static const char *const rows[] = {
-		"dirty_background_ratio", "dirty_ratio",
-		"dirty_expire_centisecs", "dirty_writeback_centisecs",
+		"dirty_background_ratio",
+		"dirty_ratio",
+		"dirty_expire_centisecs",
+		"dirty_writeback_centisecs",
 	};
 	const struct writeback_conf *wc = &d->cfg.writeback;
 	uint64_t ps = d->wb.page_size;
@@ -188,50 +190,51 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
     struct stats_export_io *all)
 {
 	uint64_t ps = d->wb.page_size;
-	json_t *o = json_pack("{s:s, s:I, s:s, s:b, s:s}",
-	    "name", e->name,
-	    "size_bytes", (json_int_t)e->size_bytes,
-	    "cache_mode", cache_mode_name(LOAD(&e->cache_mode)),
-	    "readonly", (e->tflags & NBD_FLAG_READ_ONLY) != 0,
-	    "device", e->dev->name);
+	json_t *o = json_pack("{s:s, s:I, s:s, s:b, s:s}", "name", e->name,
+	    "size_bytes", (json_int_t)e->size_bytes, "cache_mode",
+	    cache_mode_name(LOAD(&e->cache_mode)), "readonly",
+	    (e->tflags & NBD_FLAG_READ_ONLY) != 0, "device", e->dev->name);
 
 	static const char *const states[] = {
-		[EXPORT_LIVE] = "live", [EXPORT_REMOVING] = "removing",
+		[EXPORT_LIVE] = "live",
+		[EXPORT_REMOVING] = "removing",
 		[EXPORT_WRITING_BACK] = "writing back",
 		[EXPORT_RETIRED] = "removed",
 	};
 
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "state", json_string(
-	    states[LOAD(&e->removed) & 3]));
+	json_object_set_new(o, "state",
+	    json_string(states[LOAD(&e->removed) & 3]));
 	json_object_set_new(o, "access", ctl_access_json(e));
 	if (!details) {
-		json_object_set_new(o, "description", e->description ?
-		    json_string(e->description) : json_null());
+		json_object_set_new(o, "description",
+		    e->description ? json_string(e->description) : json_null());
 		return o;
 	}
 	uint64_t cached, dirty, oldest = cache_oldest_dirty_ns(e->cf);
 	cache_file_stats(e->cf, &cached, &dirty);
 	uint64_t now = now_ns();
-	json_object_set_new(o, "cached_bytes", json_integer(
-	    (json_int_t)(cached * ps)));
-	json_object_set_new(o, "dirty_bytes", json_integer(
-	    (json_int_t)(dirty * ps)));
+	json_object_set_new(o, "cached_bytes",
+	    json_integer((json_int_t)(cached * ps)));
+	json_object_set_new(o, "dirty_bytes",
+	    json_integer((json_int_t)(dirty * ps)));
 	uint64_t wb_pages = cache_file_writeback_pages(e->cf);
 	json_object_set_new(o, "writeback_bytes",
 	    json_integer((json_int_t)(wb_pages * ps)));
 	json_object_set_new(o, "at_risk_bytes",
 	    json_integer((json_int_t)((dirty + wb_pages) * ps)));
-	json_object_set_new(o, "oldest_dirty_age_ms", json_integer(
-	    oldest && now > oldest ? (json_int_t)((now - oldest) / 1000000) : 0));
-	json_object_set_new(o, "connections", json_integer(
-	    LOAD(&e->connections)));
+	json_object_set_new(o, "oldest_dirty_age_ms",
+	    json_integer(oldest && now > oldest ?
+		    (json_int_t)((now - oldest) / 1000000) :
+		    0));
+	json_object_set_new(o, "connections",
+	    json_integer(LOAD(&e->connections)));
 	int idle = LOAD(&e->idle_timeout_s);
 	json_object_set_new(o, "idle_timeout_s",
 	    idle >= 0 ? json_integer(idle) : json_null());
-	json_object_set_new(o, "writeback_errors", json_integer(
-	    (json_int_t)export_err_seq(e)));
+	json_object_set_new(o, "writeback_errors",
+	    json_integer((json_int_t)export_err_seq(e)));
 	json_object_set_new(o, "journal", ctl_journal_json(e));
 	struct stats_export_io x;
 	ctl_export_stats(d, e, &x);
@@ -293,13 +296,13 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	struct backend *b = wb_dev_backend(dev);
 	struct backend_state bs;
 	if (b && (b->caps & BACKEND_REMOTE) && backend_get_state(b, &bs)) {
-		remote = json_pack("{s:b, s:I, s:i, s:i, s:o}",
-		    "connected", bs.connected,
-		    "since_unix_ms", (json_int_t)(bs.since_realtime_ns / 1000000),
-		    "retries", (int)bs.retries,
-		    "connections", (int)bs.connections,
-		    "last_error", bs.last_error[0] ?
-		    json_string(bs.last_error) : json_null());
+		remote = json_pack("{s:b, s:I, s:i, s:i, s:o}", "connected",
+		    bs.connected, "since_unix_ms",
+		    (json_int_t)(bs.since_realtime_ns / 1000000), "retries",
+		    (int)bs.retries, "connections", (int)bs.connections,
+		    "last_error",
+		    bs.last_error[0] ? json_string(bs.last_error) :
+				       json_null());
 		ctl_set_u64(remote, "reconnects", bs.reconnects);
 		ctl_set_u64(remote, "failed_reconnects", bs.failed_attempts);
 		json_object_set_new(remote, "read_connection",
@@ -346,8 +349,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	    (json_int_t)(backoff_until > now ? (backoff_until - now) / 1000000 :
 					       0));
 	if (o) {
-		json_object_set_new(o, "backing", json_string(b ?
-		    b->description : ""));
+		json_object_set_new(o, "backing",
+		    json_string(b ? b->description : ""));
 		json_object_set_new(o, "io_engine",
 		    json_string(b ? backend_io_engine_used(b) : ""));
 		ctl_set_u64(o, "rewritten_after_failed_flush_bytes",
@@ -474,11 +477,11 @@ ctl_status_build(struct daemon *d, bool draining)
 	json_t *waiting = json_array();
 	struct pending_info pi;
 	for (size_t i = 0; pending_get(d->pending, i, &pi); i++)
-		json_array_append_new(waiting, json_pack("{s:s, s:s, s:i, s:I}",
-		    "name", pi.name, "backing", pi.backing,
-		    "attempts", (int)pi.attempts,
-		    "since_unix_ms", (json_int_t)(pi.since_realtime_ns /
-		    1000000)));
+		json_array_append_new(waiting,
+		    json_pack("{s:s, s:s, s:i, s:I}", "name", pi.name,
+			"backing", pi.backing, "attempts", (int)pi.attempts,
+			"since_unix_ms",
+			(json_int_t)(pi.since_realtime_ns / 1000000)));
 	const struct limits_conf *lc = &d->cfg.limits;
 	struct budget_stats bs;
 	budget_get_stats(&d->budget, &bs);
