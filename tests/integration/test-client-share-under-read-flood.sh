@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # limits.max_client_share: one client (127.0.0.1) floods with 4, then 16,
 # connections that pipeline 32 MiB READs (8, then one every 0.2 s) and
-# never read a reply; another client (127.0.0.2) times a 1 MiB WRITE and
+# never read a reply; another client (127.0.0.2, as user nobody: this
+# host's clients are told apart by user) times a 1 MiB WRITE and
 # a 16 MiB READ meanwhile.  The flooder holds no more than its share of
 # limits.max_inflight_bytes (wbctl status), so the other client's requests
 # complete within a second of their unloaded time (measured first, in the
@@ -15,6 +16,8 @@
 # READs while waiting for the budget, which kept them from looking stalled.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
+# Clients of several users (this host's TCP clients are told apart by user).
+[[ $EUID == 0 ]] || skip "needs root, to make clients of other users"
 
 STALL_S=6
 add_export disk0 128M rw
@@ -34,14 +37,26 @@ from nbdraw import Raw, NBD_REQUEST_MAGIC
 
 MiB = 1 << 20
 MARGIN_S = 1.0                  # "within a second of the unloaded time"
+# The well-behaved client is another user than the flood (root): this
+# host's clients are told apart by user, whatever address they bind.
+VICTIM_UID = 65534
 
 def limits():
     out = subprocess.run([wbctl, "-s", ctl, "status", "--json"], check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)["limits"]
 
-def tcp(src):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def tcp(src, uid=None):
+    """A TCP connection from SRC; with UID, a socket of that user (made
+    under that effective uid): a client on this host is counted by the
+    user that owns its socket, not by its address."""
+    if uid is not None:
+        os.seteuid(uid)
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    finally:
+        if uid is not None:
+            os.seteuid(0)
     s.settimeout(20)
     s.bind((src, 0))
     s.connect(("127.0.0.1", port))
@@ -52,7 +67,7 @@ def victim():
     WRITE and its 16 MiB READ took."""
     h = nbd.NBD()
     h.set_export_name("disk1")
-    h.connect_socket(tcp("127.0.0.2").detach())
+    h.connect_socket(tcp("127.0.0.2", VICTIM_UID).detach())
     buf = os.urandom(1 * MiB)
     t0 = time.monotonic()
     h.pwrite(buf, 8 * MiB)
@@ -179,7 +194,7 @@ for nconns in (4, 16):
     for s in socks:
         s.close()
 PY
-grep -q 'client 127.0.0.1 holds .* its share of the memory budget (limits.max_client_share = 25% of 268435456 bytes)' "$LOG" ||
+grep -q 'client uid 0 holds .* its share of the memory budget (limits.max_client_share = 25% of 268435456 bytes)' "$LOG" ||
 	fail "no log line when the flooder reached its share"
 "$WBCTL" -s "${SOCK%/*}/control.sock" status | grep -Eq 'per client +64.0 MiB \(max_client_share 25%\)' ||
 	fail "wbctl status does not show max_client_share"

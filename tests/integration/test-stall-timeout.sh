@@ -9,6 +9,8 @@
 # left alone.  Each connection is a client of its own (its own address).
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
+# Clients of several users (this host's TCP clients are told apart by user).
+[[ $EUID == 0 ]] || skip "needs root, to make clients of other users"
 
 add_export disk0 128M rw
 write_config
@@ -23,16 +25,21 @@ read -r timeout stalled used <<<"$(status_limits)"
 [[ $timeout == 2 && $stalled == 0 ]] || fail "status limits: stall_timeout_s $timeout, stalled $stalled"
 
 "$PYTHON" - "$PORT" "$SRCDIR" <<'PY' || fail "see above"
-import socket, struct, sys, time, types
+import os, socket, struct, sys, time, types
 port = int(sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 import nbdraw
 
-def connect(src):
-    # Each from its own address: a client of its own, whose share of the
-    # budget (limits.max_client_share) the others do not hold.
+def connect(src, uid):
+    # Each from its own address and user: a client of its own (this
+    # host's clients are told apart by the user owning the socket), whose
+    # share of the budget (limits.max_client_share) the others do not hold.
     r = nbdraw.Raw.__new__(nbdraw.Raw)
-    r.s, r.structured = socket.socket(), False
+    os.seteuid(uid)
+    try:
+        r.s, r.structured = socket.socket(), False
+    finally:
+        os.seteuid(0)
     r.s.settimeout(nbdraw.TIMEOUT)
     r.s.bind((src, 0))
     r.s.connect(("127.0.0.1", port))
@@ -68,13 +75,13 @@ def closed_within(s, seconds):
             return True
     return False
 
-hog = connect("127.0.0.1")                 # READs, never read
+hog = connect("127.0.0.1", 0)              # READs, never read
 for i in range(4):
     hog.sendall(request(0, i + 1, i << 25, 32 << 20))
-payload = connect("127.0.0.3")             # a WRITE it does not finish
+payload = connect("127.0.0.3", 1)          # a WRITE it does not finish
 payload.sendall(request(1, 1, 0, 1 << 20) + b"\0" * 1024)
-idle = connect("127.0.0.4")                # nothing at all
-slow = connect("127.0.0.2")                # reads, slowly
+idle = connect("127.0.0.4", 2)             # nothing at all
+slow = connect("127.0.0.2", 65534)         # reads, slowly
 for i in range(4):
     slow.sendall(request(0, i + 1, i << 25, 32 << 20))
 got, want = 0, 4 * (16 + (32 << 20))
