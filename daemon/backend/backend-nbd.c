@@ -1629,6 +1629,9 @@ bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
 	/* A server restarted loses what no FLUSH covered. */
 	if (bn->can_flush)
 		bn->b.caps |= BACKEND_REDO_AFTER_LOSS;
+	/* FUA as NBD_CMD_FLAG_FUA, not as a write and a FLUSH. */
+	if (bn->can_fua && bn->can_flush)
+		bn->b.caps |= BACKEND_NATIVE_FUA;
 	/* Zeroes can always be written; fast only if the remote says so. */
 	bn->b.caps |= BACKEND_CAN_ZERO;
 	if (bn->can_zero && bn->can_fast_zero)

@@ -115,6 +115,12 @@ struct backend_ops {
  * dirties them again where the cache holds them, to be written again
  * (wb_redo_failed_flush). */
 #define BACKEND_REDO_AFTER_FAILED_FLUSH (1u << 11)
+/* A write with BACKEND_WRITE_FUA costs what a plain write does: the
+ * device takes FUA itself (an NBD remote that offers it), rather than
+ * the backend following the write with a flush.  Writeback then makes a
+ * FLUSH that has one run to write, and nothing else unflushed, with that
+ * run alone, written with FUA: one round trip instead of two. */
+#define BACKEND_NATIVE_FUA (1u << 12)
 
 /* A remote backend's connection, for the log and wbctl status. */
 struct backend_state {

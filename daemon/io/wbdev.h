@@ -54,6 +54,10 @@ struct wb_dev {
 	 * range was not kept (remote.unflushed_ranges reached), logged
 	 * at most once a minute. */
 	uint64_t read_flushes, commits, unflushed_overflows;
+	/* Flushes of the device's backends (atomics): sent; needed but
+	 * shared with another's (group commit); and FLUSHes made by one
+	 * write with FUA instead of a write and a flush. */
+	uint64_t flushes_sent, flushes_shared, flushes_by_fua;
 	struct ratelimit overflow_log;
 	/* BACKEND_REDO_AFTER_LOSS (atomic): pages dirtied again after their
 	 * remote was lost before a flush covered them (wb_redo). */

@@ -210,6 +210,11 @@ wb_target_init(struct wb_target *t)
 	lock_init(&t->uf_lock);
 	t->flush_fails = 0;
 	lock_init(&t->flush_lock);
+	lock_init(&t->gc_lock);
+	pthread_cond_init(&t->gc_cond, NULL);
+	t->gc_busy = false;
+	t->gc_upto = t->gc_gen = 0;
+	t->gc_last_r = 0;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 }
@@ -221,6 +226,8 @@ wb_target_destroy(struct wb_target *t)
 	t->uf = NULL;
 	pthread_mutex_destroy(&t->uf_lock);
 	pthread_mutex_destroy(&t->flush_lock);
+	pthread_mutex_destroy(&t->gc_lock);
+	pthread_cond_destroy(&t->gc_cond);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->cond);
 }
@@ -365,9 +372,8 @@ wb_redo_failed_flush(struct wb_target *t, uint64_t *again, uint64_t *uncached);
 static void wb_uf_prune_locked(struct wb_target *t);
 
 static int
-wb_flush_written_sent_locked(struct wb_target *t, bool *sent)
+wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 {
-	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
 	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
 	uint64_t losses =
 	    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
@@ -382,6 +388,7 @@ wb_flush_written_sent_locked(struct wb_target *t, bool *sent)
 	    losses != __atomic_load_n(&t->flush_losses, __ATOMIC_ACQUIRE))
 		return wb_redo(t, losses);
 	*sent = true;
+	__atomic_add_fetch(&t->dev->flushes_sent, 1, __ATOMIC_RELAXED);
 	r = backend_flush(t->backend);
 	if (r < 0) {
 		unsigned quiet;
@@ -421,14 +428,70 @@ wb_flush_written_sent_locked(struct wb_target *t, bool *sent)
 	return 0;
 }
 
+/* Flush T's backend to cover the count W of `written` (read before). */
+static int
+wb_flush_upto(struct wb_target *t, uint64_t w, bool *sent)
+{
+	if (!(t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH))
+		return wb_flush_upto_locked(t, w, sent);
+	pthread_mutex_lock(&t->flush_lock);
+	int r = wb_flush_upto_locked(t, w, sent);
+	pthread_mutex_unlock(&t->flush_lock);
+	return r;
+}
+
+/*
+ * Flush T's backend so that it covers every write counted in `written`
+ * now, unless a flush already has (flushed_upto); *SENT if this call sent
+ * one.  Group commit (wb_target.gc_*): a flush in flight that read a
+ * count at least ours covers us, and we wait for it and take its result;
+ * one that read less cannot (a write of ours may have completed after it
+ * was sent), and we wait for it to end, then for the next: the first
+ * waiter to wake sends it, with `written` read afresh, so that it covers
+ * every waiter (each read its count before), and they share it.  So
+ * FLUSHes arriving together cost the remote one flush, a FLUSH never
+ * costs more than the one in flight and its own, and a failure (or a
+ * loss, -EAGAIN) is the result of every FLUSH its flush covered.
+ */
 static int
 wb_flush_written_sent(struct wb_target *t, bool *sent)
 {
-	if (!(t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH))
-		return wb_flush_written_sent_locked(t, sent);
-	pthread_mutex_lock(&t->flush_lock);
-	int r = wb_flush_written_sent_locked(t, sent);
-	pthread_mutex_unlock(&t->flush_lock);
+	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
+	int r;
+
+	if (t->read_only ||
+	    __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >= w)
+		return 0;
+	pthread_mutex_lock(&t->gc_lock);
+	while (t->gc_busy) {
+		uint64_t gen = t->gc_gen;
+		bool covered = t->gc_upto >= w;
+		while (t->gc_gen == gen)
+			pthread_cond_wait(&t->gc_cond, &t->gc_lock);
+		if (covered) {
+			r = t->gc_last_r;
+			pthread_mutex_unlock(&t->gc_lock);
+			__atomic_add_fetch(&t->dev->flushes_shared, 1,
+			    __ATOMIC_RELAXED);
+			return r;
+		}
+	}
+	if (__atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >= w) {
+		pthread_mutex_unlock(&t->gc_lock);
+		return 0;
+	}
+	/* Ours to send: covering every count read so far. */
+	uint64_t upto = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
+	t->gc_busy = true;
+	t->gc_upto = upto;
+	pthread_mutex_unlock(&t->gc_lock);
+	r = wb_flush_upto(t, upto, sent);
+	pthread_mutex_lock(&t->gc_lock);
+	t->gc_busy = false;
+	t->gc_last_r = r;
+	t->gc_gen++;
+	pthread_cond_broadcast(&t->gc_cond);
+	pthread_mutex_unlock(&t->gc_lock);
 	return r;
 }
 
@@ -996,6 +1059,37 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	return r;
 }
 
+/*
+ * A FLUSH's first run, *RUN, taken: on a backend that takes FUA itself
+ * (BACKEND_NATIVE_FUA), if it is the only one the FLUSH has to write and
+ * every write counted so far is flushed already, return it, to be written
+ * with FUA: then the FLUSH needs no flush of the device (the FUA write is
+ * not counted in `written`, so wb_flush_written finds nothing to flush,
+ * unless someone's write completed meanwhile: then it flushes, as
+ * before).  Else NULL, with *RUN the next to add to WIN (the first added,
+ * the second taken), or NULL.
+ */
+static struct cache_run *
+wb_flush_fua_run(struct wb_target *t, struct wb_window *win,
+    struct cache_run **run, uint64_t max_seq)
+{
+	struct cache_run *first = *run;
+
+	if (!first || !(t->backend->caps & BACKEND_NATIVE_FUA))
+		return NULL;
+	uint32_t max_run =
+	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
+	*run = cache_take_run(t->cf, max_seq, max_run);
+	if (!*run &&
+	    __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >=
+		__atomic_load_n(&t->written, __ATOMIC_ACQUIRE))
+		return first;
+	/* Its failure is the window's (win->err); the second is added
+	 * by the caller either way, and so ended. */
+	(void)wb_window_add(win, t, first);
+	return NULL;
+}
+
 static int
 wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
@@ -1008,7 +1102,16 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	uint64_t fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
 
 	wb_window_init(&win, t->dev, why);
-	while ((run = cache_take_run(t->cf, max_seq, max_run))) {
+	run = cache_take_run(t->cf, max_seq, max_run);
+	struct cache_run *fua = wb_flush_fua_run(t, &win, &run, max_seq);
+	if (fua) {
+		if (wb_write_run(t, fua, BACKEND_WRITE_FUA, why) < 0)
+			r = -EIO; /* the pages stay dirty */
+		else
+			__atomic_add_fetch(&t->dev->flushes_by_fua, 1,
+			    __ATOMIC_RELAXED);
+	}
+	for (; run; run = cache_take_run(t->cf, max_seq, max_run)) {
 		/* A shutdown's progress is reported by its owner
 		 * (daemon_drain_report), for every export at once. */
 		if (wb_window_add(&win, t, run) < 0)

@@ -91,6 +91,21 @@ struct wb_target {
 		uint64_t written; /* its count, in `written` */
 	} * uf;
 
+	/*
+	 * Group commit (wb_flush_written_sent): at most one flush of the
+	 * backend at a time.  A flush that is needed while one is in flight
+	 * waits for it if it covers what it needs (gc_upto, the count of
+	 * `written` it read before it began), else for the next one, which
+	 * the first waiter to wake begins, reading `written` afresh: the
+	 * others waiting share it.  gc_last_r is the last one's result.
+	 * Under gc_lock (a leaf), signalled on gc_cond.
+	 */
+	pthread_mutex_t gc_lock;
+	pthread_cond_t gc_cond;
+	bool gc_busy;
+	uint64_t gc_upto, gc_gen;
+	int gc_last_r;
+
 	/* Signalled whenever a writeback of this target ends. */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -76,14 +76,17 @@ with open(log_path) as f:
 if flushes:
     sys.exit("FAIL: FLUSH with nothing written since the last one reached "
              "nbdkit:\n" + "\n".join(flushes))
+# One run and nothing else unflushed: it goes as a write with FUA, and no
+# NBD_CMD_FLUSH (test-remote-flush-one-run-fua.sh).
 h.pwrite(b"x" * 4096, 0)
 h.flush()
 with open(log_path) as f:
     f.seek(log_mark)
-    flushes = [l for l in f.read().splitlines() if " Flush " in l]
-if len(flushes) != 1:
-    sys.exit("FAIL: after a write, FLUSH should reach nbdkit once:\n" +
-             "\n".join(flushes))
+    lines = [l for l in f.read().splitlines()
+             if " Flush id=" in l or " Write id=" in l]  # not "...Write"
+if len(lines) != 1 or "fua=1" not in lines[0]:
+    sys.exit("FAIL: after a write, FLUSH should reach nbdkit once, as a "
+             "write with FUA:\n" + "\n".join(lines))
 h.shutdown()
 kit.shutdown()
 
@@ -102,9 +105,10 @@ if len(lines) < 2 or " Write " not in lines[0] or " Flush " not in lines[-1]:
 nofua.shutdown()
 PY
 
-# The log filter records each request: a Flush after the Writes.
+# The log filter records each request: a Flush (or a write with FUA)
+# after the plain Writes.
 grep -q 'Write ' "$T/kit-requests.log" || fail "nbdkit saw no Write: $(cat "$T/kit-requests.log")"
 grep -q 'Flush ' "$T/kit-requests.log" || fail "nbdkit saw no Flush"
-last_write=$(grep -n 'Write ' "$T/kit-requests.log" | tail -1 | cut -d: -f1)
-last_flush=$(grep -n 'Flush ' "$T/kit-requests.log" | tail -1 | cut -d: -f1)
+last_write=$(grep -n ' Write .*fua=0' "$T/kit-requests.log" | tail -1 | cut -d: -f1)
+last_flush=$(grep -nE ' Flush | Write .*fua=1' "$T/kit-requests.log" | tail -1 | cut -d: -f1)
 ((last_flush > last_write)) || fail "no FLUSH reached nbdkit after the last write"
