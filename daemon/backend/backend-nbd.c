@@ -1551,6 +1551,8 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	    rc->max_writeback_inflight_bytes, __ATOMIC_RELAXED);
 	__atomic_store_n(&bn->b.write_behind, rc->write_behind,
 	    __ATOMIC_RELAXED);
+	__atomic_store_n(&bn->b.max_readahead_bytes, rc->max_readahead_bytes,
+	    __ATOMIC_RELAXED);
 }
 
 static const struct backend_ops backend_nbd_ops = {
@@ -1671,6 +1673,7 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 	bn->b.max_inflight_bytes =
 	    rc ? rc->max_writeback_inflight_bytes : 64u << 20;
 	bn->b.write_behind = rc ? rc->write_behind : true;
+	bn->b.max_readahead_bytes = rc ? rc->max_readahead_bytes : 64u << 20;
 	bn->uri = strdup(uri);
 	if (!bn->uri)
 		goto fail;

@@ -18,8 +18,9 @@
 
 /* Writes a device taking them in two steps keeps in flight per thread. */
 #define BACKEND_MAX_IN_FLIGHT   16
-/* Reads: a client's queue of cache misses (fio's 32, say). */
-#define BACKEND_MAX_READS_IN_FLIGHT 64
+/* Reads: the most a read window may grow to (fill.c sizes it to the
+ * link, from 64). */
+#define BACKEND_MAX_READS_IN_FLIGHT 1024
 
 static const char *const backend_io_engine_names[] = {
 	[BACKEND_IO_AUTO] = "auto",

@@ -159,6 +159,10 @@ struct backend {
 	 * whether an idle device's dirty data is written back at once. */
 	uint64_t max_inflight_bytes;
 	bool write_behind;
+	/* A remote's (atomic, remote.max_readahead_bytes, changed by a
+	 * reload); 0 for a local one: the most read-ahead grows to with the
+	 * link, and the bound in bytes of the read window (fill.c). */
+	uint64_t max_readahead_bytes;
 };
 
 /*

@@ -128,8 +128,10 @@ struct remote_conf {
 	                                   most this often; 0: never; 50 */
 	uint64_t max_writeback_inflight_bytes; /* bound of the writeback
 	                                   window (linkest.h); 64 MiB */
-	bool write_behind; /* write back an idle device's dirty
+	bool write_behind;            /* write back an idle device's dirty
 	                                   data at once; default true */
+	uint64_t max_readahead_bytes; /* read-ahead's and the read window's
+	                                 bound (fill.c); 64 MiB */
 };
 
 /* What one client, or all of them, may take (slots). */

@@ -165,6 +165,11 @@ const struct setting settings_table[] = {
 	    .unit = "", .def = true,
 	    .doc = "an idle remote device's dirty data is written back at "
 		   "once" },
+	{ REMOTE(max_readahead_bytes), .name = "max_readahead_bytes",
+	    .type = SETTING_BYTES, .unit = "bytes", .min = 4096,
+	    .max = 1ull << 30, .def = 64u << 20,
+	    .doc = "read-ahead on a remote grows with its round trip up to "
+		   "this, and reads in flight to it are bounded by it" },
 
 	{ LIMITS(max_connections), .name = "max_connections",
 	    .type = SETTING_UINT, .unit = "connections", .min = 1,

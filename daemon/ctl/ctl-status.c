@@ -268,6 +268,14 @@ ctl_link_json(struct wb_dev *dev, struct backend *b)
 	json_object_set_new(o, "write_behind",
 	    json_boolean(remote && LOAD(&b->write_behind)));
 	ctl_set_u64(o, "write_behind_bytes", LOAD(&dev->write_behind_bytes));
+	ctl_set_u64(o, "read_round_trip_us", l.read_rtt_ns / 1000);
+	ctl_set_u64(o, "read_bandwidth_bytes_per_s", l.read_bandwidth_bps);
+	ctl_set_u64(o, "window_reads", l.read_window);
+	ctl_set_u64(o, "reads_in_flight_max", l.reads_inflight_max);
+	ctl_set_u64(o, "readahead_bytes", l.readahead_bytes);
+	ctl_set_u64(o, "flushes_sent", LOAD(&dev->flushes_sent));
+	ctl_set_u64(o, "flushes_shared", LOAD(&dev->flushes_shared));
+	ctl_set_u64(o, "flushes_by_fua", LOAD(&dev->flushes_by_fua));
 	return o;
 }
 

@@ -24,8 +24,15 @@
 #include "wbdev.h"
 #include "writeback.h"
 
-/* The most reads one window keeps in flight. */
+/* The reads one window keeps in flight: at least FILL_WINDOW, and on a
+ * remote as many as its link takes (twice bandwidth x round trip, the
+ * reads' own estimate), at most FILL_WINDOW_MAX and the remote's
+ * max_readahead_bytes in bytes. */
 #define FILL_WINDOW 64
+#define FILL_WINDOW_MAX 1024
+/* Read-ahead on a remote goes in pieces of at most this, each a read of
+ * its own in the window: in flight together, not one after another. */
+#define FILL_RA_PIECE_BYTES (1u << 20)
 /* NBD_CMD_CACHE takes at most 1/FILL_PREFETCH_SHARE of the cache. */
 #define FILL_PREFETCH_SHARE 4
 /* Read-ahead: after this many sequential reads, windows from this size. */
@@ -42,13 +49,36 @@
  * before, a page written back and evicted could be read back stale):
  * wb_flush_before_read.
  */
-static void
+static uint64_t
 fill_backend_begin(struct wb_target *t, struct backend_read *br, void *buf,
     uint32_t count, uint64_t off)
 {
+	uint64_t start = 0;
+
 	wb_flush_before_read(t, off, count);
 	__atomic_add_fetch(&t->dev->read_bytes, count, __ATOMIC_RELAXED);
+	/* A remote's reads are its link's estimate for reads (wbdev.h). */
+	if (t->backend->caps & BACKEND_REMOTE) {
+		start = now_ns();
+		wb_dev_read_begin(t->dev, count, start);
+	}
 	backend_read_begin(t->backend, br, buf, count, off);
+	return start;
+}
+
+/* End a read fill_backend_begin began at START, of COUNT bytes. */
+static int
+fill_backend_end(struct wb_target *t, struct backend_read *br, uint32_t count,
+    uint64_t start)
+{
+	int r = backend_read_end(br);
+
+	if (start) {
+		uint64_t now = now_ns();
+		wb_dev_read_end(t->dev, count, now > start ? now - start : 0,
+		    r == 0, now);
+	}
+	return r;
 }
 
 /* Install page FIRST + I of R's read (or drop its placeholder: DATA
@@ -110,7 +140,9 @@ fill_begin(struct fill_read *r)
 		/* Whole pages, each ours to fill, inside the caller's buffer:
 		 * read there, and install the pages from it. */
 		r->tmp = (uint8_t *)r->buf + (rd_off - r->off);
-		fill_backend_begin(t, &r->br, r->tmp, (uint32_t)rd_len, rd_off);
+		r->rd_len = (uint32_t)rd_len;
+		r->rd_start = fill_backend_begin(t, &r->br, r->tmp,
+		    (uint32_t)rd_len, rd_off);
 		return true;
 	}
 	if (!(r->tmp = bufstash_get(rd_len, &r->tmp_cap))) {
@@ -122,7 +154,9 @@ fill_begin(struct fill_read *r)
 		return false;
 	}
 	memset(r->tmp + avail, 0, rd_len - avail);
-	fill_backend_begin(t, &r->br, r->tmp, (uint32_t)avail, rd_off);
+	r->rd_len = (uint32_t)avail;
+	r->rd_start =
+	    fill_backend_begin(t, &r->br, r->tmp, (uint32_t)avail, rd_off);
 	return true;
 }
 
@@ -175,7 +209,9 @@ static void
 fill_end(struct fill_read *r)
 {
 	uint32_t ps = r->t->wb->page_size;
-	int err = r->lo < r->npages ? backend_read_end(&r->br) : 0;
+	int err = r->lo < r->npages ?
+	    fill_backend_end(r->t, &r->br, r->rd_len, r->rd_start) :
+	    0;
 
 	for (uint32_t i = r->lo; i <= r->hi && r->lo < r->npages; i++) {
 		if (r->need[i] != CACHE_NEED_FILL)
@@ -214,6 +250,27 @@ fill_window_wanted(struct wb_target *t)
 }
 
 /*
+ * The reads to keep in flight on DEV, whose backend is B, with room for
+ * SIZE: at most what B takes; on a remote, what its link takes (the
+ * reads' estimate), from FILL_WINDOW up to FILL_WINDOW_MAX and its
+ * max_readahead_bytes.
+ */
+static unsigned
+fill_window_cap(struct wb_dev *dev, struct backend *b, unsigned size)
+{
+	unsigned most = backend_max_reads_in_flight(b);
+	unsigned cap = FILL_WINDOW;
+
+	if (b->caps & BACKEND_REMOTE)
+		cap = wb_dev_read_window(dev, FILL_WINDOW,
+		    __atomic_load_n(&b->max_readahead_bytes, __ATOMIC_RELAXED),
+		    FILL_WINDOW_MAX);
+	if (cap > size)
+		cap = size;
+	return cap < most ? cap : most;
+}
+
+/*
  * The device's read window, on one worker: begin every read queued (up
  * to the device's limit), end the oldest, again, until none is queued or
  * in flight.  Reads of every export of the device go through it.
@@ -222,8 +279,15 @@ static void
 fill_window_run(struct job *job)
 {
 	struct wb_dev *dev = container_of(job, struct wb_dev, read_job);
-	struct fill_read *ring[FILL_WINDOW];
+	struct fill_read **ring = malloc(FILL_WINDOW_MAX * sizeof *ring);
+	struct fill_read *small[FILL_WINDOW];
+	unsigned size = FILL_WINDOW_MAX;
 	unsigned head = 0, n = 0, cap = FILL_WINDOW;
+
+	if (!ring) {
+		ring = small; /* without memory for more, the least window */
+		size = FILL_WINDOW;
+	}
 
 	pthread_mutex_lock(&dev->read_lock);
 	for (;;) {
@@ -232,12 +296,9 @@ fill_window_run(struct job *job)
 			if (!(dev->read_head = r->next))
 				dev->read_tail = &dev->read_head;
 			pthread_mutex_unlock(&dev->read_lock);
-			unsigned most =
-			    backend_max_reads_in_flight(r->t->backend);
-			if (most < cap)
-				cap = most;
+			cap = fill_window_cap(dev, r->t->backend, size);
 			if (fill_begin(r))
-				ring[(head + n++) % FILL_WINDOW] = r;
+				ring[(head + n++) % size] = r;
 			else
 				r->done(r);
 			pthread_mutex_lock(&dev->read_lock);
@@ -250,7 +311,7 @@ fill_window_run(struct job *job)
 		 * only while waiting (read_waiting): a write less per read
 		 * queued while the window is busy anyway.
 		 */
-		bool done = n == cap;
+		bool done = n >= cap;
 		if (!done) {
 			dev->read_waiting = true;
 			pthread_mutex_unlock(&dev->read_lock);
@@ -264,7 +325,7 @@ fill_window_run(struct job *job)
 		}
 		if (done) {
 			struct fill_read *r = ring[head];
-			head = (head + 1) % FILL_WINDOW;
+			head = (head + 1) % size;
 			n--;
 			pthread_mutex_unlock(&dev->read_lock);
 			fill_end(r);
@@ -274,6 +335,8 @@ fill_window_run(struct job *job)
 	}
 	dev->read_running = false;
 	pthread_mutex_unlock(&dev->read_lock);
+	if (ring != small)
+		free(ring);
 }
 
 void
@@ -321,8 +384,8 @@ fill_page(struct wb_target *t, uint64_t index)
 	}
 	uint64_t off = index * ps;
 	uint64_t n = off + ps > t->size_bytes ? t->size_bytes - off : ps;
-	fill_backend_begin(t, &br, page, (uint32_t)n, off);
-	int r = backend_read_end(&br);
+	uint64_t start = fill_backend_begin(t, &br, page, (uint32_t)n, off);
+	int r = fill_backend_end(t, &br, (uint32_t)n, start);
 	cache_fill_end(t->cf, index, r == 0 ? page : NULL, &m);
 	free(page);
 	return r;
@@ -380,6 +443,24 @@ fill_ahead_done(struct fill_read *r)
 	free(container_of(r, struct fill_job, r));
 }
 
+/* Read [OFF, OFF+N) of T ahead as one job (a device without a window). */
+static void
+fill_ahead_job(struct wb_target *t, uint64_t off, uint64_t n)
+{
+	struct fill_job *fj = calloc(1, sizeof *fj);
+
+	if (!fj)
+		return; /* it was advice */
+	fj->r = (struct fill_read){ .t = t,
+		.off = off,
+		.len = (uint32_t)n,
+		.ahead = true,
+		.done = fill_ahead_done };
+	fj->job.run = fill_job_run;
+	fj->job.waited_on = true; /* the client reads it next */
+	pool_submit(t->dev->pool, &fj->job);
+}
+
 void
 fill_readahead(struct wb_target *t, struct fill_ra *ra, uint64_t off,
     uint32_t len)
@@ -401,6 +482,15 @@ fill_readahead(struct wb_target *t, struct fill_ra *ra, uint64_t off,
 	 * holes between a sparse file's data) a second time. */
 	if (!(t->backend->caps & (BACKEND_REMOTE | BACKEND_UNCACHED)))
 		return;
+	/* On a remote it grows with the link: twice bandwidth x round trip
+	 * of its reads, up to remote.max_readahead_bytes (never below
+	 * cache.readahead_bytes). */
+	if (t->backend->caps & BACKEND_REMOTE) {
+		uint64_t most = wb_dev_readahead(t->dev, max,
+		    __atomic_load_n(&t->backend->max_readahead_bytes,
+			__ATOMIC_RELAXED));
+		max = most > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)most;
+	}
 	if (ra->ahead < ra->next)
 		ra->ahead = ra->next; /* the client got there first */
 	if (ra->window == 0) {
@@ -433,22 +523,26 @@ fill_readahead(struct wb_target *t, struct fill_ra *ra, uint64_t off,
 	    t->wb->total_pages - cache_unwritten_pages(t->wb->cache);
 	if (n / ps + 2 > clean / 2)
 		return;
-	struct fill_job *fj = calloc(1, sizeof *fj);
-	if (!fj)
-		return; /* it was advice */
-	fj->r = (struct fill_read){ .t = t,
-		.off = ra->ahead,
-		.len = (uint32_t)n,
-		.ahead = true,
-		.done = fill_ahead_done };
-	ra->ahead += n;
 	uint64_t next_window = 2 * (uint64_t)ra->window;
 	ra->window = (uint32_t)(next_window > max ? max : next_window);
-	if (fill_window_wanted(t)) {
-		fill_queue(&fj->r);
+	if (!fill_window_wanted(t)) {
+		fill_ahead_job(t, ra->ahead, n);
+		ra->ahead += n;
 		return;
 	}
-	fj->job.run = fill_job_run;
-	fj->job.waited_on = true; /* the client reads it next */
-	pool_submit(t->dev->pool, &fj->job);
+	/* In pieces through the read window, in flight together. */
+	while (n > 0) {
+		uint64_t k = n > FILL_RA_PIECE_BYTES ? FILL_RA_PIECE_BYTES : n;
+		struct fill_job *fj = calloc(1, sizeof *fj);
+		if (!fj)
+			return; /* it was advice */
+		fj->r = (struct fill_read){ .t = t,
+			.off = ra->ahead,
+			.len = (uint32_t)k,
+			.ahead = true,
+			.done = fill_ahead_done };
+		ra->ahead += k;
+		n -= k;
+		fill_queue(&fj->r);
+	}
 }

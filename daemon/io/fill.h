@@ -47,6 +47,8 @@ struct fill_read {
 	struct cache_fill_mark mark; /* taken after the placeholders */
 	uint32_t npages, lo, hi;     /* lo == npages: nothing to read */
 	struct backend_read br;
+	uint32_t rd_len;   /* its bytes */
+	uint64_t rd_start; /* when it began (a remote's), or 0 */
 };
 
 /* Read R on this worker (it blocks); R->done is not called. */

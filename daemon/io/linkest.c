@@ -98,6 +98,22 @@ linkest_bw_max_bps(const struct linkest *e)
 	return max;
 }
 
+uint64_t
+linkest_readahead(const struct linkest *e, uint64_t base, uint64_t max)
+{
+	uint64_t bw = linkest_bw_max_bps(e), rtt = linkest_rtt_ns(e);
+	uint64_t want = base;
+
+	if (bw > 0 && rtt > 0) {
+		double bdp = (double)bw * (double)rtt / 1e9 * LINKEST_GAIN;
+		if (bdp > (double)want)
+			want = bdp > 1e18 ? UINT64_MAX : (uint64_t)bdp;
+	}
+	if (want > max)
+		want = max > base ? max : base;
+	return want;
+}
+
 unsigned
 linkest_window(const struct linkest *e, unsigned floor, uint64_t max_bytes,
     unsigned max_writes)

@@ -68,4 +68,13 @@ uint64_t linkest_bw_max_bps(const struct linkest *e);
 unsigned linkest_window(const struct linkest *e, unsigned floor,
     uint64_t max_bytes, unsigned max_writes);
 
+/*
+ * Read-ahead on a link: LINKEST_GAIN x bandwidth x round trip in bytes
+ * (the estimate of a device's reads), so that a sequential reader keeps
+ * the link full however long its round trip; at least BASE (and BASE
+ * until an estimate exists), at most MAX (never below BASE).
+ */
+uint64_t
+linkest_readahead(const struct linkest *e, uint64_t base, uint64_t max);
+
 #endif

@@ -112,9 +112,53 @@ wb_dev_link(struct wb_dev *dev, struct wb_dev_link *l)
 		.bandwidth_bps = dev->est.bw_bps,
 		.inflight = dev->est.inflight,
 		.inflight_max = dev->est.inflight_max,
-		.inflight_bytes = dev->est.inflight_bytes };
+		.inflight_bytes = dev->est.inflight_bytes,
+		.read_rtt_ns = linkest_rtt_ns(&dev->rest),
+		.read_bandwidth_bps = dev->rest.bw_bps,
+		.reads_inflight_max = dev->rest.inflight_max };
 	pthread_mutex_unlock(&dev->est_lock);
 	l->window = __atomic_load_n(&dev->window, __ATOMIC_RELAXED);
+	l->read_window = __atomic_load_n(&dev->read_window, __ATOMIC_RELAXED);
+	l->readahead_bytes =
+	    __atomic_load_n(&dev->readahead_bytes, __ATOMIC_RELAXED);
+}
+
+void
+wb_dev_read_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	linkest_begin(&dev->rest, bytes, now);
+	pthread_mutex_unlock(&dev->est_lock);
+}
+
+void
+wb_dev_read_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
+    bool ok, uint64_t now)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	linkest_end(&dev->rest, bytes, latency_ns, ok, now);
+	pthread_mutex_unlock(&dev->est_lock);
+}
+
+unsigned
+wb_dev_read_window(struct wb_dev *dev, unsigned floor, uint64_t max_bytes,
+    unsigned max_reads)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	unsigned w = linkest_window(&dev->rest, floor, max_bytes, max_reads);
+	pthread_mutex_unlock(&dev->est_lock);
+	__atomic_store_n(&dev->read_window, w, __ATOMIC_RELAXED);
+	return w;
+}
+
+uint64_t
+wb_dev_readahead(struct wb_dev *dev, uint64_t base, uint64_t max)
+{
+	pthread_mutex_lock(&dev->est_lock);
+	uint64_t n = linkest_readahead(&dev->rest, base, max);
+	pthread_mutex_unlock(&dev->est_lock);
+	__atomic_store_n(&dev->readahead_bytes, n, __ATOMIC_RELAXED);
+	return n;
 }
 
 /* OLD and a new SAMPLE, averaged: smoothed over a few seconds. */

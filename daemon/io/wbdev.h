@@ -26,7 +26,7 @@ struct wb_target;
 
 struct wb_dev {
 	dev_t id;
-	char name[32];                  /* "MAJ:MIN" */
+	char name[32]; /* "MAJ:MIN" */
 	struct pool *pool;
 	/* The exports on this device: WB_DEV_MAX_TARGETS slots (pubtab.h),
 	 * read without a lock (wb_dev_target) by writeback, I/O and control
@@ -45,10 +45,10 @@ struct wb_dev {
 	uint64_t backoff_until_ns;
 	uint32_t backoff_ms;
 	uint64_t written_bytes;
-	uint64_t read_bytes;            /* from the device: misses, fills,
+	uint64_t read_bytes;       /* from the device: misses, fills,
 	                                   CACHE, read-ahead */
-	int last_err;                   /* errno of the last failure, 0 none */
-	struct ratelimit fail_log;      /* writeback failures logged */
+	int last_err;              /* errno of the last failure, 0 none */
+	struct ratelimit fail_log; /* writeback failures logged */
 	/* A remote with BACKEND_FLUSH_BEFORE_READ (atomics; writeback.h):
 	 * misses that flushed first, writeback's commits, and times a
 	 * range was not kept (remote.unflushed_ranges reached), logged
@@ -82,6 +82,12 @@ struct wb_dev {
 	pthread_mutex_t est_lock;
 	struct linkest est;
 	unsigned window;
+	/* The same for the reads of the read window (fill.c): their own
+	 * estimate, under est_lock, the reads its window was last sized to
+	 * and the read-ahead a sequential reader was last given (atomics). */
+	struct linkest rest;
+	unsigned read_window;
+	uint64_t readahead_bytes;
 	/* Bytes written back by write-behind (remote.write_behind), atomic. */
 	uint64_t write_behind_bytes;
 
@@ -139,6 +145,10 @@ struct wb_dev_link {
 	unsigned window;          /* writes, the last one sized */
 	unsigned inflight, inflight_max;
 	uint64_t inflight_bytes;
+	/* Reads (fill.c): the same, and the read-ahead last given. */
+	uint64_t read_rtt_ns, read_bandwidth_bps;
+	unsigned read_window, reads_inflight_max;
+	uint64_t readahead_bytes;
 };
 
 /* A write of BYTES to DEV begins, or ends after LATENCY_NS (written: OK);
@@ -151,6 +161,15 @@ void wb_dev_write_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
 unsigned wb_dev_window(struct wb_dev *dev, unsigned floor, uint64_t max_bytes,
     unsigned max_writes);
 void wb_dev_link(struct wb_dev *dev, struct wb_dev_link *l);
+/* Reads the same way: a read of BYTES from DEV begins or ends (the read
+ * window's), the reads to keep in flight (linkest_window of the reads'
+ * estimate), and the read-ahead (linkest_readahead). */
+void wb_dev_read_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now);
+void wb_dev_read_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
+    bool ok, uint64_t now);
+unsigned wb_dev_read_window(struct wb_dev *dev, unsigned floor,
+    uint64_t max_bytes, unsigned max_reads);
+uint64_t wb_dev_readahead(struct wb_dev *dev, uint64_t base, uint64_t max);
 /* Once a second (the control thread): the writeback rate and CPU share
  * since the last call, smoothed, into bandwidth_bps and
  * wb_cpu_share_ppm. */

@@ -5,7 +5,8 @@
  * writes in flight, failed writes count in neither, and the window of
  * writes starts at its floor, grows to twice bandwidth x round trip on a
  * simulated link (a programmed latency and bandwidth, time passed
- * explicitly), and keeps within its bounds.
+ * explicitly), and keeps within its bounds; read-ahead grows with the
+ * round trip.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -216,6 +217,40 @@ test_window_keeps_within_its_bounds(void **state)
 	assert_int_equal(linkest_window(&e, 16, 1, 100), 1);
 }
 
+/* Read-ahead follows the link: twice bandwidth x round trip, so a round
+ * trip four times longer gets four times more; the base until an
+ * estimate exists, and within its bounds. */
+static void
+test_readahead_grows_with_the_round_trip(void **state)
+{
+	struct linkest near = { 0 }, far = { 0 }, none = { 0 };
+	struct sim_link l = { .bw = 50000000,
+		.rtt_ns = 10 * MS,
+		.size = 16 << 10,
+		.floor = 64,
+		.max_writes = 1024 };
+	unsigned max_window;
+	uint64_t base = 256 << 10, max = 1 << 30;
+
+	(void)state;
+	assert_int_equal(linkest_readahead(&none, base, max), base);
+	(void)sim_run(&near, &l, 5 * S, &max_window);
+	l.rtt_ns = 40 * MS;
+	(void)sim_run(&far, &l, 5 * S, &max_window);
+	uint64_t ra_near = linkest_readahead(&near, base, max);
+	uint64_t ra_far = linkest_readahead(&far, base, max);
+	/* 50 MB/s x 10 ms x 2 = 1 MB; x 40 ms x 2 = 4 MB (a round trip is
+	 * a little more: a read's own time on the link). */
+	assert_true(ra_near >= 950000 && ra_near <= 1150000);
+	assert_true(ra_far >= 3800000 && ra_far <= 4400000);
+	assert_true(ra_far > 3 * ra_near);
+	/* Bounded by MAX, never below BASE. */
+	assert_int_equal(linkest_readahead(&far, base, 2 << 20), 2 << 20);
+	assert_int_equal(linkest_readahead(&far, base, base / 2), base);
+	assert_int_equal(linkest_readahead(&far, 8 << 20, max), 8 << 20);
+	(void)max_window;
+}
+
 int
 main(void)
 {
@@ -228,6 +263,7 @@ main(void)
 		    test_window_grows_to_the_bandwidth_delay_product),
 		cmocka_unit_test(test_a_short_link_keeps_the_floor),
 		cmocka_unit_test(test_window_keeps_within_its_bounds),
+		cmocka_unit_test(test_readahead_grows_with_the_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
