@@ -998,22 +998,38 @@ wb_window_end_oldest(struct wb_window *win)
 	win->n--;
 }
 
-/* Begin RUN; ends the oldest first while the window is full.  Returns the
- * first failure so far (0 if none). */
+/* Begin RUN with FLAGS (BACKEND_WRITE_FUA, or 0); ends the oldest first
+ * while the window is full.  Returns the first failure so far (0 if
+ * none). */
 static int
-wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
+wb_window_add_flags(struct wb_window *win, struct wb_target *t,
+    struct cache_run *run, unsigned flags)
 {
 	unsigned cap = wb_window_cap(win);
 
 	while (win->n >= cap)
 		wb_window_end_oldest(win);
 	struct wb_io *w = &win->io[(win->head + win->n) % win->size];
-	wb_run_begin(w, t, run, 0, win->why);
+	wb_run_begin(w, t, run, flags, win->why);
 	w->behind = win->behind;
 	win->n++;
 	if (cap == 1)
 		wb_window_end_oldest(win);
 	return win->err;
+}
+
+static int
+wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
+{
+	return wb_window_add_flags(win, t, run, 0);
+}
+
+/* Is every write counted on T flushed? */
+static bool
+wb_all_flushed(struct wb_target *t)
+{
+	return __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >=
+	    __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
 }
 
 /* End every run in flight, and free the window; the first failure, or
@@ -1080,9 +1096,7 @@ wb_flush_fua_run(struct wb_target *t, struct wb_window *win,
 	uint32_t max_run =
 	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
 	*run = cache_take_run(t->cf, max_seq, max_run);
-	if (!*run &&
-	    __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >=
-		__atomic_load_n(&t->written, __ATOMIC_ACQUIRE))
+	if (!*run && wb_all_flushed(t))
 		return first;
 	/* Its failure is the window's (win->err); the second is added
 	 * by the caller either way, and so ended. */
@@ -1409,9 +1423,32 @@ wb_background_run(struct job *job)
 			if (!run)
 				continue;
 			written += run->npages;
+			progress = true;
+			/*
+			 * Write-behind with one run to write and nothing else
+			 * unflushed (a client writing, then FLUSHing, at queue
+			 * depth 1): the run goes with FUA on a remote that takes
+			 * it, so the FLUSH that follows finds it durable and
+			 * sends no flush — one round trip, where a plain write
+			 * in flight when it came would cost it two.
+			 */
+			if (win.behind && win.n == 0 &&
+			    (t->backend->caps & BACKEND_NATIVE_FUA) &&
+			    wb_all_flushed(t)) {
+				struct cache_run *next =
+				    cache_take_run(t->cf, UINT64_MAX, max_run);
+				if (!next) {
+					if (wb_window_add_flags(&win, t, run,
+						BACKEND_WRITE_FUA) < 0)
+						goto out;
+					continue;
+				}
+				(void)wb_window_add(&win, t, run);
+				written += next->npages;
+				run = next;
+			}
 			if (wb_window_add(&win, t, run) < 0)
 				goto out;
-			progress = true;
 		}
 	}
 out:

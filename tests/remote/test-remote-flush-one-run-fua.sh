@@ -6,8 +6,9 @@
 # is then in the remote's stable store (flushed-only.py saves it only on
 # a FLUSH or a FUA write).  A FLUSH with two runs, or one run while
 # something else written (a WRITE_ZEROES) is not yet flushed, still sends
-# its writes and a FLUSH.  nbdkit's log filter shows what reached the
-# remote.
+# its writes and a FLUSH.  With write-behind, a lone page written back
+# while nothing else is unflushed goes with FUA too, and the FLUSH after
+# it sends nothing.  nbdkit's log filter shows what reached the remote.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 nbdkit python --version >/dev/null 2>&1 ||
@@ -93,6 +94,57 @@ h.flush()
 if since(mark):
     sys.exit("FAIL: a FLUSH with nothing to do reached the remote:\n" +
              "\n".join(since(mark)))
+h.shutdown()
+PY
+
+# 5. Write-behind on: a lone page written while nothing else is unflushed
+#    goes with FUA (it is in the stable store before any FLUSH), and the
+#    FLUSH that follows finds nothing to send.
+# (The periodic pass, every second, resumes write-behind that yielded.)
+sed -i 's/write_behind = false;/write_behind = true;/; s/dirty_writeback_centisecs = 0;/dirty_writeback_centisecs = 100;/' "$CONF"
+reload_remote
+"$PYTHON" - "$(uri_unix disk0)" "$KLOG" "$STORE" "$WBCTL" "$T/control.sock" <<'PY' || fail "see above"
+import json, nbd, os, subprocess, sys, time
+uri, klog, store, wbctl, ctl = sys.argv[1:6]
+h = nbd.NBD()
+h.connect_uri(uri)
+
+def dirty():
+    """Dirty bytes, and those being written back (a page under writeback
+    is no longer dirty)."""
+    out = subprocess.run([wbctl, "-s", ctl, "status", "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    st = json.loads(out)
+    dev = [d for d in st["devices"] if d["remote"]][0]
+    return st["cache"]["dirty_bytes"] + dev["link"]["bytes_in_flight"]
+
+def stored(off, n):
+    with open(store, "rb") as f:
+        f.seek(off)
+        return f.read(n)
+
+for i in range(3):
+    buf = os.urandom(4096)
+    off = (2 << 20) + i * (1 << 20)
+    h.pwrite(buf, off)
+    for _ in range(300):
+        if dirty() == 0:
+            break
+        time.sleep(0.1)
+    else:
+        sys.exit("FAIL: write-behind did not write the page back")
+    if stored(off, 4096) != buf:
+        sys.exit("FAIL: write-behind's lone page is not in the remote's "
+                 "stable store: written without FUA")
+    mark = os.path.getsize(klog)
+    h.flush()
+    with open(klog) as f:
+        f.seek(mark)
+        lines = [l for l in f.read().splitlines()
+                 if " Flush id=" in l or " Write id=" in l]
+    if lines:
+        sys.exit("FAIL: the FLUSH after write-behind wrote the page with "
+                 "FUA sent:\n" + "\n".join(lines))
 h.shutdown()
 PY
 assert_alive
