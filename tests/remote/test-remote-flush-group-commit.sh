@@ -12,6 +12,7 @@
 # Counts only: no timings.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
+need_wbctl
 need pkg-config
 CC=${CC:-cc}
 need "$CC"
@@ -83,5 +84,17 @@ if got < ROUNDS:
 if got > sent // 2:
     sys.exit("FAIL: %d FLUSHes arriving together cost the remote %d "
              "flushes: they did not share them" % (sent, got))
+open(klog + ".count", "w").write("%d\n" % got)
 PY
+# wbctl status counts them the same way: the flushes sent, and the
+# FLUSHes that shared another's.
+link() {
+	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
+d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
+print(d["link"][sys.argv[1]])' "$1"
+}
+sent=$(link flushes_sent) shared=$(link flushes_shared)
+log "wbctl status: $sent flushes sent, $shared shared"
+((sent == $(cat "$KLOG.count"))) || fail "wbctl status counts $sent flushes sent, the remote got $(cat "$KLOG.count")"
+((shared > 0)) || fail "wbctl status counts no FLUSH that shared a flush"
 assert_alive

@@ -11,6 +11,7 @@
 # it sends nothing.  nbdkit's log filter shows what reached the remote.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
+need_wbctl
 nbdkit python --version >/dev/null 2>&1 ||
 	skip "nbdkit's python plugin (nbdkit-plugin-python) is not installed"
 
@@ -96,6 +97,12 @@ if since(mark):
              "\n".join(since(mark)))
 h.shutdown()
 PY
+
+# wbctl status counts the FLUSH made with FUA (part 1).
+fua=$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
+d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
+print(d["link"]["flushes_by_fua"])')
+((fua == 1)) || fail "wbctl status counts $fua FLUSHes made with FUA, not 1"
 
 # 5. Write-behind on: a lone page written while nothing else is unflushed
 #    goes with FUA (it is in the stable store before any FLUSH), and the
