@@ -279,14 +279,18 @@ static void
 fill_window_run(struct job *job)
 {
 	struct wb_dev *dev = container_of(job, struct wb_dev, read_job);
-	struct fill_read **ring = malloc(FILL_WINDOW_MAX * sizeof *ring);
-	struct fill_read *small[FILL_WINDOW];
-	unsigned size = FILL_WINDOW_MAX;
+	struct fill_read *small[FILL_WINDOW], **ring = small;
+	unsigned size = FILL_WINDOW;
 	unsigned head = 0, n = 0, cap = FILL_WINDOW;
 
-	if (!ring) {
-		ring = small; /* without memory for more, the least window */
-		size = FILL_WINDOW;
+	/* The device's ring, made once (one window runs at a time: the
+	 * last run let go of it under read_lock); without memory for it,
+	 * the least window. */
+	if (!dev->read_ring)
+		dev->read_ring = malloc(FILL_WINDOW_MAX * sizeof *ring);
+	if (dev->read_ring) {
+		ring = dev->read_ring;
+		size = FILL_WINDOW_MAX;
 	}
 
 	pthread_mutex_lock(&dev->read_lock);
@@ -335,8 +339,6 @@ fill_window_run(struct job *job)
 	}
 	dev->read_running = false;
 	pthread_mutex_unlock(&dev->read_lock);
-	if (ring != small)
-		free(ring);
 }
 
 void

@@ -70,6 +70,7 @@ wb_dev_free(struct wb_dev *dev)
 	pool_free(dev->pool);
 	pubtab_free(&dev->targets);
 	close(dev->read_wake);
+	free(dev->read_ring);
 	pthread_mutex_destroy(&dev->read_lock);
 	pthread_mutex_destroy(&dev->est_lock);
 	free(dev);

@@ -113,6 +113,9 @@ struct wb_dev {
 	bool read_waiting; /* for a read in flight: wake it */
 	struct job read_job;
 	int read_wake; /* eventfd: a read was queued */
+	/* The window's ring of reads in flight (FILL_WINDOW_MAX), made by
+	 * its first run, used by the one running it (read_running). */
+	struct fill_read **read_ring;
 };
 
 /* As many as the export table holds (daemon.c checks): a device takes
