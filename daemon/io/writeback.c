@@ -213,6 +213,7 @@ wb_target_init(struct wb_target *t)
 	lock_init(&t->gc_lock);
 	pthread_cond_init(&t->gc_cond, NULL);
 	t->gc_busy = false;
+	t->flush_seen_ns = 0;
 	t->gc_upto = t->gc_gen = 0;
 	t->gc_last_r = 0;
 	pthread_mutex_init(&t->lock, NULL);
@@ -1024,6 +1025,19 @@ wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 	return wb_window_add_flags(win, t, run, 0);
 }
 
+/* Write-behind writes a lone run with FUA for an export whose clients
+ * sent a FLUSH this recently: one whose clients never flush would only
+ * cost its remote a sync for each. */
+#define WB_FUA_BEHIND_NS (5000ull * 1000000ull)
+
+static bool
+wb_flushed_lately(struct wb_target *t)
+{
+	uint64_t seen = __atomic_load_n(&t->flush_seen_ns, __ATOMIC_RELAXED);
+
+	return seen && now_ns() - seen < WB_FUA_BEHIND_NS;
+}
+
 /* Is every write counted on T flushed? */
 static bool
 wb_all_flushed(struct wb_target *t)
@@ -1069,6 +1083,9 @@ int
 wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
 	uint64_t cpu = wb_thread_cpu_ns();
+
+	if (why == WB_REASON_FLUSH)
+		__atomic_store_n(&t->flush_seen_ns, now_ns(), __ATOMIC_RELAXED);
 	int r = wb_flush_work(t, max_seq, why);
 
 	wb_cpu_account(t->dev, cpu);
@@ -1426,15 +1443,16 @@ wb_background_run(struct job *job)
 			progress = true;
 			/*
 			 * Write-behind with one run to write and nothing else
-			 * unflushed (a client writing, then FLUSHing, at queue
-			 * depth 1): the run goes with FUA on a remote that takes
-			 * it, so the FLUSH that follows finds it durable and
-			 * sends no flush — one round trip, where a plain write
-			 * in flight when it came would cost it two.
+			 * unflushed, for clients that FLUSH (one writing, then
+			 * FLUSHing, at queue depth 1): the run goes with FUA on
+			 * a remote that takes it, so the FLUSH that follows
+			 * finds it durable and sends no flush — one round trip,
+			 * where a plain write in flight when it came would cost
+			 * it two.
 			 */
 			if (win.behind && win.n == 0 &&
 			    (t->backend->caps & BACKEND_NATIVE_FUA) &&
-			    wb_all_flushed(t)) {
+			    wb_flushed_lately(t) && wb_all_flushed(t)) {
 				struct cache_run *next =
 				    cache_take_run(t->cf, UINT64_MAX, max_run);
 				if (!next) {

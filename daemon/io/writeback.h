@@ -100,6 +100,10 @@ struct wb_target {
 	 * others waiting share it.  gc_last_r is the last one's result.
 	 * Under gc_lock (a leaf), signalled on gc_cond.
 	 */
+	/* When a client's FLUSH last came (atomic, ns; 0: never): write-
+	 * behind writes a lone run with FUA only for an export whose
+	 * clients FLUSH (wb_background_run). */
+	uint64_t flush_seen_ns;
 	pthread_mutex_t gc_lock;
 	pthread_cond_t gc_cond;
 	bool gc_busy;

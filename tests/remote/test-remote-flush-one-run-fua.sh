@@ -104,9 +104,10 @@ d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
 print(d["link"]["flushes_by_fua"])')
 ((fua == 1)) || fail "wbctl status counts $fua FLUSHes made with FUA, not 1"
 
-# 5. Write-behind on: a lone page written while nothing else is unflushed
-#    goes with FUA (it is in the stable store before any FLUSH), and the
-#    FLUSH that follows finds nothing to send.
+# 5. Write-behind on: a lone page written while nothing else is unflushed,
+#    by a client that FLUSHes, goes with FUA (it is in the stable store
+#    before its FLUSH), and the FLUSH that follows finds nothing to send.
+#    A client that never FLUSHes gets plain writes (and commits).
 # (The periodic pass, every second, resumes write-behind that yielded.)
 sed -i 's/write_behind = false;/write_behind = true;/; s/dirty_writeback_centisecs = 0;/dirty_writeback_centisecs = 100;/' "$CONF"
 reload_remote
@@ -133,6 +134,7 @@ def stored(off, n):
 for i in range(3):
     buf = os.urandom(4096)
     off = (2 << 20) + i * (1 << 20)
+    h.flush()  # nothing to do: a client that FLUSHes (5 s)
     h.pwrite(buf, off)
     for _ in range(300):
         if dirty() == 0:
@@ -152,6 +154,24 @@ for i in range(3):
     if lines:
         sys.exit("FAIL: the FLUSH after write-behind wrote the page with "
                  "FUA sent:\n" + "\n".join(lines))
+
+# No FLUSH for more than 5 s: write-behind writes plainly (its remote is
+# not asked for a sync per page), and the FLUSH then flushes.
+time.sleep(6)
+buf = os.urandom(4096)
+h.pwrite(buf, 6 << 20)
+for _ in range(300):
+    if dirty() == 0:
+        break
+    time.sleep(0.1)
+else:
+    sys.exit("FAIL: write-behind did not write the page back")
+if stored(6 << 20, 4096) == buf:
+    sys.exit("FAIL: write-behind wrote with FUA for an export whose "
+             "clients have not FLUSHed for 6 s")
+h.flush()
+if stored(6 << 20, 4096) != buf:
+    sys.exit("FAIL: after the FLUSH the stable store lacks the page")
 h.shutdown()
 PY
 assert_alive
