@@ -74,6 +74,13 @@
 #define BN_WAIT_SLICE_MS        100
 #define BN_CALLER_SLICE_MS 5 /* a waiter with a CALLER_FD */
 #define BN_MAX_REQUEST_BYTES    (32u << 20)
+/* Reads in flight on the read connection before more go over libnbd's
+ * connections, spread (a server serves a connection's requests a few at
+ * a time: nbdkit 16 threads, qemu-nbd 16 requests): a read window sized
+ * to a long link is served on several connections at once.  A queue of
+ * up to this many misses (fio's 32) keeps the read connection's cheaper
+ * path alone. */
+#define BN_RD_SHARE 32
 #define BN_DEFAULT_PORT         "10809"
 
 #define NS_PER_MS               1000000ull
@@ -1073,7 +1080,7 @@ bn_rd_get(struct backend_nbd *bn)
 	if (!bn->rd.nr && !bn->rd.off && !bn->rd.connecting && bn->connected &&
 	    bn_now() >= bn->rd.retry_after_ns)
 		bn_rd_open_locked(bn);
-	if (bn->rd.nr &&
+	if (bn->rd.nr && bn->rd.inflight < BN_RD_SHARE &&
 	    (bn->rd.inflight == 0 || pthread_equal(bn->rd.owner, self))) {
 		bn->rd.owner = self;
 		bn->rd.inflight++;
@@ -1300,7 +1307,9 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 		bn_rd_put(bn, io->nr, false);
 		io->nr = NULL;
 	}
-	io->c = bn_conn_get(bn, io->deadline, true, &err);
+	/* The least busy connection (a multi-conn remote gets more as they
+	 * are busy), as writes go: the window's reads spread. */
+	io->c = bn_conn_get(bn, io->deadline, false, &err);
 	if (io->c &&
 	    bn_start(bn, io->c, BN_PREAD, buf, count, off, 0, &io->cmd) < 0) {
 		bn_conn_put(bn, io->c);

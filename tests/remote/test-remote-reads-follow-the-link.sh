@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Reads from a remote are sized to its link, as writeback is: over a
 # remote with 100 ms on every request (bench/net/delay-filter.c, nbdkit
-# behind its log filter):
+# memory, multi-conn, its default 16 threads per connection, behind its
+# log filter):
 #  1. cold random 16 KiB reads, 256 at once from one client: more than the
 #     old fixed 64 reach the remote together (the read window grows with
-#     the reads' bandwidth x round trip);
+#     the reads' bandwidth x round trip), over more than two of the
+#     remote's connections (past the read connection's share, reads go
+#     to the least busy: nbdkit serves 16 of a connection's at a time);
 #  2. a cold sequential reader at queue depth 1 with cache.readahead_bytes
 #     = 1M: read-ahead grows past 1 MiB with the round trip (wbctl status
 #     link.readahead_bytes), and goes out as several reads in flight
@@ -26,7 +29,7 @@ pkg-config --exists nbdkit ||
 	"$SRCDIR/../../bench/net/delay-filter.c" || fail "the delay filter does not build"
 
 KLOG=$T/kit-requests.log
-start_nbdkit kit --threads 1024 --filter=log --filter="$T/netdelay.so" \
+start_nbdkit kit --filter=log --filter="$T/netdelay.so" \
 	memory 96M rtt=100ms logfile="$KLOG"
 KIT=$KIT_SOCK
 head -c 96M /dev/urandom >"$T/data"
@@ -100,6 +103,15 @@ log "random cold reads: at most $most in flight at the remote"
 window=$(link window_reads)
 log "read window: $window reads; round trip $(link read_round_trip_us) us"
 ((window > 64)) || fail "wbctl status shows a read window of $window reads"
+conns=$("$PYTHON" - "$KLOG" "$mark" <<'PY'
+import re, sys
+with open(sys.argv[1]) as f:
+    f.seek(int(sys.argv[2]))
+    print(len(set(re.findall(r"connection=(\d+) Read id=", f.read()))))
+PY
+)
+log "random cold reads went over $conns connection(s)"
+((conns > 2)) || fail "the cache misses went over $conns connection(s) of a multi-conn remote"
 
 # 2. A sequential reader, 256 KiB at a time, over the next 64 MiB.
 mark=$(stat -c %s "$KLOG")
