@@ -507,15 +507,12 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 /*
  * A connection for one command, its inflight count taken; connects when
  * none is up and the back-off allows, or adds one to a multi-conn remote
- * when every connection is busy.  PIPELINE: the first live connection,
- * busy or not, so that one thread keeping many commands in flight (the
- * read window) drives them all by driving it.  When disconnected:
+ * when every connection is busy.  When disconnected:
  * WAIT_UNTIL_NS 0 fails at once, otherwise waits until then (monotonic).
  * NULL: *ERR is set.
  */
 static struct bn_conn *
-bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, bool pipeline,
-    int *err)
+bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 {
 	pthread_mutex_lock(&bn->lock);
 	for (;;) {
@@ -528,14 +525,13 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, bool pipeline,
 				if (!free_slot)
 					free_slot = c;
 			} else if (!c->retired &&
-			    (!best ||
-				(!pipeline && c->inflight < best->inflight))) {
+			    (!best || c->inflight < best->inflight)) {
 				best = c;
 			}
 		}
 		if (best &&
-		    (pipeline || best->inflight == 0 || !free_slot ||
-			bn->connecting || now < bn->grow_after_ns)) {
+		    (best->inflight == 0 || !free_slot || bn->connecting ||
+			now < bn->grow_after_ns)) {
 			best->inflight++;
 			pthread_mutex_unlock(&bn->lock);
 			return best;
@@ -921,7 +917,7 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 		struct bn_cmd cmd = { 0 };
 		int err = 0;
 		struct bn_conn *c =
-		    bn_conn_get(bn, is_read ? deadline : 0, false, &err);
+		    bn_conn_get(bn, is_read ? deadline : 0, &err);
 		if (!c)
 			return is_read ? -EIO : -err;
 		int r = bn_start(bn, c, op, buf, count, off, flags, &cmd);
@@ -1242,7 +1238,7 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 		return -ENOMEM;
 	io->deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
 	    __ATOMIC_RELAXED);
-	io->c = bn_conn_get(bn, 0, false, &err);
+	io->c = bn_conn_get(bn, 0, &err);
 	if (!io->c) {
 		free(io);
 		return -err;
@@ -1309,7 +1305,7 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	}
 	/* The least busy connection (a multi-conn remote gets more as they
 	 * are busy), as writes go: the window's reads spread. */
-	io->c = bn_conn_get(bn, io->deadline, false, &err);
+	io->c = bn_conn_get(bn, io->deadline, &err);
 	if (io->c &&
 	    bn_start(bn, io->c, BN_PREAD, buf, count, off, 0, &io->cmd) < 0) {
 		bn_conn_put(bn, io->c);
