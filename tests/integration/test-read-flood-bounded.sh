@@ -12,6 +12,8 @@
 # when the flooders go, what they held is given back.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
+# The flood as another user than the other client.
+[[ $EUID == 0 ]] || skip "needs root, to make clients of another user"
 
 add_export disk0 128M rw
 add_export disk1 16M rw
@@ -27,7 +29,7 @@ before=$(vmrss_kib "$WBD_PID")
 
 for conns in 8 64; do
 	"$PYTHON" - "$PORT" "$(uri_unix disk1)" "$WBD_PID" "$T/peak" "$conns" "$SRCDIR" <<'PY' || fail "see above"
-import socket, struct, sys, threading
+import os, socket, struct, sys, threading
 port, uri, pid, peak_path, nconns = (int(sys.argv[1]), sys.argv[2],
     sys.argv[3], sys.argv[4], int(sys.argv[5]))
 sys.path.insert(0, sys.argv[6])
@@ -49,7 +51,15 @@ def recv_exact(s, n):
     return b
 
 def connect():
-    s = socket.create_connection(("127.0.0.1", port))
+    # The flood is another user than the client on the Unix socket
+    # (root): this host's TCP clients are counted by the user owning the
+    # socket, and 64 connections are one client's cap.
+    os.seteuid(65534)
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    finally:
+        os.seteuid(0)
+    s.connect(("127.0.0.1", port))
     recv_exact(s, 18)                   # greeting
     s.sendall(struct.pack(">I", 3))     # fixed newstyle, no zeroes
     name = b"disk0"
