@@ -114,6 +114,14 @@ struct backend_nbd {
 	bool can_flush, can_fua, can_trim, can_zero, can_fast_zero;
 	bool can_extents; /* serves base:allocation */
 	bool multi_conn;
+	/*
+	 * Opened before its first connection (backend_nbd_open_unconnected):
+	 * that connection checks what the other calls check at every
+	 * reconnection, and lowers max_request_bytes to the remote's.
+	 * Under bn.lock.
+	 */
+	bool unconnected;
+	/* Atomic: lowered by the first connection. */
 	uint32_t max_request_bytes;
 	/* Atomic: a reload changes them (bn_reconfigure). */
 	uint64_t io_timeout_ns;
@@ -159,6 +167,13 @@ struct backend_nbd {
 };
 
 #define BN(b) ((struct backend_nbd *)(b))
+
+/* The largest request the remote takes. */
+static uint32_t
+bn_max_request(const struct backend_nbd *bn)
+{
+	return __atomic_load_n(&bn->max_request_bytes, __ATOMIC_RELAXED);
+}
 
 enum bn_op {
 	BN_PREAD,
@@ -477,6 +492,8 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 	int wake_fd = -1;
 
 	lock_assert_held(&bn->lock);
+	bool first = bn->unconnected;
+	int64_t max = 0;
 	bn->connecting = true;
 	pthread_mutex_unlock(&bn->lock);
 	struct nbd_handle *h = bn_connect(bn, false, err, sizeof err);
@@ -484,6 +501,8 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 		nbd_close(h);
 		h = NULL;
 	}
+	if (h && first)
+		max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
 	if (h && (wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		snprintf(err, sizeof err, "eventfd: %s", strerror(errno));
 		nbd_close(h);
@@ -492,6 +511,16 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 	pthread_mutex_lock(&bn->lock);
 	bn->connecting = false;
 	if (h) {
+		if (first && bn->unconnected) {
+			bn->unconnected = false;
+			if (max > 0 && max < bn->max_request_bytes)
+				__atomic_store_n(&bn->max_request_bytes,
+				    (uint32_t)max, __ATOMIC_RELAXED);
+			log_info("remote %s (device %s): first connection; "
+				 "served with one connection, FUA as a write "
+				 "and a FLUSH, no TRIM, until wbd restarts",
+			    bn->uri, bn->b.dev_name);
+		}
 		bn_conn_install_locked(bn, slot, h, wake_fd);
 		bn_connected_locked(bn);
 	} else if (growing) {
@@ -1132,8 +1161,8 @@ bn_pread(struct backend *b, void *buf, uint32_t count, uint64_t off)
 	char *p = buf;
 
 	while (count > 0) {
-		uint32_t n = count < bn->max_request_bytes ? count :
-		    bn->max_request_bytes;
+		uint32_t max = bn_max_request(bn);
+		uint32_t n = count < max ? count : max;
 		int r = bn_run(bn, BN_PREAD, p, n, off, 0);
 		if (r < 0)
 			return r;
@@ -1179,9 +1208,8 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 		uint64_t losses = __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE);
 		const char *p = buf;
 		for (uint32_t left = count, at = 0; left > 0;) {
-			uint32_t n = left < bn->max_request_bytes ?
-			    left :
-			    bn->max_request_bytes;
+			uint32_t max = bn_max_request(bn);
+			uint32_t n = left < max ? left : max;
 			int r = bn_run(bn, BN_PWRITE, (void *)p, n, off + at,
 			    flags);
 			if (r < 0)
@@ -1227,7 +1255,7 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 	struct backend_io *io;
 	int err = 0;
 
-	if (count > bn->max_request_bytes ||
+	if (count > bn_max_request(bn) ||
 	    ((wflags & BACKEND_WRITE_FUA) && !bn->can_fua)) {
 		int r = bn_pwrite(b, buf, count, off, wflags);
 		*iop = bn_io_done(r);
@@ -1283,7 +1311,7 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	struct backend_io *io;
 	int err = 0;
 
-	if (count > bn->max_request_bytes) {
+	if (count > bn_max_request(bn)) {
 		*iop = bn_io_done(bn_pread(b, buf, count, off));
 		return *iop ? 0 : -ENOMEM;
 	}
@@ -1650,15 +1678,13 @@ bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
 	return 0;
 }
 
-struct backend *
-backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
-    const struct remote_conf *rc)
+/* A backend for URI with REMOTE's settings, not yet connected; NULL with
+ * errno set. */
+static struct backend_nbd *
+bn_new(const char *uri, const struct remote_conf *rc)
 {
 	struct backend_nbd *bn = calloc(1, sizeof *bn);
-	struct nbd_handle *h = NULL;
 	pthread_condattr_t ca;
-	char err[256];
-	int wake_fd = -1;
 
 	if (!bn)
 		return NULL;
@@ -1680,37 +1706,61 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 	bn->b.write_behind = rc ? rc->write_behind : true;
 	bn->b.max_readahead_bytes = rc ? rc->max_readahead_bytes : 64u << 20;
 	bn->uri = strdup(uri);
-	if (!bn->uri)
-		goto fail;
-
-	int minor = bn_server_minor(uri);
-	if (minor < 0) {
+	int minor = bn->uri ? bn_server_minor(uri) : -1;
+	if (bn->uri && minor < 0)
 		log_warnx("%s: expected an NBD URI naming a server "
-		    "(nbd://HOST[:PORT]/EXPORT or "
-		    "nbd+unix:///EXPORT?socket=PATH)", uri);
-		goto fail;
+			  "(nbd://HOST[:PORT]/EXPORT or "
+			  "nbd+unix:///EXPORT?socket=PATH)",
+		    uri);
+	if (minor < 0 || asprintf(&bn->b.description, "nbd %s", uri) < 0) {
+		bn->b.description = NULL;
+		int saved = errno;
+		pthread_mutex_destroy(&bn->lock);
+		pthread_cond_destroy(&bn->cond);
+		free(bn->uri);
+		free(bn);
+		errno = minor < 0 && saved != ENOMEM ? EINVAL : saved;
+		return NULL;
 	}
 	bn->b.dev = makedev(BN_MAJOR, (unsigned)minor);
 	snprintf(bn->b.dev_name, sizeof bn->b.dev_name, "%u:%u", BN_MAJOR,
 	    (unsigned)minor);
+	bn->b.ops = &backend_nbd_ops;
+	bn->max_conns = 1;
+	bn->max_request_bytes = BN_MAX_REQUEST_BYTES;
+	return bn;
+}
 
-	h = bn_connect(bn, false, err, sizeof err);
+struct backend *
+backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
+    const struct remote_conf *rc)
+{
+	struct backend_nbd *bn = bn_new(uri, rc);
+	char err[256];
+	int wake_fd = -1;
+
+	if (!bn)
+		return NULL;
+	struct nbd_handle *h = bn_connect(bn, false, err, sizeof err);
 	if (!h) {
 		log_warnx("%s: cannot connect: %s", uri, err);
+		bn_close(&bn->b);
 		errno = ENOTCONN;
-		goto fail;
+		return NULL;
 	}
-	if (bn_learn(bn, h, size_bytes, readonly) < 0)
-		goto fail;
-	if ((wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+	int bad = bn_learn(bn, h, size_bytes, readonly);
+	if (bad == 0 &&
+	    (wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		log_warn("eventfd");
-		goto fail;
+		bad = -1;
 	}
-	if (asprintf(&bn->b.description, "nbd %s", uri) < 0) {
-		bn->b.description = NULL;
-		goto fail;
+	if (bad < 0) {
+		int saved = errno;
+		nbd_close(h);
+		bn_close(&bn->b);
+		errno = saved;
+		return NULL;
 	}
-	bn->b.ops = &backend_nbd_ops;
 	pthread_mutex_lock(&bn->lock); /* not shared yet: for the rule */
 	bn_conn_install_locked(bn, &bn->conns[0], h, wake_fd);
 	pthread_mutex_unlock(&bn->lock);
@@ -1722,17 +1772,36 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 	    bn->can_flush ? ", flush" : "", bn->can_fua ? ", fua" : "",
 	    bn->can_trim ? ", trim" : "", bn->can_zero ? ", zero" : "");
 	return &bn->b;
+}
 
-fail:;
-	int saved = errno;
-	if (h)
-		nbd_close(h);
-	if (wake_fd >= 0)
-		close(wake_fd);
-	pthread_mutex_destroy(&bn->lock);
-	pthread_cond_destroy(&bn->cond);
-	free(bn->uri);
-	free(bn);
-	errno = saved;
-	return NULL;
+struct backend *
+backend_nbd_open_unconnected(const char *uri, uint64_t size_bytes,
+    const char *why, const struct remote_conf *rc)
+{
+	struct backend_nbd *bn = bn_new(uri, rc);
+
+	if (!bn)
+		return NULL;
+	/*
+	 * What every NBD server that wbd can write back to offers: FLUSH
+	 * (checked at the first connection, as at every reconnection), one
+	 * connection.  FUA is a write and a FLUSH; TRIM is not offered;
+	 * zeroes are written.  Learning more later would change what the
+	 * clients and writeback were told; a restart does.
+	 */
+	bn->size_bytes = size_bytes;
+	bn->can_flush = true;
+	bn->b.caps =
+	    BACKEND_REMOTE | BACKEND_REDO_AFTER_LOSS | BACKEND_CAN_ZERO;
+	bn->connected = false;
+	bn->unconnected = true;
+	bn->since_realtime_ns = bn_clock_ns(CLOCK_REALTIME);
+	bn->since_mono_ns = bn_now();
+	bn->next_try_ns = 0;
+	snprintf(bn->last_error, sizeof bn->last_error, "%s", why);
+	log_warnx("remote %s (device %s): not connected yet (%s); tried "
+		  "again as writeback needs it, at most every %u ms; until "
+		  "it answers, reads of data not in the cache fail",
+	    uri, bn->b.dev_name, why, bn->reconnect_max_ms);
+	return &bn->b;
 }

@@ -210,6 +210,16 @@ bool backend_is_uri(const char *backing);
  */
 struct backend *backend_nbd_open(const char *uri, uint64_t size_bytes,
     bool readonly, const struct remote_conf *rc);
+/*
+ * The same for a remote that does not answer yet, served at SIZE_BYTES
+ * (an export whose write log holds data to serve: docs/journal.md): the
+ * first connection is made when writeback or a read needs it, and checks
+ * the remote as a reconnection does (large enough, FLUSH, writable).
+ * Until wbd restarts it is used with one connection, FUA as a write and a
+ * FLUSH, and no TRIM.  WHY: the failed attempt, for wbctl status.
+ */
+struct backend *backend_nbd_open_unconnected(const char *uri,
+    uint64_t size_bytes, const char *why, const struct remote_conf *rc);
 
 static inline void
 backend_close(struct backend *b)

@@ -303,9 +303,22 @@ daemon_install_export(struct daemon *d, const struct export_conf *ec,
 		char why[768];
 		if (export_journal_open(e, &ec->journal, &d->grace, why,
 			sizeof why) < 0) {
-			log_errorx("export \"%s\": %s", ec->name, why);
+			/* A replay that needed the remote (a partial page to
+			 * read, room to make) while it does not answer: wait
+			 * for it, as any export does, and replay then. */
+			struct backend_state st;
+			bool wait = backend_get_state(b, &st) &&
+			    !st.connected && pending_wanted(ec, ENOTCONN);
 			wb_dev_remove_target(dev, &e->wt);
 			export_free(e); /* and its backend */
+			if (wait &&
+			    pending_add(d->pending, ec, &d->cfg.remote) == 0) {
+				log_warnx("export \"%s\": %s; waiting for its "
+					  "remote to replay the log",
+				    ec->name, why);
+				return 0;
+			}
+			log_errorx("export \"%s\": %s", ec->name, why);
 			return -1;
 		}
 	}
@@ -333,6 +346,12 @@ daemon_open_backends(struct daemon *d, struct backend **backends)
 		backends[i] = backing_open(ec, &d->cfg.remote);
 		int err = errno;
 		log_capture_end();
+		if (!backends[i] && pending_wanted(ec, err) &&
+		    ec->journal.path &&
+		    (backends[i] =
+			    pending_open_logged(ec, &d->cfg.remote, why))) {
+			continue; /* its log's data served meanwhile */
+		}
 		if (backends[i] ||
 		    (pending_wanted(ec, err) &&
 			pending_add(d->pending, ec, &d->cfg.remote) == 0)) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "cache.h"
 #include "clock.h"
 #include "export-journal.h"
@@ -566,11 +567,19 @@ xj_replay_write(const struct xj_target *e, const uint8_t *data, uint64_t off,
 				return r;
 			break;
 		}
-		case CACHE_WRITE_NO_SPACE:
+		case CACHE_WRITE_NO_SPACE: {
 			done += n;
-			if (!wb_write_for_space(e->wt))
-				wb_wait_progress(e->wt, 10);
+			if (wb_write_for_space(e->wt))
+				break;
+			/* No room while the remote does not answer: the
+			 * replay waits for it (daemon_install_export). */
+			struct backend_state st;
+			if (backend_get_state(e->wt->backend, &st) &&
+			    !st.connected)
+				return -ENOTCONN;
+			wb_wait_progress(e->wt, 10);
 			break;
+		}
 		}
 	}
 	return 0;
@@ -600,8 +609,11 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 		    rec->off + at, n);
 		if (r < 0) {
 			snprintf(rp->err, rp->errlen,
-			    "record %llu: reading a partial page from the "
-			    "backing device failed: %s",
+			    r == -ENOTCONN ?
+				"record %llu: the cache has no room for the "
+				"log until the backing device answers: %s" :
+				"record %llu: reading a partial page from the "
+				"backing device failed: %s",
 			    (unsigned long long)rec->seq, strerror(-r));
 			return r;
 		}

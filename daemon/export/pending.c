@@ -24,6 +24,7 @@
 #include "backing.h"
 #include "clock.h"
 #include "config.h"
+#include "journal.h"
 #include "lock.h"
 #include "log.h"
 #include "pending.h"
@@ -75,6 +76,33 @@ bool
 pending_wanted(const struct export_conf *ec, int err)
 {
 	return backend_is_uri(ec->backing) && err == ENOTCONN;
+}
+
+struct backend *
+pending_open_logged(const struct export_conf *ec, const struct remote_conf *rc,
+    const char *why)
+{
+	struct journal_peek pk;
+
+	if (!ec->journal.path || !backend_is_uri(ec->backing))
+		return NULL;
+	int r = journal_peek(ec->journal.path, &pk);
+	if (r <= 0 || !pk.has_records)
+		return NULL;
+	/* Another export's log is refused when the export is installed,
+	 * with both identities: here it only waits. */
+	if (strcmp(pk.name, ec->name) != 0 ||
+	    strcmp(pk.backing, ec->backing) != 0 ||
+	    (ec->size_bytes && ec->size_bytes != pk.export_size))
+		return NULL;
+	struct backend *b =
+	    backend_nbd_open_unconnected(ec->backing, pk.export_size, why, rc);
+	if (b)
+		log_warnx("export \"%s\": its remote does not answer, but its "
+			  "write log %s holds data: served now from the "
+			  "cache, written back once the remote answers",
+		    ec->name, ec->journal.path);
+	return b;
 }
 
 static void

@@ -52,6 +52,17 @@ struct pending_table *pending_new(void);
 void pending_free(struct pending_table *pt);
 /* Is this open failure one to wait out (a remote that did not answer)? */
 bool pending_wanted(const struct export_conf *ec, int err);
+/*
+ * An export whose remote did not answer at start (pending_wanted) need
+ * not wait when its write log holds data: that data is served from the
+ * cache, and writes and FLUSHes go on into the log, while the remote is
+ * tried again (docs/journal.md, "A remote down at start").  If EC's log
+ * is its own (name, backing, size) and holds records, a backend not yet
+ * connected (backend_nbd_open_unconnected) at the log's size; else NULL
+ * (wait as any export does).  WHY: the failed attempt.
+ */
+struct backend *pending_open_logged(const struct export_conf *ec,
+    const struct remote_conf *rc, const char *why);
 /* Start waiting for EC's remote, connecting with RC; the first attempt is
  * made at the next poll.  Returns 0, or -1 (out of memory, table full). */
 int pending_add(struct pending_table *pt, const struct export_conf *ec,

@@ -521,6 +521,45 @@ j_batch_push(struct journal *j, const struct j_batch *b)
 	return 0;
 }
 
+int
+journal_peek(const char *path, struct journal_peek *pk)
+{
+	unsigned char sb[2][JOURNAL_SB_SIZE], hdr[JOURNAL_REC_HDR];
+	struct journal s0 = { 0 }, s1 = { 0 };
+
+	memset(pk, 0, sizeof *pk);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	memset(sb, 0, sizeof sb);
+	ssize_t got = j_pread(fd, sb, sizeof sb, 0);
+	bool ok0 = got > 0 && j_sb_decode(&s0, sb[0]),
+	     ok1 = got > 0 && j_sb_decode(&s1, sb[1]);
+	if (got < 0 || !(ok0 || ok1)) {
+		close(fd);
+		return got < 0 ? (int)got : 0;
+	}
+	const struct journal *s =
+	    ok0 && (!ok1 || s0.generation > s1.generation) ? &s0 : &s1;
+	snprintf(pk->name, sizeof pk->name, "%s", s->name);
+	snprintf(pk->backing, sizeof pk->backing, "%s", s->backing);
+	pk->export_size = s->export_size;
+	/* The record a replay would begin with: this log's, the next
+	 * sequence number.  Its batch may still prove torn. */
+	if (s->file_size > JOURNAL_AREA_START &&
+	    s->head_off + JOURNAL_REC_HDR <=
+		s->file_size - JOURNAL_AREA_START) {
+		got = j_pread(fd, hdr, sizeof hdr,
+		    JOURNAL_AREA_START + s->head_off);
+		pk->has_records = got == (ssize_t)sizeof hdr &&
+		    get32(hdr) == J_REC_MAGIC &&
+		    get64(hdr + 8) == s->instance &&
+		    get64(hdr + 16) == s->head_seq;
+	}
+	close(fd);
+	return 1;
+}
+
 /* --- replay -------------------------------------------------------- */
 
 struct j_hdr {

@@ -108,6 +108,25 @@ struct journal *journal_open(const char *path, uint64_t size,
     const struct journal_identity *id, char *err, size_t errlen);
 void journal_close(struct journal *j);
 
+/* What a log says about itself, read without opening it for writing. */
+struct journal_peek {
+	char name[JOURNAL_NAME_MAX + 1];
+	char backing[JOURNAL_BACKING_MAX + 1];
+	uint64_t export_size;
+	/* A record follows the checkpoint: the log may hold data that is
+	 * not yet on the backing device (a replay tells for sure). */
+	bool has_records;
+};
+
+/*
+ * Read the log at PATH's newer superblock and the header at its
+ * checkpoint into PK, changing nothing: 1 if it is a log, 0 if PATH
+ * holds none (missing, empty, zeroes, or something else), or a negative
+ * errno.  For a start that must decide, before opening the backing
+ * device, whether an export has logged data to serve.
+ */
+int journal_peek(const char *path, struct journal_peek *pk);
+
 /*
  * Replay: call CB for every record of every whole batch from the
  * checkpoint on, in order (each newer than those before it, so the last
