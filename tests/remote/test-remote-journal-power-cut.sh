@@ -28,16 +28,22 @@
 # the block before the last FLUSH answered (every FLUSHed byte; with no
 # such write, what the block read at the start of the cycle) or a write
 # after it (a write never flushed may or may not survive) -- nothing
-# older, nothing else.  50 cycles (WBD_POWERCUT_CYCLES), a line each.  At
-# the end wbd is stopped with SIGTERM (it drains, exits 0) and the remote
-# file must hold what wbd last read back.
+# older, nothing else.  50 cycles (WBD_POWERCUT_CYCLES), a line each.
+# Then 20 more (WBD_POWERCUT_ONWRITE_CYCLES) with the log in mode
+# "on-write", where every write answered is durable on its own: the
+# client notes each answered write as it notes an answered FLUSH, so the
+# check becomes "the last write answered, or a later one".  At the end
+# wbd is stopped with SIGTERM (it drains, exits 0) and the remote file
+# must hold what wbd last read back.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need nbdfuse gcc pkg-config
 pkg-config --exists nbdkit || skip "nbdkit's development files (nbdkit-plugin-dev) are not installed"
 [[ -c /dev/fuse && -w /dev/fuse ]] || skip "/dev/fuse is not usable"
 
-CYCLES=${WBD_POWERCUT_CYCLES:-50}
+FLUSH_CYCLES=${WBD_POWERCUT_CYCLES:-50}
+CYCLES=$((FLUSH_CYCLES + ${WBD_POWERCUT_ONWRITE_CYCLES:-20}))
+export POWERCUT_MODE=on-flush
 BLOCKS=256
 MNT=$T/mnt
 WAL=$MNT/log
@@ -167,6 +173,7 @@ if len(sys.argv) < 7:
     h.shutdown()
     sys.exit(0)
 cycle, hist = int(sys.argv[5]), sys.argv[6]
+ack_is_flush = os.environ.get("POWERCUT_MODE") == "on-write"
 f = open(hist, "w", buffering=1)
 f.write("S\n")
 rnd = random.Random()
@@ -182,6 +189,8 @@ try:
                            for i in range(n))
             f.write("W %d %d %d\n" % (seq, b, n))
             h.pwrite(buf, b * 4096)
+            if ack_is_flush:
+                f.write("F\n")     # on-write: durable once answered
         h.flush()
         f.write("F\n")
 except nbd.Error:
@@ -248,6 +257,12 @@ for ((c = 1; c <= CYCLES; c++)); do
 	2) keep=50 at=flush ;;
 	0) keep=0 at=flush ;;
 	esac
+	if ((c == FLUSH_CYCLES + 1)); then
+		log "the log in mode on-write from cycle $c"
+		sed -i 's/mode = "on-flush"/mode = "on-write"/' "$CONF"
+		grep -q 'mode = "on-write"' "$CONF" || fail "the mode was not changed in $CONF"
+		POWERCUT_MODE=on-write
+	fi
 	mount_log "$keep" "$at"
 	start_log_wbd
 	replay_summary
@@ -314,4 +329,4 @@ for why in "${!ENDS[@]}"; do
 	ends+="${ends:+, }$why: ${ENDS[$why]}"
 done
 log "where each replay ended: $ends"
-log "PASS: $CYCLES power cuts in $((SECONDS - start)) s"
+log "PASS: $CYCLES power cuts ($FLUSH_CYCLES on-flush, $((CYCLES - FLUSH_CYCLES)) on-write) in $((SECONDS - start)) s"
