@@ -402,6 +402,7 @@ done:
 	unsigned *counter = export_work_counter(e, req);
 	if (counter)
 		__atomic_sub_fetch(counter, 1, __ATOMIC_RELAXED);
+	wb_foreground_done(e->dev, e->wb);
 }
 
 /* --- on the I/O thread ------------------------------------------------- */
@@ -414,6 +415,7 @@ export_window_read_done(struct fill_read *r)
 
 	req->err = -r->err;
 	__atomic_sub_fetch(&req->export->dev->work_reads, 1, __ATOMIC_RELAXED);
+	wb_foreground_done(req->export->dev, req->export->wb);
 	req->job.owner->post(req->job.owner, &req->job);
 }
 
@@ -456,8 +458,11 @@ export_pause_ms(struct export *e, uint64_t dirty_pages)
 
 	if (wb_background_due(e->wb, dev, dirty_pages, dev_dirty))
 		wb_kick_background(dev);
-	return wb_throttle_dev_ms(e->wb, dirty_pages, dev_dirty, min_ratio,
-	    max_ratio);
+	/* The throttle counts pages under writeback too (writeback.h). */
+	uint64_t dev_unwritten =
+	    max_ratio < 100 || min_ratio > 0 ? wb_dev_unwritten_pages(dev) : 0;
+	return wb_throttle_dev_ms(e->wb, cache_unwritten_pages(e->wb->cache),
+	    dev_unwritten, min_ratio, max_ratio);
 }
 
 /* A write that landed in the cache: answer now, or pace it if dirty data

@@ -60,7 +60,7 @@ fill_backend_begin(struct wb_target *t, struct backend_read *br, void *buf,
 	/* A remote's reads are its link's estimate for reads (wbdev.h). */
 	if (t->backend->caps & BACKEND_REMOTE) {
 		start = now_ns();
-		wb_dev_read_begin(t->dev, count, start);
+		wb_dev_link_begin(t->dev, &t->dev->rest, count, start);
 	}
 	backend_read_begin(t->backend, br, buf, count, off);
 	return start;
@@ -75,8 +75,8 @@ fill_backend_end(struct wb_target *t, struct backend_read *br, uint32_t count,
 
 	if (start) {
 		uint64_t now = now_ns();
-		wb_dev_read_end(t->dev, count, now > start ? now - start : 0,
-		    r == 0, now);
+		wb_dev_link_end(t->dev, &t->dev->rest, count,
+		    now > start ? now - start : 0, r == 0, now);
 	}
 	return r;
 }
@@ -262,7 +262,8 @@ fill_window_cap(struct wb_dev *dev, struct backend *b, unsigned size)
 	unsigned cap = FILL_WINDOW;
 
 	if (b->caps & BACKEND_REMOTE)
-		cap = wb_dev_read_window(dev, FILL_WINDOW,
+		cap = wb_dev_link_window(dev, &dev->rest, &dev->read_window,
+		    FILL_WINDOW,
 		    __atomic_load_n(&b->max_readahead_bytes, __ATOMIC_RELAXED),
 		    FILL_WINDOW_MAX);
 	if (cap > size)

@@ -4,8 +4,11 @@
  * main thread (start-up) or under tune_lock; the target slots are filled
  * and emptied under tune_lock and read without a lock (see wbdev.h).
  * The device's own figures: its writeback rate and CPU share (sampled by
- * the control thread), and its link estimate (linkest.h, under est_lock,
- * fed by the workers' writes).
+ * the control thread), its link estimate (linkest.h, under est_lock, fed
+ * by the workers' writes and the read window's reads), and on a remote
+ * its writeback window, one budget of writes in flight shared by every
+ * job on the device (wb_dev_write_admit, under est_lock, waited for on
+ * est_cond).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "lock.h"
 #include "log.h"
 #include "wbdev.h"
@@ -29,6 +33,7 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params,
 	dev->id = id;
 	pthread_mutex_init(&dev->read_lock, NULL);
 	lock_init(&dev->est_lock);
+	pthread_cond_init(&dev->est_cond, NULL);
 	dev->read_tail = &dev->read_head;
 	dev->read_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	snprintf(dev->name, sizeof dev->name, "%s", name);
@@ -42,6 +47,7 @@ wb_dev_new(dev_t id, const char *name, const struct pool_params *params,
 			close(dev->read_wake);
 		pthread_mutex_destroy(&dev->read_lock);
 		pthread_mutex_destroy(&dev->est_lock);
+		pthread_cond_destroy(&dev->est_cond);
 		free(dev);
 		return NULL;
 	}
@@ -73,35 +79,91 @@ wb_dev_free(struct wb_dev *dev)
 	free(dev->read_ring);
 	pthread_mutex_destroy(&dev->read_lock);
 	pthread_mutex_destroy(&dev->est_lock);
+	pthread_cond_destroy(&dev->est_cond);
 	free(dev);
 }
 
 void
-wb_dev_write_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now)
+wb_dev_link_begin(struct wb_dev *dev, struct linkest *est, uint64_t bytes,
+    uint64_t now)
 {
 	pthread_mutex_lock(&dev->est_lock);
-	linkest_begin(&dev->est, bytes, now);
+	linkest_begin(est, bytes, now);
 	pthread_mutex_unlock(&dev->est_lock);
 }
 
 void
-wb_dev_write_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
-    bool ok, uint64_t now)
+wb_dev_link_end(struct wb_dev *dev, struct linkest *est, uint64_t bytes,
+    uint64_t latency_ns, bool ok, uint64_t now)
 {
 	pthread_mutex_lock(&dev->est_lock);
-	linkest_end(&dev->est, bytes, latency_ns, ok, now);
+	linkest_end(est, bytes, latency_ns, ok, now);
+	/* Room in the window for a job waiting (wb_dev_write_admit). */
+	if (est == &dev->est && dev->budget_waiters > 0)
+		pthread_cond_broadcast(&dev->est_cond);
 	pthread_mutex_unlock(&dev->est_lock);
 }
 
 unsigned
-wb_dev_window(struct wb_dev *dev, unsigned floor, uint64_t max_bytes,
-    unsigned max_writes)
+wb_dev_link_window(struct wb_dev *dev, struct linkest *est, unsigned *shown,
+    unsigned floor, uint64_t max_bytes, unsigned max)
 {
 	pthread_mutex_lock(&dev->est_lock);
-	unsigned w = linkest_window(&dev->est, floor, max_bytes, max_writes);
+	unsigned w = linkest_window(est, floor, max_bytes, max);
 	pthread_mutex_unlock(&dev->est_lock);
-	__atomic_store_n(&dev->window, w, __ATOMIC_RELAXED);
+	__atomic_store_n(shown, w, __ATOMIC_RELAXED);
 	return w;
+}
+
+/* Does a write of BYTES fit in DEV's window now?  est_lock held. */
+static bool
+wb_dev_fits_locked(struct wb_dev *dev, uint64_t bytes,
+    const struct wb_dev_room *room)
+{
+	lock_assert_held(&dev->est_lock);
+	const struct linkest *e = &dev->est;
+	unsigned w =
+	    linkest_window(e, room->floor, room->max_bytes, room->max_writes);
+
+	__atomic_store_n(&dev->window, w, __ATOMIC_RELAXED);
+	if (!room->sync && dev->sync_waiting > 0)
+		return false;
+	return e->inflight == 0 ||
+	    (e->inflight < w &&
+		(room->max_bytes == 0 ||
+		    e->inflight_bytes + bytes <= room->max_bytes));
+}
+
+uint64_t
+wb_dev_write_admit(struct wb_dev *dev, uint64_t bytes,
+    const struct wb_dev_room *room, bool (*end_one)(void *), void *arg)
+{
+	bool counted = false;
+
+	pthread_mutex_lock(&dev->est_lock);
+	while (!wb_dev_fits_locked(dev, bytes, room)) {
+		/* A sync's write waits: the others yield until it fits. */
+		if (room->sync && !counted) {
+			dev->sync_waiting++;
+			counted = true;
+		}
+		if (end_one) {
+			pthread_mutex_unlock(&dev->est_lock);
+			bool ended = end_one(arg);
+			pthread_mutex_lock(&dev->est_lock);
+			if (ended)
+				continue;
+		}
+		dev->budget_waiters++;
+		pthread_cond_wait(&dev->est_cond, &dev->est_lock);
+		dev->budget_waiters--;
+	}
+	if (counted && --dev->sync_waiting == 0 && dev->budget_waiters > 0)
+		pthread_cond_broadcast(&dev->est_cond);
+	uint64_t now = now_ns();
+	linkest_begin(&dev->est, bytes, now);
+	pthread_mutex_unlock(&dev->est_lock);
+	return now;
 }
 
 void
@@ -122,34 +184,6 @@ wb_dev_link(struct wb_dev *dev, struct wb_dev_link *l)
 	l->read_window = __atomic_load_n(&dev->read_window, __ATOMIC_RELAXED);
 	l->readahead_bytes =
 	    __atomic_load_n(&dev->readahead_bytes, __ATOMIC_RELAXED);
-}
-
-void
-wb_dev_read_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now)
-{
-	pthread_mutex_lock(&dev->est_lock);
-	linkest_begin(&dev->rest, bytes, now);
-	pthread_mutex_unlock(&dev->est_lock);
-}
-
-void
-wb_dev_read_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
-    bool ok, uint64_t now)
-{
-	pthread_mutex_lock(&dev->est_lock);
-	linkest_end(&dev->rest, bytes, latency_ns, ok, now);
-	pthread_mutex_unlock(&dev->est_lock);
-}
-
-unsigned
-wb_dev_read_window(struct wb_dev *dev, unsigned floor, uint64_t max_bytes,
-    unsigned max_reads)
-{
-	pthread_mutex_lock(&dev->est_lock);
-	unsigned w = linkest_window(&dev->rest, floor, max_bytes, max_reads);
-	pthread_mutex_unlock(&dev->est_lock);
-	__atomic_store_n(&dev->read_window, w, __ATOMIC_RELAXED);
-	return w;
 }
 
 uint64_t

@@ -78,10 +78,20 @@ struct wb_dev {
 	/* The link as writeback's completions measure it (linkest.h):
 	 * round trip, bandwidth, writes in flight; under est_lock, a leaf
 	 * taken once as each write begins and ends.  window (atomic): the
-	 * writes the last window on a remote was sized to. */
+	 * writes the device's window on a remote was last sized to.
+	 *
+	 * On a remote that window is one budget for the whole device
+	 * (wb_dev_write_admit): every writeback job (FLUSH, background,
+	 * periodic, write-behind) draws its writes in flight from it.
+	 * Under est_lock too: the writes for a sync (FLUSH, FUA, sync,
+	 * shutdown) waiting for room (sync_waiting), before which the
+	 * others yield; and how many wait on est_cond, which is broadcast
+	 * as a write ends or the last sync waiting gets its room. */
 	pthread_mutex_t est_lock;
+	pthread_cond_t est_cond;
 	struct linkest est;
 	unsigned window;
+	unsigned sync_waiting, budget_waiters;
 	/* The same for the reads of the read window (fill.c): their own
 	 * estimate, under est_lock, the reads its window was last sized to
 	 * and the read-ahead a sequential reader was last given (atomics). */
@@ -90,6 +100,9 @@ struct wb_dev {
 	uint64_t readahead_bytes;
 	/* Bytes written back by write-behind (remote.write_behind), atomic. */
 	uint64_t write_behind_bytes;
+	/* Write-behind found foreground work and yielded: owed to its end
+	 * (wb_foreground_done), atomic. */
+	int behind_owed;
 
 	/* Work waiting or running, by reason (atomics; WB_REASON_*), besides
 	 * the background and periodic flags above; "read" counts cache-miss
@@ -154,24 +167,47 @@ struct wb_dev_link {
 	uint64_t readahead_bytes;
 };
 
-/* A write of BYTES to DEV begins, or ends after LATENCY_NS (written: OK);
- * for the estimate (any thread). */
-void wb_dev_write_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now);
-void wb_dev_write_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
-    bool ok, uint64_t now);
-/* The writes to keep in flight on DEV: the link's window, at least FLOOR,
- * at most MAX_BYTES (0: no bound) and MAX_WRITES (linkest_window). */
-unsigned wb_dev_window(struct wb_dev *dev, unsigned floor, uint64_t max_bytes,
-    unsigned max_writes);
+/* A write (EST: &DEV->est) or a read of the read window (&DEV->rest) of
+ * BYTES begins, or ends after LATENCY_NS (OK: done), for the estimate
+ * (any thread). */
+void wb_dev_link_begin(struct wb_dev *dev, struct linkest *est, uint64_t bytes,
+    uint64_t now);
+void wb_dev_link_end(struct wb_dev *dev, struct linkest *est, uint64_t bytes,
+    uint64_t latency_ns, bool ok, uint64_t now);
+/* What to keep in flight on EST's link: linkest_window, at least FLOOR, at
+ * most MAX_BYTES (0: no bound) and MAX; stored in *SHOWN (atomic: DEV's
+ * window or read_window, for the status). */
+unsigned wb_dev_link_window(struct wb_dev *dev, struct linkest *est,
+    unsigned *shown, unsigned floor, uint64_t max_bytes, unsigned max);
+
+/* What a write asks of its device's window (wb_dev_write_admit). */
+struct wb_dev_room {
+	unsigned floor;      /* the window's least, in writes */
+	uint64_t max_bytes;  /* its bound in bytes (0: none) */
+	unsigned max_writes; /* and in writes */
+	bool sync;           /* for a FLUSH, FUA, sync or the drain */
+};
+
+/*
+ * Room in DEV's window for a write of BYTES (a remote's; see est_lock):
+ * the window (wb_dev_link_window of the writes' estimate, ROOM's floor
+ * and bounds) holds the writes of every job on DEV.  A write fits while
+ * fewer writes than the window are in flight and their bytes with BYTES
+ * are within max_bytes; one always fits when none are.  A write that is
+ * not for a sync fits only while no sync write waits for room:
+ * background work yields to a waiting sync, as the kernel's does.
+ * Without room, END_ONE(ARG) ends one of the caller's own writes in
+ * flight (false: it has none; END_ONE may be NULL), else the caller
+ * waits for another's to end: no caller waits with a write of its own in
+ * flight, so the writes holding the room always end.  Once it fits, the
+ * write is begun for the estimate (as wb_dev_link_begin) and its start
+ * time returned.
+ */
+uint64_t wb_dev_write_admit(struct wb_dev *dev, uint64_t bytes,
+    const struct wb_dev_room *room, bool (*end_one)(void *), void *arg);
 void wb_dev_link(struct wb_dev *dev, struct wb_dev_link *l);
-/* Reads the same way: a read of BYTES from DEV begins or ends (the read
- * window's), the reads to keep in flight (linkest_window of the reads'
- * estimate), and the read-ahead (linkest_readahead). */
-void wb_dev_read_begin(struct wb_dev *dev, uint64_t bytes, uint64_t now);
-void wb_dev_read_end(struct wb_dev *dev, uint64_t bytes, uint64_t latency_ns,
-    bool ok, uint64_t now);
-unsigned wb_dev_read_window(struct wb_dev *dev, unsigned floor,
-    uint64_t max_bytes, unsigned max_reads);
+/* The read-ahead a sequential reader gets (linkest_readahead of the
+ * reads' estimate), stored for the status. */
 uint64_t wb_dev_readahead(struct wb_dev *dev, uint64_t base, uint64_t max);
 /* Once a second (the control thread): the writeback rate and CPU share
  * since the last call, smoothed, into bandwidth_bps and

@@ -186,6 +186,22 @@ wb_dev_dirty_pages(struct wb_dev *dev)
 	return sum;
 }
 
+uint64_t
+wb_dev_unwritten_pages(struct wb_dev *dev)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
+		uint64_t cached, dirty;
+		if (!t)
+			continue;
+		cache_file_stats(t->cf, &cached, &dirty);
+		sum += dirty + cache_file_writeback_pages(t->cf);
+	}
+	return sum;
+}
+
 struct backend *
 wb_dev_backend(struct wb_dev *dev)
 {
@@ -467,8 +483,10 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	while (t->gc_busy) {
 		uint64_t gen = t->gc_gen;
 		bool covered = t->gc_upto >= w;
+		t->gc_waiters++;
 		while (t->gc_gen == gen)
 			pthread_cond_wait(&t->gc_cond, &t->gc_lock);
+		t->gc_waiters--;
 		if (covered) {
 			r = t->gc_last_r;
 			pthread_mutex_unlock(&t->gc_lock);
@@ -804,10 +822,23 @@ struct wb_io {
 	struct backend_write bw;
 };
 
-/* Start writing RUN of T (the export's last page may be short). */
+/* The bytes RUN of T writes (the export's last page may be short). */
+static uint32_t
+wb_run_len(const struct wb_target *t, const struct cache_run *run)
+{
+	uint64_t off = run->first_index * t->wb->page_size;
+	uint64_t len = (uint64_t)run->npages * t->wb->page_size;
+
+	if (off + len > t->size_bytes)
+		len = t->size_bytes - off;
+	return (uint32_t)len;
+}
+
+/* Start writing RUN of T; START_NS: when wb_dev_write_admit began it in
+ * the device's estimate, or 0 (begun here). */
 static void
 wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
-    unsigned flags, enum wb_reason why)
+    unsigned flags, enum wb_reason why, uint64_t start_ns)
 {
 	uint64_t off = run->first_index * t->wb->page_size;
 	uint64_t len = (uint64_t)run->npages * t->wb->page_size;
@@ -819,13 +850,15 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 	assert(off < t->size_bytes && !t->read_only);
 	assert(len <= UINT32_MAX);
 
-	if (off + len > t->size_bytes)
-		len = t->size_bytes - off;
+	len = wb_run_len(t, run);
 	*w = (struct wb_io){ .t = t, .run = run, .off = off,
 	    .len = (uint32_t)len, .flags = flags };
 	w->why = why;
-	w->start_ns = now_ns();
-	wb_dev_write_begin(t->dev, w->len, w->start_ns);
+	w->start_ns = start_ns;
+	if (!start_ns) {
+		w->start_ns = now_ns();
+		wb_dev_link_begin(t->dev, &t->dev->est, w->len, w->start_ns);
+	}
 	w->losses = __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
 	w->fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
 	stats_wb_run_begin(&t->dev->stats);
@@ -857,7 +890,8 @@ wb_run_end(struct wb_io *w)
 	int r = backend_write_end(&w->bw);
 	uint64_t now = now_ns();
 
-	wb_dev_write_end(t->dev, w->len, now - w->start_ns, r == 0, now);
+	wb_dev_link_end(t->dev, &t->dev->est, w->len, now - w->start_ns, r == 0,
+	    now);
 	if (r == 0 && w->behind)
 		__atomic_add_fetch(&t->dev->write_behind_bytes, w->len,
 		    __ATOMIC_RELAXED);
@@ -908,14 +942,48 @@ wb_run_end(struct wb_io *w)
 	return r;
 }
 
-/* Write one run and wait for it; 0 or a negative errno. */
+/* Work done for a sync (a FLUSH, a FUA write, wbctl flush, the drain),
+ * before which background work yields. */
+static bool
+wb_reason_sync(enum wb_reason why)
+{
+	return why == WB_REASON_FLUSH || why == WB_REASON_FUA ||
+	    why == WB_REASON_SHUTDOWN || why == WB_REASON_SYNC;
+}
+
+#define WB_WINDOW 16
+#define WB_WINDOW_MAX 1024
+
+/* Does DEV's window bound its writes (a remote that takes writes in two
+ * steps)?  Then its least (*FLOOR) and its bound (*MAX_BYTES). */
+static bool
+wb_dev_budget(struct wb_dev *dev, unsigned *floor, uint64_t *max_bytes)
+{
+	struct backend *b = wb_dev_backend(dev);
+
+	if (!b || !(b->caps & BACKEND_REMOTE) ||
+	    backend_max_in_flight(b) < WB_WINDOW)
+		return false;
+	*floor = WB_WINDOW;
+	*max_bytes = __atomic_load_n(&b->max_inflight_bytes, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Write one run and wait for it, in its device's window; 0 or a negative
+ * errno. */
 static int
 wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
     enum wb_reason why)
 {
 	struct wb_io w;
+	struct wb_dev_room room = { .max_writes = WB_WINDOW_MAX,
+		.sync = wb_reason_sync(why) };
+	uint64_t start = 0;
 
-	wb_run_begin(&w, t, run, flags, why);
+	if (wb_dev_budget(t->dev, &room.floor, &room.max_bytes))
+		start = wb_dev_write_admit(t->dev, wb_run_len(t, run), &room,
+		    NULL, NULL);
+	wb_run_begin(&w, t, run, flags, why, start);
 	return wb_run_end(&w);
 }
 
@@ -923,27 +991,31 @@ wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
  * Several runs in flight, oldest ended first.  On a file, as many as the
  * backend keeps in flight, up to WB_WINDOW (one, or the io_uring's): its
  * latency is hidden as the kernel's flusher hides a disk's by queueing
- * bios.  On a remote, the link's window (wb_dev_window: bandwidth x round
- * trip, linkest.h), never fewer than WB_WINDOW, at most the remote's
- * max_inflight_bytes and WB_WINDOW_MAX, looked at again as each run is
- * added: it grows from WB_WINDOW as the estimate does.  The runs go over
- * the remote's connections (backend-nbd.c: a multi-conn remote gets
- * more as they are busy).  Every run added is ended by wb_window_add or
- * wb_window_drain.
+ * bios.  On a remote, the link's window (bandwidth x round trip,
+ * linkest.h), never fewer than WB_WINDOW, at most the remote's
+ * max_inflight_bytes and WB_WINDOW_MAX: it grows from WB_WINDOW as the
+ * estimate does.  That window is the device's, not the job's: every job
+ * writing to the device draws its runs in flight from it
+ * (wb_dev_write_admit), a job writing for a sync first (wb_reason_sync:
+ * background, periodic and write-behind work take no room while a sync's
+ * run waits for some), so that several jobs on one device never hold
+ * more than the link's window together.  A job without room ends its own
+ * oldest run, or, with none in flight, waits for another's to end.  The
+ * runs go over the remote's connections (backend-nbd.c: a multi-conn
+ * remote gets more as they are busy).  Every run added is ended by
+ * wb_window_add or wb_window_drain.
  */
-#define WB_WINDOW       16
-#define WB_WINDOW_MAX 1024
-
 struct wb_window {
 	struct wb_io small[WB_WINDOW];
 	struct wb_io *io; /* SMALL, or WB_WINDOW_MAX of its own */
 	unsigned size;    /* of IO */
 	unsigned head, n, cap;
-	unsigned floor;     /* a remote's least cap; 0: a file */
+	unsigned floor;     /* a remote's least window; 0: a file */
 	uint64_t max_bytes; /* a remote's bound */
 	struct wb_dev *dev;
 	int err;                        /* the first failure */
 	enum wb_reason why;             /* of every run it writes */
+	bool sync;                      /* wb_reason_sync(why) */
 	bool behind;                    /* write-behind's runs */
 };
 
@@ -958,6 +1030,7 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 	win->head = win->n = 0;
 	win->err = 0;
 	win->why = why;
+	win->sync = false;
 	win->behind = false;
 	win->dev = dev;
 	win->io = win->small;
@@ -965,27 +1038,37 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 	win->cap = floor;
 	win->floor = 0;
 	win->max_bytes = 0;
-	if (!b || !(b->caps & BACKEND_REMOTE) || floor < WB_WINDOW)
+	if (!wb_dev_budget(dev, &win->floor, &win->max_bytes))
 		return;
-	/* Without memory for more, today's window. */
+	win->sync = wb_reason_sync(why);
+	/* Without memory for more, no more than WB_WINDOW of its own. */
 	struct wb_io *io = malloc(WB_WINDOW_MAX * sizeof *io);
 	if (!io)
 		return;
 	win->io = io;
 	win->size = WB_WINDOW_MAX;
-	win->floor = floor;
-	win->max_bytes =
-	    __atomic_load_n(&b->max_inflight_bytes, __ATOMIC_RELAXED);
 }
 
-/* The window for the next run: a remote's follows its link. */
+/* The job's own runs in flight at most: a file's; on a remote, its ring
+ * (the device's window bounds them all: wb_dev_write_admit). */
 static unsigned
 wb_window_cap(struct wb_window *win)
 {
-	if (win->floor)
-		win->cap = wb_dev_window(win->dev, win->floor, win->max_bytes,
-		    win->size);
-	return win->cap;
+	return win->floor ? win->size : win->cap;
+}
+
+static void wb_window_end_oldest(struct wb_window *win);
+
+/* End WIN's oldest run if it has one in flight (wb_dev_write_admit). */
+static bool
+wb_window_end_one(void *arg)
+{
+	struct wb_window *win = arg;
+
+	if (win->n == 0)
+		return false;
+	wb_window_end_oldest(win);
+	return true;
 }
 
 static void
@@ -1007,11 +1090,21 @@ wb_window_add_flags(struct wb_window *win, struct wb_target *t,
     struct cache_run *run, unsigned flags)
 {
 	unsigned cap = wb_window_cap(win);
+	uint64_t start = 0;
 
 	while (win->n >= cap)
 		wb_window_end_oldest(win);
+	/* Room in the device's window: our oldest ends first, if it must. */
+	if (win->floor) {
+		struct wb_dev_room room = { .floor = win->floor,
+			.max_bytes = win->max_bytes,
+			.max_writes = win->size,
+			.sync = win->sync };
+		start = wb_dev_write_admit(win->dev, wb_run_len(t, run), &room,
+		    wb_window_end_one, win);
+	}
 	struct wb_io *w = &win->io[(win->head + win->n) % win->size];
-	wb_run_begin(w, t, run, flags, win->why);
+	wb_run_begin(w, t, run, flags, win->why, start);
 	w->behind = win->behind;
 	win->n++;
 	if (cap == 1)
@@ -1342,7 +1435,9 @@ wb_dev_foreground(struct wb_dev *dev)
  * dirty_background or grows older than dirty_expire: the link's idle
  * time is what a later FLUSH would wait for.  Idle: no foreground work
  * (wb_dev_foreground).  It yields to that work as it comes: a FLUSH, a
- * miss.
+ * miss.  Then it is owed (wb_dev.behind_owed), and the end of that work
+ * resumes it (wb_foreground_done), whether or not periodic writeback
+ * runs (dirty_writeback_centisecs 0) or another write comes.
  */
 static bool
 wb_write_behind_due(struct wb_dev *dev)
@@ -1353,12 +1448,47 @@ wb_write_behind_due(struct wb_dev *dev)
 	    !wb_dev_foreground(dev);
 }
 
+/* Write-behind is on for DEV, and DEV is idle now; if it is not, the
+ * write-behind is owed to the end of its foreground work.  The flag is
+ * set before the work is looked at again, and wb_foreground_done lowers
+ * the work before it looks at the flag: one of the two sees the other. */
+static bool
+wb_write_behind_now(struct wb_dev *dev)
+{
+	struct backend *b = wb_dev_backend(dev);
+
+	if (!b || !__atomic_load_n(&b->write_behind, __ATOMIC_RELAXED))
+		return false;
+	if (!wb_dev_foreground(dev))
+		return true;
+	__atomic_store_n(&dev->behind_owed, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return !wb_dev_foreground(dev);
+}
+
 bool
 wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
     uint64_t dirty_pages, uint64_t dev_dirty)
 {
 	return wb_over_background(wb, dev, dirty_pages, dev_dirty) ||
-	    wb_write_behind_due(dev);
+	    wb_write_behind_now(dev);
+}
+
+static bool wb_kick_background_queued(struct wb_dev *dev);
+
+void
+wb_foreground_done(struct wb_dev *dev, const struct wb_ctl *wb)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&dev->behind_owed, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&wb->stopping, __ATOMIC_RELAXED) ||
+	    wb_backing_off(dev) || !wb_write_behind_due(dev) ||
+	    wb_dev_dirty_pages(dev) == 0)
+		return;
+	/* Paid once the background job is queued anew; one running now
+	 * looks at the flag as it ends (wb_background_run). */
+	if (wb_kick_background_queued(dev))
+		__atomic_store_n(&dev->behind_owed, 0, __ATOMIC_SEQ_CST);
 }
 
 /* After foreground work on DEV, or periodically: resume write-behind if
@@ -1424,13 +1554,14 @@ wb_background_run(struct job *job)
 				bool over = wb_over_background(t->wb, dev,
 				    cache_dirty_pages(t->wb->cache),
 				    wb_dev_dirty_pages(dev));
-				if (!over && !wb_write_behind_due(dev))
+				if (!over && !wb_write_behind_now(dev))
 					goto out;
 				win.behind = !over;
 			}
 			/* Write-behind yields to foreground work at once:
-			 * its runs in flight end, it takes no more. */
-			if (win.behind && wb_dev_foreground(dev))
+			 * its runs in flight end, it takes no more; owed to
+			 * the work's end (wb_foreground_done). */
+			if (win.behind && !wb_write_behind_now(dev))
 				goto out;
 			uint32_t max_run =
 			    __atomic_load_n(&t->wb->max_run_pages,
@@ -1473,7 +1604,13 @@ out:
 	wb_window_drain(&win);
 	wb_commit(dev);
 	wb_cpu_account(dev, cpu);
-	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_SEQ_CST);
+	/* Owed while this job ran, its kick lost to it: queued anew. */
+	struct wb_target *t0 = NULL;
+	for (unsigned i = 0; i < wb_dev_n_targets(dev) && !t0; i++)
+		t0 = wb_dev_target(dev, i);
+	if (t0)
+		wb_foreground_done(dev, t0->wb);
 }
 
 static void
@@ -1516,14 +1653,23 @@ out:
 		wb_resume_write_behind(dev, t0->wb);
 }
 
-void
-wb_kick_background(struct wb_dev *dev)
+/* Queue DEV's background job unless it is queued or running; true if
+ * this call queued it. */
+static bool
+wb_kick_background_queued(struct wb_dev *dev)
 {
 	if (__atomic_exchange_n(&dev->bg_queued, 1, __ATOMIC_ACQ_REL))
-		return;
+		return false;
 	memset(&dev->bg_job, 0, sizeof dev->bg_job);
 	dev->bg_job.run = wb_background_run;
 	pool_submit(dev->pool, &dev->bg_job);
+	return true;
+}
+
+void
+wb_kick_background(struct wb_dev *dev)
+{
+	(void)wb_kick_background_queued(dev);
 }
 
 void

@@ -109,6 +109,7 @@ struct wb_target {
 	bool gc_busy;
 	uint64_t gc_upto, gc_gen;
 	int gc_last_r;
+	unsigned gc_waiters; /* waiting for the one in flight to end */
 
 	/* Signalled whenever a writeback of this target ends. */
 	pthread_mutex_t lock;
@@ -209,6 +210,11 @@ int wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len,
  */
 bool wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
     uint64_t dirty_pages, uint64_t dev_dirty);
+/* Foreground work on DEV (a FLUSH, a FUA write, a miss) has ended, its
+ * count in wb_dev lowered: resume write-behind if it yielded to such
+ * work and is due now (any thread; one atomic load when it is not
+ * owed). */
+void wb_foreground_done(struct wb_dev *dev, const struct wb_ctl *wb);
 /* Queue background writeback on DEV if none is queued (any thread). */
 void wb_kick_background(struct wb_dev *dev);
 /* Queue periodic writeback of expired pages on DEV (any thread). */
@@ -218,7 +224,12 @@ void wb_kick_periodic(struct wb_dev *dev);
  * How long to hold the reply to a write, given the dirty pages now:
  * 0 below the midpoint between the background threshold and the limit,
  * rising smoothly to 200 ms towards the limit; -1 at or above the limit
- * (hold until writeback has made room).
+ * (hold until writeback has made room).  The writer's pages are counted
+ * dirty or under writeback (cache_unwritten_pages, wb_dev_unwritten_pages),
+ * as the kernel's balance_dirty_pages counts NR_WRITEBACK beside the
+ * dirty pages: write-behind moves pages under writeback as soon as they
+ * are written, and a writer faster than its remote must still be paced.
+ * The background threshold counts dirty pages alone, as the kernel's.
  */
 int wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages);
 
@@ -231,8 +242,10 @@ int wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages);
 int wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
     uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio);
 
-/* Dirty pages of every target on DEV (any thread). */
+/* Dirty pages of every target on DEV (any thread); and those with the
+ * pages under writeback (the writer throttle's count). */
 uint64_t wb_dev_dirty_pages(struct wb_dev *dev);
+uint64_t wb_dev_unwritten_pages(struct wb_dev *dev);
 /* The backend of a target on DEV (every target on a device has a backend
  * of one kind), NULL if it has none (a reader of the targets, grace.h). */
 struct backend *wb_dev_backend(struct wb_dev *dev);

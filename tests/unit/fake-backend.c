@@ -24,6 +24,8 @@ struct backend_io {
 	struct backend_io *next;        /* on the held list */
 	size_t op;                      /* its log entry */
 	void *copy;                     /* the data, taken when issued */
+	uint32_t count;
+	uint64_t due_ns; /* the latency's end; 0: none */
 	bool done;
 	int result;
 };
@@ -43,6 +45,10 @@ struct fake {
 	uint64_t tick;
 
 	unsigned in_flight, max_in_flight;
+	uint64_t in_flight_bytes, max_in_flight_bytes;
+	unsigned latency_us;
+	bool holding_flushes;
+	uint64_t flush_gen; /* bumped by each release */
 
 	unsigned fail_writes;
 	int fail_writes_err;
@@ -131,8 +137,14 @@ fake_issue_write(struct fake *f, const void *buf, uint32_t count, uint64_t off,
 	f->log[io->op].vectored = vectored;
 	f->log[io->op].two_step = two_step;
 	io->result = fake_write_verdict_locked(f, off, count);
+	io->count = count;
+	if (f->latency_us)
+		io->due_ns = now_ns() + (uint64_t)f->latency_us * 1000u;
 	if (++f->in_flight > f->max_in_flight)
 		f->max_in_flight = f->in_flight;
+	f->in_flight_bytes += count;
+	if (f->in_flight_bytes > f->max_in_flight_bytes)
+		f->max_in_flight_bytes = f->in_flight_bytes;
 	if (f->holding) {
 		*f->held_tail = io;
 		f->held_tail = &io->next;
@@ -143,16 +155,34 @@ fake_issue_write(struct fake *f, const void *buf, uint32_t count, uint64_t off,
 	return io;
 }
 
-/* Wait for IO to complete, end it and free it; its result. */
+/* Sleep until NS on the monotonic clock. */
+static void
+fake_sleep_until(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+		.tv_nsec = (long)(ns % 1000000000u) };
+
+	int r;
+
+	do
+		r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	while (r == EINTR);
+}
+
+/* Wait for IO to complete (and its latency to pass), end it and free it;
+ * its result. */
 static int
 fake_end_write(struct fake *f, struct backend_io *io)
 {
 	int r;
 
+	if (io->due_ns)
+		fake_sleep_until(io->due_ns);
 	pthread_mutex_lock(&f->lock);
 	while (!io->done)
 		pthread_cond_wait(&f->cond, &f->lock);
 	f->in_flight--;
+	f->in_flight_bytes -= io->count;
 	r = io->result;
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->lock);
@@ -234,6 +264,9 @@ fake_flush(struct backend *b)
 		f->fail_flushes--;
 		r = -f->fail_flushes_err;
 	}
+	uint64_t gen = f->flush_gen;
+	while (f->holding_flushes && f->flush_gen == gen)
+		pthread_cond_wait(&f->cond, &f->lock);
 	fake_done_locked(f, i, r);
 	pthread_mutex_unlock(&f->lock);
 	return r;
@@ -402,6 +435,7 @@ fake_clear_log(struct fake *f)
 	pthread_mutex_lock(&f->lock);
 	f->n_ops = 0;
 	f->max_in_flight = f->in_flight;
+	f->max_in_flight_bytes = f->in_flight_bytes;
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -419,6 +453,24 @@ fake_max_in_flight(struct fake *f)
 {
 	pthread_mutex_lock(&f->lock);
 	unsigned n = f->max_in_flight;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+uint64_t
+fake_in_flight_bytes(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	uint64_t n = f->in_flight_bytes;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+uint64_t
+fake_max_in_flight_bytes(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	uint64_t n = f->max_in_flight_bytes;
 	pthread_mutex_unlock(&f->lock);
 	return n;
 }
@@ -558,5 +610,42 @@ fake_release_newest_first(struct fake *f)
 		fake_complete_locked(f, io);
 	f->held_tail = &f->held;
 	f->holding = false;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void
+fake_hold_flushes(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->holding_flushes = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void
+fake_release_flushes(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->holding_flushes = false;
+	f->flush_gen++;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+void
+fake_release_held_flushes(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->flush_gen++;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* --- latency ------------------------------------------------------------ */
+
+void
+fake_set_latency_us(struct fake *f, unsigned us)
+{
+	pthread_mutex_lock(&f->lock);
+	f->latency_us = us;
 	pthread_mutex_unlock(&f->lock);
 }

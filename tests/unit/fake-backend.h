@@ -16,7 +16,11 @@
  *    flight (started, not ended) and the most ever in flight at once;
  *  - it holds writes on demand: after fake_hold() a write is not completed
  *    (one step: pwrite blocks; two steps: pwrite_end blocks) until the
- *    test releases it, in issue order or newest first (out of order).
+ *    test releases it, in issue order or newest first (out of order);
+ *    and flushes (fake_hold_flushes: a flush blocks until released);
+ *  - it has a latency on demand (fake_set_latency_us): a write ends no
+ *    sooner than that long after it was issued, as over a link, and it
+ *    counts the bytes of the writes in flight and the most at once.
  *
  * Data lands in the memory when a write completes; a failed write changes
  * nothing.  The lock is internal: every function may be called from any
@@ -86,6 +90,9 @@ void fake_clear_log(struct fake *f);
  * was last cleared. */
 unsigned fake_in_flight(struct fake *f);
 unsigned fake_max_in_flight(struct fake *f);
+/* The same in bytes. */
+uint64_t fake_in_flight_bytes(struct fake *f);
+uint64_t fake_max_in_flight_bytes(struct fake *f);
 
 /* Wait until at least N operations of TYPE have completed (or, for
  * fake_wait_in_flight, N writes are in flight); false after TIMEOUT_MS. */
@@ -112,5 +119,18 @@ void fake_hold(struct fake *f);
  * holding. */
 void fake_release(struct fake *f);
 void fake_release_newest_first(struct fake *f);
+/* Flushes issued from now on are held (the caller blocks in the flush)
+ * until fake_release_flushes, which completes them and stops holding.
+ * A flush's failure (fake_fail_flushes) is decided when it is issued. */
+void fake_hold_flushes(struct fake *f);
+void fake_release_flushes(struct fake *f);
+/* Complete the flushes held now, and hold those issued from now on. */
+void fake_release_held_flushes(struct fake *f);
+
+/* --- latency ------------------------------------------------------------ */
+
+/* Every write issued from now on ends no sooner than US microseconds
+ * after it was issued (0: at once). */
+void fake_set_latency_us(struct fake *f, unsigned us);
 
 #endif

@@ -4,7 +4,9 @@
  * against the cache, the writer-throttling curve), and the writeback code
  * itself driven over a real cache and a real device pool onto the fake
  * backend: what a FLUSH covers and when it flushes the device, FUA, the
- * window of writes in flight, errors, the back-off and the error sequence.
+ * window of writes in flight (one per device, shared by its jobs), group
+ * commit of the device's flushes, errors, the back-off and the error
+ * sequence.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -266,6 +268,24 @@ setup_redo_after_failed_flush(void **state)
 	return r;
 }
 
+/* A remote whose window is 8 pages (remote.max_writeback_inflight_bytes)
+ * and whose writes take two steps, on 4 MiB: room for 512 runs of one
+ * page on each of two exports (even and odd pages). */
+#define REMOTE_BYTES (4u << 20)
+#define REMOTE_WINDOW 8u
+static int
+setup_remote(void **state)
+{
+	struct fake_params p = { .size_bytes = REMOTE_BYTES,
+		.two_step = true,
+		.caps = BACKEND_REMOTE };
+	int r = wfx_setup(state, &p);
+	struct wfx *x = *state;
+
+	x->t.backend->max_inflight_bytes = REMOTE_WINDOW * PS;
+	return r;
+}
+
 static int
 setup_read_only(void **state)
 {
@@ -280,6 +300,7 @@ wfx_teardown(void **state)
 	struct wfx *x = *state;
 
 	fake_release(x->fake);          /* nothing left held */
+	fake_release_flushes(x->fake);
 	wb_dev_free(x->dev);            /* runs what is queued, stops */
 	wb_target_destroy(&x->t);
 	cache_file_free(x->t.cf);
@@ -1207,6 +1228,237 @@ test_periodic_writes_expired_pages_only(void **state)
 	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
 }
 
+/* --- one window per device ------------------------------------------------ */
+
+/* A second export on X's device and backend (the odd pages of the fake),
+ * with a cache file of its own. */
+static void
+second_target(struct wfx *x, struct wb_target *t2)
+{
+	*t2 = (struct wb_target){ .name = "second",
+		.backend = x->t.backend,
+		.dev = x->dev,
+		.wb = &x->wb,
+		.size_bytes = x->t.size_bytes };
+	t2->cf = cache_file_new(x->cache, t2->size_bytes);
+	assert_non_null(t2->cf);
+	wb_target_init(t2);
+	assert_int_equal(wb_dev_add_target(x->dev, t2), 0);
+}
+
+static void
+second_target_free(struct wfx *x, struct wb_target *t2)
+{
+	wb_dev_remove_target(x->dev, t2);
+	wb_target_destroy(t2);
+	cache_file_free(t2->cf);
+}
+
+/* Page INDEX of T, filled with BYTE, sequence SEQ. */
+static void
+dirty_page_of(struct wb_target *t, uint64_t index, uint8_t byte, uint64_t seq)
+{
+	uint8_t buf[PS];
+	uint64_t fill;
+
+	memset(buf, byte, sizeof buf);
+	assert_int_equal(cache_write(t->cf, buf, index * PS, PS, seq, &fill),
+	    CACHE_WRITE_OK);
+}
+
+static void
+test_two_jobs_on_one_device_share_its_window(void **state)
+{
+	struct wfx *x = *state;
+	struct wb_target t2;
+	struct flusher f1, f2;
+
+	second_target(x, &t2);
+	for (unsigned i = 0; i < 40; i++) {
+		dirty_page_of(&x->t, 2 * i, 1, i + 1);
+		dirty_page_of(&t2, 2 * i + 1, 2, i + 1);
+	}
+	fake_hold(x->fake);
+	flusher_start(&f1, &x->t, 40);
+	flusher_start(&f2, &t2, 40);
+	/* The device's window holds 8 pages: both jobs together, not 8
+	 * each.  Given time to begin more, they begin none. */
+	assert_true(fake_wait_in_flight(x->fake, REMOTE_WINDOW, WAIT_MS));
+	usleep(200 * 1000);
+	assert_int_equal(fake_in_flight(x->fake), REMOTE_WINDOW);
+	assert_int_equal(fake_in_flight_bytes(x->fake), REMOTE_WINDOW * PS);
+	struct wb_dev_link l;
+	wb_dev_link(x->dev, &l);
+	assert_int_equal(l.inflight, REMOTE_WINDOW);
+	assert_int_equal(l.inflight_bytes, REMOTE_WINDOW * PS);
+	fake_release(x->fake);
+	assert_int_equal(flusher_join(&f1), 0);
+	assert_int_equal(flusher_join(&f2), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 80);
+	assert_true(fake_max_in_flight_bytes(x->fake) <= REMOTE_WINDOW * PS);
+	assert_true(fake_max_in_flight(x->fake) <= REMOTE_WINDOW);
+	wb_dev_link(x->dev, &l);
+	assert_int_equal(l.inflight, 0);
+	pthread_mutex_lock(&x->dev->est_lock);
+	assert_int_equal(x->dev->sync_waiting, 0);
+	assert_int_equal(x->dev->budget_waiters, 0);
+	pthread_mutex_unlock(&x->dev->est_lock);
+	for (unsigned i = 0; i < 40; i++) {
+		assert_true(device_page_is(x, 2 * i, 1));
+		assert_true(device_page_is(x, 2 * i + 1, 2));
+	}
+	second_target_free(x, &t2);
+}
+
+/* A backlog of background work on one export of a slow device, and a
+ * FLUSH of a few pages on another: the FLUSH takes the device's window
+ * first, and is answered long before the backlog is written. */
+#define BACKLOG_PAGES 400u
+static void
+test_flush_is_not_starved_by_background_work(void **state)
+{
+	struct wfx *x = *state;
+	struct wb_target t2;
+	struct flusher fl;
+
+	second_target(x, &t2);
+	set_thresholds(x, 1, 1024, 3000);
+	fake_set_latency_us(x->fake, 5000);
+	for (unsigned i = 0; i < BACKLOG_PAGES; i++)
+		dirty_page_of(&x->t, 2 * i, 1, i + 1);
+	wb_kick_background(x->dev);
+	/* The background job is writing, its window full. */
+	assert_true(fake_wait_in_flight(x->fake, REMOTE_WINDOW, WAIT_MS));
+	for (unsigned i = 0; i < 4; i++)
+		dirty_page_of(&t2, 2 * i + 1, 2, BACKLOG_PAGES + 1 + i);
+	flusher_start(&fl, &t2, BACKLOG_PAGES + 4);
+	assert_int_equal(flusher_join(&fl), 0);
+	/* The backlog takes 400 / 8 round trips of 5 ms at least; the FLUSH
+	 * a few.  At most half of it was written by then. */
+	size_t backlog_done = 0, n = fake_n_ops(x->fake);
+	for (size_t i = 0; i < n; i++) {
+		struct fake_op op;
+		fake_op(x->fake, i, &op);
+		if (op.type == FAKE_PWRITE && op.done_tick &&
+		    (op.off / PS) % 2 == 0)
+			backlog_done++;
+	}
+	assert_true(backlog_done < BACKLOG_PAGES / 2);
+	for (unsigned i = 0; i < 4; i++)
+		assert_true(device_page_is(x, 2 * i + 1, 2));
+	wait_work_done(&x->dev->bg_queued);
+	assert_true(fake_max_in_flight_bytes(x->fake) <= REMOTE_WINDOW * PS);
+	second_target_free(x, &t2);
+}
+
+/* --- group commit ----------------------------------------------------------- */
+
+/* Wait until N FLUSHes of T wait for the device flush in flight. */
+static void
+wait_gc_waiters(struct wb_target *t, unsigned n)
+{
+	uint64_t until = now_ns() + WAIT_MS * 1000000ull;
+
+	for (;;) {
+		pthread_mutex_lock(&t->gc_lock);
+		unsigned w = t->gc_waiters;
+		pthread_mutex_unlock(&t->gc_lock);
+		if (w >= n)
+			return;
+		if (now_ns() > until)
+			fail_msg("%u FLUSHes wait for the flush, not %u", w, n);
+		usleep(1000);
+	}
+}
+
+static void
+wait_flushes_issued(struct fake *f, size_t n)
+{
+	uint64_t until = now_ns() + WAIT_MS * 1000000ull;
+
+	while (fake_count(f, FAKE_FLUSH, 0) < n) {
+		if (now_ns() > until)
+			fail_msg("no flush was issued");
+		usleep(1000);
+	}
+}
+
+/* One FLUSH's device flush in flight (held), then three FLUSHes of
+ * pages written since: FLUSHES[0..3], flushing sequences 1..4. */
+static void
+gc_start(struct wfx *x, struct flusher *fl)
+{
+	dirty_page(x, 0, 1, 1);
+	fake_hold_flushes(x->fake);
+	flusher_start(&fl[0], &x->t, 1);
+	wait_flushes_issued(x->fake, 1);
+	for (unsigned k = 1; k < 4; k++) {
+		dirty_page(x, 2 * k, (uint8_t)(k + 1), k + 1);
+		flusher_start(&fl[k], &x->t, k + 1);
+	}
+	/* Their pages are written; the flush in flight read `written`
+	 * before, so cannot cover them: they wait for the next. */
+	wait_gc_waiters(&x->t, 3);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(fake_count(x->fake, FAKE_PWRITE, 0), 4);
+}
+
+/* The flush in flight ends; one of the three sends the next (held), the
+ * other two wait for it. */
+static void
+gc_second(struct wfx *x)
+{
+	fake_release_held_flushes(x->fake);
+	wait_flushes_issued(x->fake, 2);
+	wait_gc_waiters(&x->t, 2);
+}
+
+static void
+test_flushes_arriving_while_one_is_in_flight_share_the_next(void **state)
+{
+	struct wfx *x = *state;
+	struct flusher fl[4];
+
+	gc_start(x, fl);
+	gc_second(x);
+	fake_release_flushes(x->fake);
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(flusher_join(&fl[k]), 0);
+	/* The one in flight, and one more for the three. */
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 2);
+	assert_int_equal(load64(&x->dev->flushes_shared), 2);
+	assert_true(load64(&x->t.flushed_upto) >= load64(&x->t.written));
+	assert_flush_after_every_write(x->fake);
+	/* Nothing new: the next FLUSH sends nothing. */
+	assert_int_equal(wb_flush(&x->t, 4, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 2);
+}
+
+static void
+test_a_failed_shared_flush_fails_every_flush_it_covered(void **state)
+{
+	struct wfx *x = *state;
+	struct flusher fl[4];
+
+	gc_start(x, fl);
+	/* The next flush issued (the shared one) fails. */
+	fake_fail_flushes(x->fake, 1, EIO);
+	gc_second(x);
+	fake_release_flushes(x->fake);
+	assert_int_equal(flusher_join(&fl[0]), 0);
+	for (unsigned k = 1; k < 4; k++)
+		assert_true(flusher_join(&fl[k]) < 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 2);
+	assert_true(load64(&x->t.flushed_upto) < load64(&x->t.written));
+	assert_int_equal(wb_target_last_err(&x->t), EIO);
+	/* The next FLUSH tries the device again, and it holds now. */
+	assert_int_equal(wb_flush(&x->t, 4, WB_REASON_FLUSH), 0);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 3);
+	assert_true(load64(&x->t.flushed_upto) >= load64(&x->t.written));
+	for (unsigned k = 0; k < 4; k++)
+		assert_true(device_page_is(x, 2 * k, (uint8_t)(k + 1)));
+}
+
 int
 main(void)
 {
@@ -1283,6 +1535,12 @@ main(void)
 		    setup_one_step),
 		T(test_failed_fua_write_keeps_its_pages_dirty, setup_two_step),
 		T(test_periodic_writes_expired_pages_only, setup_one_step),
+		T(test_two_jobs_on_one_device_share_its_window, setup_remote),
+		T(test_flush_is_not_starved_by_background_work, setup_remote),
+		T(test_flushes_arriving_while_one_is_in_flight_share_the_next,
+		    setup_one_step),
+		T(test_a_failed_shared_flush_fails_every_flush_it_covered,
+		    setup_one_step),
 #undef T
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
