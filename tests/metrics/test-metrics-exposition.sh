@@ -109,6 +109,13 @@ if value(s, "wbd_export_journal_logged_bytes_total", export="j0") != 65536:
     sys.exit("FAIL: j0's write log did not take its 64 KiB")
 if value(s, "wbd_remote_connected", device=remote) != 1:
     sys.exit("FAIL: the remote is not shown connected")
+# r0's FLUSH reached its remote: by a flush, or by one write with FUA.
+if (value(s, "wbd_device_flushes_sent_total", device=remote) +
+        value(s, "wbd_device_flushes_by_fua_total", device=remote)) < 1:
+    sys.exit("FAIL: no flush of the remote counted for r0's FLUSH")
+# r0's read of 4 KiB at 8 MiB missed: the remote's read window measured it.
+if value(s, "wbd_device_read_window_reads", device=remote) < 1:
+    sys.exit("FAIL: the remote's read window is not shown")
 
 # wbctl status --json: the same figures, under the same names, per export
 # and for all of them.
