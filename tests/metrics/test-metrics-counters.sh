@@ -26,8 +26,8 @@ start_nbdkit kit --threads=1 --filter=error --filter=delay memory 32M \
 add_export disk0 16M rw
 add_remote_export r0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 32M 'dirty_background_bytes = "2M"; dirty_bytes = "4M"; dirty_writeback_centisecs = 0;'
-# Writeback only past the thresholds, as the pacing below needs.
-add_remote_settings 'write_behind = false;'
+# Write-behind stays on (the default): B's writer is paced all the same,
+# the throttle counting pages under writeback with the dirty ones.
 start_wbd
 dev=$(dev_majmin "$T/disk0.img")
 
