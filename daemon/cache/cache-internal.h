@@ -60,6 +60,13 @@ struct cpage {
 	 * (cache_file.placeholders). */
 	uint64_t seq;
 	uint64_t wb_seq; /* seq when its writeback began */
+	/* Its last write's stamp (shard.wstamp when its data last changed:
+	 * dirty_page_locked, a discard; 0 when published): unique in its
+	 * shard, where the page always lives, so that
+	 * cache_clean_if_unchanged cleans it only while its data is still
+	 * what a reader saw (cache_peek_seq), whatever the sequences the
+	 * writers carried (a TRIM's two discards carry the same one). */
+	uint64_t lseq;
 	uint64_t dirtied_ns;
 	uint16_t flags;
 	uint8_t freq; /* S3-FIFO access count, 0..3 */
@@ -75,6 +82,8 @@ struct shard {
 	struct cpage **buckets;
 	uint64_t bucket_mask;
 	struct cpage *dhead, *dtail;
+	/* The last stamp given to a page's write (cpage.lseq). */
+	uint64_t wstamp;
 	/* Reads that found all their pages, or not (counted in the shard
 	 * of the page that decided it): written under the lock, read
 	 * atomically by cache_get_stats, so no I/O thread bumps a counter

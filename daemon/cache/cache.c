@@ -132,6 +132,7 @@ dirty_page_locked(struct shard *sh, struct cpage *p, uint64_t seq, uint64_t now,
 {
 	lock_assert_held(&sh->lock);
 	assert((p->flags & (PF_LIVE | PF_FILLED)) == (PF_LIVE | PF_FILLED));
+	p->lseq = ++sh->wstamp; /* its data written now */
 	if (p->flags & PF_DIRTY)
 		return; /* keeps its older sequence */
 	p->flags |= PF_DIRTY;
@@ -193,7 +194,9 @@ redirty_page_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 {
 	lock_assert_held(&f->run_lock);
 	if (!(p->flags & PF_DIRTY)) {
+		uint64_t lseq = p->lseq; /* its data did not change */
 		dirty_page_locked(sh, p, seq, now, d);
+		p->lseq = lseq;
 	} else if (p->seq > seq) {
 		bool listed = !(p->flags & PF_WB);
 		if (listed)
@@ -406,6 +409,7 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	p->file = f;
 	p->index = index;
 	p->flags = PF_LIVE | flags;
+	p->lseq = 0; /* no write yet (stamps start at 1) */
 	p->hnext = *b;
 	*b = p;
 	ATOMIC_ADD(&f->cached_pages, 1);
@@ -714,10 +718,11 @@ page_accessed_locked(struct cache *c, struct shard *sh, struct cpage *p)
 	}
 }
 
-/* cache_read, or (COUNT false) cache_peek: no access counted. */
+/* cache_read, or (COUNT false) cache_peek: no access counted; SEQS (if
+ * not NULL) takes each page's last write sequence. */
 static bool
 cache_copy_out(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
-    bool count)
+    bool count, uint64_t *seqs)
 {
 	struct cache *c = f->c;
 	uint8_t *out = buf;
@@ -738,6 +743,8 @@ cache_copy_out(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
 			return false;
 		}
 		memcpy(out, page_data(c, p) + in, n);
+		if (seqs)
+			*seqs++ = p->lseq;
 		if (count) {
 			page_accessed_locked(c, sh, p);
 			if (n == len)
@@ -754,13 +761,46 @@ cache_copy_out(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
 bool
 cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 {
-	return cache_copy_out(f, buf, off, len, true);
+	return cache_copy_out(f, buf, off, len, true, NULL);
 }
 
 bool
 cache_peek(struct cache_file *f, void *buf, uint64_t off, uint32_t len)
 {
-	return cache_copy_out(f, buf, off, len, false);
+	return cache_copy_out(f, buf, off, len, false, NULL);
+}
+
+bool
+cache_peek_seq(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
+    uint64_t *seqs)
+{
+	return cache_copy_out(f, buf, off, len, false, seqs);
+}
+
+bool
+cache_clean_if_unchanged(struct cache_file *f, uint64_t index, uint64_t seq)
+{
+	struct cache *c = f->c;
+	struct shard *sh = shard_of(f, index);
+	bool cleaned = false;
+
+	pthread_mutex_lock(&sh->lock);
+	struct cpage *p = lookup_locked(sh, index);
+	if (p && (p->flags & (PF_DIRTY | PF_WB)) == PF_DIRTY &&
+	    p->lseq == seq) {
+		/* Listed: dirty and not under writeback. */
+		dirty_unlink_locked(sh, p);
+		p->flags &= ~(PF_DIRTY | PF_ZERO);
+		ATOMIC_SUB(&f->dirty_pages, 1);
+		ATOMIC_SUB(&c->dirty, 1);
+		uint64_t was = __atomic_fetch_sub(&f->unwritten_pages, 1,
+		    __ATOMIC_RELEASE);
+		assert(was > 0);
+		(void)was;
+		cleaned = true;
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return cleaned;
 }
 
 /* Resident and filled, or fully covered: writable without a fill. */
@@ -1087,6 +1127,7 @@ cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 				memset(page_data(c, p) + at, 0, n);
 				if (p->flags & (PF_DIRTY | PF_WB))
 					mark_dirty_locked(f, sh, p, seq);
+				p->lseq = ++sh->wstamp; /* its data changed */
 				if (whole && (p->flags & PF_DIRTY))
 					p->flags |= PF_ZERO;
 			}

@@ -93,6 +93,28 @@ bool cache_read(struct cache_file *f, void *buf, uint64_t off, uint32_t len);
 /* The same, counting no access (no hit, no miss, no S3-FIFO visit): the
  * write log reading what it is to log. */
 bool cache_peek(struct cache_file *f, void *buf, uint64_t off, uint32_t len);
+/*
+ * The same, with the last write sequence of each page of [off, off+len)
+ * into SEQS[0..] (one per page, from off's page): a stamp the page takes
+ * each time its data changes (a write, a discard's zeroes; not a
+ * redirty), unique among the pages' stamps of its shard, so that a page
+ * shows the same one only while its data has not changed (the writers'
+ * own sequences may repeat: a TRIM's two discards carry one).  The
+ * ordered write log reads the pages of an epoch with it.
+ */
+bool cache_peek_seq(struct cache_file *f, void *buf, uint64_t off,
+    uint32_t len, uint64_t *seqs);
+/*
+ * Page INDEX's data, whose last write sequence was SEQ when it was read
+ * (cache_peek_seq, nothing else), is on the backing device, written and
+ * flushed there by someone else than writeback (the ordered write log):
+ * clean it if it is dirty, not under writeback, and its last write
+ * sequence is still SEQ, under its shard's lock, so that a write racing
+ * with it is never lost (it either lands before, and the page stays
+ * dirty, or after, and dirties it again).  True if it was cleaned.
+ */
+bool cache_clean_if_unchanged(struct cache_file *f, uint64_t index,
+    uint64_t seq);
 
 enum cache_write_result {
 	CACHE_WRITE_OK,         /* copied and dirtied */

@@ -201,6 +201,7 @@ wbuf_commit_shard(struct cache_wbuf *w, struct shard *sh, uint32_t i,
 			q->file = f;
 			q->index = index;
 			q->flags = PF_LIVE | PF_FILLED;
+			q->lseq = 0; /* set as it is dirtied below */
 			q->hnext = *b;
 			*b = q;
 			page_enqueue_qlocked(c, f, q);

@@ -986,6 +986,117 @@ test_hit_miss_counts(void **state)
 	assert_int_equal(st.misses, 2);
 }
 
+/* The ordered write log's cleaning: a page is cleaned only while its
+ * last write sequence is the one read. */
+static void
+test_peek_seq_gives_each_pages_last_write(void **state)
+{
+	struct fx *x = *state;
+	uint8_t *buf = malloc(3 * PS);
+	uint64_t seqs[3] = { 0 };
+
+	uint64_t before[3];
+
+	write_ok(x, 0, 3 * PS, 1, 5);
+	assert_true(cache_peek_seq(x->f, buf, 0, 3 * PS, before));
+	write_ok(x, PS, PS, 2, 9); /* the middle page written again */
+	assert_true(cache_peek_seq(x->f, buf, 0, 3 * PS, seqs));
+	assert_true(before[0] != 0 && before[1] != 0 && before[2] != 0);
+	assert_int_equal(seqs[0], before[0]);
+	assert_true(seqs[1] != before[1]);
+	assert_int_equal(seqs[2], before[2]);
+	assert_int_equal(buf[PS], 2);
+	/* The first-dirty sequence is still the older one. */
+	assert_int_equal(cache_min_dirty_seq(x->f), 5);
+	/* A page not resident: false. */
+	assert_false(cache_peek_seq(x->f, buf, 8 * PS, PS, seqs));
+	free(buf);
+}
+
+static void
+test_clean_if_unchanged(void **state)
+{
+	struct fx *x = *state;
+	struct cache_stats st;
+	uint64_t seqs[2];
+
+	uint8_t *two = malloc(2 * PS);
+	uint64_t now1;
+
+	write_ok(x, 0, 2 * PS, 1, 3);
+	assert_true(cache_peek_seq(x->f, two, 0, 2 * PS, seqs));
+	free(two);
+	/* Page 1 written again after it was read: it stays dirty. */
+	write_ok(x, PS, PS, 2, 4);
+	assert_false(cache_clean_if_unchanged(x->f, 1, seqs[1]));
+	assert_true(cache_clean_if_unchanged(x->f, 0, seqs[0]));
+	assert_int_equal(dirty(x), 1);
+	cache_get_stats(x->c, &st);
+	assert_int_equal(st.dirty_pages, 1);
+	assert_int_equal(cache_file_unwritten_pages(x->f), 1);
+	assert_int_equal(cache_min_dirty_seq(x->f), 3);
+	/* Once clean, a second clean does nothing. */
+	assert_false(cache_clean_if_unchanged(x->f, 0, seqs[0]));
+	/* The page still dirty is what writeback takes, alone. */
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_non_null(r);
+	assert_int_equal(r->first_index, 1);
+	assert_int_equal(r->npages, 1);
+	/* Under writeback: never cleaned by this. */
+	assert_true(cache_peek_seq(x->f, x->page, PS, PS, &now1));
+	assert_false(cache_clean_if_unchanged(x->f, 1, now1));
+	cache_end_run(r, true);
+	assert_int_equal(dirty(x), 0);
+	assert_true(cache_min_dirty_seq(x->f) == UINT64_MAX);
+	/* A page not resident. */
+	assert_false(cache_clean_if_unchanged(x->f, 40, now1));
+}
+
+/* Rewritten with the same data, or zeroed by a discard, or written
+ * through a write buffer: a new last write sequence all the same. */
+static void
+test_clean_if_unchanged_sees_every_write(void **state)
+{
+	struct fx *x = *state;
+	uint64_t seq, seen;
+
+	write_ok(x, 0, PS, 7, 10);
+	assert_true(cache_peek_seq(x->f, x->page, 0, PS, &seen));
+	write_ok(x, 0, PS, 7, 11); /* the same bytes, written again */
+	assert_false(cache_clean_if_unchanged(x->f, 0, seen));
+	assert_true(cache_peek_seq(x->f, x->page, 0, PS, &seen));
+	/* A TRIM's two discards carry one sequence: a write between them
+	 * and the second still change the stamp each time. */
+	cache_discard(x->f, 0, 512, 12);
+	assert_false(cache_clean_if_unchanged(x->f, 0, seen));
+	assert_true(cache_peek_seq(x->f, x->page, 0, PS, &seen));
+	write_ok(x, 1024, 512, 3, 13);
+	cache_discard(x->f, 0, 512, 12);
+	assert_true(cache_peek_seq(x->f, x->page, 0, PS, &seq));
+	assert_true(seq != seen);
+	assert_false(cache_clean_if_unchanged(x->f, 0, seen));
+	assert_int_equal(x->page[1024], 3);
+
+	struct cache_wbuf *w = cache_wbuf_new(x->f, 0, PS);
+	assert_non_null(w);
+	unsigned niov;
+	const struct iovec *iov = cache_wbuf_iov(w, &niov);
+	memset(iov[0].iov_base, 9, iov[0].iov_len);
+	uint64_t fill;
+	assert_int_equal(cache_wbuf_commit(w, 14, &fill), CACHE_WRITE_OK);
+	cache_wbuf_free(w);
+	assert_false(cache_clean_if_unchanged(x->f, 0, seq));
+	assert_true(cache_peek_seq(x->f, x->page, 0, PS, &seen));
+	assert_int_equal(x->page[0], 9);
+	assert_true(cache_clean_if_unchanged(x->f, 0, seen));
+	assert_int_equal(dirty(x), 0);
+
+	/* A clean page redirtied (its data unchanged) keeps its stamp. */
+	cache_redirty(x->f, 0, PS, 20, NULL);
+	assert_true(cache_peek_seq(x->f, x->page, 0, PS, &seq));
+	assert_int_equal(seq, seen);
+}
+
 int
 main(void)
 {
@@ -1026,6 +1137,9 @@ main(void)
 		T(test_wbuf_no_pages),
 		T(test_wbuf_across_chunks),
 		T(test_hit_miss_counts),
+		T(test_peek_seq_gives_each_pages_last_write),
+		T(test_clean_if_unchanged),
+		T(test_clean_if_unchanged_sees_every_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
