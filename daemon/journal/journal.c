@@ -607,6 +607,9 @@ j_deliver(struct journal *j, const struct j_pos *recs, size_t n,
 			.off = h->off,
 			.len = h->len,
 			.seq = h->seq,
+			.pos = JOURNAL_AREA_START + recs[i].pos +
+			    JOURNAL_REC_HDR,
+			.last = i == n - 1,
 		};
 		if (h->type == JOURNAL_REC_WRAP)
 			continue;
@@ -918,11 +921,14 @@ journal_append(struct journal *j, struct journal_rec *recs, unsigned n)
 	if (wrap && (r = j_append_wrap(j)) < 0)
 		goto out;
 	int k = 0;
+	uint64_t at = JOURNAL_AREA_START + j->tail_off;
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t payload =
 		    recs[i].type == JOURNAL_REC_WRITE ? recs[i].len : 0;
 		unsigned char *h = hdrs + (size_t)i * JOURNAL_REC_HDR;
 		recs[i].seq = j->next_seq + i;
+		recs[i].pos = at + JOURNAL_REC_HDR;
+		at += j_rec_bytes(payload);
 		j_hdr_encode(h, j, &recs[i], payload,
 		    i == n - 1 ? J_REC_END : 0);
 		iov[k++] = (struct iovec){ h, JOURNAL_REC_HDR };
@@ -954,6 +960,16 @@ out:
 	free(hdrs);
 	free(iov);
 	return r;
+}
+
+int
+journal_read(struct journal *j, uint64_t pos, void *buf, uint32_t len)
+{
+	ssize_t got = j_pread(j->fd, buf, len, pos);
+
+	if (got < 0)
+		return (int)got;
+	return got == (ssize_t)len ? 0 : -EIO;
 }
 
 int

@@ -24,7 +24,8 @@
  * then journal_checkpoint makes that durable; only then may new records
  * use the space.
  *
- * One owner at a time: the caller serialises every call on a journal.
+ * One owner at a time: the caller serialises every call on a journal
+ * (journal_read excepted).
  */
 #ifndef WBD_JOURNAL_H
 #define WBD_JOURNAL_H
@@ -65,6 +66,10 @@ struct journal_rec {
 	uint32_t len;     /* bytes of the export */
 	const void *data; /* JOURNAL_REC_WRITE: LEN bytes */
 	uint64_t seq;     /* set by append, given by replay */
+	/* Where its payload lies in the log's file (set by append, given
+	 * by replay): journal_read reads it back. */
+	uint64_t pos;
+	bool last; /* replay: the last record of its batch */
 };
 
 /* What a replay found, for the log and wbctl status. */
@@ -153,6 +158,16 @@ bool journal_fits(const struct journal *j, uint64_t batch_bytes);
  * may be counted on.
  */
 int journal_append(struct journal *j, struct journal_rec *recs, unsigned n);
+/*
+ * Read LEN bytes of a record's payload at POS (journal_rec.pos) back from
+ * the log: the ordered log applies its batches to the backing device from
+ * there.  A plain pread of a batch already synced: it may run on another
+ * thread than the owner's, at the same time as any call but
+ * journal_close (and it is not the owner's concern whether those bytes
+ * were reclaimed since: the caller releases a batch only after reading
+ * it).  0 or a negative errno.
+ */
+int journal_read(struct journal *j, uint64_t pos, void *buf, uint32_t len);
 /* Make every appended batch durable (fdatasync).  0 or a negative errno
  * (which breaks the journal). */
 int journal_sync(struct journal *j);

@@ -468,11 +468,58 @@ test_runs_are_never_mixed(void **state)
 	journal_close(j);
 }
 
+/* The ordered log applies its batches from the log: each record's
+ * payload is read back where append and replay say it is, and replay
+ * marks each batch's last record. */
+static void
+test_records_read_back_where_they_lie(void **state)
+{
+	struct fixture *f = *state;
+	struct journal_replay_stats st;
+	struct journal_rec recs[3];
+	unsigned char data[3][8192], back[8192];
+	struct seen s = { 0 };
+
+	struct journal *j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		fill(data[i], sizeof data[i], 40 + i);
+		recs[i] = (struct journal_rec){ .type = JOURNAL_REC_WRITE,
+			.off = i * 8192,
+			.len = i == 1 ? 4096 : 8192,
+			.data = data[i] };
+	}
+	assert_int_equal(journal_append(j, recs, 2), 0);
+	assert_int_equal(journal_append(j, recs + 2, 1), 0);
+	assert_int_equal(journal_sync(j), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_true(recs[i].pos >= JOURNAL_AREA_START);
+		assert_int_equal(journal_read(j, recs[i].pos, back,
+				     recs[i].len),
+		    0);
+		assert_memory_equal(back, data[i], recs[i].len);
+	}
+	uint64_t pos[3] = { recs[0].pos, recs[1].pos, recs[2].pos };
+	journal_close(j);
+
+	j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	assert_int_equal(s.n, 3);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(s.rec[i].pos, pos[i]);
+	assert_false(s.rec[0].last);
+	assert_true(s.rec[1].last);
+	assert_true(s.rec[2].last);
+	journal_close(j);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c),
+		cmocka_unit_test_setup_teardown(
+		    test_records_read_back_where_they_lie, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replayed_after_reopen,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_torn_and_flipped, setup,
