@@ -288,6 +288,23 @@ status_journals(FILE *f, const json_t *exports)
 		    (unsigned long long)jget_u64(j, "fallbacks", 0),
 		    why ? " (last: " : "", why ? why : "", why ? ")" : "", lus,
 		    bus, (unsigned long long)jget_u64(rp, "records", 0));
+		if (!jget_bool(j, "ordered"))
+			continue;
+		/* "disk0: ordered writeback: 12 epochs applied (3.0 MiB,
+		 * 2.1 ms each), 1 behind (256.0 KiB)". */
+		char ab[32], lb[32], aus[32];
+		wbctl_human(jget_u64(j, "applied_bytes", 0), ab, sizeof ab);
+		wbctl_human(jget_u64(j, "apply_lag_bytes", 0), lb, sizeof lb);
+		fmt_us(jget_u64(j, "apply_avg_us", 0), aus, sizeof aus);
+		status_named(f, jget_str(e, "name"),
+		    "ordered writeback: %llu epoch(s) applied (%s, %s each), "
+		    "%llu behind (%s), %llu failure(s)%s",
+		    (unsigned long long)jget_u64(j, "epochs_applied", 0), ab,
+		    aus, (unsigned long long)jget_u64(j, "apply_lag_epochs", 0),
+		    lb, (unsigned long long)jget_u64(j, "apply_errors", 0),
+		    jget_bool(j, "order_lost") ?
+			"; ORDER LOST: epochs written back out of order" :
+			"");
 	}
 }
 

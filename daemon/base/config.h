@@ -69,6 +69,9 @@ struct export_journal_conf {
 	char *path;          /* NULL: no journal */
 	uint64_t size_bytes; /* of a file made; 0: a block device whole */
 	enum journal_mode mode;
+	/* The backing device receives whole FLUSH epochs only, in order,
+	 * applied from the log (docs/journal.md, "Ordered writeback"). */
+	bool ordered;
 	struct config_where path_at;
 };
 

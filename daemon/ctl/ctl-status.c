@@ -181,6 +181,16 @@ ctl_journal_json(struct export *e)
 	ctl_set_u64(o, "backing_avg_us",
 	    st.fallbacks ? st.backing_ns / st.fallbacks / 1000 : 0);
 	ctl_set_u64(o, "reclaims", st.reclaims);
+	/* Ordered writeback: epochs applied from the log, and the lag. */
+	json_object_set_new(o, "ordered", json_boolean(st.ordered));
+	json_object_set_new(o, "order_lost", json_boolean(st.order_lost));
+	ctl_set_u64(o, "epochs_applied", st.epochs_applied);
+	ctl_set_u64(o, "applied_bytes", st.applied_bytes);
+	ctl_set_u64(o, "apply_avg_us",
+	    st.epochs_applied ? st.apply_ns / st.epochs_applied / 1000 : 0);
+	ctl_set_u64(o, "apply_errors", st.apply_errors);
+	ctl_set_u64(o, "apply_lag_epochs", st.lag_epochs);
+	ctl_set_u64(o, "apply_lag_bytes", st.lag_bytes);
 	json_object_set_new(o, "replay", replay);
 	return o;
 }

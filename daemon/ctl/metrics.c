@@ -174,6 +174,20 @@ static const struct metrics_row metrics_export_rows[] = {
 	    COUNTER, 1, "Bytes of data appended to the write log." },
 	{ "journal.broken", "wbd_export_journal_broken", GAUGE, 1,
 	    "1 once an I/O error stopped the use of the write log." },
+	{ "journal.epochs_applied", "wbd_export_journal_epochs_applied_total",
+	    COUNTER, 1,
+	    "Ordered write log: epochs (batches of the log) applied to the "
+	    "backing device, each written and flushed before the next." },
+	{ "journal.apply_lag_epochs", "wbd_export_journal_apply_lag_epochs",
+	    GAUGE, 1,
+	    "Ordered write log: epochs committed and not yet applied to the "
+	    "backing device." },
+	{ "journal.apply_lag_bytes", "wbd_export_journal_apply_lag_bytes",
+	    GAUGE, 1,
+	    "Ordered write log: bytes of the epochs not yet applied." },
+	{ "journal.order_lost", "wbd_export_journal_order_lost", GAUGE, 1,
+	    "Ordered write log: 1 once epochs were written back out of order "
+	    "(the log could not be read back)." },
 };
 
 static const struct metrics_row metrics_device_rows[] = {

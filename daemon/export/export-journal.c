@@ -11,6 +11,7 @@
  * needed it).  The marks below keep (log sequence, W) per commit, so that
  * a flush of the backing up to any W gives back a prefix of the log.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "clock.h"
 #include "export-journal.h"
 #include "fill.h"
+#include "lock.h"
 #include "log.h"
 #include "pool.h"
 #include "ratelimit.h"
@@ -44,6 +46,38 @@ struct xj_mark {
 #define XJ_BATCH_RECS (XJ_BATCH_BYTES / 4096)
 /* "FLUSH written back instead": logged this often at most. */
 #define XJ_FALLBACK_LOG_NS 10000000000ull
+/* Ordered: writes of an epoch in flight at once, at most. */
+#define XJ_APPLY_WINDOW 32
+/* Ordered: an epoch applied again this many times at most when the
+ * remote is lost meanwhile (it may have lost what it acknowledged). */
+#define XJ_APPLY_REDO_MAX 8
+/* A record of an epoch that is zeroes (replayed from a ZERO or TRIM
+ * record): nothing to read from the log. */
+#define XJ_POS_ZERO UINT64_MAX
+
+/*
+ * Ordered writeback: one epoch, a batch of the log (a commit, or a part
+ * of one larger than a batch: any subset of the writes between two
+ * FLUSHes is a valid crash state), to be applied to the backing device
+ * from the log, written and flushed there before the next one begins.
+ */
+struct xj_erec {
+	uint64_t off; /* in the export */
+	uint64_t pos; /* its payload in the log, or XJ_POS_ZERO */
+	uint32_t len;
+};
+
+struct xj_epoch {
+	struct xj_epoch *next;
+	uint64_t jseq_end; /* every record before it is this epoch's or older */
+	uint64_t bytes;
+	unsigned nrec;
+	uint64_t npages;
+	struct xj_erec *recs; /* [nrec] */
+	/* [npages]: each page's last write sequence when it was read into
+	 * the log, in record order: it is cleaned only if still so. */
+	uint64_t *seqs;
+};
 
 struct export_journal {
 	struct journal *j;
@@ -82,14 +116,45 @@ struct export_journal {
 	int reclaim_queued; /* atomic */
 	uint64_t last_reclaim_ns;
 
+	/*
+	 * Ordered writeback (journal.ordered): the epochs committed and not
+	 * yet applied, oldest first, and the log sequence up to which they
+	 * are applied (to give back), under ep_lock, a leaf.  One applier at
+	 * a time, under apply_lock, which it holds across an epoch's writes
+	 * and flush.  Lock order: xj.lock -> apply_lock -> ep_lock.  The
+	 * applier takes xj.lock only once it has let apply_lock go, to give
+	 * the space back; a commit short of space applies epochs itself.
+	 */
+	bool ordered;
+	bool locks_made; /* the mutexes below and above are initialised */
+	pthread_mutex_t apply_lock;
+	pthread_mutex_t ep_lock;
+	struct xj_epoch *ep_head, *ep_tail;
+	uint64_t ep_n, ep_bytes;   /* the apply lag (ep_lock; read atomically) */
+	uint64_t applied_jseq;     /* ep_lock */
+	uint64_t released_jseq;    /* xj.lock */
+	uint64_t batch_max;        /* bytes of data in a batch */
+	uint64_t *seqs;            /* a batch's pages' last writes (xj.lock) */
+	uint8_t *abuf;             /* what an epoch reads back (apply_lock) */
+	struct backend_write aw[XJ_APPLY_WINDOW]; /* apply_lock */
+	struct job apply_job;      /* on the export's pool */
+	int apply_queued;          /* atomic */
+	int apply_commit;          /* atomic: the job commits first */
+	uint64_t last_commit_ns;   /* atomic */
+	bool order_lost;           /* atomic: epochs written back unordered */
+	struct ratelimit apply_rl; /* apply_lock: "applying failed" */
+
 	/* For wbctl status (atomics). */
 	uint64_t commits, shared, fallbacks, logged_bytes, log_ns, backing_ns,
 	    reclaims;
+	uint64_t epochs_applied, applied_bytes, apply_ns, apply_errors;
 	const char *fallback_why;
 	struct ratelimit fallback_rl;
 	struct journal_replay_stats replay; /* set before serving */
 	uint64_t replay_ns;
 };
+
+static void xj_queue_apply(struct export_journal *xj);
 
 /* --- noting writes ---------------------------------------------------- */
 
@@ -183,6 +248,7 @@ xj_same(const struct export_journal *xj, const struct export_journal_conf *jc)
 	if (!xj || !jc->path)
 		return !xj && !jc->path;
 	return strcmp(xj->path, jc->path) == 0 && xj->mode == jc->mode &&
+	    xj->ordered == jc->ordered &&
 	    (jc->size_bytes == 0 || jc->size_bytes == xj->size_bytes);
 }
 
@@ -334,6 +400,303 @@ xj_release_locked(struct export_journal *xj, uint64_t max_seq)
 		xj_invalidate_locked(xj);
 }
 
+/* --- ordered writeback: epochs applied from the log ------------------- */
+
+static uint64_t
+xj_rec_pages(uint32_t page_size, uint64_t off, uint32_t len)
+{
+	return len ? (off + len - 1) / page_size - off / page_size + 1 : 0;
+}
+
+static struct xj_epoch *
+xj_epoch_new(unsigned nrec, uint64_t npages)
+{
+	struct xj_epoch *ep = malloc(sizeof *ep + nrec * sizeof *ep->recs +
+	    npages * sizeof *ep->seqs);
+
+	if (!ep)
+		return NULL;
+	*ep = (struct xj_epoch){ .nrec = nrec, .npages = npages };
+	ep->recs = (struct xj_erec *)(ep + 1);
+	ep->seqs = (uint64_t *)(ep->recs + nrec);
+	return ep;
+}
+
+/* EP is committed (durable in the log): the newest to apply. */
+static void
+xj_epoch_push(struct export_journal *xj, struct xj_epoch *ep)
+{
+	pthread_mutex_lock(&xj->ep_lock);
+	if (xj->ep_tail)
+		xj->ep_tail->next = ep;
+	else
+		xj->ep_head = ep;
+	xj->ep_tail = ep;
+	__atomic_store_n(&xj->ep_n, xj->ep_n + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&xj->ep_bytes, xj->ep_bytes + ep->bytes,
+	    __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&xj->ep_lock);
+}
+
+/* End the writes of an epoch in flight; the first error, or R. */
+static int
+xj_apply_end(struct export_journal *xj, unsigned n, int r)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int w = backend_write_end(&xj->aw[i]);
+		if (w < 0 && r == 0)
+			r = w;
+	}
+	return r;
+}
+
+/*
+ * Write EP's records to the backing device, read back from the log, up to
+ * XJ_APPLY_WINDOW at once (within an epoch, any order will do), and wait
+ * for them.  *FROM_LOG is set when reading the log failed.  apply_lock.
+ */
+static int
+xj_apply_write_locked(struct export_journal *xj, const struct xj_epoch *ep,
+    bool *from_log)
+{
+	struct backend *b = xj->tg.wt->backend;
+	unsigned window = backend_max_in_flight(b), n = 0;
+	uint64_t used = 0;
+	int r = 0;
+
+	if (window > XJ_APPLY_WINDOW)
+		window = XJ_APPLY_WINDOW;
+	if (window == 0)
+		window = 1;
+	for (unsigned i = 0; i < ep->nrec && r == 0; i++) {
+		const struct xj_erec *er = &ep->recs[i];
+		for (uint32_t at = 0; at < er->len && r == 0;) {
+			uint32_t len = er->len - at < XJ_REC_BYTES ?
+			    er->len - at :
+			    XJ_REC_BYTES;
+			if (n == window || used + len > XJ_BATCH_BYTES) {
+				r = xj_apply_end(xj, n, 0);
+				n = 0;
+				used = 0;
+				if (r < 0)
+					break;
+			}
+			uint8_t *buf = xj->abuf + used;
+			if (er->pos == XJ_POS_ZERO) {
+				memset(buf, 0, len);
+			} else if ((r = journal_read(xj->j, er->pos + at, buf,
+					len)) < 0) {
+				*from_log = true;
+				break;
+			}
+			struct iovec iov = { buf, len };
+			backend_write_begin(b, &xj->aw[n++], &iov, 1, len,
+			    er->off + at, BACKEND_BUF_PRIVATE);
+			used += len;
+			at += len;
+		}
+	}
+	return xj_apply_end(xj, n, r);
+}
+
+/*
+ * Apply the oldest epoch: its records written to the backing device and
+ * flushed there, then each of its pages cleaned in the cache if no write
+ * changed it since it was read into the log, and the epoch let go (its
+ * log space is given back by xj_release_applied_locked).  1 if one was
+ * applied, 0 if none is left, a negative errno if it failed (it stays,
+ * to be applied again; *FROM_LOG set if the log could not be read).
+ * apply_lock held.
+ */
+static int
+xj_apply_one_locked(struct export_journal *xj, bool *from_log)
+{
+	struct backend *b = xj->tg.wt->backend;
+	uint64_t start = now_ns();
+	int r;
+
+	lock_assert_held(&xj->apply_lock);
+	pthread_mutex_lock(&xj->ep_lock);
+	struct xj_epoch *ep = xj->ep_head; /* only an applier takes it */
+	pthread_mutex_unlock(&xj->ep_lock);
+	if (!ep)
+		return 0;
+	for (unsigned attempt = 0;; attempt++) {
+		uint64_t losses = __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE);
+		uint64_t fails = __atomic_load_n(&xj->tg.wt->flush_fails,
+		    __ATOMIC_ACQUIRE);
+		r = xj_apply_write_locked(xj, ep, from_log);
+		if (r == 0)
+			r = backend_flush(b);
+		if (r < 0)
+			break;
+		/* A remote lost meanwhile may have lost what it had taken
+		 * before its flush; a file whose flush by writeback failed
+		 * meanwhile may have dropped our writes, the kernel telling
+		 * one fdatasync only: the epoch again. */
+		if (__atomic_load_n(&b->losses, __ATOMIC_ACQUIRE) == losses &&
+		    __atomic_load_n(&xj->tg.wt->flush_fails,
+			__ATOMIC_ACQUIRE) == fails)
+			break;
+		if (attempt == XJ_APPLY_REDO_MAX) {
+			r = -EIO;
+			break;
+		}
+	}
+	if (r < 0) {
+		__atomic_add_fetch(&xj->apply_errors, 1, __ATOMIC_RELAXED);
+		return r;
+	}
+	uint64_t ps = xj->page_size, k = 0;
+	for (unsigned i = 0; i < ep->nrec; i++) {
+		uint64_t first = ep->recs[i].off / ps;
+		uint64_t n = xj_rec_pages(xj->page_size, ep->recs[i].off,
+		    ep->recs[i].len);
+		for (uint64_t p = 0; p < n && k < ep->npages; p++)
+			(void)cache_clean_if_unchanged(xj->tg.cf, first + p,
+			    ep->seqs[k++]);
+	}
+	pthread_mutex_lock(&xj->ep_lock);
+	xj->ep_head = ep->next;
+	if (!xj->ep_head)
+		xj->ep_tail = NULL;
+	__atomic_store_n(&xj->ep_n, xj->ep_n - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&xj->ep_bytes, xj->ep_bytes - ep->bytes,
+	    __ATOMIC_RELAXED);
+	if (ep->jseq_end > xj->applied_jseq)
+		xj->applied_jseq = ep->jseq_end;
+	pthread_mutex_unlock(&xj->ep_lock);
+	__atomic_add_fetch(&xj->epochs_applied, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&xj->applied_bytes, ep->bytes, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&xj->apply_ns, now_ns() - start, __ATOMIC_RELAXED);
+	free(ep);
+	return 1;
+}
+
+/* Give back the log's space of every epoch applied. */
+static void
+xj_release_applied_locked(struct export_journal *xj)
+{
+	lock_assert_held(&xj->lock);
+	pthread_mutex_lock(&xj->ep_lock);
+	uint64_t jseq = xj->applied_jseq;
+	pthread_mutex_unlock(&xj->ep_lock);
+	if (jseq <= xj->released_jseq ||
+	    __atomic_load_n(&xj->broken, __ATOMIC_RELAXED))
+		return;
+	xj->released_jseq = jseq;
+	journal_release(xj->j, jseq);
+	int r = journal_checkpoint(xj->j);
+	if (r < 0)
+		xj_break_locked(xj, "a checkpoint", r);
+}
+
+/* Let every epoch go unapplied: the log cannot be read.  Their pages are
+ * still dirty in the cache (cleaned only once applied): the fallback
+ * writes them back, unordered, and says so.  apply_lock held. */
+static void
+xj_drop_epochs_locked(struct export_journal *xj, int err)
+{
+	uint64_t n;
+
+	lock_assert_held(&xj->apply_lock);
+	pthread_mutex_lock(&xj->ep_lock);
+	struct xj_epoch *ep = xj->ep_head;
+	n = xj->ep_n;
+	xj->ep_head = xj->ep_tail = NULL;
+	__atomic_store_n(&xj->ep_n, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&xj->ep_bytes, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&xj->ep_lock);
+	while (ep) {
+		struct xj_epoch *next = ep->next;
+		free(ep);
+		ep = next;
+	}
+	__atomic_store_n(&xj->order_lost, true, __ATOMIC_RELAXED);
+	log_errorx("export \"%s\": write log %s: reading it back failed: %s; "
+		   "%llu epoch(s) not yet applied are written back from the "
+		   "cache instead, out of order: until that is done the "
+		   "backing device may hold no single point in time "
+		   "(wbctl status: journal.order_lost)",
+	    xj->tg.name, xj->path, strerror(-err), (unsigned long long)n);
+}
+
+/*
+ * Apply every epoch, in order (xj.lock held: no commit meanwhile), then
+ * give their space back.  An epoch the log cannot give back: every one is
+ * dropped (xj_drop_epochs_locked) and 0 returned, for the caller's
+ * fallback to write them back.  0 or a negative errno (the backing device
+ * failed: the epochs stay).
+ */
+static int
+xj_apply_all_locked(struct export_journal *xj)
+{
+	bool from_log = false;
+	int r;
+
+	lock_assert_held(&xj->lock);
+	do {
+		/* The last one's checkpoint before the next begins. */
+		xj_release_applied_locked(xj);
+		pthread_mutex_lock(&xj->apply_lock);
+		r = xj_apply_one_locked(xj, &from_log);
+		if (r < 0 && from_log) {
+			xj_break_locked(xj, "a read", r);
+			xj_drop_epochs_locked(xj, r);
+			r = 0;
+		}
+		pthread_mutex_unlock(&xj->apply_lock);
+	} while (r > 0);
+	xj_release_applied_locked(xj);
+	return r;
+}
+
+/*
+ * Ordered: a batch of NEED bytes does not fit: apply epochs until it does.
+ * 1 once it fits, 0 if nothing is left to apply (the log is full of
+ * what this commit appended), or a negative errno (applying failed).
+ */
+static int
+xj_make_space_locked(struct export_journal *xj, uint64_t need)
+{
+	for (;;) {
+		bool from_log = false;
+		xj_release_applied_locked(xj);
+		if (journal_fits(xj->j, need))
+			return 1;
+		pthread_mutex_lock(&xj->apply_lock);
+		int r = xj_apply_one_locked(xj, &from_log);
+		pthread_mutex_unlock(&xj->apply_lock);
+		if (r < 0 && from_log)
+			xj_break_locked(xj, "a read", r);
+		if (r <= 0)
+			return r;
+	}
+}
+
+/* Ordered: the batch RECS[0..N) just synced, with the last writes of its
+ * pages in xj.seqs, is an epoch to apply.  -ENOMEM if it cannot be kept
+ * (nothing is lost: the caller writes back instead). */
+static int
+xj_push_batch_locked(struct export_journal *xj,
+    const struct journal_rec *recs, unsigned n, uint64_t npages,
+    uint64_t bytes)
+{
+	struct xj_epoch *ep = xj_epoch_new(n, npages);
+
+	if (!ep)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		ep->recs[i] = (struct xj_erec){ .off = recs[i].off,
+			.pos = recs[i].pos,
+			.len = recs[i].len };
+	memcpy(ep->seqs, xj->seqs, npages * sizeof *ep->seqs);
+	ep->bytes = bytes;
+	ep->jseq_end = recs[n - 1].seq + 1;
+	xj_epoch_push(xj, ep);
+	return 0;
+}
+
 /*
  * Append T's pages (merged) to the log and sync it.  0 when durable; 1
  * when the log cannot take them (*WHY says why: nothing is lost, the
@@ -350,25 +713,32 @@ xj_log_locked(struct export_journal *xj, struct xj_taken *t, const char **why)
 
 	while (i < t->n) {
 		/* One batch: records of up to XJ_REC_BYTES, the whole of at
-		 * most XJ_BATCH_BYTES. */
+		 * most batch_max. */
 		unsigned nrec = 0;
-		uint64_t bytes = 0;
+		uint64_t bytes = 0, npages = 0;
 		while (i < t->n && nrec < XJ_BATCH_RECS &&
-		    bytes < XJ_BATCH_BYTES) {
+		    bytes < xj->batch_max) {
 			uint64_t end = t->set[i].hi < e->size_bytes ?
 			    t->set[i].hi :
 			    e->size_bytes;
 			uint64_t len = end - at;
 			if (len > XJ_REC_BYTES)
 				len = XJ_REC_BYTES;
-			if (len > XJ_BATCH_BYTES - bytes)
-				len = XJ_BATCH_BYTES - bytes;
-			if (!cache_peek(e->cf, xj->buf + bytes, at,
-				(uint32_t)len)) {
+			if (len > xj->batch_max - bytes)
+				len = xj->batch_max - bytes;
+			/* Ordered, with each page's last write, to clean it
+			 * once applied if no write changed it since. */
+			if (!(xj->ordered ?
+				    cache_peek_seq(e->cf, xj->buf + bytes, at,
+					(uint32_t)len, xj->seqs + npages) :
+				    cache_peek(e->cf, xj->buf + bytes, at,
+					(uint32_t)len))) {
 				*why = "a page logged is no longer in the "
 				       "cache";
 				return 1;
 			}
+			npages += xj_rec_pages(xj->page_size, at,
+			    (uint32_t)len);
 			xj->recs[nrec++] =
 			    (struct journal_rec){ .type = JOURNAL_REC_WRITE,
 				    .off = at,
@@ -379,9 +749,20 @@ xj_log_locked(struct export_journal *xj, struct xj_taken *t, const char **why)
 			if (at >= end && ++i < t->n)
 				at = t->set[i].lo;
 		}
-		if (!journal_fits(xj->j, journal_batch_bytes(nrec, bytes))) {
-			*why = "the log is full";
-			return 1;
+		uint64_t need = journal_batch_bytes(nrec, bytes);
+		if (!journal_fits(xj->j, need)) {
+			/* Ordered: wait for apply to free the space (a
+			 * fallback would write the cache's newest pages,
+			 * of several epochs at once). */
+			r = xj->ordered ? xj_make_space_locked(xj, need) : 0;
+			if (r < 0) {
+				*why = NULL; /* the FLUSH fails, not lost */
+				return r;
+			}
+			if (r == 0) {
+				*why = "the log is full";
+				return 1;
+			}
 		}
 		if ((r = journal_append(xj->j, xj->recs, nrec)) < 0) {
 			if (r == -ENOSPC) {
@@ -393,14 +774,30 @@ xj_log_locked(struct export_journal *xj, struct xj_taken *t, const char **why)
 			return r;
 		}
 		logged += bytes;
+		if (!xj->ordered)
+			continue;
+		/* Ordered: each batch synced on its own, an epoch of its
+		 * own, so that apply may free the space the next needs. */
+		if ((r = journal_sync(xj->j)) < 0) {
+			xj_break_locked(xj, "fdatasync", r);
+			*why = "the log failed";
+			return r;
+		}
+		if (xj_push_batch_locked(xj, xj->recs, nrec, npages, bytes) <
+		    0) {
+			*why = "out of memory for an epoch";
+			return 1;
+		}
 	}
-	if ((r = journal_sync(xj->j)) < 0) {
+	if (!xj->ordered && (r = journal_sync(xj->j)) < 0) {
 		xj_break_locked(xj, "fdatasync", r);
 		*why = "the log failed";
 		return r;
 	}
 	__atomic_add_fetch(&xj->logged_bytes, logged, __ATOMIC_RELAXED);
-	xj_mark_push_locked(xj, t->wseq);
+	__atomic_store_n(&xj->last_commit_ns, now_ns(), __ATOMIC_RELAXED);
+	if (!xj->ordered)
+		xj_mark_push_locked(xj, t->wseq);
 	return 0;
 }
 
@@ -421,6 +818,14 @@ xj_write_back_locked(struct export_journal *xj, struct xj_taken *t,
 			 "device instead of the write log: %s (%u more not "
 			 "logged)",
 		    e->name, why, quiet);
+	/* Ordered: every epoch first, in order; what is left in the cache
+	 * is newer than all of them, so the backing device, flushed after,
+	 * holds one more point in time. */
+	if (xj->ordered) {
+		int r = xj_apply_all_locked(xj);
+		if (r < 0)
+			return r;
+	}
 	uint64_t start = now_ns();
 	int r = wb_flush(e->wt, t->wseq, WB_REASON_FLUSH);
 	__atomic_add_fetch(&xj->backing_ns, now_ns() - start, __ATOMIC_RELAXED);
@@ -474,6 +879,9 @@ xj_commit(struct export_journal *xj, uint64_t gen)
 	if (r < 0)
 		xj_put_back(xj, &t);
 	free(t.set);
+	/* Ordered: the epochs it made, to the backing device. */
+	if (xj->ordered && __atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) > 0)
+		xj_queue_apply(xj);
 	return r;
 }
 
@@ -485,6 +893,155 @@ xj_flushed(struct export_journal *xj, uint64_t max_seq)
 	pthread_mutex_lock(&xj->lock);
 	xj_release_locked(xj, max_seq);
 	pthread_mutex_unlock(&xj->lock);
+}
+
+/* --- ordered: the apply job ------------------------------------------ */
+
+/*
+ * Apply every epoch committed (one at a time under apply_lock, so that a
+ * commit short of space may apply in between), giving each one's space
+ * back (a checkpoint) before the next begins: every applier does, so that
+ * a replay never applies an older epoch over a newer one.  0, or a negative errno once one failed (it stays; the next tick
+ * tries again).  A worker: it blocks.
+ */
+static int
+xj_apply_pending(struct export_journal *xj)
+{
+	int r;
+
+	for (;;) {
+		bool from_log = false;
+		pthread_mutex_lock(&xj->apply_lock);
+		r = xj_apply_one_locked(xj, &from_log);
+		unsigned quiet;
+		if (r < 0 && !from_log &&
+		    ratelimit_due(&xj->apply_rl, XJ_FALLBACK_LOG_NS, &quiet))
+			log_warnx("export \"%s\": applying the write log's "
+				  "oldest epoch to the backing device failed: "
+				  "%s; it is tried again (%u more not logged)",
+			    xj->tg.name, strerror(-r), quiet);
+		pthread_mutex_unlock(&xj->apply_lock);
+		if (r < 0 && from_log)
+			xj_break_locked(xj, "a read", r);
+		if (r <= 0)
+			break;
+		/* Its checkpoint before the next epoch begins: a crash
+		 * after the next one's writes must not apply this one again
+		 * over them (the backing device would go back in time). */
+		pthread_mutex_lock(&xj->lock);
+		xj_release_applied_locked(xj);
+		pthread_mutex_unlock(&xj->lock);
+	}
+	return r;
+}
+
+static void
+xj_apply_run(struct job *job)
+{
+	struct export_journal *xj =
+	    container_of(job, struct export_journal, apply_job);
+	unsigned *holds = xj->tg.holds;
+	int r = 0;
+
+	/* An epoch no client asked for (dirty pressure, the tick): every
+	 * write completed before it is a valid point in time. */
+	if (__atomic_exchange_n(&xj->apply_commit, 0, __ATOMIC_ACQ_REL))
+		r = xj_commit(xj, xj_gen(xj));
+	if (r >= 0)
+		r = xj_apply_pending(xj);
+	__atomic_store_n(&xj->apply_queued, 0, __ATOMIC_RELEASE);
+	/* Committed meanwhile, and its kick found this job queued. */
+	if (r >= 0 &&
+	    (__atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) > 0 ||
+		__atomic_load_n(&xj->apply_commit, __ATOMIC_RELAXED)))
+		xj_queue_apply(xj);
+	/* The last use of XJ: its export may be freed once let go. */
+	__atomic_sub_fetch(holds, 1, __ATOMIC_RELEASE);
+}
+
+static void
+xj_queue_apply(struct export_journal *xj)
+{
+	if (__atomic_exchange_n(&xj->apply_queued, 1, __ATOMIC_ACQ_REL))
+		return;
+	__atomic_add_fetch(xj->tg.holds, 1, __ATOMIC_RELAXED);
+	xj->apply_job = (struct job){ .run = xj_apply_run };
+	pool_submit(xj->tg.pool, &xj->apply_job);
+}
+
+bool
+xj_ordered(const struct export_journal *xj)
+{
+	return xj && xj->ordered;
+}
+
+void
+xj_kick(struct export_journal *xj)
+{
+	if (!xj || !xj->ordered ||
+	    (__atomic_load_n(&xj->apply_queued, __ATOMIC_RELAXED) &&
+		__atomic_load_n(&xj->apply_commit, __ATOMIC_RELAXED)))
+		return;
+	__atomic_store_n(&xj->apply_commit, 1, __ATOMIC_RELEASE);
+	xj_queue_apply(xj);
+}
+
+bool
+xj_make_room(struct export_journal *xj)
+{
+	bool from_log = false;
+	int r;
+
+	if (!xj || !xj->ordered)
+		return false;
+	/* Nothing committed to apply: what is noted becomes an epoch. */
+	if (__atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) == 0 &&
+	    xj_commit(xj, xj_gen(xj)) < 0)
+		return false;
+	pthread_mutex_lock(&xj->apply_lock);
+	r = xj_apply_one_locked(xj, &from_log);
+	pthread_mutex_unlock(&xj->apply_lock);
+	if (r < 0 && from_log)
+		xj_break_locked(xj, "a read", r);
+	if (r > 0) {
+		pthread_mutex_lock(&xj->lock);
+		xj_release_applied_locked(xj);
+		pthread_mutex_unlock(&xj->lock);
+	}
+	return r > 0;
+}
+
+int
+xj_sync(struct export_journal *xj)
+{
+	int r = xj_commit(xj, xj_gen(xj));
+
+	if (r < 0)
+		return r;
+	return xj_apply_pending(xj);
+}
+
+int
+xj_discard(struct export_journal *xj, int (*fn)(void *arg), void *arg,
+    uint64_t *gen)
+{
+	int r;
+
+	if (!xj->ordered) {
+		r = fn(arg);
+		*gen = xj_note_discard(xj);
+		return r;
+	}
+	/* Every epoch on the backing device before the TRIM or zeroing
+	 * reaches it, and none while it does (xj.lock: no commit, so no
+	 * epoch, meanwhile). */
+	pthread_mutex_lock(&xj->lock);
+	r = xj_apply_all_locked(xj);
+	if (r == 0)
+		r = fn(arg);
+	*gen = xj_note_discard(xj);
+	pthread_mutex_unlock(&xj->lock);
+	return r;
 }
 
 /* --- reclaim ----------------------------------------------------------- */
@@ -515,6 +1072,21 @@ xj_tick(struct export_journal *xj, uint64_t interval_ns)
 {
 	struct journal_usage u;
 
+	if (xj && xj->ordered) {
+		/* Ordered: reclaim is apply's.  Epochs left (apply failed,
+		 * or was kicked while busy) are applied; writes no FLUSH
+		 * has committed become an epoch once INTERVAL_NS old. */
+		pthread_mutex_lock(&xj->set_lock);
+		bool noted = xj->n > 0 || xj->discarded || xj->overflow;
+		pthread_mutex_unlock(&xj->set_lock);
+		uint64_t last =
+		    __atomic_load_n(&xj->last_commit_ns, __ATOMIC_RELAXED);
+		if (noted && now_ns() - last >= interval_ns)
+			xj_kick(xj);
+		else if (__atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) > 0)
+			xj_queue_apply(xj);
+		return;
+	}
 	if (!xj || __atomic_load_n(&xj->broken, __ATOMIC_RELAXED) ||
 	    __atomic_load_n(&xj->reclaim_queued, __ATOMIC_ACQUIRE))
 		return;
@@ -538,19 +1110,39 @@ xj_tick(struct export_journal *xj, uint64_t interval_ns)
 /* --- open and replay --------------------------------------------------- */
 
 struct xj_replay {
+	struct export_journal *xj;
 	const struct xj_target *e;
 	uint8_t *zeroes;
 	char *err;
 	size_t errlen;
+	/* Ordered: the batch being read, an epoch once whole. */
+	struct xj_erec *recs;
+	size_t nrec, rcap;
+	uint64_t *seqs;
+	uint64_t npages, scap, bytes;
 };
 
-/* Put bytes [OFF, OFF+LEN) of DATA into the cache, dirty, making room and
- * reading partial pages in as a writer would. */
+/* Ordered, replaying: no page to put a record into.  Apply the oldest
+ * whole batch replayed so far, from the log (its pages may then go): 0,
+ * or a negative errno when there is none, or it failed. */
 static int
-xj_replay_write(const struct xj_target *e, const uint8_t *data, uint64_t off,
-    uint32_t len)
+xj_replay_make_room(struct export_journal *xj)
 {
-	uint64_t seq = __atomic_add_fetch(e->write_seq, 1, __ATOMIC_ACQ_REL);
+	bool from_log = false;
+
+	pthread_mutex_lock(&xj->apply_lock);
+	int r = xj_apply_one_locked(xj, &from_log);
+	pthread_mutex_unlock(&xj->apply_lock);
+	return r > 0 ? 0 : r == 0 ? -ENOSPC : r;
+}
+
+/* Put bytes [OFF, OFF+LEN) of DATA into the cache, dirty with SEQ, making
+ * room and reading partial pages in as a writer would. */
+static int
+xj_replay_write(struct xj_replay *rp, const uint8_t *data, uint64_t off,
+    uint32_t len, uint64_t seq)
+{
+	const struct xj_target *e = rp->e;
 	uint32_t done = 0;
 
 	while (done < len) {
@@ -569,6 +1161,13 @@ xj_replay_write(const struct xj_target *e, const uint8_t *data, uint64_t off,
 		}
 		case CACHE_WRITE_NO_SPACE: {
 			done += n;
+			if (rp->xj->ordered) {
+				/* Writeback never takes its pages. */
+				int r = xj_replay_make_room(rp->xj);
+				if (r < 0)
+					return r;
+				break;
+			}
 			if (wb_write_for_space(e->wt))
 				break;
 			/* No room while the remote does not answer: the
@@ -582,6 +1181,53 @@ xj_replay_write(const struct xj_target *e, const uint8_t *data, uint64_t off,
 		}
 		}
 	}
+	return 0;
+}
+
+/* Ordered: keep REC (written into the cache with SEQ) for the epoch its
+ * batch makes, and push that epoch at the batch's end. */
+static int
+xj_replay_keep(struct xj_replay *rp, const struct journal_rec *rec,
+    uint64_t seq)
+{
+	struct export_journal *xj = rp->xj;
+	uint64_t pages = xj_rec_pages(xj->page_size, rec->off, rec->len);
+
+	if (rp->nrec == rp->rcap) {
+		size_t cap = rp->rcap ? 2 * rp->rcap : 64;
+		struct xj_erec *nr = realloc(rp->recs, cap * sizeof *nr);
+		if (!nr)
+			return -ENOMEM;
+		rp->recs = nr;
+		rp->rcap = cap;
+	}
+	if (rp->npages + pages > rp->scap) {
+		uint64_t cap = 2 * (rp->npages + pages);
+		uint64_t *ns = realloc(rp->seqs, cap * sizeof *ns);
+		if (!ns)
+			return -ENOMEM;
+		rp->seqs = ns;
+		rp->scap = cap;
+	}
+	rp->recs[rp->nrec++] = (struct xj_erec){ .off = rec->off,
+		.pos = rec->type == JOURNAL_REC_WRITE ? rec->pos : XJ_POS_ZERO,
+		.len = rec->len };
+	for (uint64_t i = 0; i < pages; i++)
+		rp->seqs[rp->npages++] = seq;
+	rp->bytes += rec->len;
+	if (!rec->last)
+		return 0;
+	struct xj_epoch *ep = xj_epoch_new((unsigned)rp->nrec, rp->npages);
+	if (!ep)
+		return -ENOMEM;
+	memcpy(ep->recs, rp->recs, rp->nrec * sizeof *ep->recs);
+	memcpy(ep->seqs, rp->seqs, rp->npages * sizeof *ep->seqs);
+	ep->bytes = rp->bytes;
+	ep->jseq_end = rec->seq + 1;
+	xj_epoch_push(xj, ep);
+	rp->nrec = 0;
+	rp->npages = 0;
+	rp->bytes = 0;
 	return 0;
 }
 
@@ -602,22 +1248,36 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 		return -EINVAL;
 	}
 	const uint8_t *data = rec->type == JOURNAL_REC_WRITE ? rec->data : NULL;
+	/* One write sequence for the record: the last write of each of
+	 * its pages, for an ordered log to clean them by. */
+	uint64_t seq = __atomic_add_fetch(e->write_seq, 1, __ATOMIC_ACQ_REL);
 	for (uint32_t at = 0; at < rec->len;) {
 		uint32_t n =
 		    rec->len - at < XJ_REC_BYTES ? rec->len - at : XJ_REC_BYTES;
-		r = xj_replay_write(e, data ? data + at : rp->zeroes,
-		    rec->off + at, n);
+		r = xj_replay_write(rp, data ? data + at : rp->zeroes,
+		    rec->off + at, n, seq);
 		if (r < 0) {
 			snprintf(rp->err, rp->errlen,
 			    r == -ENOTCONN ?
 				"record %llu: the cache has no room for the "
 				"log until the backing device answers: %s" :
-				"record %llu: reading a partial page from the "
-				"backing device failed: %s",
+			    r == -ENOSPC ?
+				"record %llu: no page in the cache for it, "
+				"and no whole batch before it to apply: the "
+				"cache is smaller than one batch of the log "
+				"(%s)" :
+				"record %llu: reading a partial page from "
+				"the backing device, or applying an epoch "
+				"to it, failed: %s",
 			    (unsigned long long)rec->seq, strerror(-r));
 			return r;
 		}
 		at += n;
+	}
+	if (rp->xj->ordered && (r = xj_replay_keep(rp, rec, seq)) < 0) {
+		snprintf(rp->err, rp->errlen, "record %llu: out of memory",
+		    (unsigned long long)rec->seq);
+		return r;
 	}
 	return 0;
 }
@@ -637,16 +1297,25 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 
 	if (!xj || !(xj->path = strdup(jc->path)) ||
 	    !(xj->buf = malloc(XJ_BATCH_BYTES)) ||
-	    !(xj->recs = calloc(XJ_BATCH_RECS, sizeof *xj->recs))) {
+	    !(xj->recs = calloc(XJ_BATCH_RECS, sizeof *xj->recs)) ||
+	    (jc->ordered &&
+		(!(xj->abuf = malloc(XJ_BATCH_BYTES)) ||
+		    !(xj->seqs = calloc(XJ_BATCH_BYTES / tg->page_size +
+				XJ_BATCH_RECS + 1,
+			  sizeof *xj->seqs))))) {
 		snprintf(err, errlen, "write log %s: out of memory", jc->path);
 		xj_close(xj);
 		return NULL;
 	}
 	xj->tg = *tg;
 	xj->mode = jc->mode;
+	xj->ordered = jc->ordered;
 	xj->page_size = tg->page_size;
 	pthread_mutex_init(&xj->set_lock, NULL);
-	pthread_mutex_init(&xj->lock, NULL);
+	lock_init(&xj->lock);
+	lock_init(&xj->apply_lock);
+	pthread_mutex_init(&xj->ep_lock, NULL);
+	xj->locks_made = true;
 	if (!(xj->j = journal_open(jc->path, jc->size_bytes, &id, why,
 		  sizeof why))) {
 		snprintf(err, errlen, "write log: %s", why);
@@ -656,8 +1325,25 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	struct journal_usage u;
 	journal_get_usage(xj->j, &u);
 	xj->set_max = u.size;
+	xj->batch_max = XJ_BATCH_BYTES;
+	if (xj->ordered) {
+		/* Noted writes never overflow: a commit larger than the
+		 * log goes in batches, apply freeing room between them, so
+		 * a batch is at most a quarter of the log. */
+		xj->set_max = UINT64_MAX;
+		if (xj->batch_max > u.size / 4)
+			xj->batch_max = (u.size / 4) & ~(uint64_t)(tg->page_size - 1);
+		if (xj->batch_max < tg->page_size)
+			xj->batch_max = tg->page_size;
+		/* From now on its pages go to the backing device only from
+		 * the log (replay's included). */
+		__atomic_store_n(&tg->wt->ordered, true, __ATOMIC_RELEASE);
+	}
 	/* Replayed into the cache before anyone sees the export. */
-	struct xj_replay rp = { .e = e, .err = why, .errlen = sizeof why };
+	struct xj_replay rp = { .xj = xj,
+		.e = e,
+		.err = why,
+		.errlen = sizeof why };
 	uint64_t start = now_ns();
 	why[0] = '\0';
 	if (!(rp.zeroes = calloc(1, XJ_REC_BYTES))) {
@@ -667,6 +1353,8 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	}
 	int r = journal_replay(xj->j, xj_replay_cb, &rp, &xj->replay);
 	free(rp.zeroes);
+	free(rp.recs);
+	free(rp.seqs);
 	xj->replay_ns = now_ns() - start;
 	if (r != 0) {
 		snprintf(err, errlen, "write log %s: replay stopped: %s",
@@ -674,10 +1362,17 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		xj_close(xj);
 		return NULL;
 	}
-	if (xj->replay.records > 0) {
+	if (xj->ordered) {
+		/* Epochs applied to make room while replaying. */
+		pthread_mutex_lock(&xj->lock);
+		xj_release_applied_locked(xj);
+		pthread_mutex_unlock(&xj->lock);
+	} else if (xj->replay.records > 0) {
 		/* Needed until the backing device holds them. */
 		xj_mark_push_locked(xj,
 		    __atomic_load_n(e->write_seq, __ATOMIC_ACQUIRE));
+	}
+	if (xj->replay.records > 0) {
 		log_warnx("export \"%s\": write log %s: replayed %llu "
 			  "record(s), %llu bytes, sequences %llu..%llu, into "
 			  "the cache (dirty, to be written back); the log "
@@ -712,6 +1407,11 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		return NULL;
 	}
 	xj->last_reclaim_ns = now_ns();
+	xj->last_commit_ns = now_ns();
+	/* Ordered: what was replayed goes to the backing device from the
+	 * log, epoch by epoch, in the order it was committed. */
+	if (xj->ordered && xj->ep_n > 0)
+		xj_queue_apply(xj);
 	return xj;
 }
 
@@ -723,11 +1423,21 @@ xj_close(struct export_journal *xj)
 	/* Its FLUSHes done first (none is left: no client is). */
 	if (xj->commit_pool)
 		pool_free(xj->commit_pool);
-	if (xj->j) {
+	if (xj->j)
 		journal_close(xj->j);
+	if (xj->locks_made) {
 		pthread_mutex_destroy(&xj->set_lock);
 		pthread_mutex_destroy(&xj->lock);
+		pthread_mutex_destroy(&xj->apply_lock);
+		pthread_mutex_destroy(&xj->ep_lock);
 	}
+	while (xj->ep_head) {
+		struct xj_epoch *next = xj->ep_head->next;
+		free(xj->ep_head);
+		xj->ep_head = next;
+	}
+	free(xj->seqs);
+	free(xj->abuf);
 	free(xj->set);
 	free(xj->buf);
 	free(xj->recs);
@@ -753,6 +1463,17 @@ xj_get_stats(struct export_journal *xj, struct xj_stats *st)
 		.backing_ns =
 		    __atomic_load_n(&xj->backing_ns, __ATOMIC_RELAXED),
 		.reclaims = __atomic_load_n(&xj->reclaims, __ATOMIC_RELAXED),
+		.ordered = xj->ordered,
+		.order_lost = __atomic_load_n(&xj->order_lost, __ATOMIC_RELAXED),
+		.epochs_applied =
+		    __atomic_load_n(&xj->epochs_applied, __ATOMIC_RELAXED),
+		.applied_bytes =
+		    __atomic_load_n(&xj->applied_bytes, __ATOMIC_RELAXED),
+		.apply_ns = __atomic_load_n(&xj->apply_ns, __ATOMIC_RELAXED),
+		.apply_errors =
+		    __atomic_load_n(&xj->apply_errors, __ATOMIC_RELAXED),
+		.lag_epochs = __atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED),
+		.lag_bytes = __atomic_load_n(&xj->ep_bytes, __ATOMIC_RELAXED),
 		.replay = xj->replay,
 		.replay_ns = xj->replay_ns };
 	pthread_mutex_lock(&xj->lock);

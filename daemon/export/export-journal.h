@@ -16,9 +16,11 @@
  * empties the log, never failing for want of log space.
  *
  * Every call may come from any thread; xj_commit and xj_reclaim block
- * (workers only).  Lock order: xj.lock -> xj.set_lock; xj.lock is held
- * across a commit's writeback (wb_flush) but never taken under a lock of
- * writeback or the cache.
+ * (workers only).  Lock order: xj.lock -> xj.apply_lock -> xj.ep_lock,
+ * and xj.lock -> xj.set_lock; xj.lock is held across a commit's writeback
+ * (wb_flush) and, ordered, across applying epochs when the log is short
+ * of space; apply_lock across one epoch's writes and flush; neither is
+ * ever taken under a lock of writeback or the cache.
  */
 #ifndef WBD_EXPORT_JOURNAL_H
 #define WBD_EXPORT_JOURNAL_H
@@ -90,6 +92,38 @@ xj_same(const struct export_journal *xj, const struct export_journal_conf *jc);
  */
 int xj_commit(struct export_journal *xj, uint64_t gen);
 
+/*
+ * Ordered writeback (journal.ordered): the backing device receives whole
+ * epochs only (a commit's batch of the log), in order, each written and
+ * flushed before the next begins, applied from the log by a job on the
+ * export's pool; writeback never takes the export's pages
+ * (wb_target.ordered).  docs/journal.md, "Ordered writeback".
+ */
+bool xj_ordered(const struct export_journal *xj);
+/* Dirty pressure (or a writer held at the limit): an epoch of what is
+ * noted, no FLUSH needed, then applied.  Any thread; nothing unless
+ * ordered. */
+void xj_kick(struct export_journal *xj);
+/* Ordered: a writer on a worker that finds no page to take makes room
+ * itself, as writeback's writers do (wb_write_for_space): the oldest
+ * epoch applied (what is noted committed first if none is), its pages
+ * cleaned.  False if nothing could be applied (then wait for progress).
+ * Nothing unless ordered. */
+bool xj_make_room(struct export_journal *xj);
+/* Ordered: commit everything noted and apply every epoch (the log left
+ * empty): wbctl flush, a removed export, the shutdown drain.  0 or a
+ * negative errno.  A worker: it blocks. */
+int xj_sync(struct export_journal *xj);
+/*
+ * A TRIM or WRITE_ZEROES: FN(ARG) sends it to the backing device (and
+ * drops it from the cache); *GEN is what xj_note_discard gives.  Ordered,
+ * every epoch is applied first and none while FN runs, so the backing
+ * device never receives it before an older epoch.  FN's result, or a
+ * negative errno (applying failed: FN not called).  A worker.
+ */
+int xj_discard(struct export_journal *xj, int (*fn)(void *arg), void *arg,
+    uint64_t *gen);
+
 /* The export's writeback wrote back and flushed everything dirtied up to
  * write sequence MAX_SEQ: give the log's space for it back. */
 void xj_flushed(struct export_journal *xj, uint64_t max_seq);
@@ -112,6 +146,13 @@ struct xj_stats {
 	uint64_t logged_bytes;
 	uint64_t log_ns, backing_ns; /* total time in the log, the backing */
 	uint64_t reclaims;
+	/* Ordered writeback: epochs (batches of the log) applied to the
+	 * backing device, their bytes and time, failures (retried); the
+	 * lag: epochs committed and not yet applied, and their bytes; and
+	 * whether order could not be kept once (the log unreadable). */
+	bool ordered, order_lost;
+	uint64_t epochs_applied, applied_bytes, apply_ns, apply_errors;
+	uint64_t lag_epochs, lag_bytes;
 	struct journal_replay_stats replay;
 	uint64_t replay_ns;
 };

@@ -149,10 +149,17 @@ export_write_cache(struct export *e, struct request *req, const void *payload,
 
 /* No page free for a write on this worker: write back one of the
  * export's runs here (the workers may all be such writers, the background
- * job queued behind them), else wait for writeback elsewhere. */
+ * job queued behind them), or with an ordered write log apply an epoch
+ * here, else wait for writeback elsewhere. */
 static void
 export_make_room(struct export *e)
 {
+	if (xj_ordered(e->journal)) {
+		/* Its pages reach the backing device only from the log. */
+		if (!xj_make_room(e->journal))
+			wb_wait_progress(&e->wt, 10);
+		return;
+	}
 	wb_kick_background(e->dev);
 	if (!wb_write_for_space(&e->wt))
 		wb_wait_progress(&e->wt, 10);
@@ -215,6 +222,10 @@ export_write_slow(struct export *e, struct request *req)
 int
 export_flush(struct export *e, uint64_t max_seq, enum wb_reason why)
 {
+	/* Ordered: its pages reach the backing device only from the log,
+	 * epoch by epoch; everything noted becomes one more. */
+	if (xj_ordered(e->journal))
+		return xj_sync(e->journal);
 	int r = wb_flush(&e->wt, max_seq, why);
 
 	if (r == 0 && e->journal)
@@ -311,6 +322,44 @@ export_only_answers(const struct nbd_request *n)
 	    n->type == NBD_CMD_CACHE;
 }
 
+/*
+ * A TRIM or WRITE_ZEROES (ARG, its request), on the backing device and in
+ * the cache before and after.  Before: pages under writeback are zeroed
+ * and stay dirty, so an old snapshot landing after the backend's zeroing
+ * is written over later.  After: pages filled from the backend while it
+ * was being zeroed are dropped.
+ */
+static int
+export_discard(void *arg)
+{
+	struct request *req = arg;
+	struct export *e = req->export;
+	struct backend *b = e->backend;
+	const struct nbd_request *n = &req->nbd;
+	int r;
+
+	/* A fast zero the backend cannot make fast is refused (ENOTSUP)
+	 * with nothing touched, the cache included, as the spec asks.
+	 * Made, it is made once more below, over what writeback in flight
+	 * may land meanwhile. */
+	if ((n->flags & NBD_CMD_FLAG_FAST_ZERO) &&
+	    (r = backend_zero(b, n->count, n->offset,
+		 !(n->flags & NBD_CMD_FLAG_NO_HOLE), true)) == -ENOTSUP)
+		return r;
+	cache_discard(e->cf, n->offset, n->count, req->seq);
+	if (n->type == NBD_CMD_TRIM)
+		r = backend_trim(b, n->count, n->offset);
+	else
+		r = backend_zero(b, n->count, n->offset,
+		    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
+		    n->flags & NBD_CMD_FLAG_FAST_ZERO);
+	/* Even a failure may have changed something: flush it. */
+	wb_count_written(&e->wt, n->offset, n->count);
+	if (r == 0)
+		cache_discard(e->cf, n->offset, n->count, req->seq);
+	return r;
+}
+
 static void
 export_run(struct job *job)
 {
@@ -349,34 +398,15 @@ export_run(struct job *job)
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
-		/*
-		 * The cache before and after the backend.  Before: pages under
-		 * writeback are zeroed and stay dirty, so an old snapshot
-		 * landing after the backend's zeroing is written over later.
-		 * After: pages filled from the backend while it was being
-		 * zeroed are dropped.
-		 */
-		/* A fast zero the backend cannot make fast is refused
-		 * (ENOTSUP) with nothing touched, the cache included, as
-		 * the spec asks.  Made, it is made once more below, over
-		 * what writeback in flight may land meanwhile. */
-		if ((n->flags & NBD_CMD_FLAG_FAST_ZERO) &&
-		    (r = backend_zero(b, n->count, n->offset,
-			 !(n->flags & NBD_CMD_FLAG_NO_HOLE), true)) == -ENOTSUP)
-			break;
-		cache_discard(e->cf, n->offset, n->count, req->seq);
-		if (n->type == NBD_CMD_TRIM)
-			r = backend_trim(b, n->count, n->offset);
-		else
-			r = backend_zero(b, n->count, n->offset,
-			    !(n->flags & NBD_CMD_FLAG_NO_HOLE),
-			    n->flags & NBD_CMD_FLAG_FAST_ZERO);
-		/* Even a failure may have changed something: flush it. */
-		wb_count_written(&e->wt, n->offset, n->count);
+		/* With a log, it notes the discard: the next commit writes
+		 * back instead (ordered: after every epoch is applied). */
 		if (e->journal)
-			req->jgen = xj_note_discard(e->journal);
-		if (r == 0)
-			cache_discard(e->cf, n->offset, n->count, req->seq);
+			r = xj_discard(e->journal, export_discard, req,
+			    &req->jgen);
+		else
+			r = export_discard(req);
+		if (r == -ENOTSUP && (n->flags & NBD_CMD_FLAG_FAST_ZERO))
+			break;
 		if (r == 0 && (fua || req->writethrough))
 			r = export_make_durable(e, req, req->seq);
 		break;
@@ -456,8 +486,10 @@ export_pause_ms(struct export *e, uint64_t dirty_pages)
 	uint64_t dev_dirty = max_ratio < 100 || min_ratio > 0 ?
 	    wb_dev_dirty_pages(dev) : 0;
 
-	if (wb_background_due(e->wb, dev, dirty_pages, dev_dirty))
+	if (wb_background_due(e->wb, dev, dirty_pages, dev_dirty)) {
+		xj_kick(e->journal); /* ordered: an epoch, applied */
 		wb_kick_background(dev);
+	}
 	/* The throttle counts pages under writeback too (writeback.h). */
 	uint64_t dev_unwritten =
 	    max_ratio < 100 || min_ratio > 0 ? wb_dev_unwritten_pages(dev) : 0;
@@ -532,6 +564,7 @@ export_write_held(struct export *e)
 	if (export_pause_ms(e, cache_dirty_pages(e->wb->cache)) >= 0 ||
 	    __atomic_load_n(&e->wb->stopping, __ATOMIC_RELAXED))
 		return false;
+	xj_kick(e->journal);
 	wb_kick_background(e->dev);
 	return true;
 }

@@ -1153,10 +1153,17 @@ wb_window_drain(struct wb_window *win)
 	return win->err;
 }
 
+/* Is T's writeback the ordered log's alone (wb_target.ordered)? */
+static bool
+wb_skip(const struct wb_target *t)
+{
+	return __atomic_load_n(&t->ordered, __ATOMIC_RELAXED);
+}
+
 bool
 wb_write_for_space(struct wb_target *t)
 {
-	if (t->read_only || wb_backing_off(t->dev))
+	if (t->read_only || wb_skip(t) || wb_backing_off(t->dev))
 		return false;
 	uint32_t max_run =
 	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
@@ -1546,7 +1553,7 @@ wb_background_run(struct job *job)
 		progress = false;
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 			struct wb_target *t = wb_dev_target(dev, i);
-			if (!t)
+			if (!t || wb_skip(t))
 				continue;
 			if (written >= wb_background_chunk(t->wb))
 				written = 0;
@@ -1626,7 +1633,7 @@ wb_periodic_run(struct job *job)
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 			struct wb_target *t = wb_dev_target(dev, i);
 			struct wb_thresholds th;
-			if (!t)
+			if (!t || wb_skip(t))
 				continue;
 			wb_ctl_snapshot(t->wb, &th);
 			uint64_t now = now_ns();

@@ -40,6 +40,15 @@ struct wb_target {
 	struct wb_ctl *wb;
 	uint64_t size_bytes;
 	bool read_only;                 /* nothing to write, nothing to flush */
+	/*
+	 * Atomic: the export's write log is ordered (export-journal.h): its
+	 * pages reach the backing device only from the log, epoch by epoch,
+	 * so background, periodic and write-behind writeback, and a writer
+	 * making room, never take them.  wb_flush still does: its only
+	 * caller for such a target is the log, which applies every epoch
+	 * first (its fallback).
+	 */
+	bool ordered;
 
 	uint64_t err_seq;               /* atomic: bumped by each failure */
 	/*

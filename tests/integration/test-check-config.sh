@@ -67,6 +67,10 @@ exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\";
   journal = { path = \"$T/x.wal\";
     mode = \"sometimes\"; }; } );"
 grep -q 'expected "on-flush" or "on-write", got "sometimes"' <<<"$OUT" || fail "journal-bad-mode: $OUT"
+bad_config journal-ordered-not-bool 4 "listen = { unix = [ \"$T/s\" ]; };
+exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\";
+  journal = { path = \"$T/x.wal\";
+    ordered = \"yes\"; }; } );"
 bad_config journal-too-small 3 "listen = { unix = [ \"$T/s\" ]; };
 exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\";
   journal = { path = \"$T/x.wal\"; size = \"64K\"; }; } );"
