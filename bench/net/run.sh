@@ -84,9 +84,10 @@
 #   BENCH_NET_CACHE     wbd's cache.size (default 1G)
 #   BENCH_NET_CASES     the cases to run (default all, in the order above)
 #   BENCH_NET_SERVERS   the servers (default: remote wbd wbd-journal
-#                       wbd-journal-onwrite nbdkit-cache qemu-nbd); the
-#                       wbd-journal ones are wbd with a write log (issue 28)
-#                       in mode "on-flush" and "on-write"
+#                       wbd-journal-onwrite wbd-journal-ordered nbdkit-cache
+#                       qemu-nbd); the wbd-journal ones are wbd with a write
+#                       log (issue 28) in mode "on-flush" and "on-write",
+#                       and on-flush with ordered = true
 #   BENCH_NET_JOURNAL_DIR  where their logs go: a local disk (default
 #                       /var/tmp; a tmpfs would make fdatasync free)
 #   BENCH_NET_JOURNAL_SIZE their size (default 1G)
@@ -136,7 +137,7 @@ ALL_NET_CASES=(burst-randwrite-4k sustained-randwrite-4k fsync64-randwrite-4k
     commit-qd1 write-1m-fsync cold-read-1m cold-randread-4k hot-randread-4k
     drain-randwrite-4k)
 read -r -a NET_CASES <<<"${BENCH_NET_CASES:-${ALL_NET_CASES[*]}}"
-read -r -a NET_SERVERS <<<"${BENCH_NET_SERVERS:-remote wbd wbd-journal wbd-journal-onwrite nbdkit-cache qemu-nbd}"
+read -r -a NET_SERVERS <<<"${BENCH_NET_SERVERS:-remote wbd wbd-journal wbd-journal-onwrite wbd-journal-ordered nbdkit-cache qemu-nbd}"
 JOURNAL_DIR=${BENCH_NET_JOURNAL_DIR:-/var/tmp}
 JOURNAL_SIZE=${BENCH_NET_JOURNAL_SIZE:-1G}
 NET_DOC=${BENCH_NET_DOC:-$REPO/docs/benchmarks.md}
@@ -151,7 +152,7 @@ for c in "${NET_CASES[@]}"; do
 	    die "unknown case $c in BENCH_NET_CASES (the cases: ${ALL_NET_CASES[*]})"
 done
 for s in "${NET_SERVERS[@]}"; do
-	[[ " remote wbd wbd-journal wbd-journal-onwrite nbdkit-cache qemu-nbd " == *" $s "* ]] ||
+	[[ " remote wbd wbd-journal wbd-journal-onwrite wbd-journal-ordered nbdkit-cache qemu-nbd " == *" $s "* ]] ||
 	    die "unknown server $s in BENCH_NET_SERVERS"
 done
 SIZE_B=$(numfmt --from=iec "$NET_SIZE") || die "BENCH_NET_SIZE=$NET_SIZE is not a size"
@@ -218,15 +219,17 @@ build_filter() {
 	    -o "$FILTER_SO" "$NET_DIR/delay-filter.c" || die "the delay filter does not build"
 }
 
-# write_net_conf FILE CASE [JOURNAL_MODE]: wbd's configuration for one
-# run, with a write log in JOURNAL_DIR if a mode is given.
+# write_net_conf FILE CASE [JOURNAL_MODE [ORDERED]]: wbd's configuration
+# for one run, with a write log in JOURNAL_DIR if a mode is given
+# (ordered = true if ORDERED is "ordered").
 write_net_conf() {
-	local keys=$WB_KEYS journal='' remote_group=''
+	local keys=$WB_KEYS journal='' remote_group='' ordered=false
+	[[ ${4:-} == ordered ]] && ordered=true
 	[[ -n $REMOTE_KEYS ]] && remote_group="remote = { $REMOTE_KEYS };"
 	[[ $2 == drain-* ]] &&
 	    keys+=" dirty_background_ratio = 90; dirty_ratio = 95; dirty_writeback_centisecs = 0;"
 	[[ -n ${3:-} ]] &&
-	    journal="journal = { path = \"$JOURNAL_FILE\"; size = \"$JOURNAL_SIZE\"; mode = \"$3\"; };"
+	    journal="journal = { path = \"$JOURNAL_FILE\"; size = \"$JOURNAL_SIZE\"; mode = \"$3\"; ordered = $ordered; };"
 	cat >"$1" <<-EOF
 	# written by bench/net/run.sh
 	listen = { unix = [ "$T/front.sock" ]; };
@@ -255,12 +258,13 @@ net_up() {
 	remote)
 		URI=$KURI
 		return 0 ;;
-	wbd | wbd-journal | wbd-journal-onwrite)
-		local mode=''
-		[[ $s == wbd-journal ]] && mode=on-flush
+	wbd | wbd-journal | wbd-journal-onwrite | wbd-journal-ordered)
+		local mode='' ordered=''
+		[[ $s == wbd-journal || $s == wbd-journal-ordered ]] && mode=on-flush
 		[[ $s == wbd-journal-onwrite ]] && mode=on-write
+		[[ $s == wbd-journal-ordered ]] && ordered=ordered
 		rm -f "$JOURNAL_FILE"
-		write_net_conf "$T/wbd-$tag.conf" "$c" "$mode"
+		write_net_conf "$T/wbd-$tag.conf" "$c" "$mode" "$ordered"
 		spawn "$T/wbd-$tag.log" "$WBD" -f -c "$T/wbd-$tag.conf"
 		URI="nbd+unix:///disk0?socket=$fsock" CTL=$T/ctl.sock ;;
 	nbdkit-cache)
@@ -574,7 +578,7 @@ journal_table() {
 	local p=$1 s c g r v
 	echo "| server | case | / remote | goal | result |"
 	echo "|---|---|---:|---:|---|"
-	for s in wbd wbd-journal wbd-journal-onwrite; do
+	for s in wbd wbd-journal wbd-journal-onwrite wbd-journal-ordered; do
 		[[ " ${NET_SERVERS[*]} " == *" $s "* ]] || continue
 		for c in commit-qd1 fsync64-randwrite-4k; do
 			[[ " ${NET_CASES[*]} " == *" $c "* ]] || continue
@@ -593,7 +597,7 @@ journal_table() {
 		mapfile -t vals < <(net_rounds R_FDS "$p,wbd-journal,commit-qd1" | grep -v '^-$')
 		fds=$FDS_P50
 		((${#vals[@]} > 0)) && fds=$(median "${vals[@]}" | awk '{ printf "%.0f", $1 }')
-		for s in wbd wbd-journal wbd-journal-onwrite; do
+		for s in wbd wbd-journal wbd-journal-onwrite wbd-journal-ordered; do
 			[[ " ${NET_SERVERS[*]} " == *" $s "* ]] || continue
 			r=$(ratio "${P50S[$p,$s,commit-qd1]:-}" "$fds")
 			v=$(verdict "$r" "<=" 2)
@@ -655,6 +659,7 @@ write_section() {
 	| wbd | \`cache.size = "$NET_CACHE"\`, the writeback settings at their defaults${WB_KEYS:+ and \`$WB_KEYS\`}, backing = the remote's URI |
 	| wbd-journal | the same with \`journal = { path = "$JOURNAL_DIR/..."; size = "$JOURNAL_SIZE"; mode = "on-flush"; }\`: a FLUSH is answered from the write log |
 	| wbd-journal-onwrite | the same with \`mode = "on-write"\`: every write is in the log before its reply |
+	| wbd-journal-ordered | wbd-journal with \`ordered = true\`: the remote receives whole FLUSH epochs only, in order, applied from the log |
 	| nbdkit-cache | \`nbdkit --threads $KIT_THREADS --filter=cache --filter=readahead nbd socket=REMOTE\` (cache filter in its default writeback mode) |
 	| qemu-nbd | \`qemu-nbd -f raw --cache=writeback --persistent --shared=16 nbd+unix:///?socket=REMOTE\` (a pass-through) |
 
