@@ -102,8 +102,8 @@ bool cache_peek(struct cache_file *f, void *buf, uint64_t off, uint32_t len);
  * own sequences may repeat: a TRIM's two discards carry one).  The
  * ordered write log reads the pages of an epoch with it.
  */
-bool cache_peek_seq(struct cache_file *f, void *buf, uint64_t off,
-    uint32_t len, uint64_t *seqs);
+bool cache_peek_seq(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
+    uint64_t *seqs);
 /*
  * Page INDEX's data, whose last write sequence was SEQ when it was read
  * (cache_peek_seq, nothing else), is on the backing device, written and
@@ -113,8 +113,8 @@ bool cache_peek_seq(struct cache_file *f, void *buf, uint64_t off,
  * with it is never lost (it either lands before, and the page stays
  * dirty, or after, and dirties it again).  True if it was cleaned.
  */
-bool cache_clean_if_unchanged(struct cache_file *f, uint64_t index,
-    uint64_t seq);
+bool
+cache_clean_if_unchanged(struct cache_file *f, uint64_t index, uint64_t seq);
 
 enum cache_write_result {
 	CACHE_WRITE_OK,         /* copied and dirtied */

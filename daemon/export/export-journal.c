@@ -130,15 +130,15 @@ struct export_journal {
 	pthread_mutex_t apply_lock;
 	pthread_mutex_t ep_lock;
 	struct xj_epoch *ep_head, *ep_tail;
-	uint64_t ep_n, ep_bytes;   /* the apply lag (ep_lock; read atomically) */
-	uint64_t applied_jseq;     /* ep_lock */
-	uint64_t released_jseq;    /* xj.lock */
-	uint64_t batch_max;        /* bytes of data in a batch */
-	uint64_t *seqs;            /* a batch's pages' last writes (xj.lock) */
-	uint8_t *abuf;             /* what an epoch reads back (apply_lock) */
+	uint64_t ep_n, ep_bytes; /* the apply lag (ep_lock; read atomically) */
+	uint64_t applied_jseq;   /* ep_lock */
+	uint64_t released_jseq;  /* xj.lock */
+	uint64_t batch_max;      /* bytes of data in a batch */
+	uint64_t *seqs;          /* a batch's pages' last writes (xj.lock) */
+	uint8_t *abuf;           /* what an epoch reads back (apply_lock) */
 	struct backend_write aw[XJ_APPLY_WINDOW]; /* apply_lock */
-	struct job apply_job;      /* on the export's pool */
-	int apply_queued;          /* atomic */
+	struct job apply_job;                     /* on the export's pool */
+	int apply_queued;                         /* atomic */
 	int apply_commit;          /* atomic: the job commits first */
 	uint64_t last_commit_ns;   /* atomic */
 	bool order_lost;           /* atomic: epochs written back unordered */
@@ -411,8 +411,8 @@ xj_rec_pages(uint32_t page_size, uint64_t off, uint32_t len)
 static struct xj_epoch *
 xj_epoch_new(unsigned nrec, uint64_t npages)
 {
-	struct xj_epoch *ep = malloc(sizeof *ep + nrec * sizeof *ep->recs +
-	    npages * sizeof *ep->seqs);
+	struct xj_epoch *ep = malloc(
+	    sizeof *ep + nrec * sizeof *ep->recs + npages * sizeof *ep->seqs);
 
 	if (!ep)
 		return NULL;
@@ -523,8 +523,8 @@ xj_apply_one_locked(struct export_journal *xj, bool *from_log)
 		return 0;
 	for (unsigned attempt = 0;; attempt++) {
 		uint64_t losses = __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE);
-		uint64_t fails = __atomic_load_n(&xj->tg.wt->flush_fails,
-		    __ATOMIC_ACQUIRE);
+		uint64_t fails =
+		    __atomic_load_n(&xj->tg.wt->flush_fails, __ATOMIC_ACQUIRE);
 		r = xj_apply_write_locked(xj, ep, from_log);
 		if (r == 0)
 			r = backend_flush(b);
@@ -678,9 +678,8 @@ xj_make_space_locked(struct export_journal *xj, uint64_t need)
  * pages in xj.seqs, is an epoch to apply.  -ENOMEM if it cannot be kept
  * (nothing is lost: the caller writes back instead). */
 static int
-xj_push_batch_locked(struct export_journal *xj,
-    const struct journal_rec *recs, unsigned n, uint64_t npages,
-    uint64_t bytes)
+xj_push_batch_locked(struct export_journal *xj, const struct journal_rec *recs,
+    unsigned n, uint64_t npages, uint64_t bytes)
 {
 	struct xj_epoch *ep = xj_epoch_new(n, npages);
 
@@ -716,8 +715,8 @@ xj_log_locked(struct export_journal *xj, struct xj_taken *t, const char **why)
 		 * most batch_max. */
 		unsigned nrec = 0;
 		uint64_t bytes = 0, npages = 0;
-		while (i < t->n && nrec < XJ_BATCH_RECS &&
-		    bytes < xj->batch_max) {
+		while (
+		    i < t->n && nrec < XJ_BATCH_RECS && bytes < xj->batch_max) {
 			uint64_t end = t->set[i].hi < e->size_bytes ?
 			    t->set[i].hi :
 			    e->size_bytes;
@@ -737,8 +736,8 @@ xj_log_locked(struct export_journal *xj, struct xj_taken *t, const char **why)
 				       "cache";
 				return 1;
 			}
-			npages += xj_rec_pages(xj->page_size, at,
-			    (uint32_t)len);
+			npages +=
+			    xj_rec_pages(xj->page_size, at, (uint32_t)len);
 			xj->recs[nrec++] =
 			    (struct journal_rec){ .type = JOURNAL_REC_WRITE,
 				    .off = at,
@@ -1301,7 +1300,7 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	    (jc->ordered &&
 		(!(xj->abuf = malloc(XJ_BATCH_BYTES)) ||
 		    !(xj->seqs = calloc(XJ_BATCH_BYTES / tg->page_size +
-				XJ_BATCH_RECS + 1,
+			      XJ_BATCH_RECS + 1,
 			  sizeof *xj->seqs))))) {
 		snprintf(err, errlen, "write log %s: out of memory", jc->path);
 		xj_close(xj);
@@ -1332,7 +1331,8 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		 * a batch is at most a quarter of the log. */
 		xj->set_max = UINT64_MAX;
 		if (xj->batch_max > u.size / 4)
-			xj->batch_max = (u.size / 4) & ~(uint64_t)(tg->page_size - 1);
+			xj->batch_max =
+			    (u.size / 4) & ~(uint64_t)(tg->page_size - 1);
 		if (xj->batch_max < tg->page_size)
 			xj->batch_max = tg->page_size;
 		/* From now on its pages go to the backing device only from
@@ -1464,7 +1464,8 @@ xj_get_stats(struct export_journal *xj, struct xj_stats *st)
 		    __atomic_load_n(&xj->backing_ns, __ATOMIC_RELAXED),
 		.reclaims = __atomic_load_n(&xj->reclaims, __ATOMIC_RELAXED),
 		.ordered = xj->ordered,
-		.order_lost = __atomic_load_n(&xj->order_lost, __ATOMIC_RELAXED),
+		.order_lost =
+		    __atomic_load_n(&xj->order_lost, __ATOMIC_RELAXED),
 		.epochs_applied =
 		    __atomic_load_n(&xj->epochs_applied, __ATOMIC_RELAXED),
 		.applied_bytes =

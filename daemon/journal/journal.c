@@ -607,8 +607,8 @@ j_deliver(struct journal *j, const struct j_pos *recs, size_t n,
 			.off = h->off,
 			.len = h->len,
 			.seq = h->seq,
-			.pos = JOURNAL_AREA_START + recs[i].pos +
-			    JOURNAL_REC_HDR,
+			.pos =
+			    JOURNAL_AREA_START + recs[i].pos + JOURNAL_REC_HDR,
 			.last = i == n - 1,
 		};
 		if (h->type == JOURNAL_REC_WRAP)
