@@ -306,6 +306,8 @@ xj_merge(struct xj_taken *t)
 {
 	size_t out = 0;
 
+	if (t->n == 0)
+		return; /* set is NULL then: nothing was noted */
 	qsort(t->set, t->n, sizeof *t->set, xj_range_cmp);
 	for (size_t i = 0; i < t->n; i++) {
 		if (out > 0 && t->set[i].lo <= t->set[out - 1].hi) {
