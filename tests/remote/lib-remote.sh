@@ -75,7 +75,8 @@ wait_clean() {
 	local i dirty
 	for ((i = 0; i < $1 * 10; i++)); do
 		dirty=$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-print(json.load(sys.stdin)["cache"]["dirty_bytes"])')
+c = json.load(sys.stdin)["cache"]
+print(c["dirty_bytes"] + c["writeback_bytes"])')
 		((dirty == 0)) && return 0
 		sleep 0.1
 	done
