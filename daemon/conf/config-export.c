@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * config-export.c - the exports list of wbd.conf: each export's keys, its
+ * allow list and its write log (journal = { ... }), the names and backings
+ * distinct between exports, and default_export, checked against them.
+ * Called by config.c's cfg_read, on the thread that loads the file; no
+ * state, no lock.
+ */
+
+#include <errno.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "backend.h"
+#include "cfgread.h"
+#include "config-internal.h"
+#include "config-load.h"
+#include "utf8.h"
+
+#define NAME_MAX_BYTES 4096 /* NBD's limit on names, descriptions */
+/* The largest file offset (off_t): no export can be larger. */
+#define EXPORT_MAX_BYTES ((uint64_t)INT64_MAX)
+
+/* An export's allow = [ "127.0.0.0/8", "uid:1000", ... ] (access.h). */
+static int
+cfg_allow(struct cfg_load *ld, const config_setting_t *e,
+    struct export_conf *ex)
+{
+	config_setting_t *s = config_setting_get_member(e, "allow");
+	char got[96], err[384];
+
+	if (s == NULL)
+		return 0;
+	if (!config_setting_is_array(s) && !config_setting_is_list(s)) {
+		cfg_error(ld, s,
+		    "expected a list of strings such as "
+		    "[ \"127.0.0.1\", \"uid:1000\" ], got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	int n = config_setting_length(s);
+	if ((ex->allow = access_list_new((size_t)n)) == NULL) {
+		cfg_nomem(ld);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		config_setting_t *a = config_setting_get_elem(s, (unsigned)i);
+		if (config_setting_type(a) != CONFIG_TYPE_STRING) {
+			cfg_error(ld, a,
+			    "expected a string such as "
+			    "\"192.168.10.0/24\" or \"group:disk\", got %s",
+			    cfg_repr(a, got, sizeof got));
+			return -1;
+		}
+		if (access_list_add(ex->allow, config_setting_get_string(a),
+			err, sizeof err) == -1) {
+			if (errno == ENOMEM)
+				cfg_nomem(ld);
+			else
+				cfg_error(ld, a, "%s", err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* journal = { path; size; mode; } in an export: its write log
+ * (docs/journal.md).  Whether the path can be opened is for wbd -n's
+ * host checks and the start. */
+static int
+cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
+    struct export_conf *ex)
+{
+	static const char *const keys[] = { "path", "size", "mode", NULL };
+	struct export_journal_conf *jc = &ex->journal;
+	config_setting_t *g = config_setting_get_member(e, "journal"), *s;
+	const char *str;
+	char got[96];
+	int r;
+
+	if (!g)
+		return 0;
+	if (!config_setting_is_group(g)) {
+		cfg_error(ld, g,
+		    "expected a group such as journal = { path = "
+		    "\"/var/lib/wbd/%s.wal\"; }, got %s",
+		    ex->name, cfg_repr(g, got, sizeof got));
+		return -1;
+	}
+	if (cfg_check_keys(ld, g, keys) == -1)
+		return -1;
+	if ((r = cfg_string(ld, g, "path", PATH_MAX, &str)) == -1)
+		return -1;
+	if (r == 0 || str[0] != '/') {
+		cfg_error(ld, r ? config_setting_get_member(g, "path") : g,
+		    "expected path = \"/absolute/path\", the file or block "
+		    "device that holds export \"%s\"'s write log",
+		    ex->name);
+		return -1;
+	}
+	if (cfg_strdup(ld, str, &jc->path) == -1)
+		return -1;
+	jc->path_at = cfg_at(ld, config_setting_get_member(g, "path"));
+	jc->size_bytes = CONFIG_JOURNAL_DEFAULT_BYTES;
+	if ((r = cfg_size(ld, g, "size", &jc->size_bytes, NULL)) == -1)
+		return -1;
+	if (r == 1 && jc->size_bytes != 0 &&
+	    (jc->size_bytes < CONFIG_JOURNAL_MIN_BYTES ||
+		jc->size_bytes > EXPORT_MAX_BYTES)) {
+		s = config_setting_get_member(g, "size");
+		cfg_error(ld, s,
+		    "expected 0 (an existing file or block device, used "
+		    "whole) or a size "
+		    "from %u bytes (two 4 KiB superblocks and 1 MiB of "
+		    "records) below 8E, got %s",
+		    CONFIG_JOURNAL_MIN_BYTES, cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	jc->mode = JOURNAL_ON_FLUSH;
+	if ((r = cfg_string(ld, g, "mode", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		if (strcmp(str, "on-write") == 0) {
+			jc->mode = JOURNAL_ON_WRITE;
+		} else if (strcmp(str, "on-flush") != 0) {
+			s = config_setting_get_member(g, "mode");
+			cfg_error(ld, s,
+			    "expected \"on-flush\" or \"on-write\", got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	if (ex->readonly) {
+		cfg_error(ld, g,
+		    "expected no journal on a read-only export (\"%s\"): "
+		    "nothing is written to log",
+		    ex->name);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+cfg_export(struct cfg_load *ld, const config_setting_t *e,
+    struct export_conf *ex)
+{
+	static const char *const keys[] = { "name", "description", "backing",
+		"size", "readonly", "direct", "cache_mode", "tls", "allow",
+		"journal", "idle_timeout_s", NULL };
+	config_setting_t *s;
+	const char *str;
+	char got[96];
+	int r;
+
+	ex->line = (int)config_setting_source_line(e);
+	if (cfg_check_keys(ld, e, keys) == -1)
+		return -1;
+
+	if ((r = cfg_string(ld, e, "name", NAME_MAX_BYTES, &str)) == -1)
+		return -1;
+	if (r == 0) {
+		cfg_error(ld, e, "name is missing; expected name = \"...\", "
+		    "the export name clients ask for");
+		return -1;
+	}
+	if (!utf8_valid(str)) {
+		/* The protocol's names are UTF-8, and wbctl's JSON too. */
+		cfg_error(ld, config_setting_get_member(e, "name"),
+		    "expected a name in UTF-8");
+		return -1;
+	}
+	if (cfg_strdup(ld, str, &ex->name) == -1)
+		return -1;
+
+	if ((r = cfg_string(ld, e, "backing", PATH_MAX, &str)) == -1)
+		return -1;
+	if (r == 0) {
+		cfg_error(ld, e, "backing is missing; expected backing = "
+		    "\"/path/to/image\", the file or device behind \"%s\"",
+		    ex->name);
+		return -1;
+	}
+	if (cfg_strdup(ld, str, &ex->backing) == -1)
+		return -1;
+	ex->backing_at = cfg_at(ld, config_setting_get_member(e, "backing"));
+	ex->size_at = cfg_at(ld, config_setting_get_member(e, "size"));
+
+	if ((r = cfg_string(ld, e, "description", NAME_MAX_BYTES, &str)) == -1)
+		return -1;
+	if (r == 1 && !utf8_valid(str)) {
+		cfg_error(ld, config_setting_get_member(e, "description"),
+		    "expected a description in UTF-8");
+		return -1;
+	}
+	if (r == 1 && cfg_strdup(ld, str, &ex->description) == -1)
+		return -1;
+
+	/* A kernel client idles for hours: its export (reached only by
+	 * whom its allow list lets in) may have no idle timeout. */
+	if ((r = cfg_uint(ld, e, "idle_timeout_s", 0, 86400,
+		 &ex->idle_timeout_s)) == -1)
+		return -1;
+	ex->idle_timeout_set = r == 1;
+	if (cfg_size(ld, e, "size", &ex->size_bytes, NULL) == -1 ||
+	    cfg_bool(ld, e, "readonly", &ex->readonly) == -1 ||
+	    (r = cfg_bool(ld, e, "direct", &ex->direct)) == -1)
+		return -1;
+	if (ex->size_bytes > EXPORT_MAX_BYTES) {
+		s = config_setting_get_member(e, "size");
+		cfg_error(ld, s,
+		    "expected a size below 8E (the largest file "
+		    "offset), got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	/* O_DIRECT is a flag of a local descriptor; a remote has none. */
+	if (r == 1 && ex->direct && backend_is_uri(ex->backing)) {
+		cfg_error(ld, config_setting_get_member(e, "direct"),
+		    "expected false with an NBD backing (\"%s\"), got "
+		    "true: O_DIRECT is for a local file or block device",
+		    ex->backing);
+		return -1;
+	}
+
+	ex->cache_mode = CACHE_WRITEBACK;
+	if ((s = config_setting_get_member(e, "cache_mode")) != NULL &&
+	    (config_setting_type(s) != CONFIG_TYPE_STRING ||
+	    cache_mode_parse(config_setting_get_string(s),
+	    &ex->cache_mode) == -1)) {
+		cfg_error(ld, s, "expected \"writeback\", \"writethrough\" or "
+		    "\"writethrough-until-flush\", got %s",
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	if ((r = cfg_string(ld, e, "tls", 16, &str)) == -1)
+		return -1;
+	if (r == 1) {
+		s = config_setting_get_member(e, "tls");
+		if (strcmp(str, "require") == 0) {
+			ex->tls_require = true;
+		} else if (strcmp(str, "optional") != 0) {
+			cfg_error(ld, s,
+			    "expected \"require\" or \"optional\", "
+			    "got %s",
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+	}
+	if (cfg_export_journal(ld, e, ex) == -1)
+		return -1;
+	return cfg_allow(ld, e, ex);
+}
+
+int
+cfg_exports(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	config_setting_t *list, *e;
+	char got[96];
+	size_t i, j;
+	int n;
+
+	if ((list = config_setting_get_member(root, "exports")) == NULL) {
+		cfg_error(ld, root, "exports: missing; at least one export "
+		    "expected, such as exports = ( { name = \"disk0\"; "
+		    "backing = \"/var/lib/wbd/disk0.img\"; } );");
+		return -1;
+	}
+	if (!config_setting_is_list(list)) {
+		cfg_error(ld, list, "expected a list of exports such as "
+		    "( { name = \"disk0\"; backing = \"/path\"; } ), got %s",
+		    cfg_repr(list, got, sizeof got));
+		return -1;
+	}
+	if ((n = config_setting_length(list)) == 0) {
+		cfg_error(ld, list, "at least one export expected, such as "
+		    "( { name = \"disk0\"; backing = \"/path\"; } )");
+		return -1;
+	}
+	if (n > CONFIG_MAX_EXPORTS) {
+		cfg_error(ld, list, "expected at most %d exports, got %d",
+		    CONFIG_MAX_EXPORTS, n);
+		return -1;
+	}
+	if ((cfg->exports = calloc((size_t)n, sizeof *cfg->exports)) == NULL) {
+		cfg_nomem(ld);
+		return -1;
+	}
+	for (i = 0; i < (size_t)n; i++) {
+		e = config_setting_get_elem(list, (unsigned)i);
+		if (!config_setting_is_group(e)) {
+			cfg_error(ld, e, "expected an export such as { name = "
+			    "\"disk0\"; backing = \"/path\"; }, got %s",
+			    cfg_repr(e, got, sizeof got));
+			return -1;
+		}
+		/* Counted first, so config_free() sees what is half done. */
+		cfg->n_exports++;
+		if (cfg_export(ld, e, &cfg->exports[i]) == -1)
+			return -1;
+		for (j = 0; j < i; j++) {
+			if (strcmp(cfg->exports[j].name,
+			    cfg->exports[i].name) == 0) {
+				cfg_error(ld, config_setting_get_member(e,
+				    "name"), "expected a name not used "
+				    "before, got \"%s\" again (first at "
+				    "exports[%zu], line %d)",
+				    cfg->exports[i].name, j,
+				    cfg->exports[j].line);
+				return -1;
+			}
+			/* One log, one export: two would overwrite each
+			 * other's records. */
+			const char *pj = cfg->exports[j].journal.path,
+				   *pi = cfg->exports[i].journal.path;
+			if (pi && pj && strcmp(pi, pj) == 0) {
+				config_setting_t *g =
+				    config_setting_get_member(e, "journal");
+				cfg_error(ld,
+				    config_setting_get_member(g, "path"),
+				    "expected a journal path no other "
+				    "export uses, got \"%s\" again (export "
+				    "\"%s\", line %d)",
+				    pi, cfg->exports[j].name,
+				    cfg->exports[j].line);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* default_export = "NAME" or "none"; after the exports. */
+int
+cfg_default_export(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	const char *str;
+	int r = cfg_string(ld, root, "default_export", NAME_MAX_BYTES, &str);
+
+	if (r != 1)
+		return r;
+	bool known = strcmp(str, CONFIG_NO_DEFAULT_EXPORT) == 0;
+	for (size_t i = 0; i < cfg->n_exports && !known; i++)
+		known = strcmp(cfg->exports[i].name, str) == 0;
+	if (!known) {
+		cfg_error(ld, config_setting_get_member(root, "default_export"),
+		    "expected the name of an export below, or \"none\", got "
+		    "\"%.64s\"",
+		    str);
+		return -1;
+	}
+	return cfg_strdup(ld, str, &cfg->default_export);
+}
