@@ -4,7 +4,7 @@
  * of the groups cache, writeback, control, remote, limits, tls, memory
  * and metrics, with its range, default and doc line, and where each group
  * lives in struct wbd_config.  Constant data; the code that reads it is
- * settings.c's (and the loader's, conf/config.c).
+ * settings.c's (and the loader's, conf/config-walk.c).
  */
 #include <limits.h>
 #include <stddef.h>

@@ -162,7 +162,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	if ((r = cfg_string(ld, e, "name", NAME_MAX_BYTES, &str)) == -1)
 		return -1;
 	if (r == 0) {
-		cfg_error(ld, e, "name is missing; expected name = \"...\", "
+		cfg_error(ld, e,
+		    "name is missing; expected name = \"...\", "
 		    "the export name clients ask for");
 		return -1;
 	}
@@ -178,7 +179,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	if ((r = cfg_string(ld, e, "backing", PATH_MAX, &str)) == -1)
 		return -1;
 	if (r == 0) {
-		cfg_error(ld, e, "backing is missing; expected backing = "
+		cfg_error(ld, e,
+		    "backing is missing; expected backing = "
 		    "\"/path/to/image\", the file or device behind \"%s\"",
 		    ex->name);
 		return -1;
@@ -228,9 +230,10 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	ex->cache_mode = CACHE_WRITEBACK;
 	if ((s = config_setting_get_member(e, "cache_mode")) != NULL &&
 	    (config_setting_type(s) != CONFIG_TYPE_STRING ||
-	    cache_mode_parse(config_setting_get_string(s),
-	    &ex->cache_mode) == -1)) {
-		cfg_error(ld, s, "expected \"writeback\", \"writethrough\" or "
+		cache_mode_parse(config_setting_get_string(s),
+		    &ex->cache_mode) == -1)) {
+		cfg_error(ld, s,
+		    "expected \"writeback\", \"writethrough\" or "
 		    "\"writethrough-until-flush\", got %s",
 		    cfg_repr(s, got, sizeof got));
 		return -1;
@@ -264,19 +267,22 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	int n;
 
 	if ((list = config_setting_get_member(root, "exports")) == NULL) {
-		cfg_error(ld, root, "exports: missing; at least one export "
+		cfg_error(ld, root,
+		    "exports: missing; at least one export "
 		    "expected, such as exports = ( { name = \"disk0\"; "
 		    "backing = \"/var/lib/wbd/disk0.img\"; } );");
 		return -1;
 	}
 	if (!config_setting_is_list(list)) {
-		cfg_error(ld, list, "expected a list of exports such as "
+		cfg_error(ld, list,
+		    "expected a list of exports such as "
 		    "( { name = \"disk0\"; backing = \"/path\"; } ), got %s",
 		    cfg_repr(list, got, sizeof got));
 		return -1;
 	}
 	if ((n = config_setting_length(list)) == 0) {
-		cfg_error(ld, list, "at least one export expected, such as "
+		cfg_error(ld, list,
+		    "at least one export expected, such as "
 		    "( { name = \"disk0\"; backing = \"/path\"; } )");
 		return -1;
 	}
@@ -292,7 +298,8 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 	for (i = 0; i < (size_t)n; i++) {
 		e = config_setting_get_elem(list, (unsigned)i);
 		if (!config_setting_is_group(e)) {
-			cfg_error(ld, e, "expected an export such as { name = "
+			cfg_error(ld, e,
+			    "expected an export such as { name = "
 			    "\"disk0\"; backing = \"/path\"; }, got %s",
 			    cfg_repr(e, got, sizeof got));
 			return -1;
@@ -303,9 +310,10 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 			return -1;
 		for (j = 0; j < i; j++) {
 			if (strcmp(cfg->exports[j].name,
-			    cfg->exports[i].name) == 0) {
-				cfg_error(ld, config_setting_get_member(e,
-				    "name"), "expected a name not used "
+				cfg->exports[i].name) == 0) {
+				cfg_error(ld,
+				    config_setting_get_member(e, "name"),
+				    "expected a name not used "
 				    "before, got \"%s\" again (first at "
 				    "exports[%zu], line %d)",
 				    cfg->exports[i].name, j,

@@ -18,8 +18,8 @@
 
 /* config.c: where S is written, as an index of the files libconfig read
  * (cfg->files) and its line; { 0, 0 } for NULL. */
-struct config_where cfg_at(const struct cfg_load *ld,
-    const config_setting_t *s);
+struct config_where
+cfg_at(const struct cfg_load *ld, const config_setting_t *s);
 
 /* config-listen.c: the listen group; a TCP listener's "host:port"
  * checked; KEY of G an octal file mode such as "0660" (1 and *OUT, 0 if

@@ -21,7 +21,7 @@
 #include "config-internal.h"
 #include "config-load.h"
 
-#define UNIX_PATH_BYTES         sizeof(((struct sockaddr_un *)0)->sun_path)
+#define UNIX_PATH_BYTES sizeof(((struct sockaddr_un *)0)->sun_path)
 
 /* "host:port" or "[v6addr]:port"; a v6 address may carry a "%scope". */
 int
@@ -92,13 +92,14 @@ cfg_check_tcp(struct cfg_load *ld, const config_setting_t *s)
 {
 	char *host, *port, got[96];
 
-	if (config_parse_hostport(config_setting_get_string(s), &host,
-	    &port) == -1) {
+	if (config_parse_hostport(config_setting_get_string(s), &host, &port) ==
+	    -1) {
 		if (errno == ENOMEM) {
 			cfg_nomem(ld);
 			return -1;
 		}
-		cfg_error(ld, s, "expected \"host:port\" or \"[v6addr]:port\" "
+		cfg_error(ld, s,
+		    "expected \"host:port\" or \"[v6addr]:port\" "
 		    "with a port from 1 to 65535, got %s",
 		    cfg_repr(s, got, sizeof got));
 		return -1;
@@ -114,8 +115,10 @@ cfg_check_unix(struct cfg_load *ld, const config_setting_t *s)
 	size_t len = strlen(config_setting_get_string(s));
 
 	if (len == 0 || len >= UNIX_PATH_BYTES) {
-		cfg_error(ld, s, "expected a socket path of 1 to %zu bytes, got "
-		    "%zu bytes", UNIX_PATH_BYTES - 1, len);
+		cfg_error(ld, s,
+		    "expected a socket path of 1 to %zu bytes, got "
+		    "%zu bytes",
+		    UNIX_PATH_BYTES - 1, len);
 		return -1;
 	}
 	return 0;
@@ -137,8 +140,10 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 	if ((s = config_setting_get_member(listen, key)) == NULL)
 		return 0;
 	if (!config_setting_is_array(s) && !config_setting_is_list(s)) {
-		cfg_error(ld, s, "expected a list of strings such as [ \"%s\" ], "
-		    "got %s", example, cfg_repr(s, got, sizeof got));
+		cfg_error(ld, s,
+		    "expected a list of strings such as [ \"%s\" ], "
+		    "got %s",
+		    example, cfg_repr(s, got, sizeof got));
 		return -1;
 	}
 	n = config_setting_length(s);
@@ -152,8 +157,10 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 	for (i = 0; i < n; i++) {
 		e = config_setting_get_elem(s, i);
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-			cfg_error(ld, e, "expected a string such as \"%s\", "
-			    "got %s", example, cfg_repr(e, got, sizeof got));
+			cfg_error(ld, e,
+			    "expected a string such as \"%s\", "
+			    "got %s",
+			    example, cfg_repr(e, got, sizeof got));
 			return -1;
 		}
 		str = config_setting_get_string(e);
@@ -163,7 +170,8 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 			if (strcmp((*out)[j], str) == 0) {
 				cfg_key_path(config_setting_get_elem(s, j),
 				    where, sizeof where);
-				cfg_error(ld, e, "expected each listener once, "
+				cfg_error(ld, e,
+				    "expected each listener once, "
 				    "got %s again (first at %s)",
 				    cfg_repr(e, got, sizeof got), where);
 				return -1;
@@ -272,7 +280,8 @@ cfg_listen(struct cfg_load *ld, const config_setting_t *root,
 		&cfg->unix_gid) == -1)
 		return -1;
 	if (cfg->n_listen_tcp + cfg->n_listen_unix == 0) {
-		cfg_error(ld, listen, "at least one listener expected, such as "
+		cfg_error(ld, listen,
+		    "at least one listener expected, such as "
 		    "tcp = [ \"%s\" ]; or unix = [ \"/run/wbd/nbd.sock\" ];",
 		    WBD_DEFAULT_TCP);
 		return -1;

@@ -51,7 +51,8 @@ cfg_cache_size(struct cfg_load *ld, const config_setting_t *cache,
 		pages = sysconf(_SC_PHYS_PAGES);
 		pagesz = sysconf(_SC_PAGESIZE);
 		if (pages <= 0 || pagesz <= 0) {
-			cfg_error(ld, s, "expected a size in bytes: the amount "
+			cfg_error(ld, s,
+			    "expected a size in bytes: the amount "
 			    "of RAM is unknown");
 			return -1;
 		}
@@ -83,7 +84,8 @@ cfg_cache_size(struct cfg_load *ld, const config_setting_t *cache,
 	if (cc->size_bytes < cc->page_size) {
 		if (s == NULL)
 			s = config_setting_get_member(cache, "page_size");
-		cfg_error(ld, s, "expected cache.size to hold at least one page "
+		cfg_error(ld, s,
+		    "expected cache.size to hold at least one page "
 		    "of cache.page_size (%s), got %s",
 		    size_format(cc->page_size, buf, sizeof buf),
 		    cfg_repr(s, got, sizeof got));
@@ -452,10 +454,12 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 	char got[96];
 	uint64_t v;
 
-	if (wb == NULL || (list = config_setting_get_member(wb, "devices")) == NULL)
+	if (wb == NULL ||
+	    (list = config_setting_get_member(wb, "devices")) == NULL)
 		return 0;
 	if (!config_setting_is_list(list) && !config_setting_is_array(list)) {
-		cfg_error(ld, list, "expected a list of groups such as "
+		cfg_error(ld, list,
+		    "expected a list of groups such as "
 		    "( { device = \"8:0\"; max_ratio = 50; } ), got %s",
 		    cfg_repr(list, got, sizeof got));
 		return -1;
@@ -474,14 +478,16 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
-		config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+		config_setting_t *g =
+		    config_setting_get_elem(list, (unsigned)i);
 		struct device_conf *dc = &wc->devices[wc->n_devices];
 		const char *name;
 		unsigned maj, min;
 		char extra;
 
 		if (!config_setting_is_group(g)) {
-			cfg_error(ld, g, "expected a group such as "
+			cfg_error(ld, g,
+			    "expected a group such as "
 			    "{ device = \"8:0\"; max_ratio = 50; }, got %s",
 			    cfg_repr(g, got, sizeof got));
 			return -1;
@@ -491,17 +497,20 @@ cfg_devices(struct cfg_load *ld, const config_setting_t *wb,
 		dc->line = (int)config_setting_source_line(g);
 		if (!config_setting_lookup_string(g, "device", &name) ||
 		    sscanf(name, "%u:%u%c", &maj, &min, &extra) != 2) {
-			config_setting_t *s = config_setting_get_member(g, "device");
-			cfg_error(ld, s ? s : g, "expected device = \"MAJ:MIN\" "
+			config_setting_t *s =
+			    config_setting_get_member(g, "device");
+			cfg_error(ld, s ? s : g,
+			    "expected device = \"MAJ:MIN\" "
 			    "(as in /proc/PID/task/*/comm flush-MAJ:MIN)%s%s",
-			    s ? ", got " : "", s ? cfg_repr(s, got, sizeof got) : "");
+			    s ? ", got " : "",
+			    s ? cfg_repr(s, got, sizeof got) : "");
 			return -1;
 		}
 		if (cfg_strdup(ld, name, &dc->device) == -1)
 			return -1;
 		wc->n_devices++;
 		for (row = settings_table; row < settings_table + settings_n;
-		    row++) {
+		     row++) {
 			if (row->scope != SETTING_DEVICE)
 				continue;
 			settings_set_dev(row, dc, settings_get(row, wc));
@@ -588,8 +597,8 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 	if (cfg_devices(ld, wb, wc, cfg->cache.page_size) == -1 ||
 	    cfg_io_engine(ld, wb, wc) == -1)
 		return -1;
-	if (settings_check(wc, wc->devices, wc->n_devices, &env, given,
-	    &e) == 0)
+	if (settings_check(wc, wc->devices, wc->n_devices, &env, given, &e) ==
+	    0)
 		return 0;
 	if (e.dev >= 0) {
 		/* A device's min_ratio is the one at fault, if it gave one. */
@@ -599,8 +608,9 @@ cfg_writeback(struct cfg_load *ld, const config_setting_t *root,
 			s = config_setting_get_member(dev, "max_ratio");
 		cfg_error(ld, s ? s : dev, "%s", e.msg);
 	} else {
-		cfg_error(ld, wb ? config_setting_get_member(wb,
-		    e.row->name) : NULL, "%s", e.msg);
+		cfg_error(ld,
+		    wb ? config_setting_get_member(wb, e.row->name) : NULL,
+		    "%s", e.msg);
 	}
 	return -1;
 }

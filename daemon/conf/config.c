@@ -31,7 +31,7 @@
 #include "log.h"
 #include "settings.h"
 
-#define IO_THREADS_MAX          1024u
+#define IO_THREADS_MAX 1024u
 
 _Static_assert(LIMITS_DEFAULT_INFLIGHT_BYTES == BUDGET_DEFAULT_BYTES &&
 	LIMITS_MIN_INFLIGHT_BYTES == BUDGET_MIN_BYTES &&
@@ -160,8 +160,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 }
 
 int
-config_load(const char *path, struct wbd_config *cfg, char *err,
-    size_t errlen)
+config_load(const char *path, struct wbd_config *cfg, char *err, size_t errlen)
 {
 	struct cfg_load ld;
 	config_setting_t *root;
