@@ -1077,26 +1077,18 @@ conn_hs_may_open(void *arg, const struct hs_export *he, bool listing)
 void
 conn_log_refusal(struct conn *c, bool warning, const char *fmt, ...)
 {
-	struct conn_host *h = c->host;
-	uint64_t now = now_ns();
 	char msg[512], more[64] = "";
+	unsigned quiet;
 	va_list ap;
 
-	if (now - h->refuse_since_ns >= CONN_REFUSE_LOG_NS) {
-		h->refuse_since_ns = now;
-		h->refuse_logged = 0;
-	}
-	if (h->refuse_logged == CONN_REFUSE_LOG_MAX) {
-		h->refuse_quiet++;
+	if (!ratelimit_burst_due(&c->host->refuse_rl, CONN_REFUSE_LOG_NS,
+		CONN_REFUSE_LOG_MAX, &quiet))
 		return;
-	}
-	h->refuse_logged++;
-	if (h->refuse_quiet)
+	if (quiet)
 		snprintf(more, sizeof more,
 		    " (%u more refused or cut short "
 		    "not logged)",
-		    h->refuse_quiet);
-	h->refuse_quiet = 0;
+		    quiet);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);

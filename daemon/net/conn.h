@@ -55,10 +55,8 @@ struct conn_host {
 	struct ratelimit waiting_rl;    /* asked for a waiting export */
 	struct ratelimit idle_rl;       /* "no request for N s" */
 	/* Refused exports, handshakes cut short, failed TLS handshakes:
-	 * lines logged in the window that began at refuse_since_ns, and
-	 * those left out (conn_log_refusal; the host's thread alone). */
-	uint64_t refuse_since_ns;
-	unsigned refuse_logged, refuse_quiet;
+	 * a burst of lines per window (conn_log_refusal). */
+	struct ratelimit refuse_rl;
 	/* Between conn_host_cork and conn_host_uncork: replies are queued,
 	 * and the connections holding them listed, to go out together. */
 	bool corked;
