@@ -627,6 +627,22 @@ status_service(FILE *f, const json_t *ans)
 		    user ? " (user " : "", user ? user : "",
 		    user && group ? ", group " : "", user && group ? group : "",
 		    user ? ")" : "");
+	const json_t *ls = json_object_get(ans, "listeners");
+	for (size_t i = 0; i < json_array_size(ls); i++) {
+		const json_t *l = json_array_get(ls, i);
+		const json_t *idle = json_object_get(l, "idle_timeout_s");
+		char how[64];
+		if (!json_is_integer(idle))
+			snprintf(how, sizeof how, "by client (limits)");
+		else if (json_integer_value(idle) == 0)
+			snprintf(how, sizeof how, "never (its idle_timeout_s)");
+		else
+			snprintf(how, sizeof how, "%lld s (its idle_timeout_s)",
+			    (long long)json_integer_value(idle));
+		status_item(f, "listener", "%s %s: idle timeout %s",
+		    jget_str(l, "kind") ? jget_str(l, "kind") : "?",
+		    jget_str(l, "address") ? jget_str(l, "address") : "?", how);
+	}
 	const json_t *cc = json_object_get(ans, "control");
 	if (cc)
 		status_item(f, "control socket",

@@ -222,9 +222,11 @@ struct wbd_config {
 
 	char **listen_tcp;              /* "host:port", "[v6]:port" */
 	struct config_where *listen_tcp_at; /* NULL: the default listener */
+	int *listen_tcp_idle_s; /* each one's idle_timeout_s, or -1 */
 	size_t n_listen_tcp;
 	char **listen_unix;             /* socket paths */
 	struct config_where *listen_unix_at;
+	int *listen_unix_idle_s;
 	size_t n_listen_unix;
 	unsigned unix_mode; /* their file mode, default 0660 */
 	char *unix_group;   /* their group, may be NULL */

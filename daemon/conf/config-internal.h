@@ -24,7 +24,8 @@ cfg_at(const struct cfg_load *ld, const config_setting_t *s);
 /* config-listen.c: the listen group; a TCP listener's "host:port"
  * checked; KEY of G an octal file mode such as "0660" (1 and *OUT, 0 if
  * absent, -1), or a group of this machine (its name and gid); a list of
- * strings (listeners and where each is written) freed. */
+ * strings, or of listeners (where each is written, its idle_timeout_s),
+ * freed. */
 int cfg_listen(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg);
 int cfg_check_tcp(struct cfg_load *ld, const config_setting_t *s);
@@ -33,7 +34,8 @@ int cfg_mode(struct cfg_load *ld, const config_setting_t *g, const char *key,
 int cfg_group_name(struct cfg_load *ld, const config_setting_t *g,
     const char *key, char **name, uint32_t *gid);
 void cfg_free_strings(char ***v, size_t *n);
-void cfg_free_listeners(char ***v, struct config_where **at, size_t *n);
+void cfg_free_listeners(char ***v, struct config_where **at, int **idle_s,
+    size_t *n);
 
 /* config-walk.c: the groups of the settings table.  A group read by its
  * rows alone (remote, memory, metrics), and those with checks between

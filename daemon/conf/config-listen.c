@@ -124,15 +124,49 @@ cfg_check_unix(struct cfg_load *ld, const config_setting_t *s)
 	return 0;
 }
 
-/* listen.tcp or listen.unix: a list of distinct strings, into *OUT, and
- * where each is written, into *AT. */
+/* A listener written as a group, { MEMBER = "..."; idle_timeout_s = N; }:
+ * its MEMBER setting into *V, its idle_timeout_s into *IDLE_S (-1 if not
+ * given). */
+static int
+cfg_listen_group(struct cfg_load *ld, const config_setting_t *e,
+    const char *member, const char *example, config_setting_t **v,
+    int *idle_s)
+{
+	const char *const keys[] = { member, "idle_timeout_s", NULL };
+	unsigned secs;
+	char got[96];
+	int r;
+
+	if (cfg_check_keys(ld, e, keys) == -1)
+		return -1;
+	if ((*v = config_setting_get_member(e, member)) == NULL) {
+		cfg_error(ld, e,
+		    "%s is missing; expected %s = \"%s\", the listener", member,
+		    member, example);
+		return -1;
+	}
+	if (config_setting_type(*v) != CONFIG_TYPE_STRING) {
+		cfg_error(ld, *v, "expected a string such as \"%s\", got %s",
+		    example, cfg_repr(*v, got, sizeof got));
+		return -1;
+	}
+	if ((r = cfg_uint(ld, e, "idle_timeout_s", 0, CONFIG_LISTEN_IDLE_MAX_S,
+		 &secs)) == -1)
+		return -1;
+	*idle_s = r == 1 ? (int)secs : -1;
+	return 0;
+}
+
+/* listen.tcp or listen.unix: a list of distinct listeners, each a string
+ * or a group with its own keys (cfg_listen_group, MEMBER its string), into
+ * *OUT, where each is written into *AT, its idle_timeout_s into *IDLE_S. */
 static int
 cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
-    const char *key, const char *example,
+    const char *key, const char *member, const char *example,
     int (*check)(struct cfg_load *, const config_setting_t *), char ***out,
-    struct config_where **at, size_t *n_out)
+    struct config_where **at, int **idle_s, size_t *n_out)
 {
-	config_setting_t *s, *e;
+	config_setting_t *s, *e, *v;
 	const char *str;
 	char got[96], where[256];
 	int i, j, n;
@@ -150,21 +184,29 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 	if (n == 0)
 		return 0;
 	if ((*out = calloc((size_t)n, sizeof **out)) == NULL ||
-	    (*at = calloc((size_t)n, sizeof **at)) == NULL) {
+	    (*at = calloc((size_t)n, sizeof **at)) == NULL ||
+	    (*idle_s = calloc((size_t)n, sizeof **idle_s)) == NULL) {
 		cfg_nomem(ld);
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		e = config_setting_get_elem(s, i);
-		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+		e = v = config_setting_get_elem(s, i);
+		(*idle_s)[i] = -1;
+		if (config_setting_is_group(e)) {
+			if (cfg_listen_group(ld, e, member, example, &v,
+				&(*idle_s)[i]) == -1)
+				return -1;
+		} else if (config_setting_type(e) != CONFIG_TYPE_STRING) {
 			cfg_error(ld, e,
-			    "expected a string such as \"%s\", "
+			    "expected a string such as \"%s\", or a group "
+			    "such as { %s = \"%s\"; idle_timeout_s = 0; }, "
 			    "got %s",
-			    example, cfg_repr(e, got, sizeof got));
+			    example, member, example,
+			    cfg_repr(e, got, sizeof got));
 			return -1;
 		}
-		str = config_setting_get_string(e);
-		if (check(ld, e) == -1)
+		str = config_setting_get_string(v);
+		if (check(ld, v) == -1)
 			return -1;
 		for (j = 0; j < i; j++) {
 			if (strcmp((*out)[j], str) == 0) {
@@ -173,13 +215,13 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 				cfg_error(ld, e,
 				    "expected each listener once, "
 				    "got %s again (first at %s)",
-				    cfg_repr(e, got, sizeof got), where);
+				    cfg_repr(v, got, sizeof got), where);
 				return -1;
 			}
 		}
 		if (cfg_strdup(ld, str, &(*out)[i]) == -1)
 			return -1;
-		(*at)[i] = cfg_at(ld, e);
+		(*at)[i] = cfg_at(ld, v);
 		(*n_out)++;
 	}
 	return 0;
@@ -197,13 +239,15 @@ cfg_free_strings(char ***v, size_t *n)
 	*n = 0;
 }
 
-/* A list of listeners and where each is written. */
+/* A list of listeners, where each is written and its idle_timeout_s. */
 void
-cfg_free_listeners(char ***v, struct config_where **at, size_t *n)
+cfg_free_listeners(char ***v, struct config_where **at, int **idle_s, size_t *n)
 {
 	cfg_free_strings(v, n);
 	free(*at);
 	*at = NULL;
+	free(*idle_s);
+	*idle_s = NULL;
 }
 
 /* KEY of GROUP: an octal file mode such as "0660": 1 and *OUT, 0 if
@@ -267,14 +311,14 @@ cfg_listen(struct cfg_load *ld, const config_setting_t *root,
 	if ((r = cfg_group(ld, root, "listen", &listen)) <= 0)
 		return r;
 	cfg_free_listeners(&cfg->listen_tcp, &cfg->listen_tcp_at,
-	    &cfg->n_listen_tcp);
+	    &cfg->listen_tcp_idle_s, &cfg->n_listen_tcp);
 	if (cfg_check_keys(ld, listen, keys) == -1 ||
-	    cfg_listen_list(ld, listen, "tcp", WBD_DEFAULT_TCP, cfg_check_tcp,
-		&cfg->listen_tcp, &cfg->listen_tcp_at,
-		&cfg->n_listen_tcp) == -1 ||
-	    cfg_listen_list(ld, listen, "unix", "/run/wbd/nbd.sock",
+	    cfg_listen_list(ld, listen, "tcp", "address", WBD_DEFAULT_TCP,
+		cfg_check_tcp, &cfg->listen_tcp, &cfg->listen_tcp_at,
+		&cfg->listen_tcp_idle_s, &cfg->n_listen_tcp) == -1 ||
+	    cfg_listen_list(ld, listen, "unix", "path", "/run/wbd/nbd.sock",
 		cfg_check_unix, &cfg->listen_unix, &cfg->listen_unix_at,
-		&cfg->n_listen_unix) == -1 ||
+		&cfg->listen_unix_idle_s, &cfg->n_listen_unix) == -1 ||
 	    cfg_mode(ld, listen, "unix_mode", &cfg->unix_mode) == -1 ||
 	    cfg_group_name(ld, listen, "unix_group", &cfg->unix_group,
 		&cfg->unix_gid) == -1)

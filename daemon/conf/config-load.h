@@ -20,6 +20,8 @@
 
 #define WBD_DEFAULT_CONFIG "/etc/wbd/wbd.conf"
 #define WBD_DEFAULT_TCP "127.0.0.1:10809"
+/* A listener's idle_timeout_s at most, as limits.idle_timeout_s. */
+#define CONFIG_LISTEN_IDLE_MAX_S 86400u
 
 const char *cache_mode_name(enum cache_mode m);
 int cache_mode_parse(const char *s, enum cache_mode *out);
@@ -56,6 +58,15 @@ void config_log_warnings(const struct wbd_config *cfg, const char *prefix);
 /* The min/max ratio for device NAME ("MAJ:MIN"): an override or the default. */
 void config_device_ratios(const struct wbd_config *cfg, const char *name,
     unsigned *min_ratio, unsigned *max_ratio);
+
+/* Listener I of a TCP or Unix list of CFG (cfg->listen_tcp_idle_s or
+ * listen_unix_idle_s as IDLE_S): its own idle_timeout_s (0: never), or -1
+ * where not given (the limits' then apply, by client). */
+static inline int
+config_listen_idle_s(const int *idle_s, size_t i)
+{
+	return idle_s != NULL ? idle_s[i] : -1;
+}
 
 /* Export EC lets in anyone who reaches a listener: it has no allow list. */
 bool config_export_open_to_all(const struct export_conf *ec);

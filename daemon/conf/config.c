@@ -131,8 +131,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 
 	if (cfg_files(ld, cfg) == -1 || cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
-	    cfg_uint(ld, root, "io_threads", 0, IO_THREADS_MAX,
-		&cfg->io_threads) == -1 ||
+	    cfg_uint(ld, root, "io_threads", 0, IO_THREADS_MAX, &cfg->io_threads) == -1 ||
 	    cfg_cache(ld, root, cfg) == -1 ||
 	    cfg_writeback(ld, root, cfg) == -1 ||
 	    cfg_control(ld, root, cfg) == -1 ||
@@ -216,9 +215,9 @@ config_free(struct wbd_config *cfg)
 	free(cfg->path);
 	cfg_free_strings(&cfg->files, &cfg->n_files);
 	cfg_free_listeners(&cfg->listen_tcp, &cfg->listen_tcp_at,
-	    &cfg->n_listen_tcp);
+	    &cfg->listen_tcp_idle_s, &cfg->n_listen_tcp);
 	cfg_free_listeners(&cfg->listen_unix, &cfg->listen_unix_at,
-	    &cfg->n_listen_unix);
+	    &cfg->listen_unix_idle_s, &cfg->n_listen_unix);
 	for (i = 0; i < cfg->n_exports; i++) {
 		free(cfg->exports[i].name);
 		free(cfg->exports[i].description);

@@ -229,7 +229,7 @@ daemon_refuse(struct daemon *d, int fd, const char *peer, const char *why)
 
 void
 daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
-    const char *client)
+    const char *client, int idle_s)
 {
 	const struct limits_conf *lc = &d->cfg.limits;
 	char why[128];
@@ -266,7 +266,7 @@ daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
 	}
 	struct ioloop *io = d->io[d->next_io++ % d->n_io];
 	__atomic_add_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
-	if (ioloop_hand_conn(io, fd, peer, client) < 0) {
+	if (ioloop_hand_conn(io, fd, peer, client, idle_s) < 0) {
 		__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
 		slots_release(d->slots, client);
 	}
@@ -857,9 +857,10 @@ daemon_drain_all(struct daemon *d)
 
 /* An accepted socket from the listeners (main thread). */
 static void
-daemon_accept(void *arg, int fd, const char *peer, const char *client)
+daemon_accept(void *arg, int fd, const char *peer, const char *client,
+    int idle_s)
 {
-	daemon_dispatch_conn(arg, fd, peer, client);
+	daemon_dispatch_conn(arg, fd, peer, client, idle_s);
 }
 
 /*

@@ -188,9 +188,9 @@ int daemon_install_export(struct daemon *d, const struct export_conf *ec,
  * back once idle, then freed (export.h).  False if it was not live. */
 bool daemon_remove_export(struct daemon *d, struct export *e);
 /* Hand an accepted socket to the next I/O thread, or refuse it by the
- * limits (main thread). */
+ * limits (main thread); IDLE_S is its listener's idle_timeout_s, or -1. */
 void daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
-    const char *client);
+    const char *client, int idle_s);
 
 /* Two strings that may be NULL (optional settings) are the same. */
 static inline bool

@@ -47,6 +47,8 @@ struct listener {
 	char *unix_path;                /* to unlink at exit */
 	unsigned long accepted;
 	bool is_tcp;
+	int idle_s; /* its idle_timeout_s for what it accepts; -1: the
+	               limits' (a socket from systemd no listener names) */
 };
 
 /* Is A (of family A_FAM) an IPv4-mapped IPv6 address of B, an IPv4
@@ -258,12 +260,13 @@ listener_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			else
 				snprintf(client, sizeof client, "uid ?");
 		}
-		l->ls->accept(l->ls->arg, fd, peer, client);
+		l->ls->accept(l->ls->arg, fd, peer, client, l->idle_s);
 	}
 }
 
 static struct listener *
-listener_add(struct listeners *ls, int fd, const char *desc, bool is_tcp)
+listener_add(struct listeners *ls, int fd, const char *desc, bool is_tcp,
+    int idle_s)
 {
 	struct listener *l = calloc(1, sizeof *l);
 
@@ -274,6 +277,7 @@ listener_add(struct listeners *ls, int fd, const char *desc, bool is_tcp)
 	l->ls = ls;
 	l->fd = fd;
 	l->is_tcp = is_tcp;
+	l->idle_s = idle_s;
 	snprintf(l->desc, sizeof l->desc, "%s", desc);
 	ev_io_init(&l->w, listener_accept_cb, fd, EV_READ);
 	l->w.data = l;
@@ -286,7 +290,7 @@ listener_add(struct listeners *ls, int fd, const char *desc, bool is_tcp)
 
 static int
 listener_open_tcp(struct listeners *ls, struct activation *act,
-    const char *spec)
+    const char *spec, int idle_s)
 {
 	char *host = NULL, *port = NULL;
 	struct addrinfo hints = {
@@ -314,7 +318,7 @@ listener_open_tcp(struct listeners *ls, struct activation *act,
 	for (ai = res; ai; ai = ai->ai_next) {
 		int fd = activation_claim(act, ai->ai_addr, ai->ai_addrlen);
 		if (fd >= 0) {
-			if (listener_add(ls, fd, desc, true))
+			if (listener_add(ls, fd, desc, true, idle_s))
 				n++;
 			log_info("listening on tcp %s (socket from systemd)",
 			    spec);
@@ -335,7 +339,8 @@ listener_open_tcp(struct listeners *ls, struct activation *act,
 			if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
 				step = "listen";
 				if (listen(fd, LISTEN_BACKLOG) == 0) {
-					if (listener_add(ls, fd, desc, true))
+					if (listener_add(ls, fd, desc, true,
+						idle_s))
 						n++;
 					continue;
 				}
@@ -464,7 +469,7 @@ unix_listen(const char *path, const char *what, int mode)
 /* An NBD Unix socket, with listen.unix_mode and listen.unix_group. */
 static int
 listener_open_unix(struct listeners *ls, struct activation *act,
-    const char *path, const struct wbd_config *cfg)
+    const char *path, const struct wbd_config *cfg, int idle_s)
 {
 	int fd = activation_claim_unix(act, path);
 	bool passed = fd >= 0;
@@ -485,7 +490,7 @@ listener_open_unix(struct listeners *ls, struct activation *act,
 	}
 	char desc[128];
 	snprintf(desc, sizeof desc, "unix %s", path);
-	struct listener *l = listener_add(ls, fd, desc, false);
+	struct listener *l = listener_add(ls, fd, desc, false, idle_s);
 	if (!l || (!passed && !(l->unix_path = strdup(path)))) {
 		log_errorx("listen unix %s: out of memory", path);
 		if (!passed)
@@ -515,10 +520,12 @@ listeners_open(struct listeners *ls, struct activation *act,
 			 "address, not by user (limits.max_connections_per_"
 			 "client)");
 	for (size_t i = 0; i < cfg->n_listen_tcp; i++)
-		if (listener_open_tcp(ls, act, cfg->listen_tcp[i]) < 0)
+		if (listener_open_tcp(ls, act, cfg->listen_tcp[i],
+			config_listen_idle_s(cfg->listen_tcp_idle_s, i)) < 0)
 			return -1;
 	for (size_t i = 0; i < cfg->n_listen_unix; i++)
-		if (listener_open_unix(ls, act, cfg->listen_unix[i], cfg) < 0)
+		if (listener_open_unix(ls, act, cfg->listen_unix[i], cfg,
+			config_listen_idle_s(cfg->listen_unix_idle_s, i)) < 0)
 			return -1;
 	return 0;
 }
@@ -533,7 +540,7 @@ listeners_adopt_rest(struct listeners *ls, struct activation *act)
 	while ((ent = activation_next_unclaimed(act, &fd)) != NULL) {
 		activation_describe(ent, desc, sizeof desc);
 		bool is_tcp = ent->addr.ss_family != AF_UNIX;
-		if (!listener_add(ls, fd, desc, is_tcp)) {
+		if (!listener_add(ls, fd, desc, is_tcp, -1)) {
 			log_errorx("listen %s: out of memory", desc);
 			return -1;
 		}

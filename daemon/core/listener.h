@@ -18,10 +18,12 @@ struct listener;
  * to ACCEPT, which owns it from then on: PEER names it for the log, CLIENT
  * is who it is for the per-client limit: "uid N" for a Unix socket and for
  * a TCP client whose socket is on this host (local users share 127.0.0.1,
- * not a uid), else peer_client_key. */
+ * not a uid), else peer_client_key; IDLE_S is its listener's
+ * idle_timeout_s (-1: not given, the limits' apply). */
 struct listeners {
 	struct ev_loop *loop;
-	void (*accept)(void *arg, int fd, const char *peer, const char *client);
+	void (*accept)(void *arg, int fd, const char *peer, const char *client,
+	    int idle_s);
 	void *arg;
 	struct listener *head;
 	int spare_fd; /* given up to refuse a client when

@@ -426,6 +426,34 @@ ctl_control_json(struct daemon *d)
 	    (json_int_t)LOAD(&d->ctl_oversized));
 }
 
+/* One listener of the listen group: its kind, address (or path) and
+ * idle_timeout_s, null when not given (the limits' apply by client). */
+static json_t *
+ctl_listener_json(const char *kind, const char *address, int idle_s)
+{
+	return json_pack("{s:s, s:s, s:o}", "kind", kind, "address", address,
+	    "idle_timeout_s", idle_s >= 0 ? json_integer(idle_s) : json_null());
+}
+
+/* The configured listeners (listen in wbd.conf(5)), as at start: a
+ * change needs a restart. */
+static json_t *
+ctl_listeners_json(struct daemon *d)
+{
+	const struct wbd_config *cfg = &d->cfg;
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < cfg->n_listen_tcp; i++)
+		json_array_append_new(a,
+		    ctl_listener_json("tcp", cfg->listen_tcp[i],
+			config_listen_idle_s(cfg->listen_tcp_idle_s, i)));
+	for (size_t i = 0; a && i < cfg->n_listen_unix; i++)
+		json_array_append_new(a,
+		    ctl_listener_json("unix", cfg->listen_unix[i],
+			config_listen_idle_s(cfg->listen_unix_idle_s, i)));
+	return a;
+}
+
 /* The metrics endpoint's limits and how they stand (metrics in
  * wbd.conf(5)); listen null when there is none. */
 static json_t *
@@ -573,6 +601,7 @@ ctl_status_build(struct daemon *d, bool draining)
 	if (o) {
 		json_object_set_new(o, "requests", requests);
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));
+		json_object_set_new(o, "listeners", ctl_listeners_json(d));
 		json_object_set_new(o, "control", ctl_control_json(d));
 		json_object_set_new(o, "metrics", ctl_metrics_json(d));
 		json_object_set_new(o, "shutdown",

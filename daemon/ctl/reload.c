@@ -71,6 +71,16 @@ strv_equal(char **a, size_t na, char **b, size_t nb)
 	return true;
 }
 
+/* The idle_timeout_s of N listeners, A's and B's, are the same. */
+static bool
+idle_equal(const int *a, const int *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (config_listen_idle_s(a, i) != config_listen_idle_s(b, i))
+			return false;
+	return true;
+}
+
 /* Phase 2: what cannot change while running is reported, not applied. */
 static void
 reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
@@ -79,8 +89,13 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	const struct wbd_config *oc = &d->cfg;
 
 	if (!strv_equal(oc->listen_tcp, oc->n_listen_tcp, nc->listen_tcp,
-	    nc->n_listen_tcp) || !strv_equal(oc->listen_unix,
-	    oc->n_listen_unix, nc->listen_unix, nc->n_listen_unix))
+		nc->n_listen_tcp) ||
+	    !strv_equal(oc->listen_unix, oc->n_listen_unix, nc->listen_unix,
+		nc->n_listen_unix) ||
+	    !idle_equal(oc->listen_tcp_idle_s, nc->listen_tcp_idle_s,
+		oc->n_listen_tcp) ||
+	    !idle_equal(oc->listen_unix_idle_s, nc->listen_unix_idle_s,
+		oc->n_listen_unix))
 		reload_note(msg, msglen, "listeners changed: needs a restart");
 	if (oc->unix_mode != nc->unix_mode ||
 	    !str_equal(oc->unix_group, nc->unix_group))

@@ -59,9 +59,13 @@ struct conn {
 	ev_timer hs_timer;      /* handshake deadline, then the idle
 	                           timeout (limits.idle_timeout_s) */
 	ev_tstamp last_request; /* when the last request came */
-	unsigned idle_s;        /* its idle timeout: limits.idle_timeout_s,
-	                           or local_idle_timeout_s for a client
+	unsigned idle_s;        /* its idle timeout: the export's
+	                           idle_timeout_s, else its listener's,
+	                           else limits.idle_timeout_s, or
+	                           local_idle_timeout_s for a client
 	                           counted by uid; 0: none */
+	const char *idle_key;   /* which of them, for the log */
+	int listen_idle_s;      /* its listener's, or -1 */
 	/* Since when it holds replies not sent or a request not all
 	 * received and has made no progress (limits.stall_timeout_s): the
 	 * last byte moved either way, or the first reply queued. */

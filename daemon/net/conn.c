@@ -602,9 +602,10 @@ conn_idle_closed(void)
 	return __atomic_load_n(&conn_idle_closes, __ATOMIC_RELAXED);
 }
 
-/* limits.idle_timeout_s (local_idle_timeout_s for a client of this host):
- * a client that sends nothing for that long, with nothing in flight, is
- * closed; one line a second at most. */
+/* The connection's idle timeout (conn->idle_s: the export's, its
+ * listener's, or limits.idle_timeout_s, local_idle_timeout_s for a client
+ * of this host): a client that sends nothing for that long, with nothing
+ * in flight, is closed; one line a second at most. */
 static void
 conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -621,13 +622,7 @@ conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (ratelimit_due(&c->host->idle_rl, CONN_FAIL_LOG_NS, &quiet))
 		log_info("%s: no request for %u s (%s); closing (%u other "
 			 "idle connections closed, not logged)",
-		    c->peer, c->idle_s,
-		    __atomic_load_n(&c->exp->idle_timeout_s,
-			__ATOMIC_RELAXED) >= 0 ?
-			"the export's idle_timeout_s" :
-			conn_client_local(c) ? "limits.local_idle_timeout_s" :
-					       "limits.idle_timeout_s",
-		    quiet);
+		    c->peer, c->idle_s, c->idle_key, quiet);
 	conn_close_gracefully(c);
 	conn_maybe_finish(c);
 }
@@ -711,9 +706,19 @@ conn_enter_transmission(struct conn *c)
 	}
 	int exp_idle =
 	    __atomic_load_n(&c->exp->idle_timeout_s, __ATOMIC_RELAXED);
-	c->idle_s = exp_idle >= 0 ? (unsigned)exp_idle :
-	    conn_client_local(c)  ? c->host->limits.local_idle_timeout_s :
-				    c->host->limits.idle_timeout_s;
+	if (exp_idle >= 0) {
+		c->idle_s = (unsigned)exp_idle;
+		c->idle_key = "the export's idle_timeout_s";
+	} else if (c->listen_idle_s >= 0) {
+		c->idle_s = (unsigned)c->listen_idle_s;
+		c->idle_key = "the listener's idle_timeout_s";
+	} else if (conn_client_local(c)) {
+		c->idle_s = c->host->limits.local_idle_timeout_s;
+		c->idle_key = "limits.local_idle_timeout_s";
+	} else {
+		c->idle_s = c->host->limits.idle_timeout_s;
+		c->idle_key = "limits.idle_timeout_s";
+	}
 	if (c->idle_s) {
 		c->last_request = ev_now(c->host->loop);
 		ev_timer_init(&c->hs_timer, conn_idle_cb, c->idle_s, 0);
@@ -1099,7 +1104,8 @@ conn_log_refusal(struct conn *c, bool warning, const char *fmt, ...)
 }
 
 void
-conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
+conn_start(struct conn_host *h, int fd, const char *peer, const char *client,
+    int idle_s)
 {
 	struct conn *c = calloc(1, sizeof *c);
 
@@ -1123,6 +1129,7 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client)
 	c->fd = fd;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	snprintf(c->client, sizeof c->client, "%s", client);
+	c->listen_idle_s = idle_s;
 	c->out_tail = &c->out_head;
 	if (h->tls) {
 		/* One mode for the whole connection, as the spec asks. */

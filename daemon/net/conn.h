@@ -64,9 +64,10 @@ struct conn_host {
 };
 
 /* Take ownership of an accepted, non-blocking socket (H's thread); PEER
- * names it in the log, CLIENT is who holds its slot (slots.h). */
-void
-conn_start(struct conn_host *h, int fd, const char *peer, const char *client);
+ * names it in the log, CLIENT is who holds its slot (slots.h), IDLE_S is
+ * its listener's idle_timeout_s (-1: not given, the limits' apply). */
+void conn_start(struct conn_host *h, int fd, const char *peer,
+    const char *client, int idle_s);
 /* Every connection of H: stop reading requests, close when what is in
  * flight is done (still haggling: close now). */
 void conn_drain_all(struct conn_host *h);

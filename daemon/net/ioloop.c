@@ -214,6 +214,7 @@ struct new_conn {
 	int fd;
 	char peer[64];
 	char client[PEER_CLIENT_KEY_BYTES];
+	int idle_s; /* its listener's idle_timeout_s, or -1 */
 };
 
 static void
@@ -221,13 +222,14 @@ ioloop_new_conn_msg(struct job *job)
 {
 	struct new_conn *nc = container_of(job, struct new_conn, job);
 
-	conn_start(&ioloop_of(job->owner)->host, nc->fd, nc->peer, nc->client);
+	conn_start(&ioloop_of(job->owner)->host, nc->fd, nc->peer, nc->client,
+	    nc->idle_s);
 	free(nc);
 }
 
 int
 ioloop_hand_conn(struct ioloop *io, int fd, const char *peer,
-    const char *client)
+    const char *client, int idle_s)
 {
 	struct new_conn *nc = calloc(1, sizeof *nc);
 
@@ -239,6 +241,7 @@ ioloop_hand_conn(struct ioloop *io, int fd, const char *peer,
 	nc->fd = fd;
 	snprintf(nc->peer, sizeof nc->peer, "%s", peer);
 	snprintf(nc->client, sizeof nc->client, "%s", client);
+	nc->idle_s = idle_s;
 	nc->job.done = ioloop_new_conn_msg;
 	nc->job.owner = &io->owner;
 	ioloop_post(io, &nc->job);

@@ -56,10 +56,10 @@ int ioloop_start_named(struct ioloop *io, const char *name);
 /* Queue JOB for JOB->done() on IO's thread; any thread. */
 void ioloop_post(struct ioloop *io, struct job *job);
 /* Hand an accepted socket to IO's thread, which starts its connection
- * (closed there if out of memory); any thread.  0, or -1 if out of
- * memory (then FD is closed here). */
+ * (closed there if out of memory; IDLE_S is conn_start's); any thread.
+ * 0, or -1 if out of memory (then FD is closed here). */
 int ioloop_hand_conn(struct ioloop *io, int fd, const char *peer,
-    const char *client);
+    const char *client, int idle_s);
 /* Ask the thread to finish its connections and exit; any thread, once or
  * more. */
 void ioloop_drain(struct ioloop *io);

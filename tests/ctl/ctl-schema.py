@@ -90,6 +90,8 @@ SCHEMAS = {
                    "local_idle_timeout_s": INT, "idle_closed": INT},
         "run_as": {"uid": INT, "gid": INT, "user": (STR, NULL),
                    "group": (STR, NULL)},
+        "listeners": NonEmpty([{"kind": STR, "address": STR,
+                                "idle_timeout_s": (INT, NULL)}]),
         "shutdown": {"stopping": BOOL, "draining": BOOL, "draining_s": INT,
                      "left_bytes": INT, "exports_left": INT},
     },

@@ -358,6 +358,84 @@ test_listeners_of_every_form(void **state)
 	assert_string_equal(c->listen_unix[0], "wbd.sock");
 }
 
+/* A listener written as a group carries its own idle_timeout_s; one
+ * written as a string, or a group without it, has none (-1). */
+static void
+test_listener_groups_carry_an_idle_timeout(void **state)
+{
+	struct fixture *f = *state;
+	struct wbd_config *c = &f->cfg;
+	char buf[256];
+
+	load_ok(f,
+	    write_conf(f, "listen-idle.conf",
+		"listen = {\n"
+		"  tcp = ( \"127.0.0.1:10809\",\n"
+		"          { address = \"127.0.0.1:10810\"; idle_timeout_s = 0; },\n"
+		"          { address = \"127.0.0.1:10811\";\n"
+		"            idle_timeout_s = 30; },\n"
+		"          { address = \"127.0.0.1:10812\"; } );\n"
+		"  unix = ( { path = \"/run/wbd/a.sock\"; idle_timeout_s = 86400; },\n"
+		"           \"/run/wbd/b.sock\" );\n"
+		"};\n" EXPORTS_OK));
+	assert_int_equal(c->n_listen_tcp, 4);
+	assert_string_equal(c->listen_tcp[1], "127.0.0.1:10810");
+	assert_string_equal(c->listen_tcp[2], "127.0.0.1:10811");
+	assert_int_equal(config_listen_idle_s(c->listen_tcp_idle_s, 0), -1);
+	assert_int_equal(config_listen_idle_s(c->listen_tcp_idle_s, 1), 0);
+	assert_int_equal(config_listen_idle_s(c->listen_tcp_idle_s, 2), 30);
+	assert_int_equal(config_listen_idle_s(c->listen_tcp_idle_s, 3), -1);
+	/* Where a group's listener is written: its address's line. */
+	config_where_str(c, &c->listen_tcp_at[2], buf, sizeof buf);
+	assert_non_null(strstr(buf, "listen-idle.conf:4"));
+	assert_int_equal(c->n_listen_unix, 2);
+	assert_string_equal(c->listen_unix[0], "/run/wbd/a.sock");
+	assert_int_equal(config_listen_idle_s(c->listen_unix_idle_s, 0), 86400);
+	assert_int_equal(config_listen_idle_s(c->listen_unix_idle_s, 1), -1);
+	config_free(c);
+
+	/* The default listener has none. */
+	load_ok(f, write_conf(f, "no-listen.conf", EXPORTS_OK));
+	assert_null(c->listen_tcp_idle_s);
+	assert_int_equal(config_listen_idle_s(c->listen_tcp_idle_s, 0), -1);
+}
+
+static void
+test_listener_group_mistakes(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "listen-no-address.conf",
+	    "listen = {\n  tcp = ( { idle_timeout_s = 0; } );\n};\n" EXPORTS_OK,
+	    2, "listen.tcp[0]", "address is missing");
+	expect_error(f, "listen-no-path.conf",
+	    "listen = {\n  unix = ( { idle_timeout_s = 0; } );\n};\n" EXPORTS_OK,
+	    2, "listen.unix[0]", "path is missing");
+	expect_error(f, "listen-idle-big.conf",
+	    "listen = {\n  tcp = ( { address = \"127.0.0.1:1\";\n"
+	    "    idle_timeout_s = 86401; } );\n};\n" EXPORTS_OK,
+	    3, "listen.tcp[0].idle_timeout_s", "86401");
+	expect_error(f, "listen-idle-typo.conf",
+	    "listen = {\n  tcp = ( { address = \"127.0.0.1:1\";\n"
+	    "    idle_timeout = 5; } );\n};\n" EXPORTS_OK,
+	    3, "listen.tcp[0].idle_timeout", "did you mean idle_timeout_s?");
+	expect_error(f, "listen-address-int.conf",
+	    "listen = {\n  tcp = ( { address = 10809; } );\n};\n" EXPORTS_OK, 2,
+	    "listen.tcp[0].address", "expected a string such as");
+	expect_error(f, "listen-address-bad.conf",
+	    "listen = {\n  tcp = ( { address = \"10809\"; } );\n};\n" EXPORTS_OK,
+	    2, "listen.tcp[0].address", "expected \"host:port\"");
+	expect_error(f, "listen-twice-group.conf",
+	    "listen = {\n  tcp = ( \"127.0.0.1:1\",\n"
+	    "    { address = \"127.0.0.1:1\"; } );\n};\n" EXPORTS_OK,
+	    3, "listen.tcp[1]",
+	    "got \"127.0.0.1:1\" again (first at "
+	    "listen.tcp[0])");
+	expect_error(f, "listen-elem-int.conf",
+	    "listen = {\n  tcp = ( 10809 );\n};\n" EXPORTS_OK, 2,
+	    "listen.tcp[0]", "or a group such as { address = ");
+}
+
 static void
 test_metrics_endpoint_is_off_unless_listen_is_set(void **state)
 {
@@ -1789,6 +1867,8 @@ main(void)
 		T(test_cache_size_may_be_a_share_of_ram),
 		T(test_thresholds_may_be_given_in_bytes),
 		T(test_listeners_of_every_form),
+		T(test_listener_groups_carry_an_idle_timeout),
+		T(test_listener_group_mistakes),
 		T(test_metrics_endpoint_is_off_unless_listen_is_set),
 		T(test_unix_only_listener_drops_the_tcp_default),
 		T(test_every_cache_mode_and_readonly),
