@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * settings-table.c - the rows of the settings table (settings.h): every key
- * of the groups cache, writeback, control, remote, limits, tls, memory
- * and metrics, with its range, default and doc line, and where each group
- * lives in struct wbd_config.  Constant data; the code that reads it is
- * settings.c's (and the loader's, conf/config-walk.c).
+ * of wbd.conf, with its range, default and doc line, and where each group
+ * lives in struct wbd_config: the groups cache, writeback, control,
+ * remote, limits, tls, memory and metrics, which the loader walks
+ * (conf/config-walk.c), and the keys it reads by hand within their rows'
+ * bounds (the top level, listen and its listeners, an export and its
+ * journal; conf/config.c, config-listen.c, config-export.c).  Constant
+ * data; the code that reads it is settings.c's and the loader's.
  */
 #include <limits.h>
 #include <stddef.h>
@@ -33,11 +36,33 @@
 #define MEMORY(m) ROW(memory, memory_conf, m)
 #define TLS(m) ROW(tls, tls_conf, m)
 #define METRICS(m) ROW(metrics, metrics_conf, m)
+#define TOP(m) ROW(, wbd_config, m)
+#define LISTEN(m) ROW(listen, wbd_config, m)
+#define EXPORT(m) ROW(exports, export_conf, m)
+#define JOURNAL(m) ROW(exports.journal, export_journal_conf, m)
+#define NO_FIELD(grp) .group = grp, .offset = 0, .size = 0
 #define DEV_FIELD(m) .dev_offset = offsetof(struct device_conf, m)
 
 /* enum tls_mode's names, in its order. */
 static const char *const settings_tls_modes[] = { "off", "on", "require",
 	NULL };
+/* enum backend_io_engine's (backend.c's names), in its order. */
+static const char *const settings_io_engines[] = { "auto", "pwritev", "pwrite",
+	"io_uring", NULL };
+/* enum cache_mode's, in its order. */
+static const char *const settings_cache_modes[] = { "writeback", "writethrough",
+	"writethrough-until-flush", NULL };
+/* An export's tls (by hand: tls_require false, true). */
+static const char *const settings_export_tls[] = { "optional", "require",
+	NULL };
+/* A journal's mode (enum journal_mode less JOURNAL_OFF: by hand). */
+static const char *const settings_journal_modes[] = { "on-flush", "on-write",
+	NULL };
+
+#define NAME_BYTES 4096u     /* NBD's limit on names, descriptions */
+#define UNIX_PATH_BYTES 107u /* sun_path, less its NUL */
+#define IO_THREADS_MAX 1024u
+#define IDLE_MAX_S 86400u
 
 /* In the order of the file's "expected one of" lists and wbctl tune's. */
 const struct setting settings_table[] = {
@@ -104,6 +129,10 @@ const struct setting settings_table[] = {
 	    .scope = SETTING_DEVICE, .unit = "%", .min = 1, .max = 100,
 	    .def = 100, DEV_FIELD(max_ratio), .runtime = true,
 	    .doc = "share of the dirty limit this device may hold" },
+	{ WB(io_engine), .name = "io_engine", .type = SETTING_ENUM, .unit = "",
+	    .max = 16, .names = settings_io_engines, .def = 0, .by_hand = true,
+	    .doc = "how a local backing is written: the fastest found at "
+		   "start, or one named" },
 
 	{ CONTROL(socket), .name = "socket", .type = SETTING_STRING, .unit = "",
 	    .min = 1, .max = CONTROL_SOCKET_BYTES,
@@ -276,6 +305,104 @@ const struct setting settings_table[] = {
 	{ METRICS(timeout_s), .name = "timeout_s", .type = SETTING_UINT,
 	    .unit = "s", .min = 1, .max = 3600, .def = 10,
 	    .doc = "a metrics connection silent this long is closed" },
+
+	/* Read by hand (config.c, config-listen.c, config-export.c). */
+	{ TOP(run_as.user), .name = "user", .type = SETTING_STRING, .unit = "",
+	    .min = 1, .max = 255, .by_hand = true,
+	    .doc = "the user wbd runs as once started (unset: who started "
+		   "it)" },
+	{ TOP(run_as.group), .name = "group", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = 255, .by_hand = true,
+	    .doc = "its group, with user (unset: the user's primary group)" },
+	{ TOP(io_threads), .name = "io_threads", .type = SETTING_UINT,
+	    .unit = "threads", .min = 0, .max = IO_THREADS_MAX, .def = 0,
+	    .by_hand = true,
+	    .doc = "threads serving NBD connections (0: one per CPU)" },
+	{ TOP(default_export), .name = "default_export", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = NAME_BYTES, .by_hand = true,
+	    .doc = "the export the empty name reaches, or \"none\" (unset: "
+		   "the first)" },
+
+	{ NO_FIELD("listen"), .name = "tcp", .type = SETTING_LIST, .unit = "",
+	    .by_hand = true,
+	    .doc = "TCP listeners, each \"host:port\" or a group of its "
+		   "keys" },
+	{ NO_FIELD("listen"), .name = "unix", .type = SETTING_LIST, .unit = "",
+	    .by_hand = true,
+	    .doc = "Unix socket listeners, each a path or a group of its "
+		   "keys" },
+	{ LISTEN(unix_mode), .name = "unix_mode", .type = SETTING_MODE,
+	    .unit = "", .min = 0, .max = 0777, .def = 0660, .by_hand = true,
+	    .doc = "the Unix sockets' file mode" },
+	{ LISTEN(unix_group), .name = "unix_group", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = 255, .by_hand = true,
+	    .doc = "the Unix sockets' group, a group of this machine" },
+	{ NO_FIELD("listen.tcp"), .name = "address", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = 255, .by_hand = true,
+	    .doc = "the listener's \"host:port\" (required)" },
+	{ NO_FIELD("listen.tcp"), .name = "idle_timeout_s",
+	    .type = SETTING_UINT, .unit = "s", .min = 0, .max = IDLE_MAX_S,
+	    .by_hand = true, .unset = true,
+	    .doc = "the idle timeout of the connections it accepts (0: never; "
+		   "unset: the limits')" },
+	{ NO_FIELD("listen.unix"), .name = "path", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = UNIX_PATH_BYTES, .by_hand = true,
+	    .doc = "the socket's path (required)" },
+	{ NO_FIELD("listen.unix"), .name = "idle_timeout_s",
+	    .type = SETTING_UINT, .unit = "s", .min = 0, .max = IDLE_MAX_S,
+	    .by_hand = true, .unset = true,
+	    .doc = "the idle timeout of the connections it accepts (0: never; "
+		   "unset: the limits')" },
+
+	{ EXPORT(name), .name = "name", .type = SETTING_STRING, .unit = "",
+	    .min = 1, .max = NAME_BYTES, .by_hand = true,
+	    .doc = "the name clients ask for (required)" },
+	{ EXPORT(description), .name = "description", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = NAME_BYTES, .by_hand = true,
+	    .doc = "a line clients are shown" },
+	{ EXPORT(backing), .name = "backing", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = PATH_MAX, .by_hand = true,
+	    .doc = "a file, a block device or an NBD URI (required)" },
+	{ EXPORT(size_bytes), .name = "size", .type = SETTING_BYTES,
+	    .unit = "bytes", .min = 0, .max = INT64_MAX, .def = 0,
+	    .by_hand = true,
+	    .doc = "the export's size (0: the backing's own)" },
+	{ EXPORT(readonly), .name = "readonly", .type = SETTING_BOOL,
+	    .unit = "", .def = false, .by_hand = true,
+	    .doc = "writes are refused" },
+	{ EXPORT(direct), .name = "direct", .type = SETTING_BOOL, .unit = "",
+	    .def = false, .by_hand = true,
+	    .doc = "a local backing is opened with O_DIRECT" },
+	{ EXPORT(cache_mode), .name = "cache_mode", .type = SETTING_ENUM,
+	    .unit = "", .max = 32, .names = settings_cache_modes, .def = 0,
+	    .by_hand = true,
+	    .doc = "write-back, or every write through to the backing first "
+		   "(until the first FLUSH)" },
+	{ NO_FIELD("exports"), .name = "tls", .type = SETTING_ENUM, .unit = "",
+	    .max = 16, .names = settings_export_tls, .def = 0, .by_hand = true,
+	    .doc = "served over TLS only, or either way" },
+	{ NO_FIELD("exports"), .name = "allow", .type = SETTING_LIST,
+	    .unit = "", .by_hand = true,
+	    .doc = "who may open it: addresses, networks, uids, groups, TLS "
+		   "names (unset: everyone)" },
+	{ EXPORT(idle_timeout_s), .name = "idle_timeout_s",
+	    .type = SETTING_UINT, .unit = "s", .min = 0, .max = IDLE_MAX_S,
+	    .by_hand = true, .unset = true,
+	    .doc = "its connections' idle timeout (0: never; unset: the "
+		   "listener's or the limits')" },
+	{ JOURNAL(path), .name = "path", .type = SETTING_STRING, .unit = "",
+	    .min = 1, .max = PATH_MAX, .by_hand = true,
+	    .doc = "the write log's file or block device, an absolute path "
+		   "(required)" },
+	{ JOURNAL(size_bytes), .name = "size", .type = SETTING_BYTES,
+	    .unit = "bytes", .min = 0, .max = INT64_MAX,
+	    .def = CONFIG_JOURNAL_DEFAULT_BYTES, .by_hand = true,
+	    .doc = "the log's size for a file, at least 1 MiB and 8 KiB (0: "
+		   "an existing file or a device whole)" },
+	{ NO_FIELD("exports.journal"), .name = "mode", .type = SETTING_ENUM,
+	    .unit = "", .max = 16, .names = settings_journal_modes, .def = 0,
+	    .by_hand = true,
+	    .doc = "what is logged: what a FLUSH covers, or every write" },
 };
 
 const size_t settings_n = sizeof settings_table / sizeof settings_table[0];
@@ -293,6 +420,8 @@ static const struct {
 	{ "tls", offsetof(struct wbd_config, tls) },
 	{ "memory", offsetof(struct wbd_config, memory) },
 	{ "metrics", offsetof(struct wbd_config, metrics) },
+	{ "", 0 },
+	{ "listen", 0 },
 };
 
 void *
@@ -314,6 +443,8 @@ settings_defaults(struct wbd_config *cfg)
 
 	for (s = settings_table; s < settings_table + settings_n; s++) {
 		conf = settings_conf(s->group, cfg);
+		if (conf == NULL || s->size == 0)
+			continue; /* per element, or a list: by hand */
 		if (s->pair != NULL && s->def == 0)
 			continue; /* the form not in use: memset's 0 */
 		if (s->type != SETTING_STRING) {

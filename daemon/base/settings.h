@@ -8,7 +8,14 @@
  * a per-device writeback key), whether it changes at run time (wbctl tune
  * and reload) and its doc line.  The config loader walks the rows of a
  * group; wbctl tune, wbctl status and the docs tests read the same rows,
- * so a new key is one row plus its use.  The rules between the writeback
+ * so a new key is one row plus its use.
+ *
+ * The keys the walk does not read are rows too, marked by_hand: the top
+ * level (group ""), listen, a listener of listen.tcp or listen.unix, an
+ * export (exports) and its write log (exports.journal), and
+ * writeback.io_engine.  Their group's own code in conf/ reads them (a
+ * list, a key per element, an order the walk cannot keep) within the
+ * row's bounds; the docs tests hold wbd.conf(5) to them as to the rest.  The rules between the writeback
  * keys (settings_check) and the one formula from a threshold to pages
  * (settings_threshold_pages) are here too; making a set live is
  * settings-apply.c's.
@@ -73,6 +80,8 @@ enum setting_type {
 	                           "0660" */
 	SETTING_ENUM,           /* an enum: the index of one of names[], a
 	                           string of max bytes at most */
+	SETTING_LIST,           /* a list (of strings, or of groups): read
+	                           by hand, no field of its own */
 };
 
 enum setting_scope {
@@ -103,6 +112,10 @@ struct setting {
 	                                   its checks need them, or the loader
 	                                   always has (a file with two mistakes
 	                                   is told of the same one first) */
+	bool by_hand;                   /* read by its group's own code, not
+	                                   the walk (see above) */
+	bool unset;                     /* no default: left out, it means
+	                                   what its doc line says */
 	const char *doc;
 };
 
@@ -120,7 +133,9 @@ const struct setting *settings_find(const char *name);
 const struct setting *settings_lookup(const char *group, const char *name);
 /* The first row of GROUP and, in *N, how many it has; NULL if none. */
 const struct setting *settings_group(const char *group, size_t *n);
-/* GROUP's struct in CFG (&cfg->limits for "limits"), or NULL. */
+/* GROUP's struct in CFG (&cfg->limits for "limits"; CFG itself for the
+ * top level, "", and for "listen"), or NULL for a group with one struct
+ * per element (exports, exports.journal, listen.tcp, listen.unix). */
 void *settings_conf(const char *group, struct wbd_config *cfg);
 /* A row's bit in its group's "given" mask (see settings_check). */
 uint64_t settings_bit(const struct setting *s);
@@ -143,7 +158,8 @@ bool settings_in_use(const struct setting *s, const struct writeback_conf *wc);
 json_t *settings_json(const struct setting *s, const struct writeback_conf *wc);
 
 /* Every row's default into CFG (its strings copied: config_free frees
- * them); -1 with errno ENOMEM if a copy cannot be had. */
+ * them), but a per-element group's and a list's; -1 with errno ENOMEM if a
+ * copy cannot be had. */
 int settings_defaults(struct wbd_config *cfg);
 
 /* V is in S's range, for a cache of PAGE_SIZE pages (the key alone). */

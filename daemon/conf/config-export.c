@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <libconfig.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +19,6 @@
 #include "config-load.h"
 #include "utf8.h"
 
-#define NAME_MAX_BYTES 4096 /* NBD's limit on names, descriptions */
 /* The largest file offset (off_t): no export can be larger. */
 #define EXPORT_MAX_BYTES ((uint64_t)INT64_MAX)
 
@@ -92,7 +90,8 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 	}
 	if (cfg_check_keys(ld, g, keys) == -1)
 		return -1;
-	if ((r = cfg_string(ld, g, "path", PATH_MAX, &str)) == -1)
+	if ((r = cfg_string(ld, g, "path", CFG_MAX("exports.journal", "path"),
+		 &str)) == -1)
 		return -1;
 	if (r == 0 || str[0] != '/') {
 		cfg_error(ld, r ? config_setting_get_member(g, "path") : g,
@@ -120,7 +119,8 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 		return -1;
 	}
 	jc->mode = JOURNAL_ON_FLUSH;
-	if ((r = cfg_string(ld, g, "mode", 16, &str)) == -1)
+	if ((r = cfg_string(ld, g, "mode", CFG_MAX("exports.journal", "mode"),
+		 &str)) == -1)
 		return -1;
 	if (r == 1) {
 		if (strcmp(str, "on-write") == 0) {
@@ -159,7 +159,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	if (cfg_check_keys(ld, e, keys) == -1)
 		return -1;
 
-	if ((r = cfg_string(ld, e, "name", NAME_MAX_BYTES, &str)) == -1)
+	if ((r = cfg_string(ld, e, "name", CFG_MAX("exports", "name"), &str)) ==
+	    -1)
 		return -1;
 	if (r == 0) {
 		cfg_error(ld, e,
@@ -176,7 +177,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	if (cfg_strdup(ld, str, &ex->name) == -1)
 		return -1;
 
-	if ((r = cfg_string(ld, e, "backing", PATH_MAX, &str)) == -1)
+	if ((r = cfg_string(ld, e, "backing", CFG_MAX("exports", "backing"),
+		 &str)) == -1)
 		return -1;
 	if (r == 0) {
 		cfg_error(ld, e,
@@ -190,7 +192,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	ex->backing_at = cfg_at(ld, config_setting_get_member(e, "backing"));
 	ex->size_at = cfg_at(ld, config_setting_get_member(e, "size"));
 
-	if ((r = cfg_string(ld, e, "description", NAME_MAX_BYTES, &str)) == -1)
+	if ((r = cfg_string(ld, e, "description",
+		 CFG_MAX("exports", "description"), &str)) == -1)
 		return -1;
 	if (r == 1 && !utf8_valid(str)) {
 		cfg_error(ld, config_setting_get_member(e, "description"),
@@ -202,8 +205,10 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 
 	/* A kernel client idles for hours: its export (reached only by
 	 * whom its allow list lets in) may have no idle timeout. */
-	if ((r = cfg_uint(ld, e, "idle_timeout_s", 0, 86400,
-		 &ex->idle_timeout_s)) == -1)
+	if ((r = cfg_uint(ld, e, "idle_timeout_s",
+		 (unsigned)cfg_row_of("exports", "idle_timeout_s")->min,
+		 CFG_MAX("exports", "idle_timeout_s"), &ex->idle_timeout_s)) ==
+	    -1)
 		return -1;
 	ex->idle_timeout_set = r == 1;
 	if (cfg_size(ld, e, "size", &ex->size_bytes, NULL) == -1 ||
@@ -238,7 +243,8 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 		    cfg_repr(s, got, sizeof got));
 		return -1;
 	}
-	if ((r = cfg_string(ld, e, "tls", 16, &str)) == -1)
+	if ((r = cfg_string(ld, e, "tls", CFG_MAX("exports", "tls"), &str)) ==
+	    -1)
 		return -1;
 	if (r == 1) {
 		s = config_setting_get_member(e, "tls");
@@ -347,7 +353,8 @@ cfg_default_export(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	const char *str;
-	int r = cfg_string(ld, root, "default_export", NAME_MAX_BYTES, &str);
+	int r = cfg_string(ld, root, "default_export",
+	    CFG_MAX("", "default_export"), &str);
 
 	if (r != 1)
 		return r;

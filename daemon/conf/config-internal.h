@@ -9,12 +9,28 @@
 #ifndef WBD_CONFIG_INTERNAL_H
 #define WBD_CONFIG_INTERNAL_H
 
+#include <assert.h>
 #include <libconfig.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cfgread.h"
 #include "config.h"
+#include "settings.h"
+
+/* The settings table's row of KEY in GROUP ("" the top level), whose
+ * bounds a key read by hand is read within. */
+static inline const struct setting *
+cfg_row_of(const char *group, const char *key)
+{
+	const struct setting *s = settings_lookup(group, key);
+
+	assert(s != NULL);
+	return s;
+}
+
+/* Its largest value, or a string's length, as the getters take it. */
+#define CFG_MAX(group, key) ((unsigned)cfg_row_of(group, key)->max)
 
 /* config.c: where S is written, as an index of the files libconfig read
  * (cfg->files) and its line; { 0, 0 } for NULL. */

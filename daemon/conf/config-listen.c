@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <libconfig.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -124,15 +125,16 @@ cfg_check_unix(struct cfg_load *ld, const config_setting_t *s)
 	return 0;
 }
 
-/* A listener written as a group, { MEMBER = "..."; idle_timeout_s = N; }:
- * its MEMBER setting into *V, its idle_timeout_s into *IDLE_S (-1 if not
- * given). */
+/* A listener written as a group, { MEMBER = "..."; idle_timeout_s = N; }
+ * (the rows of GROUP, "listen.tcp" or "listen.unix"): its MEMBER setting
+ * into *V, its idle_timeout_s into *IDLE_S (-1 if not given). */
 static int
 cfg_listen_group(struct cfg_load *ld, const config_setting_t *e,
-    const char *member, const char *example, config_setting_t **v,
-    int *idle_s)
+    const char *group, const char *member, const char *example,
+    config_setting_t **v, int *idle_s)
 {
 	const char *const keys[] = { member, "idle_timeout_s", NULL };
+	const struct setting *idle = cfg_row_of(group, "idle_timeout_s");
 	unsigned secs;
 	char got[96];
 	int r;
@@ -150,8 +152,8 @@ cfg_listen_group(struct cfg_load *ld, const config_setting_t *e,
 		    example, cfg_repr(*v, got, sizeof got));
 		return -1;
 	}
-	if ((r = cfg_uint(ld, e, "idle_timeout_s", 0, CONFIG_LISTEN_IDLE_MAX_S,
-		 &secs)) == -1)
+	if ((r = cfg_uint(ld, e, "idle_timeout_s", (unsigned)idle->min,
+		 (unsigned)idle->max, &secs)) == -1)
 		return -1;
 	*idle_s = r == 1 ? (int)secs : -1;
 	return 0;
@@ -168,7 +170,7 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 {
 	config_setting_t *s, *e, *v;
 	const char *str;
-	char got[96], where[256];
+	char got[96], where[256], group[32];
 	int i, j, n;
 
 	if ((s = config_setting_get_member(listen, key)) == NULL)
@@ -183,6 +185,7 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 	n = config_setting_length(s);
 	if (n == 0)
 		return 0;
+	snprintf(group, sizeof group, "listen.%s", key);
 	if ((*out = calloc((size_t)n, sizeof **out)) == NULL ||
 	    (*at = calloc((size_t)n, sizeof **at)) == NULL ||
 	    (*idle_s = calloc((size_t)n, sizeof **idle_s)) == NULL) {
@@ -193,7 +196,7 @@ cfg_listen_list(struct cfg_load *ld, const config_setting_t *listen,
 		e = v = config_setting_get_elem(s, i);
 		(*idle_s)[i] = -1;
 		if (config_setting_is_group(e)) {
-			if (cfg_listen_group(ld, e, member, example, &v,
+			if (cfg_listen_group(ld, e, group, member, example, &v,
 				&(*idle_s)[i]) == -1)
 				return -1;
 		} else if (config_setting_type(e) != CONFIG_TYPE_STRING) {

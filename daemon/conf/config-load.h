@@ -20,8 +20,6 @@
 
 #define WBD_DEFAULT_CONFIG "/etc/wbd/wbd.conf"
 #define WBD_DEFAULT_TCP "127.0.0.1:10809"
-/* A listener's idle_timeout_s at most, as limits.idle_timeout_s. */
-#define CONFIG_LISTEN_IDLE_MAX_S 86400u
 
 const char *cache_mode_name(enum cache_mode m);
 int cache_mode_parse(const char *s, enum cache_mode *out);

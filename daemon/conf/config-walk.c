@@ -333,7 +333,7 @@ cfg_row(struct cfg_load *ld, const config_setting_t *group,
  * Group NAME of the file, at G (NULL: absent, nothing to read), into CONF,
  * its struct: a key must be one of its rows or of EXTRA (NULL-terminated,
  * may be NULL); then each row is read in the table's order, a late row
- * after the others.  The bit of each row given is set in *GIVEN (may be
+ * after the others.  A row by_hand is the caller's (it is among EXTRA).  The bit of each row given is set in *GIVEN (may be
  * NULL).  PAGE_SIZE is the cache's, for a row bounded by it.
  */
 static int
@@ -349,7 +349,8 @@ cfg_walk(struct cfg_load *ld, const config_setting_t *g, const char *name,
 		return 0;
 	first = settings_group(name, &n);
 	for (row = first; row != NULL && row < first + n; row++)
-		keys[n_keys++] = row->name;
+		if (!row->by_hand)
+			keys[n_keys++] = row->name;
 	for (; extra != NULL && *extra != NULL; extra++)
 		keys[n_keys++] = *extra;
 	keys[n_keys] = NULL;
@@ -357,7 +358,7 @@ cfg_walk(struct cfg_load *ld, const config_setting_t *g, const char *name,
 		return -1;
 	for (int late = 0; late <= 1; late++) {
 		for (row = first; row != NULL && row < first + n; row++) {
-			if (row->late != late)
+			if (row->late != late || row->by_hand)
 				continue;
 			if ((r = cfg_row(ld, g, row, conf, page_size)) == -1)
 				return -1;

@@ -31,8 +31,6 @@
 #include "log.h"
 #include "settings.h"
 
-#define IO_THREADS_MAX 1024u
-
 _Static_assert(LIMITS_DEFAULT_INFLIGHT_BYTES == BUDGET_DEFAULT_BYTES &&
 	LIMITS_MIN_INFLIGHT_BYTES == BUDGET_MIN_BYTES &&
 	LIMITS_MAX_INFLIGHT_BYTES == BUDGET_MAX_BYTES,
@@ -73,7 +71,7 @@ cfg_run_as(struct cfg_load *ld, const config_setting_t *root,
 	uint32_t gid;
 	int r;
 
-	if ((r = cfg_string(ld, root, "user", 255, &str)) == -1)
+	if ((r = cfg_string(ld, root, "user", CFG_MAX("", "user"), &str)) == -1)
 		return -1;
 	if (r == 1) {
 		s = config_setting_get_member(root, "user");
@@ -131,7 +129,9 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 
 	if (cfg_files(ld, cfg) == -1 || cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
-	    cfg_uint(ld, root, "io_threads", 0, IO_THREADS_MAX, &cfg->io_threads) == -1 ||
+	    cfg_uint(ld, root, "io_threads",
+		(unsigned)cfg_row_of("", "io_threads")->min,
+		CFG_MAX("", "io_threads"), &cfg->io_threads) == -1 ||
 	    cfg_cache(ld, root, cfg) == -1 ||
 	    cfg_writeback(ld, root, cfg) == -1 ||
 	    cfg_control(ld, root, cfg) == -1 ||

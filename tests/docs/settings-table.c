@@ -4,7 +4,8 @@
  * the docs test, one row a line, tab-separated: GROUP NAME SCOPE RUNTIME
  * DEFAULT UNIT DOC.  SCOPE is "global" or "device", RUNTIME "runtime" or
  * "restart"; DEFAULT is written as wbd.conf(5) writes it (a size with its
- * suffix, a mode in octal), "-" for none.
+ * suffix, a mode in octal), "-" for none.  GROUP is "" for the top level,
+ * "exports.journal" for a key of an export's journal group.
  */
 #include <stdio.h>
 
@@ -14,6 +15,8 @@
 static const char *
 settings_table_default(const struct setting *s, char *buf, size_t len)
 {
+	if (s->unset || s->type == SETTING_LIST)
+		return "-";
 	switch (s->type) {
 	case SETTING_STRING:
 		return s->def_str != NULL ? s->def_str : "-";

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Every row of the settings table (daemon/base/settings.c) is documented:
 # an item of its group in wbd.conf(5) whose "Default:" is the row's
-# default; a writeback or cache row named in docs/tuning.md too; a
+# default (the top level's, a listener's, an export's and its journal's
+# rows too); a writeback or cache row named in docs/tuning.md too; a
 # writeback row listed by the daemon's own "wbctl tune", with its doc line,
 # when it changes at run time (per device for a per-device row) and not
 # otherwise.  And nothing is documented in those groups, or listed, that
@@ -17,67 +18,94 @@ TUNING=$DOCDIR/tuning.md
 "$SETTINGS_TABLE" >"$T/table" || fail "settings-table failed"
 [[ -s $T/table ]] || fail "the settings table is empty"
 
-# wbd.conf(5) against the table: each group's items (a .TP item header one
-# .RS level inside ".B GROUP" then "A group"), each item's text.
+# wbd.conf(5) against the table: each row an item (.TP, then .B KEY or
+# .BR KEY1 ", " KEY2) where its group puts it, nested as .RS/.RE nest them:
+# the top level's (group "") and each group's under TOP-LEVEL KEYS
+# ("listen.tcp" an item of tcp's, inside listen's), an export's under
+# EXPORT KEYS ("exports.journal" inside journal's); an item's text runs to
+# the next item as deep or shallower, its nested items' text included.
 "$SYSPY" - "$T/table" "$MAN" >"$T/wrong" <<'PY' || fail "could not read $MAN"
 import re, sys
 
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
-groups = {r[0] for r in rows}
+
+
+def row_path(group, name):
+    return tuple(group.split(".")) + (name,) if group else (name,)
+
+
+paths = {row_path(r[0], r[1]): r for r in rows}
+groups = {p[:-1] for p in paths}            # the table's groups, as paths
+group_items = {g[:i] for g in groups for i in range(1, len(g) + 1)}
+IDENT = re.compile(r"[a-z][a-z0-9_]*$")
+items = {}                      # path -> the item's text
 lines = open(sys.argv[2]).read().splitlines()
-items = {}                      # (group, key) -> the item's text
+prefix, depth, stack = None, 0, []  # stack[D]: the paths of the item at D
 i = 0
 while i < len(lines):
-    m = re.match(r"\.B ([a-z]+)$", lines[i])
+    line = lines[i]
     i += 1
-    if not m or m.group(1) not in groups or i >= len(lines) or \
-            not lines[i].startswith("A group"):
+    if line.startswith(".SH"):
+        title = line[3:].strip().strip('"')
+        prefix = {"TOP-LEVEL KEYS": (), "EXPORT KEYS": ("exports",)}.get(title)
+        depth, stack = 0, []
         continue
-    group, depth, keys = m.group(1), 0, None
-    while i < len(lines):
-        line = lines[i]
+    if prefix is None:
+        continue
+    if line.startswith(".RS"):
+        depth += 1
+        continue
+    if line.startswith(".RE"):
+        depth = max(0, depth - 1)
+        del stack[depth + 1:]
+        continue
+    if line.startswith(".TP") and i < len(lines):
+        head = lines[i]
         i += 1
-        if line.startswith(".RS"):
-            depth += 1
-        elif line.startswith(".RE"):
-            depth -= 1
-            if depth == 0:
-                break
-        elif depth == 1 and line.startswith(".TP") and i < len(lines):
-            words = [w.strip('",') for w in lines[i].split()[1:]]
-            keys = [w for w in words if re.match(r"[a-z][a-z0-9_]*$", w)]
-            i += 1
-            for k in keys:
-                items.setdefault((group, k), "")
-            continue
-        if depth >= 1 and keys:
-            for k in keys:
-                items[(group, k)] += " " + line
+        words = [w.strip('",') for w in head.split()[1:]]
+        names = [w for w in words if IDENT.match(w)]
+        del stack[depth:]
+        while len(stack) < depth:
+            stack.append([])    # an .RS with no item of its own
+        if depth == 0:
+            parent = prefix
+        else:
+            parent = stack[depth - 1][0] if stack[depth - 1] else None
+        here = [parent + (n,) for n in names] if parent is not None else []
+        stack.append(here)
+        for p in here:
+            items.setdefault(p, "")
+        continue
+    for open_item in stack:
+        for p in open_item:
+            items[p] += " " + line
 
 
 def plain(text):
     """The words of roff text: no requests, escapes or quotes."""
     text = re.sub(r"(^| )\.(B|BR|I|IR|RB) ", " ", text)
     text = text.replace(r"\(dq", "").replace(r"\ ", " ").replace('"', "")
+    text = text.replace(r"\-", "-")
     return re.sub(r"\s+", " ", text)
 
 
-for group, name, scope, when, default, unit, doc in rows:
-    text = items.get((group, name))
+for p, (group, name, scope, when, default, unit, doc) in paths.items():
+    text = items.get(p)
     if text is None:
-        print("%s.%s (a settings table row) is not documented in wbd.conf.5"
-              % (group, name))
+        print("%s (a settings table row) is not documented in wbd.conf.5"
+              % ".".join(p))
     elif default != "-" and not re.search(
             r"Default: %s\b" % re.escape(default), plain(text)):
-        print("%s.%s: the table's default is %s, wbd.conf.5 says %s"
-              % (group, name, default, re.findall(r"Default: [^.]*",
+        print("%s: the table's default is %s, wbd.conf.5 says %s"
+              % (".".join(p), default, re.findall(r"Default: [^.]*",
                                                   plain(text))))
-for group, key in sorted(items):
-    if (group, key) in (("writeback", "devices"), ("writeback", "io_engine")):
-        continue            # the per-device list; a string read by config.c
-    if not any(r[0] == group and r[1] == key for r in rows):
-        print("wbd.conf.5 documents %s.%s, which the settings table lacks"
-              % (group, key))
+for p in sorted(items):
+    if p[:-1] not in groups or p in paths or p in group_items:
+        continue            # not a group of the table's; a row; a group
+    if p == ("writeback", "devices"):
+        continue            # the per-device list: writeback's device rows
+    print("wbd.conf.5 documents %s, which the settings table lacks"
+          % ".".join(p))
 PY
 mapfile -t wrong <"$T/wrong"
 ((${#wrong[@]} == 0)) || fail "wbd.conf.5 and the table disagree: $(printf '\n  %s' "${wrong[@]}")"
