@@ -403,6 +403,10 @@ const struct setting settings_table[] = {
 	    .unit = "", .max = 16, .names = settings_journal_modes, .def = 0,
 	    .by_hand = true,
 	    .doc = "what is logged: what a FLUSH covers, or every write" },
+	{ JOURNAL(ordered), .name = "ordered", .type = SETTING_BOOL,
+	    .unit = "", .def = false, .by_hand = true,
+	    .doc = "the backing store receives whole FLUSH epochs, in order, "
+		   "applied from the log" },
 };
 
 const size_t settings_n = sizeof settings_table / sizeof settings_table[0];

@@ -72,7 +72,8 @@ static int
 cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
     struct export_conf *ex)
 {
-	static const char *const keys[] = { "path", "size", "mode", NULL };
+	static const char *const keys[] = { "path", "size", "mode", "ordered",
+		NULL };
 	struct export_journal_conf *jc = &ex->journal;
 	config_setting_t *g = config_setting_get_member(e, "journal"), *s;
 	const char *str;
@@ -133,6 +134,8 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 			return -1;
 		}
 	}
+	if (cfg_bool(ld, g, "ordered", &jc->ordered) == -1)
+		return -1;
 	if (ex->readonly) {
 		cfg_error(ld, g,
 		    "expected no journal on a read-only export (\"%s\"): "
