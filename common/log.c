@@ -20,11 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "log.h"
 
 static enum log_dest log_dest = LOG_TO_STDERR;
 static bool log_journal;
-static int log_verbosity;
+static _Atomic int log_verbosity;
 static const char *log_ident = "wbd";
 static _Thread_local bool log_thread_quiet;
 static _Thread_local char *log_capture_buf;
@@ -56,7 +57,7 @@ log_init(const char *ident, enum log_dest dest, int verbosity)
 {
 	log_ident = ident;
 	log_dest = dest;
-	log_verbosity = verbosity;
+	store_relaxed(&log_verbosity, verbosity);
 	log_journal = dest == LOG_TO_STDERR && log_stderr_is_journal();
 	if (dest == LOG_TO_SYSLOG)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
@@ -71,7 +72,7 @@ log_to_journal(void)
 int
 log_get_verbosity(void)
 {
-	return __atomic_load_n(&log_verbosity, __ATOMIC_RELAXED);
+	return load_relaxed(&log_verbosity);
 }
 
 void

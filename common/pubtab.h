@@ -18,17 +18,19 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "atomics.h"
+
 struct pubtab {
-	void **v; /* cap slots; NULL: empty */
+	_Atomic(void *) *v; /* cap slots; NULL: empty */
 	size_t cap;
-	size_t n; /* atomic: slots ever used */
+	_Atomic size_t n; /* slots ever used */
 };
 
 /* 0, or -1 if out of memory. */
 static inline int
 pubtab_init(struct pubtab *t, size_t cap)
 {
-	t->n = 0;
+	store_relaxed(&t->n, 0);
 	t->cap = cap;
 	t->v = calloc(cap, sizeof *t->v);
 	return t->v ? 0 : -1;
@@ -37,33 +39,34 @@ pubtab_init(struct pubtab *t, size_t cap)
 static inline void
 pubtab_free(struct pubtab *t)
 {
-	free(t->v);
+	free((void *)t->v);
 	t->v = NULL;
-	t->cap = t->n = 0;
+	t->cap = 0;
+	store_relaxed(&t->n, 0);
 }
 
 /* Slots a reader looks at: [0, pubtab_count). */
 static inline size_t
 pubtab_count(const struct pubtab *t)
 {
-	return __atomic_load_n(&t->n, __ATOMIC_ACQUIRE);
+	return load_acquire(&t->n);
 }
 
 /* Slot I, NULL if empty. */
 static inline void *
 pubtab_get(const struct pubtab *t, size_t i)
 {
-	return __atomic_load_n(&t->v[i], __ATOMIC_ACQUIRE);
+	return load_acquire(&t->v[i]);
 }
 
 /* Is there an empty slot (the writer)? */
 static inline bool
 pubtab_has_room(const struct pubtab *t)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->v[i] == NULL)
+	for (size_t i = 0; i < load_relaxed(&t->n); i++)
+		if (load_relaxed(&t->v[i]) == NULL)
 			return true;
-	return t->v && t->n < t->cap;
+	return t->v && load_relaxed(&t->n) < t->cap;
 }
 
 /* Put P into the first empty slot: its index, or -1 if none is (the
@@ -73,13 +76,13 @@ pubtab_add(struct pubtab *t, void *p)
 {
 	size_t i = 0;
 
-	while (i < t->n && t->v[i] != NULL)
+	while (i < load_relaxed(&t->n) && load_relaxed(&t->v[i]) != NULL)
 		i++;
 	if (!t->v || i >= t->cap)
 		return -1;
-	__atomic_store_n(&t->v[i], p, __ATOMIC_RELEASE);
-	if (i == t->n)
-		__atomic_store_n(&t->n, i + 1, __ATOMIC_RELEASE);
+	store_release(&t->v[i], p);
+	if (i == load_relaxed(&t->n))
+		store_release(&t->n, i + 1);
 	return (long)i;
 }
 
@@ -87,9 +90,9 @@ pubtab_add(struct pubtab *t, void *p)
 static inline int
 pubtab_remove(struct pubtab *t, const void *p)
 {
-	for (size_t i = 0; i < t->n; i++) {
-		if (t->v[i] == p) {
-			__atomic_store_n(&t->v[i], NULL, __ATOMIC_RELEASE);
+	for (size_t i = 0; i < load_relaxed(&t->n); i++) {
+		if (load_relaxed(&t->v[i]) == p) {
+			store_release(&t->v[i], NULL);
 			return 0;
 		}
 	}

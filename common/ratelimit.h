@@ -14,12 +14,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "atomics.h"
 #include "clock.h"
 
 struct ratelimit {
-	uint64_t next_ns; /* the window closes (the next one may open) */
-	unsigned logged;  /* lines logged in the window, and those refused */
-	unsigned quiet;   /* events not logged since the last line */
+	_Atomic uint64_t next_ns; /* the window closes (the next may open) */
+	_Atomic unsigned logged;  /* lines logged in the window, and refused */
+	_Atomic unsigned quiet;   /* events not logged since the last line */
 };
 
 /*
@@ -32,18 +33,20 @@ ratelimit_burst_due(struct ratelimit *rl, uint64_t interval_ns, unsigned burst,
     unsigned *quiet)
 {
 	uint64_t now = now_ns();
-	uint64_t next = __atomic_load_n(&rl->next_ns, __ATOMIC_RELAXED);
+	uint64_t next = load_relaxed(&rl->next_ns);
 
 	if (now >= next &&
-	    __atomic_compare_exchange_n(&rl->next_ns, &next, now + interval_ns,
-		false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&rl->logged, 1, __ATOMIC_RELAXED);
+	    atomic_compare_exchange_strong_explicit(&rl->next_ns, &next,
+		now + interval_ns, memory_order_relaxed,
+		memory_order_relaxed)) {
+		store_relaxed(&rl->logged, 1);
 	} else if (now >= next ||
-	    __atomic_add_fetch(&rl->logged, 1, __ATOMIC_RELAXED) > burst) {
-		__atomic_add_fetch(&rl->quiet, 1, __ATOMIC_RELAXED);
+	    (atomic_fetch_add_explicit(&rl->logged, 1, memory_order_relaxed) +
+		(1)) > burst) {
+		add_relaxed(&rl->quiet, 1);
 		return false;
 	}
-	*quiet = __atomic_exchange_n(&rl->quiet, 0, __ATOMIC_RELAXED);
+	*quiet = atomic_exchange_explicit(&rl->quiet, 0, memory_order_relaxed);
 	return true;
 }
 

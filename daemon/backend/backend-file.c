@@ -34,6 +34,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "backend.h"
 #include "log.h"
 
@@ -44,8 +45,8 @@ struct backend_file {
 	uint64_t size_bytes;
 	char *path;
 	/* Cleared at the first EOPNOTSUPP, so later calls go the slow way. */
-	bool try_punch;
-	bool try_zero_range;
+	_Atomic bool try_punch;
+	_Atomic bool try_zero_range;
 	/* O_DIRECT: transfers must be multiples of ALIGN (a power of two). */
 	bool direct;
 	uint32_t align;
@@ -596,9 +597,9 @@ bf_uring_end(struct backend *b, struct backend_io *io)
 static bool
 bf_uring_usable(void)
 {
-	static int usable = -1;
+	static _Atomic int usable = -1;
 	struct io_uring ring;
-	int e, u = __atomic_load_n(&usable, __ATOMIC_RELAXED);
+	int e, u = load_relaxed(&usable);
 
 	if (u >= 0)
 		return u;
@@ -611,7 +612,7 @@ bf_uring_usable(void)
 		io_uring_queue_exit(&ring);
 		u = 1;
 	}
-	__atomic_store_n(&usable, u, __ATOMIC_RELAXED);
+	store_relaxed(&usable, u);
 	return u;
 }
 
@@ -658,12 +659,12 @@ bf_trim(struct backend *b, uint32_t count, uint64_t off)
 		uint64_t range[2] = { off, count };
 		if (ioctl(f->fd, BLKDISCARD, range) < 0 && errno != EOPNOTSUPP)
 			r = -errno;
-	} else if (!__atomic_load_n(&f->try_punch, __ATOMIC_RELAXED)) {
+	} else if (!load_relaxed(&f->try_punch)) {
 		;       /* TRIM is advisory */
 	} else if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-	    (off_t)off, count) < 0) {
+		       (off_t)off, count) < 0) {
 		if (errno == EOPNOTSUPP)
-			__atomic_store_n(&f->try_punch, false, __ATOMIC_RELAXED);
+			store_relaxed(&f->try_punch, false);
 		else
 			r = -errno;
 	}
@@ -685,21 +686,21 @@ bf_zero_in_place(struct backend_file *f, uint32_t count, uint64_t off,
 			return -errno;
 		return -EOPNOTSUPP;
 	}
-	if (may_trim && __atomic_load_n(&f->try_punch, __ATOMIC_RELAXED)) {
+	if (may_trim && load_relaxed(&f->try_punch)) {
 		if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		    (off_t)off, count) == 0)
 			return 0;
 		if (errno != EOPNOTSUPP)
 			return -errno;
-		__atomic_store_n(&f->try_punch, false, __ATOMIC_RELAXED);
+		store_relaxed(&f->try_punch, false);
 	}
-	if (__atomic_load_n(&f->try_zero_range, __ATOMIC_RELAXED)) {
+	if (load_relaxed(&f->try_zero_range)) {
 		if (fallocate(f->fd, FALLOC_FL_ZERO_RANGE, (off_t)off,
 		    count) == 0)
 			return 0;
 		if (errno != EOPNOTSUPP)
 			return -errno;
-		__atomic_store_n(&f->try_zero_range, false, __ATOMIC_RELAXED);
+		store_relaxed(&f->try_zero_range, false);
 	}
 	return -EOPNOTSUPP;
 }
@@ -1063,8 +1064,9 @@ backend_file_open(const char *path, uint64_t size_bytes, bool readonly,
 		f->b.caps |= BACKEND_READ_ONLY;
 	else
 		f->b.caps |= BACKEND_REDO_AFTER_FAILED_FLUSH;
-	f->b.unflushed_max = BACKEND_FILE_UNSYNCED_RANGES;
-	f->try_punch = f->try_zero_range = true;
+	store_relaxed(&f->b.unflushed_max, BACKEND_FILE_UNSYNCED_RANGES);
+	store_relaxed(&f->try_punch, true);
+	store_relaxed(&f->try_zero_range, true);
 	snprintf(f->b.dev_name, sizeof f->b.dev_name, "%u:%u",
 	    major(f->b.dev), minor(f->b.dev));
 	if (asprintf(&f->b.description, "%s %s%s",

@@ -59,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "backend.h"
 #include "config.h"
 #include "lock.h"
@@ -93,7 +94,7 @@ static unsigned bn_n_servers;
 /* One command in flight, on its caller's stack. */
 struct bn_cmd {
 	int error;              /* errno from the remote or libnbd, 0 success */
-	int done;               /* atomic: set last by the completion callback */
+	_Atomic int done;       /* set last by the completion callback */
 };
 
 /* One connection (libnbd handle).  Fields under bn.lock. */
@@ -122,12 +123,12 @@ struct backend_nbd {
 	 */
 	bool unconnected;
 	/* Atomic: lowered by the first connection. */
-	uint32_t max_request_bytes;
+	_Atomic uint32_t max_request_bytes;
 	/* Atomic: a reload changes them (bn_reconfigure). */
-	uint64_t io_timeout_ns;
-	unsigned connect_timeout_ms;
-	unsigned reconnect_max_ms;
-	bool read_connection; /* remote.read_connection */
+	_Atomic uint64_t io_timeout_ns;
+	_Atomic unsigned connect_timeout_ms;
+	_Atomic unsigned reconnect_max_ms;
+	_Atomic bool read_connection; /* remote.read_connection */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* connection up, poll round ended */
@@ -172,7 +173,7 @@ struct backend_nbd {
 static uint32_t
 bn_max_request(const struct backend_nbd *bn)
 {
-	return __atomic_load_n(&bn->max_request_bytes, __ATOMIC_RELAXED);
+	return load_relaxed(&bn->max_request_bytes);
 }
 
 enum bn_op {
@@ -300,8 +301,7 @@ static struct nbd_handle *
 bn_connect(struct backend_nbd *bn, bool simple, char *err, size_t errlen)
 {
 	struct nbd_handle *h = nbd_create();
-	unsigned timeout_ms = __atomic_load_n(&bn->connect_timeout_ms,
-	    __ATOMIC_RELAXED);
+	unsigned timeout_ms = load_relaxed(&bn->connect_timeout_ms);
 	uint64_t deadline = bn_now() + timeout_ms * NS_PER_MS;
 
 	if (!h) {
@@ -418,7 +418,7 @@ bn_lost_locked(struct backend_nbd *bn, struct bn_conn *c, const char *why)
 	if (c->retired)
 		return;
 	/* Before anything goes on a new connection (writeback, wb_redo). */
-	__atomic_add_fetch(&bn->b.losses, 1, __ATOMIC_ACQ_REL);
+	atomic_fetch_add_explicit(&bn->b.losses, 1, memory_order_acq_rel);
 	for (unsigned i = 0; i < bn->max_conns; i++)
 		if (bn->conns[i].h)
 			bn->conns[i].retired = true;
@@ -443,8 +443,7 @@ bn_connect_failed_locked(struct backend_nbd *bn, const char *why)
 	bn->retries++;
 	bn->failed_attempts++;
 	bn->backoff_ms = bn->backoff_ms ? bn->backoff_ms * 2 : BN_BACKOFF_MIN_MS;
-	unsigned max_ms = __atomic_load_n(&bn->reconnect_max_ms,
-	    __ATOMIC_RELAXED);
+	unsigned max_ms = load_relaxed(&bn->reconnect_max_ms);
 	if (bn->backoff_ms > max_ms)
 		bn->backoff_ms = max_ms;
 	bn->next_try_ns = bn_now() + bn->backoff_ms * NS_PER_MS;
@@ -514,8 +513,8 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 		if (first && bn->unconnected) {
 			bn->unconnected = false;
 			if (max > 0 && max < bn->max_request_bytes)
-				__atomic_store_n(&bn->max_request_bytes,
-				    (uint32_t)max, __ATOMIC_RELAXED);
+				store_relaxed(&bn->max_request_bytes,
+				    (uint32_t)max);
 			log_info("remote %s (device %s): first connection; "
 				 "served with one connection, FUA as a write "
 				 "and a FLUSH, no TRIM, until wbd restarts",
@@ -618,7 +617,7 @@ bn_cmd_done(void *user_data, int *error)
 	struct bn_cmd *cmd = user_data;
 
 	cmd->error = *error;
-	__atomic_store_n(&cmd->done, 1, __ATOMIC_RELEASE);
+	store_release(&cmd->done, 1);
 	return 1;               /* retire the command */
 }
 
@@ -824,8 +823,7 @@ bn_conn_timeout_locked(struct backend_nbd *bn, struct bn_conn *c)
 	if (fd >= 0)
 		shutdown(fd, SHUT_RDWR);
 	snprintf(why, sizeof why, "no reply within io_timeout_ms (%llu ms)",
-	    (unsigned long long)(__atomic_load_n(&bn->io_timeout_ns,
-	    __ATOMIC_RELAXED) / NS_PER_MS));
+	    (unsigned long long)(load_relaxed(&bn->io_timeout_ns) / NS_PER_MS));
 	bn_lost_locked(bn, c, why);
 }
 
@@ -842,7 +840,7 @@ bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
 	bool done;
 
 	pthread_mutex_lock(&bn->lock);
-	while (!(done = __atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE))) {
+	while (!(done = load_acquire(&cmd->done))) {
 		uint64_t now = bn_now();
 		if (now >= deadline_ns && !c->shut)
 			bn_conn_timeout_locked(bn, c);
@@ -869,11 +867,11 @@ bn_wait(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
 		for (unsigned i = 0; i < n; i++)
 			cs[i]->polling = false;
 		pthread_cond_broadcast(&bn->cond);
-		if (called && !__atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE))
+		if (called && !load_acquire(&cmd->done))
 			break;
 	}
 	pthread_mutex_unlock(&bn->lock);
-	return done || __atomic_load_n(&cmd->done, __ATOMIC_ACQUIRE);
+	return done || load_acquire(&cmd->done);
 }
 
 /*
@@ -938,8 +936,7 @@ static int
 bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
     uint64_t off, uint32_t flags)
 {
-	uint64_t deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
-	    __ATOMIC_RELAXED);
+	uint64_t deadline = bn_now() + load_relaxed(&bn->io_timeout_ns);
 	bool is_read = op == BN_PREAD || op == BN_EXTENTS;
 
 	for (;;) {
@@ -1093,7 +1090,7 @@ bn_rd_get(struct backend_nbd *bn)
 	if (!bn->multi_conn)
 		return NULL;
 	pthread_mutex_lock(&bn->lock);
-	if (!__atomic_load_n(&bn->read_connection, __ATOMIC_RELAXED)) {
+	if (!load_relaxed(&bn->read_connection)) {
 		/* Turned off by a reload: closed once idle. */
 		struct bn_rd_gone gone = { 0 };
 		if (bn->rd.inflight == 0)
@@ -1205,7 +1202,7 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 	bool then_flush = (wflags & BACKEND_WRITE_FUA) && !bn->can_fua;
 
 	for (unsigned tries = 1;; tries++) {
-		uint64_t losses = __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE);
+		uint64_t losses = load_acquire(&b->losses);
 		const char *p = buf;
 		for (uint32_t left = count, at = 0; left > 0;) {
 			uint32_t max = bn_max_request(bn);
@@ -1221,8 +1218,7 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 		if (!then_flush)
 			return 0;
 		int r = bn_flush(b);
-		if (r < 0 ||
-		    __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE) == losses)
+		if (r < 0 || load_acquire(&b->losses) == losses)
 			return r;
 		if (tries == BN_FUA_TRIES)
 			return -EIO;
@@ -1264,8 +1260,7 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 	io = calloc(1, sizeof *io);
 	if (!io)
 		return -ENOMEM;
-	io->deadline = bn_now() + __atomic_load_n(&bn->io_timeout_ns,
-	    __ATOMIC_RELAXED);
+	io->deadline = bn_now() + load_relaxed(&bn->io_timeout_ns);
 	io->c = bn_conn_get(bn, 0, &err);
 	if (!io->c) {
 		free(io);
@@ -1318,8 +1313,7 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	if (!(io = calloc(1, sizeof *io)))
 		return -ENOMEM;
 	*io = (struct backend_io){ .buf = buf, .count = count, .off = off };
-	io->deadline =
-	    bn_now() + __atomic_load_n(&bn->io_timeout_ns, __ATOMIC_RELAXED);
+	io->deadline = bn_now() + load_relaxed(&bn->io_timeout_ns);
 	if ((io->nr = bn_rd_get(bn))) {
 		io->rq = (struct nbdread_req){ .buf = buf,
 			.count = count,
@@ -1568,24 +1562,16 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 {
 	struct backend_nbd *bn = BN(b);
 
-	__atomic_store_n(&bn->connect_timeout_ms, rc->connect_timeout_ms,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->reconnect_max_ms, rc->reconnect_max_ms,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->read_connection, rc->read_connection,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->b.unflushed_max, rc->unflushed_ranges,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->b.commit_ms, rc->commit_interval_ms,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->b.max_inflight_bytes,
-	    rc->max_writeback_inflight_bytes, __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->b.write_behind, rc->write_behind,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&bn->b.max_readahead_bytes, rc->max_readahead_bytes,
-	    __ATOMIC_RELAXED);
+	store_relaxed(&bn->connect_timeout_ms, rc->connect_timeout_ms);
+	store_relaxed(&bn->reconnect_max_ms, rc->reconnect_max_ms);
+	store_relaxed(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS);
+	store_relaxed(&bn->read_connection, rc->read_connection);
+	store_relaxed(&bn->b.unflushed_max, rc->unflushed_ranges);
+	store_relaxed(&bn->b.commit_ms, rc->commit_interval_ms);
+	store_relaxed(&bn->b.max_inflight_bytes,
+	    rc->max_writeback_inflight_bytes);
+	store_relaxed(&bn->b.write_behind, rc->write_behind);
+	store_relaxed(&bn->b.max_readahead_bytes, rc->max_readahead_bytes);
 }
 
 static const struct backend_ops backend_nbd_ops = {
@@ -1695,16 +1681,19 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	pthread_condattr_destroy(&ca);
 	for (unsigned i = 0; i < BN_MAX_CONNS; i++)
 		bn->conns[i].wake_fd = -1;
-	bn->connect_timeout_ms = rc ? rc->connect_timeout_ms : 10000;
-	bn->reconnect_max_ms = rc ? rc->reconnect_max_ms : 5000;
-	bn->io_timeout_ns = (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS;
-	bn->read_connection = rc ? rc->read_connection : true;
-	bn->b.unflushed_max = rc ? rc->unflushed_ranges : 1024;
-	bn->b.commit_ms = rc ? rc->commit_interval_ms : 50;
-	bn->b.max_inflight_bytes =
-	    rc ? rc->max_writeback_inflight_bytes : 64u << 20;
-	bn->b.write_behind = rc ? rc->write_behind : true;
-	bn->b.max_readahead_bytes = rc ? rc->max_readahead_bytes : 64u << 20;
+	store_relaxed(&bn->connect_timeout_ms,
+	    rc ? rc->connect_timeout_ms : 10000);
+	store_relaxed(&bn->reconnect_max_ms, rc ? rc->reconnect_max_ms : 5000);
+	store_relaxed(&bn->io_timeout_ns,
+	    (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS);
+	store_relaxed(&bn->read_connection, rc ? rc->read_connection : true);
+	store_relaxed(&bn->b.unflushed_max, rc ? rc->unflushed_ranges : 1024);
+	store_relaxed(&bn->b.commit_ms, rc ? rc->commit_interval_ms : 50);
+	store_relaxed(&bn->b.max_inflight_bytes,
+	    rc ? rc->max_writeback_inflight_bytes : 64u << 20);
+	store_relaxed(&bn->b.write_behind, rc ? rc->write_behind : true);
+	store_relaxed(&bn->b.max_readahead_bytes,
+	    rc ? rc->max_readahead_bytes : 64u << 20);
 	bn->uri = strdup(uri);
 	int minor = bn->uri ? bn_server_minor(uri) : -1;
 	if (bn->uri && minor < 0)

@@ -148,21 +148,21 @@ struct backend {
 	 * a reload): see wb_target.uf and wb_commit.  With
 	 * BACKEND_REDO_AFTER_FAILED_FLUSH, unflushed_max is the backend's
 	 * own (BACKEND_FILE_UNSYNCED_RANGES). */
-	unsigned unflushed_max;
-	unsigned commit_ms;
+	_Atomic unsigned unflushed_max;
+	_Atomic unsigned commit_ms;
 	/* With BACKEND_REDO_AFTER_LOSS (atomic, only rising): times its
 	 * connection was lost, each outage counted once. */
-	uint64_t losses;
+	_Atomic uint64_t losses;
 	/* A remote's (atomics, from remote.max_writeback_inflight_bytes and
 	 * remote.write_behind, changed by a reload); 0 and false for a local
 	 * one: the bound of writeback's window, in bytes (linkest.h), and
 	 * whether an idle device's dirty data is written back at once. */
-	uint64_t max_inflight_bytes;
-	bool write_behind;
+	_Atomic uint64_t max_inflight_bytes;
+	_Atomic bool write_behind;
 	/* A remote's (atomic, remote.max_readahead_bytes, changed by a
 	 * reload); 0 for a local one: the most read-ahead grows to with the
 	 * link, and the bound in bytes of the read window (fill.c). */
-	uint64_t max_readahead_bytes;
+	_Atomic uint64_t max_readahead_bytes;
 };
 
 /*

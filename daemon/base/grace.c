@@ -12,12 +12,13 @@
  * again, after reading what it read before; its release store of seen,
  * read with acquire, orders those reads before the free.
  */
+#include "atomics.h"
 #include "grace.h"
 
 void
 grace_init(struct grace *g)
 {
-	g->epoch = 1;
+	store_relaxed(&g->epoch, 1);
 	g->readers = NULL;
 	pthread_mutex_init(&g->lock, NULL);
 }
@@ -31,7 +32,7 @@ grace_destroy(struct grace *g)
 void
 grace_register(struct grace *g, struct grace_reader *r)
 {
-	__atomic_store_n(&r->seen, 0, __ATOMIC_RELEASE);
+	store_release(&r->seen, 0);
 	pthread_mutex_lock(&g->lock);
 	r->next = g->readers;
 	g->readers = r;
@@ -54,23 +55,22 @@ grace_unregister(struct grace *g, struct grace_reader *r)
 void
 grace_online(struct grace *g, struct grace_reader *r)
 {
-	__atomic_store_n(&r->seen, __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE),
-	    __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	store_release(&r->seen, load_acquire(&g->epoch));
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 void
 grace_offline(struct grace_reader *r)
 {
-	__atomic_store_n(&r->seen, 0, __ATOMIC_RELEASE);
+	store_release(&r->seen, 0);
 }
 
 uint64_t
 grace_start(struct grace *g)
 {
-	uint64_t token = __atomic_add_fetch(&g->epoch, 1, __ATOMIC_SEQ_CST);
+	uint64_t token = add_fetch_u64(&g->epoch, 1, memory_order_seq_cst);
 
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	atomic_thread_fence(memory_order_seq_cst);
 	return token;
 }
 
@@ -81,7 +81,7 @@ grace_done(struct grace *g, uint64_t token)
 
 	pthread_mutex_lock(&g->lock);
 	for (struct grace_reader *r = g->readers; r && done; r = r->next) {
-		uint64_t seen = __atomic_load_n(&r->seen, __ATOMIC_ACQUIRE);
+		uint64_t seen = load_acquire(&r->seen);
 		done = seen == 0 || seen >= token;
 	}
 	pthread_mutex_unlock(&g->lock);

@@ -30,13 +30,13 @@
 struct grace_reader {
 	/* Atomic, written by the reader's thread only: the epoch it saw when
 	 * it last came online; 0 while offline. */
-	uint64_t seen;
+	_Atomic uint64_t seen;
 	struct grace_reader *next; /* grace.lock */
 };
 
 struct grace {
-	uint64_t epoch;       /* atomic: grace_start's count, from 1 */
-	pthread_mutex_t lock; /* the list of readers */
+	_Atomic uint64_t epoch; /* grace_start's count, from 1 */
+	pthread_mutex_t lock;   /* the list of readers */
 	struct grace_reader *readers;
 };
 

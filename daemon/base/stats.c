@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "clock.h"
 #include "nbd-proto.h"
 #include "stats.h"
-
-#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
 double
 stats_hist_bound_s(unsigned i)
@@ -25,7 +24,7 @@ stats_hist_count(const struct stats_hist *h)
 	uint64_t n = 0;
 
 	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
-		n += h->bucket[i];
+		n += load_relaxed(&h->bucket[i]);
 	return n;
 }
 
@@ -38,13 +37,14 @@ stats_hist_quantile_ns(const struct stats_hist *h, double q)
 		return 0;
 	double rank = q * (double)n;
 	for (unsigned i = 0; i < STATS_HIST_FINITE; i++) {
-		if (h->bucket[i] == 0 || (double)(seen + h->bucket[i]) < rank) {
-			seen += h->bucket[i];
+		uint64_t b = load_relaxed(&h->bucket[i]);
+		if (b == 0 || (double)(seen + b) < rank) {
+			seen += b;
 			continue;
 		}
 		double lo = i ? (double)(1ull << (i - 1)) * 1000 : 0;
 		double hi = (double)(1ull << i) * 1000;
-		double frac = (rank - (double)seen) / (double)h->bucket[i];
+		double frac = (rank - (double)seen) / (double)b;
 		return (uint64_t)(lo + (hi - lo) * frac);
 	}
 	/* In the +Inf bucket: the last finite bound is all that is known. */
@@ -62,8 +62,8 @@ static void
 stats_hist_add(struct stats_hist *sum, const struct stats_hist *h)
 {
 	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
-		sum->bucket[i] += LOAD(&h->bucket[i]);
-	sum->sum_ns += LOAD(&h->sum_ns);
+		STATS_BUMP(&sum->bucket[i], load_relaxed(&h->bucket[i]));
+	STATS_BUMP(&sum->sum_ns, load_relaxed(&h->sum_ns));
 }
 
 /* --- per I/O thread ----------------------------------------------------- */
@@ -73,28 +73,28 @@ stats_io_export(struct stats_io *s, const void *key)
 {
 	struct stats_export_io *x;
 
-	for (x = s->head; x; x = x->next)
+	for (x = load_relaxed(&s->head); x; x = x->next)
 		if (x->key == key)
 			return x;
 	x = calloc(1, sizeof *x);
 	if (!x)
 		return NULL;
 	x->key = key;
-	x->next = s->head;
-	__atomic_store_n(&s->head, x, __ATOMIC_RELEASE);
+	x->next = load_relaxed(&s->head);
+	store_release(&s->head, x);
 	return x;
 }
 
 void
 stats_io_free(struct stats_io *s)
 {
-	struct stats_export_io *x = s->head, *next;
+	struct stats_export_io *x = load_relaxed(&s->head), *next;
 
 	for (; x; x = next) {
 		next = x->next;
 		free(x);
 	}
-	s->head = NULL;
+	store_relaxed(&s->head, NULL);
 }
 
 uint64_t
@@ -145,21 +145,24 @@ stats_request_done(struct stats_export_io *x, uint16_t type, uint16_t flags,
 void
 stats_io_add(struct stats_io *s, const void *key, struct stats_export_io *sum)
 {
-	struct stats_export_io *x = __atomic_load_n(&s->head, __ATOMIC_ACQUIRE);
+	struct stats_export_io *x = load_acquire(&s->head);
 
 	for (; x; x = x->next) {
 		if (x->key != key)
 			continue;
 		for (unsigned i = 0; i < STATS_N_CMDS; i++) {
-			sum->requests[i] += LOAD(&x->requests[i]);
-			sum->errors[i] += LOAD(&x->errors[i]);
+			STATS_BUMP(&sum->requests[i],
+			    load_relaxed(&x->requests[i]));
+			STATS_BUMP(&sum->errors[i],
+			    load_relaxed(&x->errors[i]));
 		}
-		sum->read_bytes += LOAD(&x->read_bytes);
-		sum->written_bytes += LOAD(&x->written_bytes);
-		sum->paced += LOAD(&x->paced);
-		sum->held += LOAD(&x->held);
-		sum->paced_done += LOAD(&x->paced_done);
-		sum->pause_ns += LOAD(&x->pause_ns);
+		STATS_BUMP(&sum->read_bytes, load_relaxed(&x->read_bytes));
+		STATS_BUMP(&sum->written_bytes,
+		    load_relaxed(&x->written_bytes));
+		STATS_BUMP(&sum->paced, load_relaxed(&x->paced));
+		STATS_BUMP(&sum->held, load_relaxed(&x->held));
+		STATS_BUMP(&sum->paced_done, load_relaxed(&x->paced_done));
+		STATS_BUMP(&sum->pause_ns, load_relaxed(&x->pause_ns));
 		for (unsigned i = 0; i < STATS_N_OPS; i++)
 			stats_hist_add(&sum->lat[i], &x->lat[i]);
 	}
@@ -167,12 +170,10 @@ stats_io_add(struct stats_io *s, const void *key, struct stats_export_io *sum)
 
 /* --- per device ---------------------------------------------------------- */
 
-#define ADD(p, n) __atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
-
 void
 stats_wb_run_begin(struct stats_wb *w)
 {
-	ADD(&w->in_flight, 1);
+	add_relaxed(&w->in_flight, 1);
 }
 
 void
@@ -182,14 +183,14 @@ stats_wb_run_end(struct stats_wb *w, unsigned reason, uint64_t bytes,
 	if (reason >= STATS_WB_REASONS)
 		reason = 0;
 	if (ok) {
-		ADD(&w->bytes[reason], bytes);
-		ADD(&w->runs[reason], 1);
+		add_relaxed(&w->bytes[reason], bytes);
+		add_relaxed(&w->runs[reason], 1);
 	} else {
-		ADD(&w->failed_runs, 1);
+		add_relaxed(&w->failed_runs, 1);
 	}
-	ADD(&w->run_time.bucket[stats_hist_index(ns)], 1);
-	ADD(&w->run_time.sum_ns, ns);
-	__atomic_sub_fetch(&w->in_flight, 1, __ATOMIC_RELAXED);
+	add_relaxed(&w->run_time.bucket[stats_hist_index(ns)], 1);
+	add_relaxed(&w->run_time.sum_ns, ns);
+	sub_relaxed(&w->in_flight, 1);
 }
 
 void
@@ -197,10 +198,10 @@ stats_wb_get(const struct stats_wb *w, struct stats_wb *out)
 {
 	memset(out, 0, sizeof *out);
 	for (unsigned i = 0; i < STATS_WB_REASONS; i++) {
-		out->bytes[i] = LOAD(&w->bytes[i]);
-		out->runs[i] = LOAD(&w->runs[i]);
+		store_relaxed(&out->bytes[i], load_relaxed(&w->bytes[i]));
+		store_relaxed(&out->runs[i], load_relaxed(&w->runs[i]));
 	}
-	out->failed_runs = LOAD(&w->failed_runs);
-	out->in_flight = LOAD(&w->in_flight);
+	store_relaxed(&out->failed_runs, load_relaxed(&w->failed_runs));
+	store_relaxed(&out->in_flight, load_relaxed(&w->in_flight));
 	stats_hist_add(&out->run_time, &w->run_time);
 }

@@ -15,6 +15,9 @@
  * Writeback: a device's flush-MAJ:MIN workers update its struct stats_wb
  * with relaxed atomic additions, once per run written (not per request).
  *
+ * The counters are _Atomic (atomics.h).  A reader's copy (stats_io_add's
+ * SUM, stats_wb_get's OUT) has the same types; it is its thread's own.
+ *
  * Histograms have fixed log-scale buckets: bucket i counts durations of at
  * most 2^i microseconds (1 us .. 2^24 us, about 16.8 s), the last one
  * everything longer (+Inf).
@@ -26,12 +29,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atomics.h"
+
 #define STATS_HIST_FINITE 25
 #define STATS_HIST_BUCKETS (STATS_HIST_FINITE + 1)
 
 struct stats_hist {
-	uint64_t bucket[STATS_HIST_BUCKETS]; /* not cumulative */
-	uint64_t sum_ns;
+	_Atomic uint64_t bucket[STATS_HIST_BUCKETS]; /* not cumulative */
+	_Atomic uint64_t sum_ns;
 };
 
 /* The latency histograms of an export's requests. */
@@ -54,19 +59,20 @@ enum stats_op {
 struct stats_export_io {
 	struct stats_export_io *next;
 	const void *key; /* the export */
-	uint64_t requests[STATS_N_CMDS];
-	uint64_t errors[STATS_N_CMDS]; /* answered with an NBD error */
-	uint64_t read_bytes, written_bytes;
-	uint64_t paced;      /* write replies held (throttled) */
-	uint64_t held;       /* of those, held at the limit */
-	uint64_t paced_done; /* of those, answered */
-	uint64_t pause_ns;   /* time they were held, in all */
+	_Atomic uint64_t requests[STATS_N_CMDS];
+	_Atomic uint64_t errors[STATS_N_CMDS]; /* answered with an NBD error */
+	_Atomic uint64_t read_bytes, written_bytes;
+	_Atomic uint64_t paced;      /* write replies held (throttled) */
+	_Atomic uint64_t held;       /* of those, held at the limit */
+	_Atomic uint64_t paced_done; /* of those, answered */
+	_Atomic uint64_t pause_ns;   /* time they were held, in all */
 	struct stats_hist lat[STATS_N_OPS];
 };
 
 /* One I/O thread's statistics. */
 struct stats_io {
-	struct stats_export_io *head; /* published with release stores */
+	/* Published by release stores. */
+	_Atomic(struct stats_export_io *) head;
 };
 
 /* The writeback reasons counted (enum wb_reason's values). */
@@ -74,10 +80,11 @@ struct stats_io {
 
 /* One writeback device.  Updated by its workers (atomic additions). */
 struct stats_wb {
-	uint64_t bytes[STATS_WB_REASONS]; /* written by runs that worked */
-	uint64_t runs[STATS_WB_REASONS];  /* runs that worked */
-	uint64_t failed_runs;
-	uint64_t in_flight;         /* runs begun, not ended */
+	/* Written by runs that worked, and those runs. */
+	_Atomic uint64_t bytes[STATS_WB_REASONS];
+	_Atomic uint64_t runs[STATS_WB_REASONS];
+	_Atomic uint64_t failed_runs;
+	_Atomic uint64_t in_flight; /* runs begun, not ended */
 	struct stats_hist run_time; /* every run, failed or not */
 };
 
@@ -105,9 +112,7 @@ uint64_t stats_hist_count(const struct stats_hist *h);
 /* --- an I/O thread's side ------------------------------------------------ */
 
 /* Its own thread only: a relaxed store, seen whole by readers. */
-#define STATS_BUMP(p, n)                                                       \
-	__atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + (n),    \
-	    __ATOMIC_RELAXED)
+#define STATS_BUMP(p, n) store_relaxed((p), load_relaxed(p) + (n))
 
 /* S's entry for export KEY, made on first use (S's thread only); NULL if
  * out of memory (its requests then go uncounted). */

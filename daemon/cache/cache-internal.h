@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "atomics.h"
 #include "lock.h"
 
 struct cache_run;
@@ -88,7 +89,7 @@ struct shard {
 	 * of the page that decided it): written under the lock, read
 	 * atomically by cache_get_stats, so no I/O thread bumps a counter
 	 * shared with the others on a hit. */
-	uint64_t hits, misses;
+	_Atomic uint64_t hits, misses;
 };
 
 struct cache_file {
@@ -98,16 +99,16 @@ struct cache_file {
 	uint32_t id;
 	pthread_mutex_t run_lock; /* in-flight runs */
 	struct cache_run *runs;
-	uint64_t cached_pages;    /* atomic */
-	uint64_t dirty_pages;     /* atomic */
-	uint64_t discard_gen;     /* atomic: bumped by cache_discard */
-	uint64_t placeholders;    /* atomic: bumped by each put in */
-	uint64_t writeback_pages; /* atomic */
-	/* Atomic: pages dirty or under writeback, not (all) on the backing
-	 * device: raised when a page not under writeback is dirtied, lowered
-	 * (a release) when a run's write has ended and left it clean. */
-	uint64_t unwritten_pages;
-	uint64_t fills;                   /* atomic: fills begun, not ended */
+	_Atomic uint64_t cached_pages;
+	_Atomic uint64_t dirty_pages;
+	_Atomic uint64_t discard_gen;  /* bumped by cache_discard */
+	_Atomic uint64_t placeholders; /* bumped by each put in */
+	_Atomic uint64_t writeback_pages;
+	/* Pages dirty or under writeback, not (all) on the backing device:
+	 * raised when a page not under writeback is dirtied, lowered (a
+	 * release) when a run's write has ended and left it clean. */
+	_Atomic uint64_t unwritten_pages;
+	_Atomic uint64_t fills;           /* fills begun, not ended */
 	struct cache_file *fnext, *fprev; /* the cache's files, under qlock */
 	struct shard shards[CACHE_SHARDS];
 };
@@ -132,18 +133,18 @@ struct cache {
 	uint32_t small_target;
 	uint64_t *ghost;
 	uint64_t ghost_mask;
-	uint32_t next_file_id;
+	_Atomic uint32_t next_file_id;
 	struct cache_file *files; /* for the statistics */
 	bool zero_copy;
-	uint64_t private_pages; /* held by write buffers; written under
-	                           qlock, read atomically */
-	uint64_t wbuf_bytes;    /* the same: payloads taken into pages */
-	uint64_t wbuf_refused;  /* ... and write buffers refused */
+	_Atomic uint64_t private_pages; /* held by write buffers; written
+	                                   under qlock, read atomically */
+	_Atomic uint64_t wbuf_bytes;   /* the same: payloads taken into pages */
+	_Atomic uint64_t wbuf_refused; /* ... and write buffers refused */
 
-	/* atomics; hits and misses only of files freed (the live ones'
-	 * are in their shards), written under qlock */
-	uint64_t used, dirty, writeback, hits, misses, evictions;
-	uint64_t ahead_pages, ahead_hits;
+	/* Hits and misses only of files freed (the live ones' are in their
+	 * shards), written under qlock */
+	_Atomic uint64_t used, dirty, writeback, hits, misses, evictions;
+	_Atomic uint64_t ahead_pages, ahead_hits;
 };
 
 /* --- helpers ----------------------------------------------------------- */
@@ -189,20 +190,13 @@ lookup_locked(struct shard *sh, uint64_t index)
 
 /* A counter never goes below zero. */
 static inline void
-counter_sub(uint64_t *p, uint64_t v)
+counter_sub(_Atomic uint64_t *p, uint64_t v)
 {
-	uint64_t was = __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+	uint64_t was = atomic_fetch_sub_explicit(p, v, memory_order_relaxed);
 
 	assert(was >= v);
 	(void)was;
 }
-
-#define ATOMIC_ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
-#define ATOMIC_SUB(p, v) counter_sub((p), (v))
-#define ATOMIC_GET(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-/* A counter written under a lock and read without it: no locked
- * instruction, yet a clean read. */
-#define ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 
 /*
  * Is page INDEX written only in part by [off, off+len)?  The part of the

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "atomics.h"
 #include "cache-internal.h"
 #include "cache.h"
 #include "clock.h"
@@ -151,10 +152,10 @@ void
 dirt_count(struct cache_file *f, const struct dirt *d)
 {
 	if (d->unwritten)
-		ATOMIC_ADD(&f->unwritten_pages, d->unwritten);
+		add_relaxed(&f->unwritten_pages, d->unwritten);
 	if (d->dirtied) {
-		ATOMIC_ADD(&f->dirty_pages, d->dirtied);
-		ATOMIC_ADD(&f->c->dirty, d->dirtied);
+		add_relaxed(&f->dirty_pages, d->dirtied);
+		add_relaxed(&f->c->dirty, d->dirtied);
 	}
 }
 
@@ -239,7 +240,7 @@ cache_redirty(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq,
 		    f->shards[i].buckets ? f->shards[i].bucket_mask + 1 : 0;
 	/* The runs in flight (under writeback) stay put meanwhile. */
 	pthread_mutex_lock(&f->run_lock);
-	if (span > 2 * ATOMIC_GET(&f->cached_pages) + 64 && span > buckets) {
+	if (span > 2 * load_relaxed(&f->cached_pages) + 64 && span > buckets) {
 		/* Wider than F's hash tables (a merged range over a large
 		 * export): walk the pages F has rather than the range. */
 		uint64_t found = 0;
@@ -289,8 +290,8 @@ evict_locked(struct cache *c)
 	uint64_t budget = 2 * c->npages + 16;
 
 	lock_assert_held(&c->qlock);
-	if (ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback) +
-		ATOMIC_GET(&c->private_pages) >=
+	if (load_relaxed(&c->dirty) + load_relaxed(&c->writeback) +
+		load_relaxed(&c->private_pages) >=
 	    c->npages)
 		return NULL;
 	while (budget--) {
@@ -337,13 +338,13 @@ evict_locked(struct cache *c)
 			c->ghost[fp & c->ghost_mask] = fp;
 		}
 		unhash_locked(sh, p);
-		ATOMIC_SUB(&p->file->cached_pages, 1);
+		counter_sub(&p->file->cached_pages, 1);
 		p->file = NULL;
 		p->flags = 0;
 		p->queue = Q_NONE;
 		pthread_mutex_unlock(&sh->lock);
-		ATOMIC_ADD(&c->evictions, 1);
-		ATOMIC_SUB(&c->used, 1);
+		add_relaxed(&c->evictions, 1);
+		counter_sub(&c->used, 1);
 		return p;
 	}
 	return NULL;
@@ -412,8 +413,8 @@ page_publish_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 	p->lseq = 0; /* no write yet (stamps start at 1) */
 	p->hnext = *b;
 	*b = p;
-	ATOMIC_ADD(&f->cached_pages, 1);
-	ATOMIC_ADD(&c->used, 1);
+	add_relaxed(&f->cached_pages, 1);
+	add_relaxed(&c->used, 1);
 
 	pthread_mutex_lock(&c->qlock);
 	page_enqueue_qlocked(c, f, p);
@@ -432,8 +433,8 @@ page_drop_locked(struct cache_file *f, struct shard *sh, struct cpage *p)
 	lock_assert_held(&sh->lock);
 	assert(!(p->flags & (PF_DIRTY | PF_WB)) && !page_listed(sh, p));
 	unhash_locked(sh, p);
-	ATOMIC_SUB(&f->cached_pages, 1);
-	ATOMIC_SUB(&c->used, 1);
+	counter_sub(&f->cached_pages, 1);
+	counter_sub(&c->used, 1);
 	pthread_mutex_lock(&c->qlock);
 	p->file = NULL;
 	p->flags = 0;
@@ -536,24 +537,24 @@ void
 cache_get_stats(struct cache *c, struct cache_stats *st)
 {
 	st->pages_total = c->npages;
-	st->pages_used = ATOMIC_GET(&c->used);
-	st->dirty_pages = ATOMIC_GET(&c->dirty);
-	st->writeback_pages = ATOMIC_GET(&c->writeback);
+	st->pages_used = load_relaxed(&c->used);
+	st->dirty_pages = load_relaxed(&c->dirty);
+	st->writeback_pages = load_relaxed(&c->writeback);
 	pthread_mutex_lock(&c->qlock);
-	st->hits = ATOMIC_GET(&c->hits);
-	st->misses = ATOMIC_GET(&c->misses);
+	st->hits = load_relaxed(&c->hits);
+	st->misses = load_relaxed(&c->misses);
 	for (struct cache_file *f = c->files; f; f = f->fnext) {
 		for (int i = 0; i < CACHE_SHARDS; i++) {
-			st->hits += ATOMIC_GET(&f->shards[i].hits);
-			st->misses += ATOMIC_GET(&f->shards[i].misses);
+			st->hits += load_relaxed(&f->shards[i].hits);
+			st->misses += load_relaxed(&f->shards[i].misses);
 		}
 	}
 	pthread_mutex_unlock(&c->qlock);
-	st->evictions = ATOMIC_GET(&c->evictions);
-	st->ahead_pages = ATOMIC_GET(&c->ahead_pages);
-	st->ahead_hits = ATOMIC_GET(&c->ahead_hits);
-	st->zero_copy_bytes = ATOMIC_GET(&c->wbuf_bytes);
-	st->zero_copy_refused = ATOMIC_GET(&c->wbuf_refused);
+	st->evictions = load_relaxed(&c->evictions);
+	st->ahead_pages = load_relaxed(&c->ahead_pages);
+	st->ahead_hits = load_relaxed(&c->ahead_hits);
+	st->zero_copy_bytes = load_relaxed(&c->wbuf_bytes);
+	st->zero_copy_refused = load_relaxed(&c->wbuf_refused);
 	pthread_mutex_lock(&c->qlock);
 	st->small_pages = c->small.n;
 	st->main_pages = c->main.n;
@@ -563,13 +564,13 @@ cache_get_stats(struct cache *c, struct cache_stats *st)
 uint64_t
 cache_dirty_pages(struct cache *c)
 {
-	return ATOMIC_GET(&c->dirty);
+	return load_relaxed(&c->dirty);
 }
 
 uint64_t
 cache_unwritten_pages(struct cache *c)
 {
-	return ATOMIC_GET(&c->dirty) + ATOMIC_GET(&c->writeback);
+	return load_relaxed(&c->dirty) + load_relaxed(&c->writeback);
 }
 
 struct cache_file *
@@ -582,7 +583,7 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 	f->c = c;
 	f->size_bytes = size_bytes;
 	f->npages = (size_bytes + c->page_size - 1) >> c->page_shift;
-	f->id = __atomic_add_fetch(&c->next_file_id, 1, __ATOMIC_RELAXED);
+	f->id = add_fetch_u32(&c->next_file_id, 1, memory_order_relaxed);
 	uint64_t per_shard = (f->npages < c->npages ? f->npages : c->npages) /
 	    CACHE_SHARDS;
 	uint64_t nb = pow2_at_least(per_shard < 16 ? 16 : per_shard);
@@ -614,11 +615,11 @@ file_unlink(struct cache *c, struct cache_file *f)
 	if (f->fprev || c->files == f) {
 		uint64_t hits = 0, misses = 0;
 		for (int i = 0; i < CACHE_SHARDS; i++) {
-			hits += ATOMIC_GET(&f->shards[i].hits);
-			misses += ATOMIC_GET(&f->shards[i].misses);
+			hits += load_relaxed(&f->shards[i].hits);
+			misses += load_relaxed(&f->shards[i].misses);
 		}
-		ATOMIC_SET(&c->hits, c->hits + hits);
-		ATOMIC_SET(&c->misses, c->misses + misses);
+		store_relaxed(&c->hits, load_relaxed(&c->hits) + hits);
+		store_relaxed(&c->misses, load_relaxed(&c->misses) + misses);
 		if (f->fprev)
 			f->fprev->fnext = f->fnext;
 		else
@@ -636,8 +637,8 @@ cache_file_free(struct cache_file *f)
 	if (!f)
 		return;
 	struct cache *c = f->c;
-	assert(f->runs == NULL && ATOMIC_GET(&f->writeback_pages) == 0);
-	assert(ATOMIC_GET(&f->fills) == 0);
+	assert(f->runs == NULL && load_relaxed(&f->writeback_pages) == 0);
+	assert(load_relaxed(&f->fills) == 0);
 	file_unlink(c, f);
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
@@ -646,13 +647,13 @@ cache_file_free(struct cache_file *f)
 			for (struct cpage *p = sh->buckets[b], *n; p; p = n) {
 				n = p->hnext;
 				if (p->flags & PF_DIRTY)
-					ATOMIC_SUB(&c->dirty, 1);
+					counter_sub(&c->dirty, 1);
 				/* Left in its queue as a dead entry. */
 				pthread_mutex_lock(&c->qlock);
 				p->file = NULL;
 				p->flags = 0;
 				pthread_mutex_unlock(&c->qlock);
-				ATOMIC_SUB(&c->used, 1);
+				counter_sub(&c->used, 1);
 			}
 		}
 		pthread_mutex_unlock(&sh->lock);
@@ -667,20 +668,20 @@ void
 cache_file_stats(struct cache_file *f, uint64_t *cached_pages,
     uint64_t *dirty_pages)
 {
-	*cached_pages = ATOMIC_GET(&f->cached_pages);
-	*dirty_pages = ATOMIC_GET(&f->dirty_pages);
+	*cached_pages = load_relaxed(&f->cached_pages);
+	*dirty_pages = load_relaxed(&f->dirty_pages);
 }
 
 uint64_t
 cache_file_writeback_pages(struct cache_file *f)
 {
-	return ATOMIC_GET(&f->writeback_pages);
+	return load_relaxed(&f->writeback_pages);
 }
 
 uint64_t
 cache_file_unwritten_pages(struct cache_file *f)
 {
-	return __atomic_load_n(&f->unwritten_pages, __ATOMIC_ACQUIRE);
+	return load_acquire(&f->unwritten_pages);
 }
 
 uint64_t
@@ -712,7 +713,7 @@ page_accessed_locked(struct cache *c, struct shard *sh, struct cpage *p)
 	lock_assert_held(&sh->lock);
 	if (p->flags & PF_AHEAD) {
 		p->flags &= ~PF_AHEAD;
-		ATOMIC_ADD(&c->ahead_hits, 1);
+		add_relaxed(&c->ahead_hits, 1);
 	} else if (p->freq < 3) {
 		p->freq++;
 	}
@@ -738,7 +739,8 @@ cache_copy_out(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
 		if (!p || !(p->flags & PF_FILLED)) {
 			/* Under the lock, as every writer of it. */
 			if (count)
-				ATOMIC_SET(&sh->misses, sh->misses + 1);
+				store_relaxed(&sh->misses,
+				    load_relaxed(&sh->misses) + 1);
 			pthread_mutex_unlock(&sh->lock);
 			return false;
 		}
@@ -748,7 +750,8 @@ cache_copy_out(struct cache_file *f, void *buf, uint64_t off, uint32_t len,
 		if (count) {
 			page_accessed_locked(c, sh, p);
 			if (n == len)
-				ATOMIC_SET(&sh->hits, sh->hits + 1);
+				store_relaxed(&sh->hits,
+				    load_relaxed(&sh->hits) + 1);
 		}
 		pthread_mutex_unlock(&sh->lock);
 		out += n;
@@ -791,10 +794,10 @@ cache_clean_if_unchanged(struct cache_file *f, uint64_t index, uint64_t seq)
 		/* Listed: dirty and not under writeback. */
 		dirty_unlink_locked(sh, p);
 		p->flags &= ~(PF_DIRTY | PF_ZERO);
-		ATOMIC_SUB(&f->dirty_pages, 1);
-		ATOMIC_SUB(&c->dirty, 1);
-		uint64_t was = __atomic_fetch_sub(&f->unwritten_pages, 1,
-		    __ATOMIC_RELEASE);
+		counter_sub(&f->dirty_pages, 1);
+		counter_sub(&c->dirty, 1);
+		uint64_t was = atomic_fetch_sub_explicit(&f->unwritten_pages, 1,
+		    memory_order_release);
 		assert(was > 0);
 		(void)was;
 		cleaned = true;
@@ -950,7 +953,7 @@ fill_begin(struct cache_file *f, uint64_t index)
 		return found;
 	}
 	page_publish_locked(f, sh, np, index, 0);
-	np->seq = __atomic_add_fetch(&f->placeholders, 1, __ATOMIC_RELAXED);
+	np->seq = add_fetch_u64(&f->placeholders, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&sh->lock);
 	return FILL_OURS;
 }
@@ -961,7 +964,7 @@ cache_fill_begin(struct cache_file *f, uint64_t index)
 	/* Someone else's placeholder: read it too (the first end wins). */
 	if (fill_begin(f, index) == FILL_RESIDENT)
 		return false;
-	ATOMIC_ADD(&f->fills, 1);       /* ended by cache_fill_end() */
+	add_relaxed(&f->fills, 1); /* ended by cache_fill_end() */
 	return true;
 }
 
@@ -969,9 +972,8 @@ struct cache_fill_mark
 cache_fill_mark(struct cache_file *f)
 {
 	return (struct cache_fill_mark){
-		.discards = __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE),
-		.placeholders =
-		    __atomic_load_n(&f->placeholders, __ATOMIC_RELAXED),
+		.discards = load_acquire(&f->discard_gen),
+		.placeholders = load_relaxed(&f->placeholders),
 	};
 }
 
@@ -983,7 +985,7 @@ fill_end(struct cache_file *f, uint64_t index, const void *data,
 	struct shard *sh = shard_of(f, index);
 
 	pthread_mutex_lock(&sh->lock);
-	if (m->discards != __atomic_load_n(&f->discard_gen, __ATOMIC_ACQUIRE))
+	if (m->discards != load_acquire(&f->discard_gen))
 		data = NULL;
 	struct cpage *p = lookup_locked(sh, index);
 	/* Not a placeholder put in after this read began: that one is its
@@ -998,13 +1000,13 @@ fill_end(struct cache_file *f, uint64_t index, const void *data,
 			p->seq = 0;
 			p->flags |= PF_FILLED | flags;
 			if (flags & PF_AHEAD)
-				ATOMIC_ADD(&c->ahead_pages, 1);
+				add_relaxed(&c->ahead_pages, 1);
 		} else {
 			page_drop_locked(f, sh, p);
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);
-	ATOMIC_SUB(&f->fills, 1);       /* begun by cache_fill_begin() */
+	counter_sub(&f->fills, 1); /* begun by cache_fill_begin() */
 }
 
 void
@@ -1068,7 +1070,7 @@ cache_read_prepare(struct cache_file *f, void *buf, uint64_t off,
 		    fill_begin(f, index) != FILL_OURS)
 			need[i] = CACHE_NEED_WAIT;
 		if (need[i] == CACHE_NEED_FILL)
-			ATOMIC_ADD(&f->fills, 1);
+			add_relaxed(&f->fills, 1);
 		if (need[i])
 			nneed++;
 		done += n;
@@ -1106,7 +1108,7 @@ cache_discard(struct cache_file *f, uint64_t off, uint64_t len, uint64_t seq)
 {
 	struct cache *c = f->c;
 
-	__atomic_add_fetch(&f->discard_gen, 1, __ATOMIC_RELEASE);
+	atomic_fetch_add_explicit(&f->discard_gen, 1, memory_order_release);
 
 	while (len > 0) {
 		uint64_t index = off >> c->page_shift;
@@ -1254,10 +1256,10 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 		if (q->seq < run->min_seq)
 			run->min_seq = q->seq;
 	}
-	ATOMIC_SUB(&f->dirty_pages, run->npages);
-	ATOMIC_SUB(&c->dirty, run->npages);
-	ATOMIC_ADD(&c->writeback, run->npages);
-	ATOMIC_ADD(&f->writeback_pages, run->npages);
+	counter_sub(&f->dirty_pages, run->npages);
+	counter_sub(&c->dirty, run->npages);
+	add_relaxed(&c->writeback, run->npages);
+	add_relaxed(&f->writeback_pages, run->npages);
 
 	run->next = f->runs;
 	if (f->runs)
@@ -1385,19 +1387,20 @@ cache_end_run(struct cache_run *run, bool ok)
 			p->flags |= PF_DIRTY;
 			p->seq = p->wb_seq;
 			dirty_insert_locked(sh, p);
-			ATOMIC_ADD(&f->dirty_pages, 1);
-			ATOMIC_ADD(&c->dirty, 1);
+			add_relaxed(&f->dirty_pages, 1);
+			add_relaxed(&c->dirty, 1);
 		} else {
 			/* On the device: clean (cache_state_run). */
-			uint64_t was = __atomic_fetch_sub(&f->unwritten_pages,
-			    1, __ATOMIC_RELEASE);
+			uint64_t was =
+			    atomic_fetch_sub_explicit(&f->unwritten_pages, 1,
+				memory_order_release);
 			assert(was > 0);
 			(void)was;
 		}
 	}
 	pthread_mutex_unlock(&sh->lock);
-	ATOMIC_SUB(&c->writeback, run->npages);
-	ATOMIC_SUB(&f->writeback_pages, run->npages);
+	counter_sub(&c->writeback, run->npages);
+	counter_sub(&f->writeback_pages, run->npages);
 	if (run->prev)
 		run->prev->next = run->next;
 	else

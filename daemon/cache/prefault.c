@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "clock.h"
 #include "log.h"
 #include "prefault.h"
@@ -25,9 +26,9 @@ struct prefault {
 	pthread_t thread;
 	char *mem;
 	size_t bytes;
-	uint64_t done; /* atomic: bytes faulted in */
-	bool stop;     /* atomic */
-	bool joined;   /* the stopping thread's */
+	_Atomic uint64_t done; /* bytes faulted in */
+	_Atomic bool stop;
+	bool joined; /* the stopping thread's */
 };
 
 static void *
@@ -41,8 +42,7 @@ prefault_main(void *arg)
 	/* The lowest priority: clients' requests come first. */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), 19) < 0)
 		log_debug("prefault: setpriority: %s", strerror(errno));
-	while (
-	    at < pf->bytes && !__atomic_load_n(&pf->stop, __ATOMIC_RELAXED)) {
+	while (at < pf->bytes && !load_relaxed(&pf->stop)) {
 		size_t n = pf->bytes - at < PREFAULT_SLICE_BYTES ?
 		    pf->bytes - at :
 		    PREFAULT_SLICE_BYTES;
@@ -62,7 +62,7 @@ prefault_main(void *arg)
 			return NULL;
 		}
 		at += n;
-		__atomic_store_n(&pf->done, at, __ATOMIC_RELAXED);
+		store_relaxed(&pf->done, at);
 	}
 	if (at == pf->bytes)
 		log_info("memory.prefault: the cache's %s faulted in, in "
@@ -101,7 +101,7 @@ prefault_start(void *mem, size_t bytes)
 uint64_t
 prefault_done_bytes(const struct prefault *pf)
 {
-	return pf ? __atomic_load_n(&pf->done, __ATOMIC_RELAXED) : 0;
+	return pf ? load_relaxed(&pf->done) : 0;
 }
 
 void
@@ -109,7 +109,7 @@ prefault_stop(struct prefault *pf)
 {
 	if (!pf || pf->joined)
 		return;
-	__atomic_store_n(&pf->stop, true, __ATOMIC_RELAXED);
+	store_relaxed(&pf->stop, true);
 	pthread_join(pf->thread, NULL);
 	pf->joined = true;
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "cache-internal.h"
 #include "cache.h"
 #include "clock.h"
@@ -58,7 +59,7 @@ wbuf_release(struct cache *c, struct cache_wbuf *w)
 		n++;
 	}
 	if (n)
-		ATOMIC_SUB(&c->private_pages, n);
+		counter_sub(&c->private_pages, n);
 	pthread_mutex_unlock(&c->qlock);
 }
 
@@ -86,7 +87,7 @@ cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len)
 	/* One pass: the free list first, then clean pages evicted. */
 	uint32_t got = 0;
 	pthread_mutex_lock(&c->qlock);
-	if (ATOMIC_GET(&c->private_pages) + npages <= private_cap(c)) {
+	if (load_relaxed(&c->private_pages) + npages <= private_cap(c)) {
 		for (; got < npages; got++) {
 			struct cpage *p = c->nfree ?
 			    &c->pages[c->free[--c->nfree]] :
@@ -99,12 +100,14 @@ cache_wbuf_new(struct cache_file *f, uint64_t off, uint32_t len)
 			while (got > 0)
 				c->free[c->nfree++] = w->frame[--got];
 		} else {
-			ATOMIC_ADD(&c->private_pages, npages);
-			ATOMIC_SET(&c->wbuf_bytes, c->wbuf_bytes + len);
+			add_relaxed(&c->private_pages, npages);
+			store_relaxed(&c->wbuf_bytes,
+			    load_relaxed(&c->wbuf_bytes) + len);
 		}
 	}
 	if (got < npages)
-		ATOMIC_SET(&c->wbuf_refused, c->wbuf_refused + 1);
+		store_relaxed(&c->wbuf_refused,
+		    load_relaxed(&c->wbuf_refused) + 1);
 	pthread_mutex_unlock(&c->qlock);
 	if (got < npages) {
 		free(w);
@@ -147,7 +150,7 @@ cache_wbuf_free(struct cache_wbuf *w)
 uint64_t
 cache_private_pages(struct cache *c)
 {
-	return ATOMIC_GET(&c->private_pages);
+	return load_relaxed(&c->private_pages);
 }
 
 /* Private page Q's data replaces resident page P's (filled, not under
@@ -229,11 +232,11 @@ wbuf_commit_shard(struct cache_wbuf *w, struct shard *sh, uint32_t i,
 		w->frame[i] = WBUF_DONE;
 	}
 	if (freed)
-		ATOMIC_SUB(&c->private_pages, freed);
+		counter_sub(&c->private_pages, freed);
 	pthread_mutex_unlock(&c->qlock);
 	if (published) {
-		ATOMIC_ADD(&f->cached_pages, published);
-		ATOMIC_ADD(&c->used, published);
+		add_relaxed(&f->cached_pages, published);
+		add_relaxed(&c->used, published);
 	}
 	dirt_count(f, &d);
 	pthread_mutex_unlock(&sh->lock);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "backend.h"
 #include "backing.h"
 #include "cache.h"
@@ -65,23 +66,25 @@ struct wb_dev *
 daemon_get_dev(struct daemon *d, const struct backend *b)
 {
 	struct pool_params pp;
+	unsigned lo, hi;
 
-	for (size_t i = 0; i < d->n_devs; i++)
+	for (size_t i = 0; i < load_relaxed(&d->n_devs); i++)
 		if (d->devs[i]->id == b->dev)
 			return d->devs[i];
 	settings_pool_params(&d->cfg.writeback, &pp);
 	struct wb_dev *dev = wb_dev_new(b->dev, b->dev_name, &pp, &d->grace);
 	if (!dev)
 		return NULL;
-	config_device_ratios(&d->cfg, dev->name, &dev->min_ratio,
-	    &dev->max_ratio);
-	if (d->n_devs >= DAEMON_MAX_DEVS) {
+	config_device_ratios(&d->cfg, dev->name, &lo, &hi);
+	store_relaxed(&dev->min_ratio, lo);
+	store_relaxed(&dev->max_ratio, hi);
+	if (load_relaxed(&d->n_devs) >= DAEMON_MAX_DEVS) {
 		log_warnx("more than %u writeback devices", DAEMON_MAX_DEVS);
 		wb_dev_free(dev);
 		return NULL;
 	}
-	d->devs[d->n_devs] = dev;
-	__atomic_store_n(&d->n_devs, d->n_devs + 1, __ATOMIC_RELEASE);
+	d->devs[load_relaxed(&d->n_devs)] = dev;
+	store_release(&d->n_devs, load_relaxed(&d->n_devs) + 1);
 	return dev;
 }
 
@@ -92,13 +95,12 @@ daemon_remove_export(struct daemon *d, struct export *e)
 {
 	int expect = EXPORT_LIVE;
 
-	if (!__atomic_compare_exchange_n(&e->removed, &expect, EXPORT_REMOVING,
-		false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	if (!atomic_compare_exchange_strong_explicit(&e->removed, &expect,
+		EXPORT_REMOVING, memory_order_acq_rel, memory_order_relaxed))
 		return false;
 	/* Taken after the handshake stopped finding it: once it is over, a
 	 * handshake that found it before has counted its connection. */
-	__atomic_store_n(&e->grace_token, grace_start(&d->grace),
-	    __ATOMIC_RELEASE);
+	store_release(&e->grace_token, grace_start(&d->grace));
 	return true;
 }
 
@@ -113,9 +115,9 @@ daemon_retire_run(struct job *job)
 	if (export_flush(e, UINT64_MAX, WB_REASON_SYNC) == 0) {
 		log_info("export \"%s\" removed: written back and no longer "
 		    "served", e->name);
-		__atomic_store_n(&e->removed, EXPORT_RETIRED, __ATOMIC_RELEASE);
+		store_release(&e->removed, EXPORT_RETIRED);
 	} else {
-		__atomic_store_n(&e->removed, EXPORT_REMOVING, __ATOMIC_RELEASE);
+		store_release(&e->removed, EXPORT_REMOVING);
 	}
 }
 
@@ -124,14 +126,15 @@ daemon_retire_run(struct job *job)
 static void
 daemon_sync_removed(struct daemon *d, struct export *e)
 {
-	uint64_t token = __atomic_load_n(&e->grace_token, __ATOMIC_ACQUIRE);
+	uint64_t token = load_acquire(&e->grace_token);
 	int expect = EXPORT_REMOVING;
 
 	if (token == 0 || !grace_done(&d->grace, token) ||
-	    __atomic_load_n(&e->connections, __ATOMIC_ACQUIRE) != 0)
+	    load_acquire(&e->connections) != 0)
 		return;
-	if (!__atomic_compare_exchange_n(&e->removed, &expect,
-		EXPORT_WRITING_BACK, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+	if (!atomic_compare_exchange_strong_explicit(&e->removed, &expect,
+		EXPORT_WRITING_BACK, memory_order_acq_rel,
+		memory_order_relaxed))
 		return;
 	memset(&e->retire_job, 0, sizeof e->retire_job);
 	e->retire_job.run = daemon_retire_run;
@@ -152,14 +155,12 @@ daemon_unlink_retired_locked(struct daemon *d, struct export *e)
 		log_warnx("export \"%s\": dirty again after its final "
 			  "writeback; writing it back again",
 		    e->name);
-		__atomic_store_n(&e->removed, EXPORT_REMOVING,
-		    __ATOMIC_RELEASE);
+		store_release(&e->removed, EXPORT_REMOVING);
 		return;
 	}
 	export_table_remove(&d->exports, e);
 	wb_dev_remove_target(e->dev, &e->wt);
-	__atomic_store_n(&e->grace_token, grace_start(&d->grace),
-	    __ATOMIC_RELEASE);
+	store_release(&e->grace_token, grace_start(&d->grace));
 	e->freeing_next = d->freeing;
 	d->freeing = e;
 }
@@ -172,10 +173,9 @@ daemon_free_removed(struct daemon *d)
 
 	while (*p) {
 		struct export *e = *p;
-		uint64_t token =
-		    __atomic_load_n(&e->grace_token, __ATOMIC_ACQUIRE);
+		uint64_t token = load_acquire(&e->grace_token);
 		if (!grace_done(&d->grace, token) ||
-		    __atomic_load_n(&e->holds, __ATOMIC_ACQUIRE) != 0) {
+		    load_acquire(&e->holds) != 0) {
 			p = &e->freeing_next;
 			continue;
 		}
@@ -193,7 +193,7 @@ daemon_reap_exports(struct daemon *d)
 	struct export *e;
 
 	export_table_foreach(&d->exports, i, e) {
-		switch (__atomic_load_n(&e->removed, __ATOMIC_ACQUIRE)) {
+		switch (load_acquire(&e->removed)) {
 		case EXPORT_REMOVING:
 			daemon_sync_removed(d, e);
 			break;
@@ -221,7 +221,7 @@ daemon_refuse(struct daemon *d, int fd, const char *peer, const char *why)
 	unsigned quiet;
 
 	close(fd);
-	__atomic_add_fetch(&d->refused_conns, 1, __ATOMIC_RELAXED);
+	add_relaxed(&d->refused_conns, 1);
 	if (ratelimit_due(&d->refuse_log, DAEMON_REFUSE_LOG_NS, &quiet))
 		log_warnx("%s: refused: %s (%u more refusals not logged)", peer,
 		    why, quiet);
@@ -234,8 +234,7 @@ daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
 	const struct limits_conf *lc = &d->cfg.limits;
 	char why[128];
 
-	if (__atomic_load_n(&d->n_conns, __ATOMIC_RELAXED) >=
-	    lc->max_connections) {
+	if (load_relaxed(&d->n_conns) >= lc->max_connections) {
 		snprintf(why, sizeof why,
 		    "already %u connections (limits.max_connections)",
 		    lc->max_connections);
@@ -246,8 +245,7 @@ daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
 	 * none: a few clients filling the rest do not lock out a new one. */
 	unsigned held = slots_held(d->slots, client);
 	if (held > 0 &&
-	    __atomic_load_n(&d->n_conns, __ATOMIC_RELAXED) +
-		    lc->reserved_connections >=
+	    load_relaxed(&d->n_conns) + lc->reserved_connections >=
 		lc->max_connections) {
 		snprintf(why, sizeof why,
 		    "client %s has %u connections and the last %u are for "
@@ -265,9 +263,9 @@ daemon_dispatch_conn(struct daemon *d, int fd, const char *peer,
 		return;
 	}
 	struct ioloop *io = d->io[d->next_io++ % d->n_io];
-	__atomic_add_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
+	add_relaxed(&d->n_conns, 1);
 	if (ioloop_hand_conn(io, fd, peer, client, idle_s) < 0) {
-		__atomic_sub_fetch(&d->n_conns, 1, __ATOMIC_RELAXED);
+		sub_relaxed(&d->n_conns, 1);
 		slots_release(d->slots, client);
 	}
 }
@@ -406,8 +404,10 @@ daemon_create_cache(struct daemon *d)
 	log_info("cache: %s in %u-byte pages; dirty background %s, limit %s",
 	    size_human(d->wb.total_pages * d->wb.page_size, a, sizeof a),
 	    d->wb.page_size,
-	    size_human(d->wb.bg_pages * d->wb.page_size, b, sizeof b),
-	    size_human(d->wb.limit_pages * d->wb.page_size, l, sizeof l));
+	    size_human(load_relaxed(&d->wb.bg_pages) * d->wb.page_size, b,
+		sizeof b),
+	    size_human(load_relaxed(&d->wb.limit_pages) * d->wb.page_size, l,
+		sizeof l));
 	return 0;
 }
 
@@ -448,19 +448,21 @@ daemon_check_devices(struct daemon *d)
 	for (size_t i = 0; i < d->cfg.writeback.n_devices; i++) {
 		const struct device_conf *dc = &d->cfg.writeback.devices[i];
 		size_t j;
-		for (j = 0; j < d->n_devs; j++)
+		for (j = 0; j < load_relaxed(&d->n_devs); j++)
 			if (strcmp(d->devs[j]->name, dc->device) == 0)
 				break;
-		if (j == d->n_devs)
+		if (j == load_relaxed(&d->n_devs))
 			log_warnx("%s:%d: writeback device %s: no export is "
 			    "on this device; its settings are unused",
 			    d->cfg.path, dc->line, dc->device);
 	}
-	for (size_t j = 0; j < d->n_devs; j++)
+	for (size_t j = 0; j < load_relaxed(&d->n_devs); j++)
 		log_info("writeback device %s: %u..%u workers, min_ratio %u, "
-		    "max_ratio %u", d->devs[j]->name,
-		    d->cfg.writeback.min_workers, d->cfg.writeback.max_workers,
-		    d->devs[j]->min_ratio, d->devs[j]->max_ratio);
+			 "max_ratio %u",
+		    d->devs[j]->name, d->cfg.writeback.min_workers,
+		    d->cfg.writeback.max_workers,
+		    load_relaxed(&d->devs[j]->min_ratio),
+		    load_relaxed(&d->devs[j]->max_ratio));
 	return 0;
 }
 
@@ -523,8 +525,7 @@ daemon_install_ready(struct daemon *d)
 
 	if (pthread_mutex_trylock(&d->tune_lock) != 0)
 		return;
-	while (pending_poll(d->pending,
-	    !__atomic_load_n(&d->stopping, __ATOMIC_RELAXED), &r)) {
+	while (pending_poll(d->pending, !load_relaxed(&d->stopping), &r)) {
 		if (daemon_install_export(d, &r.ec, r.backend) < 0)
 			log_warnx("export \"%s\": cannot be added", r.ec.name);
 		r.backend = NULL;       /* the export's, or closed */
@@ -568,12 +569,10 @@ daemon_reclaim_journals(struct daemon *d, unsigned cs)
 	uint64_t interval = cs ? cs * 10000000ull : 5000000000ull;
 	struct export *e;
 
-	if (__atomic_load_n(&d->stopping, __ATOMIC_RELAXED))
+	if (load_relaxed(&d->stopping))
 		return;
 	export_table_foreach(&d->exports, j, e) {
-		if (e->journal &&
-		    __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE) ==
-			EXPORT_LIVE)
+		if (e->journal && load_acquire(&e->removed) == EXPORT_LIVE)
 			xj_tick(e->journal, interval);
 	}
 }
@@ -582,7 +581,7 @@ static void
 daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct daemon *d = w->data;
-	unsigned cs = __atomic_load_n(&d->wb.writeback_cs, __ATOMIC_RELAXED);
+	unsigned cs = load_relaxed(&d->wb.writeback_cs);
 	uint64_t now = now_ns();
 
 	daemon_reap_exports(d);
@@ -592,7 +591,7 @@ daemon_periodic_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (cs == 0 || now - d->last_periodic_ns < cs * 10000000ull)
 		return;
 	d->last_periodic_ns = now;
-	for (size_t i = 0; i < d->n_devs; i++)
+	for (size_t i = 0; i < load_relaxed(&d->n_devs); i++)
 		wb_kick_periodic(d->devs[i]);
 }
 
@@ -1000,9 +999,11 @@ daemon_start(struct daemon *d)
 		return -1;
 	listeners_start(&d->listeners);
 	log_info("wbd %s ready: %zu export(s), %u I/O thread(s), %zu "
-	    "writeback device(s)%s", WBD_VERSION, daemon_n_exports(d), d->n_io,
-	    d->n_devs, pending_count(d->pending) ? "; some exports wait for "
-	    "their remote" : "");
+		 "writeback device(s)%s",
+	    WBD_VERSION, daemon_n_exports(d), d->n_io, load_relaxed(&d->n_devs),
+	    pending_count(d->pending) ? "; some exports wait for "
+					"their remote" :
+					"");
 	return 0;
 }
 
@@ -1015,9 +1016,9 @@ daemon_run(struct daemon *d)
 void
 daemon_stop(struct daemon *d, const char *why)
 {
-	if (__atomic_exchange_n(&d->stopping, true, __ATOMIC_ACQ_REL))
+	if (atomic_exchange_explicit(&d->stopping, true, memory_order_acq_rel))
 		return;
-	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
+	store_relaxed(&d->wb.stopping, 1);
 	log_info("%s: finishing requests in flight, then flushing and exiting",
 	    why);
 	ev_break(d->loop, EVBREAK_ALL);
@@ -1026,8 +1027,8 @@ daemon_stop(struct daemon *d, const char *why)
 int
 daemon_shutdown(struct daemon *d)
 {
-	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
-	__atomic_store_n(&d->wb.stopping, 1, __ATOMIC_RELAXED);
+	store_release(&d->stopping, true);
+	store_relaxed(&d->wb.stopping, 1);
 	listeners_close(&d->listeners);
 	/* Freed in daemon_free: wbctl status may still read it. */
 	prefault_stop(d->prefault);
@@ -1064,7 +1065,7 @@ daemon_shutdown(struct daemon *d)
 	/* No job outlives its owner: the device pools end here, running
 	 * what is queued, while the control thread (stopped after this)
 	 * still takes the completions of its flush jobs. */
-	for (size_t i = 0; i < d->n_devs; i++) {
+	for (size_t i = 0; i < load_relaxed(&d->n_devs); i++) {
 		pool_free(d->devs[i]->pool);
 		d->devs[i]->pool = NULL;
 	}
@@ -1080,7 +1081,7 @@ daemon_free(struct daemon *d)
 	for (unsigned i = 0; i < d->n_io; i++)
 		ioloop_free(d->io[i]);
 	free(d->io);
-	for (size_t i = 0; d->devs && i < d->n_devs; i++)
+	for (size_t i = 0; d->devs && i < load_relaxed(&d->n_devs); i++)
 		wb_dev_free(d->devs[i]);
 	free(d->devs);
 	if (d->exports.slots.v)

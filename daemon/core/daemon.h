@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "budget.h"
 #include "activation.h"
 #include "config.h"
@@ -45,20 +46,20 @@ struct daemon {
 	struct ioloop **io;
 	unsigned n_io;
 	unsigned next_io;               /* round-robin for new connections */
-	unsigned n_conns;               /* open connections (atomic) */
+	_Atomic unsigned n_conns;       /* open connections */
 	struct slots *slots;            /* per client (slots.c) */
-	unsigned long refused_conns;    /* atomic: refused by the limits */
+	_Atomic unsigned long refused_conns; /* refused by the limits */
 	/* The control socket's (ctl.c), atomics: clients open, refused at
 	 * accept by control.max_clients and co., closed idle
 	 * (control.idle_timeout_s), requests too long. */
-	unsigned ctl_clients;
-	uint64_t ctl_refused, ctl_idle_closed, ctl_oversized;
+	_Atomic unsigned ctl_clients;
+	_Atomic uint64_t ctl_refused, ctl_idle_closed, ctl_oversized;
 	/* The metrics endpoint's (metrics-http.c), atomics: clients served
 	 * now, refused by metrics.max_connections and co. */
-	unsigned metrics_clients;
-	uint64_t metrics_refused;
+	_Atomic unsigned metrics_clients;
+	_Atomic uint64_t metrics_refused;
 	/* Connections closed by metrics.timeout_s or to make room (atomic). */
-	uint64_t metrics_cut;
+	_Atomic uint64_t metrics_cut;
 	struct ratelimit refuse_log;
 	struct budget budget;  /* limits.max_inflight_bytes */
 	struct tls_server tls; /* the tls group, swapped by reload */
@@ -72,7 +73,7 @@ struct daemon {
 
 	struct export_table exports;
 	struct wb_dev **devs;
-	size_t n_devs;
+	_Atomic size_t n_devs;
 	/* Who reads the tables without a lock: the I/O threads, the control
 	 * thread, the device pools' workers (grace.h). */
 	struct grace grace;
@@ -115,7 +116,7 @@ struct daemon {
 	/* Atomic: set once by the main thread (daemon_stop, daemon_shutdown)
 	 * with a release store, read by the control thread (which then
 	 * refuses every command) with an acquire load. */
-	bool stopping;
+	_Atomic bool stopping;
 };
 
 /* The device table never moves: it is allocated at its full size at
@@ -171,7 +172,7 @@ daemon_n_exports(struct daemon *d)
 static inline size_t
 daemon_n_devs(struct daemon *d)
 {
-	return __atomic_load_n(&d->n_devs, __ATOMIC_ACQUIRE);
+	return load_acquire(&d->n_devs);
 }
 
 /* The device of backend B, created (with its pool) on first use. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "atomics.h"
 #include "backend.h"
 #include "cache.h"
 #include "config-load.h"
@@ -46,8 +47,6 @@
 #include "slots.h"
 #include "wbdev.h"
 #include "writeback.h"
-
-#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
 void
 ctl_export_stats(struct daemon *d, struct export *e,
@@ -74,10 +73,11 @@ ctl_request_figures(json_t *o, const struct stats_export_io *x)
 	ctl_set_u64(o, "flushes", stats_hist_count(fl));
 	ctl_set_u64(o, "flush_p50_us", stats_hist_quantile_ns(fl, 0.5) / 1000);
 	ctl_set_u64(o, "flush_p99_us", stats_hist_quantile_ns(fl, 0.99) / 1000);
-	ctl_set_u64(o, "paced_writes", x->paced);
-	ctl_set_u64(o, "held_writes", x->held);
-	ctl_set_u64(o, "paced_now", x->paced - x->paced_done);
-	ctl_set_u64(o, "pause_ms", x->pause_ns / 1000000);
+	ctl_set_u64(o, "paced_writes", load_relaxed(&x->paced));
+	ctl_set_u64(o, "held_writes", load_relaxed(&x->held));
+	ctl_set_u64(o, "paced_now",
+	    load_relaxed(&x->paced) - load_relaxed(&x->paced_done));
+	ctl_set_u64(o, "pause_ms", load_relaxed(&x->pause_ns) / 1000000);
 }
 
 /* Add X's figures to SUM. */
@@ -87,12 +87,13 @@ ctl_stats_merge(struct stats_export_io *sum, const struct stats_export_io *x)
 	const struct stats_hist *h = &x->lat[STATS_OP_FLUSH];
 
 	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++)
-		sum->lat[STATS_OP_FLUSH].bucket[i] += h->bucket[i];
-	sum->lat[STATS_OP_FLUSH].sum_ns += h->sum_ns;
-	sum->paced += x->paced;
-	sum->held += x->held;
-	sum->paced_done += x->paced_done;
-	sum->pause_ns += x->pause_ns;
+		STATS_BUMP(&sum->lat[STATS_OP_FLUSH].bucket[i],
+		    load_relaxed(&h->bucket[i]));
+	STATS_BUMP(&sum->lat[STATS_OP_FLUSH].sum_ns, load_relaxed(&h->sum_ns));
+	STATS_BUMP(&sum->paced, load_relaxed(&x->paced));
+	STATS_BUMP(&sum->held, load_relaxed(&x->held));
+	STATS_BUMP(&sum->paced_done, load_relaxed(&x->paced_done));
+	STATS_BUMP(&sum->pause_ns, load_relaxed(&x->pause_ns));
 }
 
 /* The thresholds: what each is in effect, in bytes, and the settings
@@ -202,7 +203,7 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
 	uint64_t ps = d->wb.page_size;
 	json_t *o = json_pack("{s:s, s:I, s:s, s:b, s:s}", "name", e->name,
 	    "size_bytes", (json_int_t)e->size_bytes, "cache_mode",
-	    cache_mode_name(LOAD(&e->cache_mode)), "readonly",
+	    cache_mode_name(load_relaxed(&e->cache_mode)), "readonly",
 	    (e->tflags & NBD_FLAG_READ_ONLY) != 0, "device", e->dev->name);
 
 	static const char *const states[] = {
@@ -215,7 +216,7 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "state",
-	    json_string(states[LOAD(&e->removed) & 3]));
+	    json_string(states[load_relaxed(&e->removed) & 3]));
 	json_object_set_new(o, "access", ctl_access_json(e));
 	if (!details) {
 		json_object_set_new(o, "description",
@@ -239,8 +240,8 @@ ctl_export_json(struct daemon *d, struct export *e, bool details,
 		    (json_int_t)((now - oldest) / 1000000) :
 		    0));
 	json_object_set_new(o, "connections",
-	    json_integer(LOAD(&e->connections)));
-	int idle = LOAD(&e->idle_timeout_s);
+	    json_integer(load_relaxed(&e->connections)));
+	int idle = load_relaxed(&e->idle_timeout_s);
 	json_object_set_new(o, "idle_timeout_s",
 	    idle >= 0 ? json_integer(idle) : json_null());
 	json_object_set_new(o, "writeback_errors",
@@ -274,18 +275,19 @@ ctl_link_json(struct wb_dev *dev, struct backend *b)
 	ctl_set_u64(o, "bytes_in_flight", l.inflight_bytes);
 	ctl_set_u64(o, "writes_in_flight_max", l.inflight_max);
 	ctl_set_u64(o, "max_inflight_bytes",
-	    remote ? LOAD(&b->max_inflight_bytes) : 0);
+	    remote ? load_relaxed(&b->max_inflight_bytes) : 0);
 	json_object_set_new(o, "write_behind",
-	    json_boolean(remote && LOAD(&b->write_behind)));
-	ctl_set_u64(o, "write_behind_bytes", LOAD(&dev->write_behind_bytes));
+	    json_boolean(remote && load_relaxed(&b->write_behind)));
+	ctl_set_u64(o, "write_behind_bytes",
+	    load_relaxed(&dev->write_behind_bytes));
 	ctl_set_u64(o, "read_round_trip_us", l.read_rtt_ns / 1000);
 	ctl_set_u64(o, "read_bandwidth_bytes_per_s", l.read_bandwidth_bps);
 	ctl_set_u64(o, "window_reads", l.read_window);
 	ctl_set_u64(o, "reads_in_flight_max", l.reads_inflight_max);
 	ctl_set_u64(o, "readahead_bytes", l.readahead_bytes);
-	ctl_set_u64(o, "flushes_sent", LOAD(&dev->flushes_sent));
-	ctl_set_u64(o, "flushes_shared", LOAD(&dev->flushes_shared));
-	ctl_set_u64(o, "flushes_by_fua", LOAD(&dev->flushes_by_fua));
+	ctl_set_u64(o, "flushes_sent", load_relaxed(&dev->flushes_sent));
+	ctl_set_u64(o, "flushes_shared", load_relaxed(&dev->flushes_shared));
+	ctl_set_u64(o, "flushes_by_fua", load_relaxed(&dev->flushes_by_fua));
 	return o;
 }
 
@@ -296,7 +298,7 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	struct pool_stats st;
 	uint64_t wb_pages = 0, unflushed = 0;
 	json_t *names = json_array();
-	int err = LOAD(&dev->last_err);
+	int err = load_relaxed(&dev->last_err);
 
 	pool_get_stats(dev->pool, &st);
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
@@ -309,7 +311,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		wb_pages += cache_file_writeback_pages(e->cf);
 		unflushed += wb_target_unflushed(t);
 	}
-	uint64_t backoff_until = LOAD(&dev->backoff_until_ns), now = now_ns();
+	uint64_t backoff_until = load_relaxed(&dev->backoff_until_ns),
+		 now = now_ns();
 	json_t *remote = json_null();
 	struct backend *b = wb_dev_backend(dev);
 	struct backend_state bs;
@@ -333,15 +336,16 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    json_boolean(b->caps & BACKEND_FLUSH_BEFORE_READ));
 		ctl_set_u64(remote, "unflushed_ranges", unflushed);
 		ctl_set_u64(remote, "unflushed_ranges_max",
-		    LOAD(&b->unflushed_max));
+		    load_relaxed(&b->unflushed_max));
 		ctl_set_u64(remote, "unflushed_overflows",
-		    LOAD(&dev->unflushed_overflows));
+		    load_relaxed(&dev->unflushed_overflows));
 		ctl_set_u64(remote, "flushes_before_read",
-		    LOAD(&dev->read_flushes));
-		ctl_set_u64(remote, "commit_interval_ms", LOAD(&b->commit_ms));
-		ctl_set_u64(remote, "commits", LOAD(&dev->commits));
+		    load_relaxed(&dev->read_flushes));
+		ctl_set_u64(remote, "commit_interval_ms",
+		    load_relaxed(&b->commit_ms));
+		ctl_set_u64(remote, "commits", load_relaxed(&dev->commits));
 		ctl_set_u64(remote, "rewritten_after_loss_bytes",
-		    LOAD(&dev->redo_pages) * ps);
+		    load_relaxed(&dev->redo_pages) * ps);
 	}
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
@@ -352,17 +356,18 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 	    (json_int_t)(wb_pages * ps), "workers", "threads", (int)st.threads,
 	    "busy", (int)st.busy, "min", (int)d->cfg.writeback.min_workers,
 	    "max", (int)d->cfg.writeback.max_workers, "queued", "total",
-	    (int)st.queued, "background", LOAD(&dev->bg_queued) != 0,
-	    "periodic", LOAD(&dev->periodic_queued) != 0, "flush",
-	    (int)LOAD(&dev->work_by_reason[WB_REASON_FLUSH]), "fua",
-	    (int)LOAD(&dev->work_by_reason[WB_REASON_FUA]), "sync",
-	    (int)LOAD(&dev->work_by_reason[WB_REASON_SYNC]), "read",
-	    (int)LOAD(&dev->work_reads), "written_bytes",
-	    (json_int_t)LOAD(&dev->written_bytes), "read_bytes",
-	    (json_int_t)LOAD(&dev->read_bytes), "bandwidth_bytes_per_s",
-	    (json_int_t)LOAD(&dev->bandwidth_bps), "min_ratio",
-	    (int)LOAD(&dev->min_ratio), "max_ratio", (int)LOAD(&dev->max_ratio),
-	    "errors", (json_int_t)LOAD(&dev->errors), "last_error",
+	    (int)st.queued, "background", load_relaxed(&dev->bg_queued) != 0,
+	    "periodic", load_relaxed(&dev->periodic_queued) != 0, "flush",
+	    (int)load_relaxed(&dev->work_by_reason[WB_REASON_FLUSH]), "fua",
+	    (int)load_relaxed(&dev->work_by_reason[WB_REASON_FUA]), "sync",
+	    (int)load_relaxed(&dev->work_by_reason[WB_REASON_SYNC]), "read",
+	    (int)load_relaxed(&dev->work_reads), "written_bytes",
+	    (json_int_t)load_relaxed(&dev->written_bytes), "read_bytes",
+	    (json_int_t)load_relaxed(&dev->read_bytes), "bandwidth_bytes_per_s",
+	    (json_int_t)load_relaxed(&dev->bandwidth_bps), "min_ratio",
+	    (int)load_relaxed(&dev->min_ratio), "max_ratio",
+	    (int)load_relaxed(&dev->max_ratio), "errors",
+	    (json_int_t)load_relaxed(&dev->errors), "last_error",
 	    err ? json_string(strerror(err)) : json_null(), "backoff_ms",
 	    (json_int_t)(backoff_until > now ? (backoff_until - now) / 1000000 :
 					       0));
@@ -372,11 +377,12 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		json_object_set_new(o, "io_engine",
 		    json_string(b ? backend_io_engine_used(b) : ""));
 		ctl_set_u64(o, "rewritten_after_failed_flush_bytes",
-		    LOAD(&dev->flush_redo_pages) * ps);
+		    load_relaxed(&dev->flush_redo_pages) * ps);
 		json_object_set_new(o, "writeback_cpu_seconds",
-		    json_real((double)LOAD(&dev->wb_cpu_ns) / 1e9));
+		    json_real((double)load_relaxed(&dev->wb_cpu_ns) / 1e9));
 		json_object_set_new(o, "writeback_cpu_share",
-		    json_real((double)LOAD(&dev->wb_cpu_share_ppm) / 1e6));
+		    json_real(
+			(double)load_relaxed(&dev->wb_cpu_share_ppm) / 1e6));
 		json_object_set_new(o, "remote", remote);
 		json_object_set_new(o, "link", ctl_link_json(dev, b));
 	} else {
@@ -417,13 +423,13 @@ ctl_control_json(struct daemon *d)
 	const struct control_conf *cc = &d->cfg.control;
 
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:I}", "clients",
-	    (int)LOAD(&d->ctl_clients), "max_clients", (int)cc->max_clients,
-	    "max_clients_per_uid", (int)cc->max_clients_per_uid,
-	    "admin_reserved", (int)cc->admin_reserved, "idle_timeout_s",
-	    (int)cc->idle_timeout_s, "refused",
-	    (json_int_t)LOAD(&d->ctl_refused), "idle_closed",
-	    (json_int_t)LOAD(&d->ctl_idle_closed), "oversized_requests",
-	    (json_int_t)LOAD(&d->ctl_oversized));
+	    (int)load_relaxed(&d->ctl_clients), "max_clients",
+	    (int)cc->max_clients, "max_clients_per_uid",
+	    (int)cc->max_clients_per_uid, "admin_reserved",
+	    (int)cc->admin_reserved, "idle_timeout_s", (int)cc->idle_timeout_s,
+	    "refused", (json_int_t)load_relaxed(&d->ctl_refused), "idle_closed",
+	    (json_int_t)load_relaxed(&d->ctl_idle_closed), "oversized_requests",
+	    (json_int_t)load_relaxed(&d->ctl_oversized));
 }
 
 /* One listener of the listen group: its kind, address (or path) and
@@ -465,9 +471,9 @@ ctl_metrics_json(struct daemon *d)
 	    mc->listen, "max_connections", (int)mc->max_connections,
 	    "max_connections_per_client", (int)mc->max_connections_per_client,
 	    "timeout_s", (int)mc->timeout_s, "connections",
-	    (int)LOAD(&d->metrics_clients), "refused",
-	    (json_int_t)LOAD(&d->metrics_refused), "closed",
-	    (json_int_t)LOAD(&d->metrics_cut));
+	    (int)load_relaxed(&d->metrics_clients), "refused",
+	    (json_int_t)load_relaxed(&d->metrics_refused), "closed",
+	    (json_int_t)load_relaxed(&d->metrics_cut));
 }
 
 /* The shutdown: stopping (once a stop signal came), draining (writing
@@ -487,8 +493,8 @@ ctl_shutdown_json(struct daemon *d, bool draining)
 		n += p > 0;
 	}
 	return json_pack("{s:b, s:b, s:I, s:I, s:i}", "stopping",
-	    (int)__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE), "draining",
-	    (int)draining, "draining_s",
+	    (int)load_acquire(&d->stopping), "draining", (int)draining,
+	    "draining_s",
 	    (json_int_t)(draining ?
 		    (now_ns() - d->drain_began_ns) / 1000000000u :
 		    0),
@@ -531,7 +537,7 @@ ctl_status_build(struct daemon *d, bool draining)
 	const struct limits_conf *lc = &d->cfg.limits;
 	struct budget_stats bs;
 	budget_get_stats(&d->budget, &bs);
-	unsigned conns = LOAD(&d->n_conns);
+	unsigned conns = load_relaxed(&d->n_conns);
 	json_t *limits = json_pack("{s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:I,"
 				   " s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
 				   " s:i, s:I, s:I, s:i, s:I, s:I, s:i, s:i,"
@@ -543,7 +549,7 @@ ctl_status_build(struct daemon *d, bool draining)
 	    "max_connections_per_client", (int)lc->max_connections_per_client,
 	    "connections", (int)conns, "clients",
 	    (json_int_t)slots_clients(d->slots), "refused",
-	    (json_int_t)LOAD(&d->refused_conns), "max_inflight_bytes",
+	    (json_int_t)load_relaxed(&d->refused_conns), "max_inflight_bytes",
 	    (json_int_t)bs.limit, "inflight_bytes", (json_int_t)bs.used,
 	    "inflight_peak_bytes", (json_int_t)bs.peak, "inflight_waits",
 	    (json_int_t)bs.waits, "inflight_reserve_bytes",

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "activation.h"
+#include "atomics.h"
 #include "buf.h"
 #include "cache.h"
 #include "clock.h"
@@ -281,9 +282,9 @@ ctl_flush_job_run(struct job *job)
 {
 	struct ctl_flush_job *fj = (struct ctl_flush_job *)job;
 
-	unsigned *counter = &fj->e->dev->work_by_reason[WB_REASON_SYNC];
+	_Atomic unsigned *counter = &fj->e->dev->work_by_reason[WB_REASON_SYNC];
 	fj->r = export_flush(fj->e, fj->seq, WB_REASON_SYNC);
-	__atomic_sub_fetch(counter, 1, __ATOMIC_RELAXED);
+	sub_relaxed(counter, 1);
 	if (fj->r < 0) {
 		/* Report the cause (ENOSPC, ...) rather than plain EIO. */
 		int err = wb_target_last_err(&fj->e->wt);
@@ -409,12 +410,11 @@ ctl_cmd_flush(struct ctl_client *cl, json_t *req)
 		struct ctl_flush_job *fj = &fl->jobs[i];
 		fj->fl = fl;
 		fj->e = fl->exports[i];
-		fj->seq = __atomic_load_n(&fj->e->write_seq, __ATOMIC_ACQUIRE);
+		fj->seq = load_acquire(&fj->e->write_seq);
 		fj->job.run = ctl_flush_job_run;
 		fj->job.done = ctl_flush_job_done;
 		fj->job.owner = &cl->cs->io->owner;
-		__atomic_add_fetch(&fj->e->dev->work_by_reason[WB_REASON_SYNC],
-		    1, __ATOMIC_RELAXED);
+		add_relaxed(&fj->e->dev->work_by_reason[WB_REASON_SYNC], 1);
 		pool_submit(fj->e->dev->pool, &fj->job);
 	}
 	if (!do_wait) {
@@ -527,8 +527,8 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 	cmd = req.name;
 	/* Shutting down: the status (which says so, and what is left to
 	 * write back) and the version, nothing else. */
-	if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) &&
-	    req.cmd != CTL_CMD_STATUS && req.cmd != CTL_CMD_VERSION) {
+	if (load_acquire(&d->stopping) && req.cmd != CTL_CMD_STATUS &&
+	    req.cmd != CTL_CMD_VERSION) {
 		ctl_error(cl, "EBUSY", "wbd is shutting down");
 		goto out;
 	}
@@ -542,7 +542,7 @@ ctl_dispatch(struct ctl_client *cl, const char *line, size_t len)
 	}
 	case CTL_CMD_STATUS: {
 		json_t *o = ctl_status_json(d);
-		if (!o && __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
+		if (!o && load_acquire(&d->stopping))
 			ctl_error(cl, "EBUSY", "wbd is shutting down");
 		else
 			ctl_send(cl, o);
@@ -608,8 +608,7 @@ ctl_process(struct ctl_client *cl)
 	}
 	if (cl->in.len > CTL_MAX_LINE) {
 		unsigned quiet;
-		__atomic_add_fetch(&cl->cs->d->ctl_oversized, 1,
-		    __ATOMIC_RELAXED);
+		add_relaxed(&cl->cs->d->ctl_oversized, 1);
 		if (ratelimit_due(&cl->cs->long_log, CTL_REFUSE_LOG_NS, &quiet))
 			log_warnx("control: a request of a client of uid %u is "
 				  "longer than %u bytes: refused (%u more not "
@@ -699,7 +698,7 @@ ctl_client_reap(struct ctl_client *cl)
 	if (cl->next)
 		cl->next->prev = cl->prev;
 	cs->n_clients--;
-	__atomic_store_n(&cs->d->ctl_clients, cs->n_clients, __ATOMIC_RELAXED);
+	store_relaxed(&cs->d->ctl_clients, cs->n_clients);
 	buf_free(&cl->in);
 	buf_free(&cl->out);
 	free(cl);
@@ -764,8 +763,7 @@ ctl_close_idle(struct ctl_state *cs, uint64_t now)
 		if (cl->fd < 0 || cl->flush ||
 		    now - cl->last_ns < s * 1000000000ull)
 			continue;
-		__atomic_add_fetch(&cs->d->ctl_idle_closed, 1,
-		    __ATOMIC_RELAXED);
+		add_relaxed(&cs->d->ctl_idle_closed, 1);
 		if (ratelimit_due(&cs->idle_log, CTL_REFUSE_LOG_NS, &quiet))
 			log_info("control: closing a client of uid %u idle for "
 				 "%u s (control.idle_timeout_s) (%u more not "
@@ -814,7 +812,7 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	const char *why = ctl_refusal(cs, cred.uid, cred.gid);
 	if (why) {
 		unsigned quiet;
-		__atomic_add_fetch(&cs->d->ctl_refused, 1, __ATOMIC_RELAXED);
+		add_relaxed(&cs->d->ctl_refused, 1);
 		if (ratelimit_due(&cs->refuse_log, CTL_REFUSE_LOG_NS, &quiet))
 			log_warnx("control: refused a client of uid %u: %s "
 				  "(%u more refusals not logged)",
@@ -845,7 +843,7 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		cs->clients->prev = cl;
 	cs->clients = cl;
 	cs->n_clients++;
-	__atomic_store_n(&cs->d->ctl_clients, cs->n_clients, __ATOMIC_RELAXED);
+	store_relaxed(&cs->d->ctl_clients, cs->n_clients);
 	ev_io_start(loop, &cl->rw);
 	log_debug("control: client uid %u pid %d%s", (unsigned)cred.uid,
 	    (int)cred.pid, cl->admin ? " (admin)" : "");

@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "clock.h"
 #include "config-load.h"
 #include "daemon.h"
@@ -229,7 +230,7 @@ metrics_http_answer(void *cls, struct MHD_Connection *conn, const char *url,
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return metrics_http_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 		    "method not allowed: GET or HEAD\n");
-	if (__atomic_load_n(&mh->d->stopping, __ATOMIC_ACQUIRE))
+	if (load_acquire(&mh->d->stopping))
 		return metrics_http_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 		    "wbd is shutting down\n");
 
@@ -278,7 +279,7 @@ metrics_http_cut(struct metrics_http *mh, struct metrics_http_conn *c,
 		return;
 	c->cut = true;
 	shutdown(c->fd, SHUT_RDWR);
-	__atomic_add_fetch(&mh->d->metrics_cut, 1, __ATOMIC_RELAXED);
+	add_relaxed(&mh->d->metrics_cut, 1);
 	if (ratelimit_due(&mh->cut_rl, METRICS_HTTP_REFUSE_LOG_NS, &quiet))
 		log_warnx("metrics: closed a connection of %s: %s (%u more "
 			  "not logged)",
@@ -340,7 +341,7 @@ metrics_http_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 	if ((same = slots_held(mh->slots, key)) <
 	    mc->max_connections_per_client)
 		return MHD_YES;
-	__atomic_add_fetch(&mh->d->metrics_refused, 1, __ATOMIC_RELAXED);
+	add_relaxed(&mh->d->metrics_refused, 1);
 	if (ratelimit_due(&mh->refuse_rl, METRICS_HTTP_REFUSE_LOG_NS, &quiet))
 		log_warnx("metrics: refused a client at %s: it has %u "
 			  "connections (metrics.max_connections_per_client) "
@@ -417,8 +418,7 @@ metrics_http_notify(void *cls, struct MHD_Connection *conn, void **ctx,
 		free(c);
 		*ctx = NULL;
 	}
-	__atomic_store_n(&mh->d->metrics_clients, mh->n_clients,
-	    __ATOMIC_RELAXED);
+	store_relaxed(&mh->d->metrics_clients, mh->n_clients);
 }
 
 /* libmicrohttpd's own complaints, into wbd's log. */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "ctl-status.h"
 #include "daemon.h"
 #include "export.h"
@@ -394,7 +395,7 @@ metrics_hist(FILE *f, const char *name, const char *l1, const char *v1,
 	char le[32];
 
 	for (unsigned i = 0; i < STATS_HIST_BUCKETS; i++) {
-		cum += h->bucket[i];
+		cum += load_relaxed(&h->bucket[i]);
 		if (i < STATS_HIST_FINITE)
 			snprintf(le, sizeof le, "%.9g", stats_hist_bound_s(i));
 		else
@@ -413,7 +414,7 @@ metrics_hist(FILE *f, const char *name, const char *l1, const char *v1,
 		metrics_u64(f, cum);
 	}
 	metrics_start(f, name, "_sum", l1, v1, l2, v2);
-	metrics_double(f, (double)h->sum_ns / 1e9);
+	metrics_double(f, (double)load_relaxed(&h->sum_ns) / 1e9);
 	metrics_start(f, name, "_count", l1, v1, l2, v2);
 	metrics_u64(f, cum);
 }
@@ -735,7 +736,8 @@ metrics_write(FILE *f, struct daemon *d, json_t *st)
 			continue;
 		x[n].name = e->name;
 		ctl_export_stats(d, e, &x[n].st);
-		x[n].paced_now = x[n].st.paced - x[n].st.paced_done;
+		x[n].paced_now = load_relaxed(&x[n].st.paced) -
+		    load_relaxed(&x[n].st.paced_done);
 		n++;
 	}
 	metrics_exports_stats(f, x, n);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "backend.h"
 #include "backing.h"
 #include "config-load.h"
@@ -245,7 +246,7 @@ reload_find_export(struct daemon *d, const char *name, bool *leaving)
 
 	*leaving = false;
 	export_table_foreach(&d->exports, j, e) {
-		int state = __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE);
+		int state = load_acquire(&e->removed);
 		if (strcmp(e->name, name) != 0)
 			continue;
 		/* A removed export of the same name counts as gone: a
@@ -310,18 +311,15 @@ reload_export(struct daemon *d, const struct export_conf *ec, char *msg,
 		    "export \"%s\": allow list changed "
 		    "(for new connections)",
 		    e->name);
-	if (__atomic_load_n(&e->idle_timeout_s, __ATOMIC_RELAXED) !=
-	    export_conf_idle(ec)) {
-		__atomic_store_n(&e->idle_timeout_s, export_conf_idle(ec),
-		    __ATOMIC_RELAXED);
+	if (load_relaxed(&e->idle_timeout_s) != export_conf_idle(ec)) {
+		store_relaxed(&e->idle_timeout_s, export_conf_idle(ec));
 		reload_note(msg, msglen,
 		    "export \"%s\": idle_timeout_s changed (for new "
 		    "connections)",
 		    e->name);
 	}
-	if (e->cache_mode != ec->cache_mode) {
-		__atomic_store_n(&e->cache_mode, ec->cache_mode,
-		    __ATOMIC_RELAXED);
+	if (load_relaxed(&e->cache_mode) != ec->cache_mode) {
+		store_relaxed(&e->cache_mode, ec->cache_mode);
 		reload_note(msg, msglen, "export \"%s\": cache_mode %s", e->name,
 		    cache_mode_name(ec->cache_mode));
 	}

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "cache.h"
 #include "clock.h"
 #include "daemon.h"
@@ -42,7 +43,7 @@ service_status_line(struct daemon *d, char *buf, size_t len)
 {
 	size_t live = 0;
 	uint64_t dirty_pages = 0, oldest_ns = 0, now = now_ns();
-	unsigned conns = __atomic_load_n(&d->n_conns, __ATOMIC_RELAXED);
+	unsigned conns = load_relaxed(&d->n_conns);
 	size_t waiting = d->pending ? pending_count(d->pending) : 0;
 	char dirty[32], age[48] = "", wait[48] = "";
 
@@ -106,14 +107,13 @@ service_pong(struct job *job)
 {
 	struct service_ping *p = container_of(job, struct service_ping, job);
 
-	__atomic_store_n(&p->answered, p->sent, __ATOMIC_RELEASE);
+	store_release(&p->answered, p->sent);
 }
 
 static bool
 service_ping_back(const struct service_ping *p)
 {
-	return p->sent == 0 ||
-	    __atomic_load_n(&p->answered, __ATOMIC_ACQUIRE) == p->sent;
+	return p->sent == 0 || load_acquire(&p->answered) == p->sent;
 }
 
 /*

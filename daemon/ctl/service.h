@@ -24,8 +24,8 @@ struct daemon;
 /* A watchdog ping: a job run by an I/O thread or a device's pool. */
 struct service_ping {
 	struct job job;
-	unsigned sent;     /* round it was sent in (main) */
-	unsigned answered; /* round answered (atomic) */
+	unsigned sent;             /* round it was sent in (main) */
+	_Atomic unsigned answered; /* round answered */
 };
 
 struct service {

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "atomics.h"
 #include "config-load.h"
 #include "daemon.h"
 #include "pool.h"
@@ -48,8 +49,8 @@ settings_apply(struct daemon *d, struct writeback_conf *wc,
 		} else {
 			config_device_ratios(&d->cfg, dev->name, &lo, &hi);
 		}
-		__atomic_store_n(&dev->min_ratio, lo, __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->max_ratio, hi, __ATOMIC_RELAXED);
+		store_relaxed(&dev->min_ratio, lo);
+		store_relaxed(&dev->max_ratio, hi);
 		wb_kick_background(dev);
 	}
 }

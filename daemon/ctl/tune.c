@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "config-load.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -45,10 +46,8 @@ tune_list_json(struct daemon *d)
 	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		struct wb_dev *dev = d->devs[i];
 		struct device_conf dc = {
-			.min_ratio = __atomic_load_n(&dev->min_ratio,
-			    __ATOMIC_RELAXED),
-			.max_ratio = __atomic_load_n(&dev->max_ratio,
-			    __ATOMIC_RELAXED),
+			.min_ratio = load_relaxed(&dev->min_ratio),
+			.max_ratio = load_relaxed(&dev->max_ratio),
 		};
 		char key[64];
 
@@ -67,9 +66,12 @@ tune_list_json(struct daemon *d)
 		if (export_retired(e))
 			continue;
 		snprintf(key, sizeof key, "export.%s.cache_mode", e->name);
-		json_array_append_new(a, tune_entry(key, json_string(
-		    cache_mode_name(e->cache_mode)), "", "export",
-		    "writeback, writethrough or writethrough-until-flush"));
+		json_array_append_new(a,
+		    tune_entry(key,
+			json_string(
+			    cache_mode_name(load_relaxed(&e->cache_mode))),
+			"", "export",
+			"writeback, writethrough or writethrough-until-flush"));
 	}
 	pthread_mutex_unlock(&d->tune_lock);
 	return a;
@@ -227,7 +229,7 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	}
 	pthread_mutex_lock(&d->tune_lock);
 	st.wc = d->cfg.writeback;
-	st.devs = calloc(d->n_devs + 1, sizeof *st.devs);
+	st.devs = calloc(load_relaxed(&d->n_devs) + 1, sizeof *st.devs);
 	st.modes =
 	    calloc(export_table_count(&d->exports) + 1, sizeof *st.modes);
 	if (!st.devs || !st.modes) {
@@ -236,11 +238,11 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 	}
 	for (size_t i = 0; i < daemon_n_devs(d); i++) {
 		st.devs[i].device = d->devs[i]->name;
-		st.devs[i].min_ratio = d->devs[i]->min_ratio;
-		st.devs[i].max_ratio = d->devs[i]->max_ratio;
+		st.devs[i].min_ratio = load_relaxed(&d->devs[i]->min_ratio);
+		st.devs[i].max_ratio = load_relaxed(&d->devs[i]->max_ratio);
 	}
 	export_table_foreach(&d->exports, i, ex)
-		st.modes[i] = ex->cache_mode;
+		st.modes[i] = load_relaxed(&ex->cache_mode);
 
 	json_object_foreach(set, key, v)
 		if (tune_one(d, &st, key, v, err, errlen) < 0)
@@ -257,8 +259,7 @@ tune_set(struct daemon *d, json_t *set, json_t *changed, char *err,
 
 	settings_apply(d, &st.wc, st.devs);
 	export_table_foreach(&d->exports, i, ex)
-		__atomic_store_n(&ex->cache_mode, st.modes[i],
-		    __ATOMIC_RELAXED);
+		store_relaxed(&ex->cache_mode, st.modes[i]);
 	json_object_foreach(set, key, v) {
 		json_array_append_new(changed, json_string(key));
 		/* Setting one form of a threshold clears the other. */

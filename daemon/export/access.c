@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "access.h"
+#include "atomics.h"
 
 #define ACCESS_EXPECTED                                                        \
 	"an address or network (\"192.168.10.0/24\", \"::1\"), \"uid:N\", "    \
@@ -30,7 +31,7 @@ access_list_new(size_t cap)
 	struct access_list *l = calloc(1, sizeof *l + cap * sizeof l->v[0]);
 
 	if (l) {
-		l->refs = 1;
+		store_relaxed(&l->refs, 1);
 		l->cap = cap;
 	}
 	return l;
@@ -40,14 +41,15 @@ struct access_list *
 access_list_ref(struct access_list *l)
 {
 	if (l)
-		__atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
+		add_relaxed(&l->refs, 1);
 	return l;
 }
 
 void
 access_list_unref(struct access_list *l)
 {
-	if (!l || __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) != 0)
+	if (!l ||
+	    atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].text);

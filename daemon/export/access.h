@@ -45,7 +45,7 @@ struct access_entry {
 };
 
 struct access_list {
-	unsigned refs; /* atomic */
+	_Atomic unsigned refs;
 	size_t n, cap;
 	struct access_entry v[];
 };

@@ -102,10 +102,10 @@ struct export_journal {
 	uint64_t synced_gen; /* every commit up to it is durable */
 	struct xj_mark marks[XJ_MARKS];
 	unsigned first, nmarks;
-	bool broken; /* atomic: an I/O error; not used again */
-	/* atomic: broken, and still holding records that a start would
-	 * replay (journal_invalidate has not yet succeeded). */
-	bool stale;
+	_Atomic bool broken; /* an I/O error; not used again */
+	/* Broken, and still holding records that a start would replay
+	 * (journal_invalidate has not yet succeeded). */
+	_Atomic bool stale;
 	uint8_t *buf; /* a batch's data */
 	struct journal_rec *recs;
 
@@ -113,7 +113,7 @@ struct export_journal {
 	 * export's device's pool. */
 	struct pool *commit_pool;
 	struct job reclaim_job;
-	int reclaim_queued; /* atomic */
+	_Atomic int reclaim_queued;
 	uint64_t last_reclaim_ns;
 
 	/*
@@ -130,7 +130,8 @@ struct export_journal {
 	pthread_mutex_t apply_lock;
 	pthread_mutex_t ep_lock;
 	struct xj_epoch *ep_head, *ep_tail;
-	uint64_t ep_n, ep_bytes; /* the apply lag (ep_lock; read atomically) */
+	_Atomic uint64_t ep_n,
+	    ep_bytes;            /* apply lag (ep_lock; read atomically) */
 	uint64_t applied_jseq;   /* ep_lock */
 	uint64_t released_jseq;  /* xj.lock */
 	uint64_t batch_max;      /* bytes of data in a batch */
@@ -138,17 +139,17 @@ struct export_journal {
 	uint8_t *abuf;           /* what an epoch reads back (apply_lock) */
 	struct backend_write aw[XJ_APPLY_WINDOW]; /* apply_lock */
 	struct job apply_job;                     /* on the export's pool */
-	int apply_queued;                         /* atomic */
-	int apply_commit;          /* atomic: the job commits first */
-	uint64_t last_commit_ns;   /* atomic */
-	bool order_lost;           /* atomic: epochs written back unordered */
+	_Atomic int apply_queued;                 /* atomic */
+	_Atomic int apply_commit;        /* atomic: the job commits first */
+	_Atomic uint64_t last_commit_ns; /* atomic */
+	_Atomic bool order_lost;   /* atomic: epochs written back unordered */
 	struct ratelimit apply_rl; /* apply_lock: "applying failed" */
 
 	/* For wbctl status (atomics). */
-	uint64_t commits, shared, fallbacks, logged_bytes, log_ns, backing_ns,
-	    reclaims;
-	uint64_t epochs_applied, applied_bytes, apply_ns, apply_errors;
-	const char *fallback_why;
+	_Atomic uint64_t commits, shared, fallbacks, logged_bytes, log_ns,
+	    backing_ns, reclaims;
+	_Atomic uint64_t epochs_applied, applied_bytes, apply_ns, apply_errors;
+	_Atomic(const char *) fallback_why;
 	struct ratelimit fallback_rl;
 	struct journal_replay_stats replay; /* set before serving */
 	uint64_t replay_ns;
@@ -238,8 +239,7 @@ xj_on_write(const struct export_journal *xj)
 struct pool *
 xj_pool(struct export_journal *xj)
 {
-	return __atomic_load_n(&xj->broken, __ATOMIC_RELAXED) ? NULL :
-								xj->commit_pool;
+	return load_relaxed(&xj->broken) ? NULL : xj->commit_pool;
 }
 
 bool
@@ -270,7 +270,7 @@ xj_take(struct export_journal *xj, struct xj_taken *t)
 		.overflow = xj->overflow,
 		.gen = ++xj->gen };
 	/* Every write noted so far had its sequence before it was noted. */
-	t->wseq = __atomic_load_n(xj->tg.write_seq, __ATOMIC_ACQUIRE);
+	t->wseq = load_acquire(xj->tg.write_seq);
 	xj->set = NULL;
 	xj->n = xj->cap = 0;
 	xj->set_bytes = 0;
@@ -341,9 +341,9 @@ xj_mark_push_locked(struct export_journal *xj, uint64_t wseq)
 static void
 xj_break_locked(struct export_journal *xj, const char *what, int err)
 {
-	if (__atomic_exchange_n(&xj->broken, true, __ATOMIC_RELAXED))
+	if (atomic_exchange_explicit(&xj->broken, true, memory_order_relaxed))
 		return;
-	__atomic_store_n(&xj->stale, true, __ATOMIC_RELAXED);
+	store_relaxed(&xj->stale, true);
 	log_errorx("export \"%s\": write log %s: %s failed: %s; the log is "
 		   "no longer used: each FLUSH now writes back and flushes "
 		   "the backing device, and fails until the log's old records "
@@ -366,7 +366,7 @@ xj_invalidate_locked(struct export_journal *xj)
 	int r = journal_invalidate(xj->j);
 
 	if (r == 0) {
-		__atomic_store_n(&xj->stale, false, __ATOMIC_RELAXED);
+		store_relaxed(&xj->stale, false);
 		log_warnx(
 		    "export \"%s\": write log %s emptied (its superblocks "
 		    "zeroed): everything it held is on the backing "
@@ -392,13 +392,13 @@ xj_release_locked(struct export_journal *xj, uint64_t max_seq)
 		xj->first = (xj->first + 1) % XJ_MARKS;
 		xj->nmarks--;
 	}
-	if (jseq != 0 && !__atomic_load_n(&xj->broken, __ATOMIC_RELAXED)) {
+	if (jseq != 0 && !load_relaxed(&xj->broken)) {
 		journal_release(xj->j, jseq);
 		int r = journal_checkpoint(xj->j);
 		if (r < 0)
 			xj_break_locked(xj, "a checkpoint", r);
 	}
-	if (xj->nmarks == 0 && __atomic_load_n(&xj->stale, __ATOMIC_RELAXED))
+	if (xj->nmarks == 0 && load_relaxed(&xj->stale))
 		xj_invalidate_locked(xj);
 }
 
@@ -434,9 +434,8 @@ xj_epoch_push(struct export_journal *xj, struct xj_epoch *ep)
 	else
 		xj->ep_head = ep;
 	xj->ep_tail = ep;
-	__atomic_store_n(&xj->ep_n, xj->ep_n + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&xj->ep_bytes, xj->ep_bytes + ep->bytes,
-	    __ATOMIC_RELAXED);
+	store_relaxed(&xj->ep_n, xj->ep_n + 1);
+	store_relaxed(&xj->ep_bytes, xj->ep_bytes + ep->bytes);
 	pthread_mutex_unlock(&xj->ep_lock);
 }
 
@@ -524,9 +523,8 @@ xj_apply_one_locked(struct export_journal *xj, bool *from_log)
 	if (!ep)
 		return 0;
 	for (unsigned attempt = 0;; attempt++) {
-		uint64_t losses = __atomic_load_n(&b->losses, __ATOMIC_ACQUIRE);
-		uint64_t fails =
-		    __atomic_load_n(&xj->tg.wt->flush_fails, __ATOMIC_ACQUIRE);
+		uint64_t losses = load_acquire(&b->losses);
+		uint64_t fails = load_acquire(&xj->tg.wt->flush_fails);
 		r = xj_apply_write_locked(xj, ep, from_log);
 		if (r == 0)
 			r = backend_flush(b);
@@ -536,9 +534,8 @@ xj_apply_one_locked(struct export_journal *xj, bool *from_log)
 		 * before its flush; a file whose flush by writeback failed
 		 * meanwhile may have dropped our writes, the kernel telling
 		 * one fdatasync only: the epoch again. */
-		if (__atomic_load_n(&b->losses, __ATOMIC_ACQUIRE) == losses &&
-		    __atomic_load_n(&xj->tg.wt->flush_fails,
-			__ATOMIC_ACQUIRE) == fails)
+		if (load_acquire(&b->losses) == losses &&
+		    load_acquire(&xj->tg.wt->flush_fails) == fails)
 			break;
 		if (attempt == XJ_APPLY_REDO_MAX) {
 			r = -EIO;
@@ -546,7 +543,7 @@ xj_apply_one_locked(struct export_journal *xj, bool *from_log)
 		}
 	}
 	if (r < 0) {
-		__atomic_add_fetch(&xj->apply_errors, 1, __ATOMIC_RELAXED);
+		add_relaxed(&xj->apply_errors, 1);
 		return r;
 	}
 	uint64_t ps = xj->page_size, k = 0;
@@ -562,15 +559,14 @@ xj_apply_one_locked(struct export_journal *xj, bool *from_log)
 	xj->ep_head = ep->next;
 	if (!xj->ep_head)
 		xj->ep_tail = NULL;
-	__atomic_store_n(&xj->ep_n, xj->ep_n - 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&xj->ep_bytes, xj->ep_bytes - ep->bytes,
-	    __ATOMIC_RELAXED);
+	store_relaxed(&xj->ep_n, xj->ep_n - 1);
+	store_relaxed(&xj->ep_bytes, xj->ep_bytes - ep->bytes);
 	if (ep->jseq_end > xj->applied_jseq)
 		xj->applied_jseq = ep->jseq_end;
 	pthread_mutex_unlock(&xj->ep_lock);
-	__atomic_add_fetch(&xj->epochs_applied, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&xj->applied_bytes, ep->bytes, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&xj->apply_ns, now_ns() - start, __ATOMIC_RELAXED);
+	add_relaxed(&xj->epochs_applied, 1);
+	add_relaxed(&xj->applied_bytes, ep->bytes);
+	add_relaxed(&xj->apply_ns, now_ns() - start);
 	free(ep);
 	return 1;
 }
@@ -583,8 +579,7 @@ xj_release_applied_locked(struct export_journal *xj)
 	pthread_mutex_lock(&xj->ep_lock);
 	uint64_t jseq = xj->applied_jseq;
 	pthread_mutex_unlock(&xj->ep_lock);
-	if (jseq <= xj->released_jseq ||
-	    __atomic_load_n(&xj->broken, __ATOMIC_RELAXED))
+	if (jseq <= xj->released_jseq || load_relaxed(&xj->broken))
 		return;
 	xj->released_jseq = jseq;
 	journal_release(xj->j, jseq);
@@ -606,15 +601,15 @@ xj_drop_epochs_locked(struct export_journal *xj, int err)
 	struct xj_epoch *ep = xj->ep_head;
 	n = xj->ep_n;
 	xj->ep_head = xj->ep_tail = NULL;
-	__atomic_store_n(&xj->ep_n, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&xj->ep_bytes, 0, __ATOMIC_RELAXED);
+	store_relaxed(&xj->ep_n, 0);
+	store_relaxed(&xj->ep_bytes, 0);
 	pthread_mutex_unlock(&xj->ep_lock);
 	while (ep) {
 		struct xj_epoch *next = ep->next;
 		free(ep);
 		ep = next;
 	}
-	__atomic_store_n(&xj->order_lost, true, __ATOMIC_RELAXED);
+	store_relaxed(&xj->order_lost, true);
 	log_errorx("export \"%s\": write log %s: reading it back failed: %s; "
 		   "%llu epoch(s) not yet applied are written back from the "
 		   "cache instead, out of order: until that is done the "
@@ -795,8 +790,8 @@ xj_log_locked(struct export_journal *xj, struct xj_taken *t, const char **why)
 		*why = "the log failed";
 		return r;
 	}
-	__atomic_add_fetch(&xj->logged_bytes, logged, __ATOMIC_RELAXED);
-	__atomic_store_n(&xj->last_commit_ns, now_ns(), __ATOMIC_RELAXED);
+	add_relaxed(&xj->logged_bytes, logged);
+	store_relaxed(&xj->last_commit_ns, now_ns());
 	if (!xj->ordered)
 		xj_mark_push_locked(xj, t->wseq);
 	return 0;
@@ -812,8 +807,8 @@ xj_write_back_locked(struct export_journal *xj, struct xj_taken *t,
 	const struct xj_target *e = &xj->tg;
 	unsigned quiet;
 
-	__atomic_add_fetch(&xj->fallbacks, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&xj->fallback_why, why, __ATOMIC_RELAXED);
+	add_relaxed(&xj->fallbacks, 1);
+	store_relaxed(&xj->fallback_why, why);
 	if (ratelimit_due(&xj->fallback_rl, XJ_FALLBACK_LOG_NS, &quiet))
 		log_info("export \"%s\": a FLUSH writes back to the backing "
 			 "device instead of the write log: %s (%u more not "
@@ -829,12 +824,12 @@ xj_write_back_locked(struct export_journal *xj, struct xj_taken *t,
 	}
 	uint64_t start = now_ns();
 	int r = wb_flush(e->wt, t->wseq, WB_REASON_FLUSH);
-	__atomic_add_fetch(&xj->backing_ns, now_ns() - start, __ATOMIC_RELAXED);
+	add_relaxed(&xj->backing_ns, now_ns() - start);
 	if (r == 0) {
 		/* Every record holds writes of sequence up to t->wseq. */
 		xj_mark_push_locked(xj, t->wseq);
 		xj_release_locked(xj, t->wseq);
-		if (__atomic_load_n(&xj->stale, __ATOMIC_RELAXED))
+		if (load_relaxed(&xj->stale))
 			r = -EIO; /* the log could not be emptied */
 	}
 	return r;
@@ -851,11 +846,11 @@ xj_commit(struct export_journal *xj, uint64_t gen)
 	if (xj->synced_gen > gen) {
 		/* A commit that began after this FLUSH arrived is done. */
 		pthread_mutex_unlock(&xj->lock);
-		__atomic_add_fetch(&xj->shared, 1, __ATOMIC_RELAXED);
+		add_relaxed(&xj->shared, 1);
 		return 1;
 	}
 	xj_take(xj, &t);
-	if (__atomic_load_n(&xj->broken, __ATOMIC_RELAXED))
+	if (load_relaxed(&xj->broken))
 		why = "the log failed earlier";
 	else if (t.discarded)
 		why = "a TRIM or zeroing since the last FLUSH";
@@ -865,10 +860,9 @@ xj_commit(struct export_journal *xj, uint64_t gen)
 		uint64_t start = now_ns();
 		xj_merge(&t);
 		r = xj_log_locked(xj, &t, &why);
-		__atomic_add_fetch(&xj->log_ns, now_ns() - start,
-		    __ATOMIC_RELAXED);
+		add_relaxed(&xj->log_ns, now_ns() - start);
 		if (r == 0) {
-			__atomic_add_fetch(&xj->commits, 1, __ATOMIC_RELAXED);
+			add_relaxed(&xj->commits, 1);
 			r = 1;
 		}
 	}
@@ -881,7 +875,7 @@ xj_commit(struct export_journal *xj, uint64_t gen)
 		xj_put_back(xj, &t);
 	free(t.set);
 	/* Ordered: the epochs it made, to the backing device. */
-	if (xj->ordered && __atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) > 0)
+	if (xj->ordered && load_relaxed(&xj->ep_n) > 0)
 		xj_queue_apply(xj);
 	return r;
 }
@@ -941,31 +935,32 @@ xj_apply_run(struct job *job)
 {
 	struct export_journal *xj =
 	    container_of(job, struct export_journal, apply_job);
-	unsigned *holds = xj->tg.holds;
+	_Atomic unsigned *holds = xj->tg.holds;
 	int r = 0;
 
 	/* An epoch no client asked for (dirty pressure, the tick): every
 	 * write completed before it is a valid point in time. */
-	if (__atomic_exchange_n(&xj->apply_commit, 0, __ATOMIC_ACQ_REL))
+	if (atomic_exchange_explicit(&xj->apply_commit, 0,
+		memory_order_acq_rel))
 		r = xj_commit(xj, xj_gen(xj));
 	if (r >= 0)
 		r = xj_apply_pending(xj);
-	__atomic_store_n(&xj->apply_queued, 0, __ATOMIC_RELEASE);
+	store_release(&xj->apply_queued, 0);
 	/* Committed meanwhile, and its kick found this job queued. */
 	if (r >= 0 &&
-	    (__atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) > 0 ||
-		__atomic_load_n(&xj->apply_commit, __ATOMIC_RELAXED)))
+	    (load_relaxed(&xj->ep_n) > 0 || load_relaxed(&xj->apply_commit)))
 		xj_queue_apply(xj);
 	/* The last use of XJ: its export may be freed once let go. */
-	__atomic_sub_fetch(holds, 1, __ATOMIC_RELEASE);
+	(void)atomic_fetch_sub_explicit(holds, 1, memory_order_release);
 }
 
 static void
 xj_queue_apply(struct export_journal *xj)
 {
-	if (__atomic_exchange_n(&xj->apply_queued, 1, __ATOMIC_ACQ_REL))
+	if (atomic_exchange_explicit(&xj->apply_queued, 1,
+		memory_order_acq_rel))
 		return;
-	__atomic_add_fetch(xj->tg.holds, 1, __ATOMIC_RELAXED);
+	add_relaxed(xj->tg.holds, 1);
 	xj->apply_job = (struct job){ .run = xj_apply_run };
 	pool_submit(xj->tg.pool, &xj->apply_job);
 }
@@ -980,10 +975,10 @@ void
 xj_kick(struct export_journal *xj)
 {
 	if (!xj || !xj->ordered ||
-	    (__atomic_load_n(&xj->apply_queued, __ATOMIC_RELAXED) &&
-		__atomic_load_n(&xj->apply_commit, __ATOMIC_RELAXED)))
+	    (load_relaxed(&xj->apply_queued) &&
+		load_relaxed(&xj->apply_commit)))
 		return;
-	__atomic_store_n(&xj->apply_commit, 1, __ATOMIC_RELEASE);
+	store_release(&xj->apply_commit, 1);
 	xj_queue_apply(xj);
 }
 
@@ -996,8 +991,7 @@ xj_make_room(struct export_journal *xj)
 	if (!xj || !xj->ordered)
 		return false;
 	/* Nothing committed to apply: what is noted becomes an epoch. */
-	if (__atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) == 0 &&
-	    xj_commit(xj, xj_gen(xj)) < 0)
+	if (load_relaxed(&xj->ep_n) == 0 && xj_commit(xj, xj_gen(xj)) < 0)
 		return false;
 	pthread_mutex_lock(&xj->apply_lock);
 	r = xj_apply_one_locked(xj, &from_log);
@@ -1052,7 +1046,7 @@ xj_reclaim_run(struct job *job)
 {
 	struct export_journal *xj =
 	    container_of(job, struct export_journal, reclaim_job);
-	unsigned *holds = xj->tg.holds;
+	_Atomic unsigned *holds = xj->tg.holds;
 	uint64_t wseq = 0;
 
 	pthread_mutex_lock(&xj->lock);
@@ -1061,11 +1055,11 @@ xj_reclaim_run(struct job *job)
 	pthread_mutex_unlock(&xj->lock);
 	if (wseq > 0 && wb_flush(xj->tg.wt, wseq, WB_REASON_SYNC) == 0) {
 		xj_flushed(xj, wseq);
-		__atomic_add_fetch(&xj->reclaims, 1, __ATOMIC_RELAXED);
+		add_relaxed(&xj->reclaims, 1);
 	}
-	__atomic_store_n(&xj->reclaim_queued, 0, __ATOMIC_RELEASE);
+	store_release(&xj->reclaim_queued, 0);
 	/* The last use of XJ: its export may be freed once let go. */
-	__atomic_sub_fetch(holds, 1, __ATOMIC_RELEASE);
+	atomic_fetch_sub_explicit(holds, 1, memory_order_release);
 }
 
 void
@@ -1080,16 +1074,15 @@ xj_tick(struct export_journal *xj, uint64_t interval_ns)
 		pthread_mutex_lock(&xj->set_lock);
 		bool noted = xj->n > 0 || xj->discarded || xj->overflow;
 		pthread_mutex_unlock(&xj->set_lock);
-		uint64_t last =
-		    __atomic_load_n(&xj->last_commit_ns, __ATOMIC_RELAXED);
+		uint64_t last = load_relaxed(&xj->last_commit_ns);
 		if (noted && now_ns() - last >= interval_ns)
 			xj_kick(xj);
-		else if (__atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED) > 0)
+		else if (load_relaxed(&xj->ep_n) > 0)
 			xj_queue_apply(xj);
 		return;
 	}
-	if (!xj || __atomic_load_n(&xj->broken, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&xj->reclaim_queued, __ATOMIC_ACQUIRE))
+	if (!xj || load_relaxed(&xj->broken) ||
+	    load_acquire(&xj->reclaim_queued))
 		return;
 	/* The usage is read without xj.lock: a figure for a decision. */
 	if (pthread_mutex_trylock(&xj->lock) != 0)
@@ -1102,8 +1095,8 @@ xj_tick(struct export_journal *xj, uint64_t interval_ns)
 	    (u.used < u.size / 2 && now - xj->last_reclaim_ns < interval_ns))
 		return;
 	xj->last_reclaim_ns = now;
-	__atomic_store_n(&xj->reclaim_queued, 1, __ATOMIC_RELEASE);
-	__atomic_add_fetch(xj->tg.holds, 1, __ATOMIC_RELAXED);
+	store_release(&xj->reclaim_queued, 1);
+	add_relaxed(xj->tg.holds, 1);
 	xj->reclaim_job = (struct job){ .run = xj_reclaim_run };
 	pool_submit(xj->tg.pool, &xj->reclaim_job);
 }
@@ -1251,7 +1244,9 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 	const uint8_t *data = rec->type == JOURNAL_REC_WRITE ? rec->data : NULL;
 	/* One write sequence for the record: the last write of each of
 	 * its pages, for an ordered log to clean them by. */
-	uint64_t seq = __atomic_add_fetch(e->write_seq, 1, __ATOMIC_ACQ_REL);
+	uint64_t seq =
+	    (atomic_fetch_add_explicit(e->write_seq, 1, memory_order_acq_rel) +
+		(1));
 	for (uint32_t at = 0; at < rec->len;) {
 		uint32_t n =
 		    rec->len - at < XJ_REC_BYTES ? rec->len - at : XJ_REC_BYTES;
@@ -1339,7 +1334,7 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 			xj->batch_max = tg->page_size;
 		/* From now on its pages go to the backing device only from
 		 * the log (replay's included). */
-		__atomic_store_n(&tg->wt->ordered, true, __ATOMIC_RELEASE);
+		store_release(&tg->wt->ordered, true);
 	}
 	/* Replayed into the cache before anyone sees the export. */
 	struct xj_replay rp = { .xj = xj,
@@ -1371,8 +1366,7 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		pthread_mutex_unlock(&xj->lock);
 	} else if (xj->replay.records > 0) {
 		/* Needed until the backing device holds them. */
-		xj_mark_push_locked(xj,
-		    __atomic_load_n(e->write_seq, __ATOMIC_ACQUIRE));
+		xj_mark_push_locked(xj, load_acquire(e->write_seq));
 	}
 	if (xj->replay.records > 0) {
 		log_warnx("export \"%s\": write log %s: replayed %llu "
@@ -1452,31 +1446,24 @@ xj_get_stats(struct export_journal *xj, struct xj_stats *st)
 {
 	*st = (struct xj_stats){ .path = xj->path,
 		.mode = xj->mode,
-		.broken = __atomic_load_n(&xj->broken, __ATOMIC_RELAXED),
-		.stale = __atomic_load_n(&xj->stale, __ATOMIC_RELAXED),
-		.commits = __atomic_load_n(&xj->commits, __ATOMIC_RELAXED),
-		.shared = __atomic_load_n(&xj->shared, __ATOMIC_RELAXED),
-		.fallbacks = __atomic_load_n(&xj->fallbacks, __ATOMIC_RELAXED),
-		.fallback_why =
-		    __atomic_load_n(&xj->fallback_why, __ATOMIC_RELAXED),
-		.logged_bytes =
-		    __atomic_load_n(&xj->logged_bytes, __ATOMIC_RELAXED),
-		.log_ns = __atomic_load_n(&xj->log_ns, __ATOMIC_RELAXED),
-		.backing_ns =
-		    __atomic_load_n(&xj->backing_ns, __ATOMIC_RELAXED),
-		.reclaims = __atomic_load_n(&xj->reclaims, __ATOMIC_RELAXED),
+		.broken = load_relaxed(&xj->broken),
+		.stale = load_relaxed(&xj->stale),
+		.commits = load_relaxed(&xj->commits),
+		.shared = load_relaxed(&xj->shared),
+		.fallbacks = load_relaxed(&xj->fallbacks),
+		.fallback_why = load_relaxed(&xj->fallback_why),
+		.logged_bytes = load_relaxed(&xj->logged_bytes),
+		.log_ns = load_relaxed(&xj->log_ns),
+		.backing_ns = load_relaxed(&xj->backing_ns),
+		.reclaims = load_relaxed(&xj->reclaims),
 		.ordered = xj->ordered,
-		.order_lost =
-		    __atomic_load_n(&xj->order_lost, __ATOMIC_RELAXED),
-		.epochs_applied =
-		    __atomic_load_n(&xj->epochs_applied, __ATOMIC_RELAXED),
-		.applied_bytes =
-		    __atomic_load_n(&xj->applied_bytes, __ATOMIC_RELAXED),
-		.apply_ns = __atomic_load_n(&xj->apply_ns, __ATOMIC_RELAXED),
-		.apply_errors =
-		    __atomic_load_n(&xj->apply_errors, __ATOMIC_RELAXED),
-		.lag_epochs = __atomic_load_n(&xj->ep_n, __ATOMIC_RELAXED),
-		.lag_bytes = __atomic_load_n(&xj->ep_bytes, __ATOMIC_RELAXED),
+		.order_lost = load_relaxed(&xj->order_lost),
+		.epochs_applied = load_relaxed(&xj->epochs_applied),
+		.applied_bytes = load_relaxed(&xj->applied_bytes),
+		.apply_ns = load_relaxed(&xj->apply_ns),
+		.apply_errors = load_relaxed(&xj->apply_errors),
+		.lag_epochs = load_relaxed(&xj->ep_n),
+		.lag_bytes = load_relaxed(&xj->ep_bytes),
 		.replay = xj->replay,
 		.replay_ns = xj->replay_ns };
 	pthread_mutex_lock(&xj->lock);

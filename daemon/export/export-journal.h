@@ -46,9 +46,9 @@ struct xj_target {
 	uint32_t page_size;
 	struct cache_file *cf;
 	struct wb_target *wt;
-	uint64_t *write_seq; /* atomic: the export's last write's sequence */
-	struct pool *pool;   /* where reclaim runs */
-	unsigned *holds;     /* atomic: raised while a reclaim is queued */
+	_Atomic uint64_t *write_seq; /* the export's last write's sequence */
+	struct pool *pool;           /* where reclaim runs */
+	_Atomic unsigned *holds;     /* raised while a reclaim is queued */
 	struct grace *grace; /* the daemon's, for the log's own workers */
 };
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "export-table.h"
 #include "export.h"
 
@@ -30,7 +31,7 @@ export_table_free(struct export_table *t)
 	free(t->names);
 	t->names = NULL;
 	t->n_names = 0;
-	t->default_name = NULL;
+	store_relaxed(&t->default_name, NULL);
 }
 
 int
@@ -49,7 +50,7 @@ export_table_set_default(struct export_table *t, const char *name)
 			return -1;
 		d = v[t->n_names++];
 	}
-	__atomic_store_n(&t->default_name, d, __ATOMIC_RELEASE);
+	store_release(&t->default_name, d);
 	return 0;
 }
 
@@ -69,7 +70,7 @@ export_table_remove(struct export_table *t, struct export *e)
 static bool
 export_table_live(struct export *e)
 {
-	return __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE) == EXPORT_LIVE;
+	return load_acquire(&e->removed) == EXPORT_LIVE;
 }
 
 struct export *
@@ -79,8 +80,7 @@ export_table_find(struct export_table *t, const char *name)
 
 	if (!*name) {
 		/* The default export: the one named, or the first. */
-		const char *d =
-		    __atomic_load_n(&t->default_name, __ATOMIC_ACQUIRE);
+		const char *d = load_acquire(&t->default_name);
 		if (d == export_table_no_default)
 			return NULL;
 		if (d)

@@ -31,7 +31,7 @@ struct export_table {
 	/* Atomic: the name the empty name stands for; NULL for the first
 	 * export still served, export_table_no_default for none.  Names
 	 * set are kept until the table is freed (readers take no lock). */
-	const char *default_name;
+	_Atomic(const char *) default_name;
 	char **names;
 	size_t n_names;
 };

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "blockstatus.h"
 #include "cache.h"
 #include "clock.h"
@@ -48,7 +49,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->name = strdup(ec->name);
 	e->backing = strdup(ec->backing);
 	e->direct = ec->direct;
-	e->idle_timeout_s = export_conf_idle(ec);
+	store_relaxed(&e->idle_timeout_s, export_conf_idle(ec));
 	e->description = ec->description ? strdup(ec->description) : NULL;
 	e->size_bytes = backend_size(b);
 	e->cf = cache_file_new(wb->cache, e->size_bytes);
@@ -72,7 +73,7 @@ export_new(const struct export_conf *ec, struct wb_dev *dev, struct backend *b,
 	e->backend = b;
 	e->dev = dev;
 	e->wb = wb;
-	e->cache_mode = ec->cache_mode;
+	store_relaxed(&e->cache_mode, ec->cache_mode);
 	access_policy_init(&e->allow, ec->allow);
 
 	e->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
@@ -197,8 +198,7 @@ export_write_slow(struct export *e, struct request *req)
 		}
 		case CACHE_WRITE_NO_SPACE:
 			/* Never acknowledged, so refusing it loses nothing. */
-			if (__atomic_load_n(&e->wb->stopping,
-				__ATOMIC_RELAXED) &&
+			if (load_relaxed(&e->wb->stopping) &&
 			    now_ns() - start > EXPORT_SPACE_WAIT_NS)
 				return -ESHUTDOWN;
 			/* Every page dirty or pinned: make room.  Logged
@@ -295,7 +295,7 @@ export_flush_before_read(void *arg, uint64_t off, uint64_t len)
 
 /* What a queued request is, for wbctl status: a FLUSH, a write made
  * durable (fua), or reading from the device (a miss or a fill). */
-static unsigned *
+static _Atomic unsigned *
 export_work_counter(struct export *e, const struct request *req)
 {
 	switch (req->nbd.type) {
@@ -370,8 +370,7 @@ export_run(struct job *job)
 	bool fua = n->flags & NBD_CMD_FLAG_FUA;
 	int r = 0;
 
-	if (export_only_answers(n) && req->gone &&
-	    __atomic_load_n(req->gone, __ATOMIC_ACQUIRE)) {
+	if (export_only_answers(n) && req->gone && load_acquire(req->gone)) {
 		r = -ECANCELED; /* the client has gone: nobody to answer */
 		goto done;
 	}
@@ -429,9 +428,9 @@ export_run(struct job *job)
 	}
 done:
 	req->err = -r;
-	unsigned *counter = export_work_counter(e, req);
+	_Atomic unsigned *counter = export_work_counter(e, req);
 	if (counter)
-		__atomic_sub_fetch(counter, 1, __ATOMIC_RELAXED);
+		sub_relaxed(counter, 1);
 	wb_foreground_done(e->dev, e->wb);
 }
 
@@ -444,7 +443,7 @@ export_window_read_done(struct fill_read *r)
 	struct request *req = container_of(r, struct request, fill);
 
 	req->err = -r->err;
-	__atomic_sub_fetch(&req->export->dev->work_reads, 1, __ATOMIC_RELAXED);
+	sub_relaxed(&req->export->dev->work_reads, 1);
 	wb_foreground_done(req->export->dev, req->export->wb);
 	req->job.owner->post(req->job.owner, &req->job);
 }
@@ -452,10 +451,10 @@ export_window_read_done(struct fill_read *r)
 static void
 export_queue(struct export *e, struct request *req)
 {
-	unsigned *counter = export_work_counter(e, req);
+	_Atomic unsigned *counter = export_work_counter(e, req);
 
 	if (counter)
-		__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+		add_relaxed(counter, 1);
 	if (req->nbd.type == NBD_CMD_READ && fill_window_wanted(&e->wt)) {
 		/* A remote: many misses in flight on one worker. */
 		req->fill = (struct fill_read){ .t = &e->wt,
@@ -481,8 +480,8 @@ static int
 export_pause_ms(struct export *e, uint64_t dirty_pages)
 {
 	struct wb_dev *dev = e->dev;
-	unsigned min_ratio = __atomic_load_n(&dev->min_ratio, __ATOMIC_RELAXED);
-	unsigned max_ratio = __atomic_load_n(&dev->max_ratio, __ATOMIC_RELAXED);
+	unsigned min_ratio = load_relaxed(&dev->min_ratio);
+	unsigned max_ratio = load_relaxed(&dev->max_ratio);
 	uint64_t dev_dirty = max_ratio < 100 || min_ratio > 0 ?
 	    wb_dev_dirty_pages(dev) : 0;
 
@@ -529,9 +528,7 @@ export_write_verdict(struct export *e, struct request *req)
 		    e->name, how, (unsigned long long)(dirty * ps),
 		    (unsigned long long)(th.limit_pages * ps),
 		    (unsigned long long)(wb_dev_dirty_pages(e->dev) * ps),
-		    e->dev->name,
-		    __atomic_load_n(&e->dev->max_ratio, __ATOMIC_RELAXED),
-		    quiet);
+		    e->dev->name, load_relaxed(&e->dev->max_ratio), quiet);
 	}
 	return EXPORT_PACE;
 }
@@ -562,7 +559,7 @@ export_write_held(struct export *e)
 	/* Held at the limit, unless shutting down (then let it go: the
 	 * data is in the cache and the drain writes it back). */
 	if (export_pause_ms(e, cache_dirty_pages(e->wb->cache)) >= 0 ||
-	    __atomic_load_n(&e->wb->stopping, __ATOMIC_RELAXED))
+	    load_relaxed(&e->wb->stopping))
 		return false;
 	xj_kick(e->journal);
 	wb_kick_background(e->dev);
@@ -583,17 +580,18 @@ export_complete(struct export *e, struct request *req)
 bool
 export_prefetch_begin(struct export *e, unsigned max)
 {
-	if (__atomic_add_fetch(&e->dev->prefetching, 1, __ATOMIC_RELAXED) <=
-	    max)
+	/* Counted in, if fewer than MAX were. */
+	if (atomic_fetch_add_explicit(&e->dev->prefetching, 1,
+		memory_order_relaxed) < max)
 		return true;
-	__atomic_sub_fetch(&e->dev->prefetching, 1, __ATOMIC_RELAXED);
+	sub_relaxed(&e->dev->prefetching, 1);
 	return false;
 }
 
 void
 export_prefetch_end(struct export *e)
 {
-	__atomic_sub_fetch(&e->dev->prefetching, 1, __ATOMIC_RELAXED);
+	sub_relaxed(&e->dev->prefetching, 1);
 }
 
 enum export_verdict
@@ -607,8 +605,7 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 {
 	const struct nbd_request *n = &req->nbd;
 	/* Read once: tune and reload change it while requests arrive. */
-	enum cache_mode mode =
-	    __atomic_load_n(&e->cache_mode, __ATOMIC_RELAXED);
+	enum cache_mode mode = load_relaxed(&e->cache_mode);
 	uint64_t fill;
 	uint32_t done = 0; /* the worker starts over: the request's own */
 
@@ -639,7 +636,8 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 			return EXPORT_REPLY;
 		break;
 	case NBD_CMD_WRITE:
-		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
+		req->seq =
+		    add_fetch_u64(&e->write_seq, 1, memory_order_acq_rel);
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
 		    export_write_cache(e, req, payload, &fill, &done) ==
 			CACHE_WRITE_OK) {
@@ -659,13 +657,14 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 		break;
 	case NBD_CMD_FLUSH:
 		req->flushed = true;
-		req->seq = __atomic_load_n(&e->write_seq, __ATOMIC_ACQUIRE);
+		req->seq = load_acquire(&e->write_seq);
 		if (e->journal)
 			req->jgen = xj_gen(e->journal);
 		break;
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
-		req->seq = __atomic_add_fetch(&e->write_seq, 1, __ATOMIC_ACQ_REL);
+		req->seq =
+		    add_fetch_u64(&e->write_seq, 1, memory_order_acq_rel);
 		break;
 	}
 	export_queue(e, req);

@@ -36,6 +36,7 @@
 #include <sys/uio.h>
 
 #include "access.h"
+#include "atomics.h"
 #include "backend.h"
 #include "config.h"
 #include "handshake.h"
@@ -65,18 +66,18 @@ struct export {
 	struct cache_file *cf;          /* this export's pages */
 	uint64_t size_bytes;
 	uint16_t tflags;
-	enum cache_mode cache_mode;     /* atomic: reload, wbctl tune */
+	_Atomic enum cache_mode cache_mode; /* reload, wbctl tune */
 	struct hs_export hs;            /* what the handshake shows */
 	struct access_policy allow;     /* who may open it (reload
 	                                   replaces the list) */
-	int idle_timeout_s;             /* atomic (reload): its connections'
+	_Atomic int idle_timeout_s;     /* reload: its connections'
 	                                   idle timeout; -1: limits' */
 
-	uint64_t write_seq;             /* atomic: last write's sequence */
+	_Atomic uint64_t write_seq; /* last write's sequence */
 	/* What writeback keeps for this export: the error sequence, the
 	 * flush counters, the lock writeback signals progress on. */
 	struct wb_target wt;
-	unsigned connections;           /* atomic: clients in transmission */
+	_Atomic unsigned connections;   /* clients in transmission */
 	struct ratelimit space_rl;      /* "waiting for cache space" */
 	struct ratelimit pace_rl;       /* "writers paced" / "held" */
 	char *backing;                  /* as configured */
@@ -84,15 +85,15 @@ struct export {
 	 * served, closed when it is freed. */
 	struct export_journal *journal;
 	bool direct;                    /* as configured (O_DIRECT) */
-	int removed;                    /* atomic: enum export_state */
+	_Atomic int removed;            /* enum export_state */
 	struct job retire_job;
 	/* Its place in the order of adding: "" is the first still live. */
 	unsigned long added;
 	/* Removal (see above): the grace period under way (atomic: set by a
 	 * reload, read by the tick), wbctl flushes still holding it, and the
 	 * list of exports out of the table waiting to be freed (the tick). */
-	uint64_t grace_token;
-	unsigned holds;
+	_Atomic uint64_t grace_token;
+	_Atomic unsigned holds;
 	struct export *freeing_next;
 };
 
@@ -100,7 +101,7 @@ struct export {
 static inline bool
 export_retired(struct export *e)
 {
-	return __atomic_load_n(&e->removed, __ATOMIC_ACQUIRE) == EXPORT_RETIRED;
+	return load_acquire(&e->removed) == EXPORT_RETIRED;
 }
 
 /* Keep E from being freed beyond the caller's quiescent state (a wbctl
@@ -109,13 +110,13 @@ export_retired(struct export *e)
 static inline void
 export_hold(struct export *e)
 {
-	__atomic_add_fetch(&e->holds, 1, __ATOMIC_RELAXED);
+	add_relaxed(&e->holds, 1);
 }
 
 static inline void
 export_release(struct export *e)
 {
-	__atomic_sub_fetch(&e->holds, 1, __ATOMIC_RELEASE);
+	atomic_fetch_sub_explicit(&e->holds, 1, memory_order_release);
 }
 
 /* NULL with errno ENOMEM, or ENOSPC if DEV carries WB_DEV_MAX_TARGETS. */
@@ -139,7 +140,7 @@ int export_journal_open(struct export *e, const struct export_journal_conf *jc,
 static inline uint64_t
 export_err_seq(struct export *e)
 {
-	return __atomic_load_n(&e->wt.err_seq, __ATOMIC_ACQUIRE);
+	return load_acquire(&e->wt.err_seq);
 }
 
 /*

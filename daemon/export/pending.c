@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "access.h"
+#include "atomics.h"
 #include "backend.h"
 #include "backing.h"
 #include "clock.h"
@@ -39,7 +40,7 @@ struct pending_export {
 	pthread_t thread;
 	bool running;                   /* an attempt thread exists */
 	bool cancelled;                 /* dropped; reap once joined */
-	int done;                       /* atomic: the attempt has ended */
+	_Atomic int done;               /* the attempt has ended */
 	struct backend *result;         /* its backend, NULL if it failed */
 	unsigned attempts;              /* failed attempts */
 	unsigned backoff_ms;
@@ -184,7 +185,7 @@ pe_attempt(void *arg)
 
 	log_set_thread_quiet((n & (n - 1)) != 0);
 	pe->result = backing_open(&pe->ec, &pe->rc);
-	__atomic_store_n(&pe->done, 1, __ATOMIC_RELEASE);
+	store_release(&pe->done, 1);
 	return NULL;
 }
 
@@ -209,11 +210,10 @@ pending_poll(struct pending_table *pt, bool start, struct pending_ready *ready)
 	for (size_t i = 0; i < pt->n;) {
 		struct pending_export *pe = pt->v[i];
 
-		if (pe->running && __atomic_load_n(&pe->done,
-		    __ATOMIC_ACQUIRE)) {
+		if (pe->running && load_acquire(&pe->done)) {
 			pthread_join(pe->thread, NULL);
 			pe->running = false;
-			pe->done = 0;
+			store_relaxed(&pe->done, 0);
 			if (pe->cancelled) {
 				pe_free(pt_remove_locked(pt, i));
 				continue;

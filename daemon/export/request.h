@@ -67,7 +67,7 @@ struct request {
 	 * CACHE that has not begun is skipped (ECANCELED), so that a
 	 * client that leaves with requests queued frees its share of the
 	 * budget and the workers at once. */
-	const bool *gone;
+	const _Atomic bool *gone;
 	/* out: a reply the export encoded whole (BLOCK_STATUS), freed with
 	 * the request */
 	void *reply;

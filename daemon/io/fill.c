@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "backend.h"
 #include "bufstash.h"
 #include "cache.h"
@@ -56,7 +57,7 @@ fill_backend_begin(struct wb_target *t, struct backend_read *br, void *buf,
 	uint64_t start = 0;
 
 	wb_flush_before_read(t, off, count);
-	__atomic_add_fetch(&t->dev->read_bytes, count, __ATOMIC_RELAXED);
+	add_relaxed(&t->dev->read_bytes, count);
 	/* A remote's reads are its link's estimate for reads (wbdev.h). */
 	if (t->backend->caps & BACKEND_REMOTE) {
 		start = now_ns();
@@ -263,8 +264,7 @@ fill_window_cap(struct wb_dev *dev, struct backend *b, unsigned size)
 
 	if (b->caps & BACKEND_REMOTE)
 		cap = wb_dev_link_window(dev, &dev->rest, &dev->read_window,
-		    FILL_WINDOW,
-		    __atomic_load_n(&b->max_readahead_bytes, __ATOMIC_RELAXED),
+		    FILL_WINDOW, load_relaxed(&b->max_readahead_bytes),
 		    FILL_WINDOW_MAX);
 	if (cap > size)
 		cap = size;
@@ -398,9 +398,7 @@ int
 fill_prefetch(struct wb_target *t, uint64_t off, uint64_t len)
 {
 	uint64_t ps = t->wb->page_size, total = t->wb->total_pages;
-	uint64_t piece =
-	    (uint64_t)__atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED) *
-	    ps;
+	uint64_t piece = (uint64_t)load_relaxed(&t->wb->max_run_pages) * ps;
 	uint64_t budget = total / FILL_PREFETCH_SHARE;
 
 	while (len > 0) {
@@ -490,8 +488,7 @@ fill_readahead(struct wb_target *t, struct fill_ra *ra, uint64_t off,
 	 * cache.readahead_bytes). */
 	if (t->backend->caps & BACKEND_REMOTE) {
 		uint64_t most = wb_dev_readahead(t->dev, max,
-		    __atomic_load_n(&t->backend->max_readahead_bytes,
-			__ATOMIC_RELAXED));
+		    load_relaxed(&t->backend->max_readahead_bytes));
 		max = most > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)most;
 	}
 	if (ra->ahead < ra->next)

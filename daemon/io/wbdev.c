@@ -105,13 +105,13 @@ wb_dev_link_end(struct wb_dev *dev, struct linkest *est, uint64_t bytes,
 }
 
 unsigned
-wb_dev_link_window(struct wb_dev *dev, struct linkest *est, unsigned *shown,
-    unsigned floor, uint64_t max_bytes, unsigned max)
+wb_dev_link_window(struct wb_dev *dev, struct linkest *est,
+    _Atomic unsigned *shown, unsigned floor, uint64_t max_bytes, unsigned max)
 {
 	pthread_mutex_lock(&dev->est_lock);
 	unsigned w = linkest_window(est, floor, max_bytes, max);
 	pthread_mutex_unlock(&dev->est_lock);
-	__atomic_store_n(shown, w, __ATOMIC_RELAXED);
+	store_relaxed(shown, w);
 	return w;
 }
 
@@ -125,7 +125,7 @@ wb_dev_fits_locked(struct wb_dev *dev, uint64_t bytes,
 	unsigned w =
 	    linkest_window(e, room->floor, room->max_bytes, room->max_writes);
 
-	__atomic_store_n(&dev->window, w, __ATOMIC_RELAXED);
+	store_relaxed(&dev->window, w);
 	if (!room->sync && dev->sync_waiting > 0)
 		return false;
 	return e->inflight == 0 ||
@@ -180,10 +180,9 @@ wb_dev_link(struct wb_dev *dev, struct wb_dev_link *l)
 		.read_bandwidth_bps = dev->rest.bw_bps,
 		.reads_inflight_max = dev->rest.inflight_max };
 	pthread_mutex_unlock(&dev->est_lock);
-	l->window = __atomic_load_n(&dev->window, __ATOMIC_RELAXED);
-	l->read_window = __atomic_load_n(&dev->read_window, __ATOMIC_RELAXED);
-	l->readahead_bytes =
-	    __atomic_load_n(&dev->readahead_bytes, __ATOMIC_RELAXED);
+	l->window = load_relaxed(&dev->window);
+	l->read_window = load_relaxed(&dev->read_window);
+	l->readahead_bytes = load_relaxed(&dev->readahead_bytes);
 }
 
 uint64_t
@@ -192,7 +191,7 @@ wb_dev_readahead(struct wb_dev *dev, uint64_t base, uint64_t max)
 	pthread_mutex_lock(&dev->est_lock);
 	uint64_t n = linkest_readahead(&dev->rest, base, max);
 	pthread_mutex_unlock(&dev->est_lock);
-	__atomic_store_n(&dev->readahead_bytes, n, __ATOMIC_RELAXED);
+	store_relaxed(&dev->readahead_bytes, n);
 	return n;
 }
 
@@ -206,24 +205,18 @@ wb_dev_smooth(uint64_t old, uint64_t sample)
 void
 wb_dev_sample(struct wb_dev *dev, uint64_t now)
 {
-	uint64_t bytes = __atomic_load_n(&dev->written_bytes, __ATOMIC_RELAXED);
-	uint64_t cpu = __atomic_load_n(&dev->wb_cpu_ns, __ATOMIC_RELAXED);
+	uint64_t bytes = load_relaxed(&dev->written_bytes);
+	uint64_t cpu = load_relaxed(&dev->wb_cpu_ns);
 
 	if (dev->bw_last_ns && now > dev->bw_last_ns) {
 		uint64_t dt = now - dev->bw_last_ns;
 		uint64_t rate =
 		    (bytes - dev->bw_last_bytes) * 1000000000ull / dt;
 		uint64_t share = (cpu - dev->cpu_last_ns) * 1000000ull / dt;
-		__atomic_store_n(&dev->bandwidth_bps,
-		    wb_dev_smooth(__atomic_load_n(&dev->bandwidth_bps,
-				      __ATOMIC_RELAXED),
-			rate),
-		    __ATOMIC_RELAXED);
-		__atomic_store_n(&dev->wb_cpu_share_ppm,
-		    wb_dev_smooth(__atomic_load_n(&dev->wb_cpu_share_ppm,
-				      __ATOMIC_RELAXED),
-			share),
-		    __ATOMIC_RELAXED);
+		store_relaxed(&dev->bandwidth_bps,
+		    wb_dev_smooth(load_relaxed(&dev->bandwidth_bps), rate));
+		store_relaxed(&dev->wb_cpu_share_ppm,
+		    wb_dev_smooth(load_relaxed(&dev->wb_cpu_share_ppm), share));
 	}
 	dev->cpu_last_ns = cpu;
 	dev->bw_last_bytes = bytes;

@@ -38,42 +38,42 @@ struct wb_dev {
 
 	/* Background and periodic work: at most one of each queued. */
 	struct job bg_job, periodic_job;
-	int bg_queued, periodic_queued; /* atomic */
+	_Atomic int bg_queued, periodic_queued;
 
 	/* Errors, and the back-off that follows them (atomics). */
-	uint64_t errors;
-	uint64_t backoff_until_ns;
-	uint32_t backoff_ms;
-	uint64_t written_bytes;
-	uint64_t read_bytes;       /* from the device: misses, fills,
+	_Atomic uint64_t errors;
+	_Atomic uint64_t backoff_until_ns;
+	_Atomic uint32_t backoff_ms;
+	_Atomic uint64_t written_bytes;
+	_Atomic uint64_t read_bytes; /* from the device: misses, fills,
 	                                   CACHE, read-ahead */
-	int last_err;              /* errno of the last failure, 0 none */
-	struct ratelimit fail_log; /* writeback failures logged */
+	_Atomic int last_err;        /* errno of the last failure, 0 none */
+	struct ratelimit fail_log;   /* writeback failures logged */
 	/* A remote with BACKEND_FLUSH_BEFORE_READ (atomics; writeback.h):
 	 * misses that flushed first, writeback's commits, and times a
 	 * range was not kept (remote.unflushed_ranges reached), logged
 	 * at most once a minute. */
-	uint64_t read_flushes, commits, unflushed_overflows;
+	_Atomic uint64_t read_flushes, commits, unflushed_overflows;
 	/* Flushes of the device's backends (atomics): sent; needed but
 	 * shared with another's (group commit); and FLUSHes made by one
 	 * write with FUA instead of a write and a flush. */
-	uint64_t flushes_sent, flushes_shared, flushes_by_fua;
+	_Atomic uint64_t flushes_sent, flushes_shared, flushes_by_fua;
 	struct ratelimit overflow_log;
 	/* BACKEND_REDO_AFTER_LOSS (atomic): pages dirtied again after their
 	 * remote was lost before a flush covered them (wb_redo). */
-	uint64_t redo_pages;
+	_Atomic uint64_t redo_pages;
 	/* Pages dirtied again after a failed flush of a file or block
 	 * device (wb_redo_failed_flush). */
-	uint64_t flush_redo_pages;
+	_Atomic uint64_t flush_redo_pages;
 	/* The writeback rate (atomic), sampled once a second by
 	 * wb_dev_sample from written_bytes; bw_last_* are its own. */
-	uint64_t bandwidth_bps;
+	_Atomic uint64_t bandwidth_bps;
 	uint64_t bw_last_bytes, bw_last_ns;
 	/* CPU time of writeback work on the device's workers (their thread
 	 * CPU clocks, atomic), and its share of one CPU in millionths
 	 * (atomic, sampled by wb_dev_sample, smoothed like bandwidth_bps). */
-	uint64_t wb_cpu_ns;
-	uint64_t wb_cpu_share_ppm;
+	_Atomic uint64_t wb_cpu_ns;
+	_Atomic uint64_t wb_cpu_share_ppm;
 	uint64_t cpu_last_ns;
 	/* The link as writeback's completions measure it (linkest.h):
 	 * round trip, bandwidth, writes in flight; under est_lock, a leaf
@@ -90,31 +90,31 @@ struct wb_dev {
 	pthread_mutex_t est_lock;
 	pthread_cond_t est_cond;
 	struct linkest est;
-	unsigned window;
+	_Atomic unsigned window;
 	unsigned sync_waiting, budget_waiters;
 	/* The same for the reads of the read window (fill.c): their own
 	 * estimate, under est_lock, the reads its window was last sized to
 	 * and the read-ahead a sequential reader was last given (atomics). */
 	struct linkest rest;
-	unsigned read_window;
-	uint64_t readahead_bytes;
+	_Atomic unsigned read_window;
+	_Atomic uint64_t readahead_bytes;
 	/* Bytes written back by write-behind (remote.write_behind), atomic. */
-	uint64_t write_behind_bytes;
+	_Atomic uint64_t write_behind_bytes;
 	/* Write-behind found foreground work and yielded: owed to its end
 	 * (wb_foreground_done), atomic. */
-	int behind_owed;
+	_Atomic int behind_owed;
 
 	/* Work waiting or running, by reason (atomics; WB_REASON_*), besides
 	 * the background and periodic flags above; "read" counts cache-miss
 	 * reads and fills. */
-	unsigned work_by_reason[8];
-	unsigned work_reads;
+	_Atomic unsigned work_by_reason[8];
+	_Atomic unsigned work_reads;
 	/* NBD_CMD_CACHE requests being carried out (limits.max_cache_requests;
 	 * export_prefetch_begin), atomic. */
-	unsigned prefetching;
+	_Atomic unsigned prefetching;
 
 	/* Share of the dirty limit (bdi min_ratio / max_ratio), atomics. */
-	unsigned min_ratio, max_ratio;
+	_Atomic unsigned min_ratio, max_ratio;
 
 	/* Runs written back, by reason, and how long they took. */
 	struct stats_wb stats;
@@ -178,7 +178,7 @@ void wb_dev_link_end(struct wb_dev *dev, struct linkest *est, uint64_t bytes,
  * most MAX_BYTES (0: no bound) and MAX; stored in *SHOWN (atomic: DEV's
  * window or read_window, for the status). */
 unsigned wb_dev_link_window(struct wb_dev *dev, struct linkest *est,
-    unsigned *shown, unsigned floor, uint64_t max_bytes, unsigned max);
+    _Atomic unsigned *shown, unsigned floor, uint64_t max_bytes, unsigned max);
 
 /* What a write asks of its device's window (wb_dev_write_admit). */
 struct wb_dev_room {

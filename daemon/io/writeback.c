@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "atomics.h"
 #include "backend.h"
 #include "cache.h"
 #include "lock.h"
@@ -70,29 +71,26 @@ wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc)
 		limit = wb->total_pages;
 	if (bg >= limit)
 		bg = limit - 1;
-	__atomic_store_n(&wb->bg_pages, bg, __ATOMIC_RELAXED);
-	__atomic_store_n(&wb->limit_pages, limit, __ATOMIC_RELAXED);
-	__atomic_store_n(&wb->expire_ns,
-	    (uint64_t)wc->dirty_expire_centisecs * 10000000ull,
-	    __ATOMIC_RELAXED);
-	__atomic_store_n(&wb->writeback_cs, wc->dirty_writeback_centisecs,
-	    __ATOMIC_RELAXED);
+	store_relaxed(&wb->bg_pages, bg);
+	store_relaxed(&wb->limit_pages, limit);
+	store_relaxed(&wb->expire_ns,
+	    (uint64_t)wc->dirty_expire_centisecs * 10000000ull);
+	store_relaxed(&wb->writeback_cs, wc->dirty_writeback_centisecs);
 	/* Runs never cross a chunk: the cap cannot grow past the start's. */
 	if (run < 1)
 		run = 1;
-	if (wb->max_run_pages == 0 || run < wb->max_run_pages)
-		__atomic_store_n(&wb->max_run_pages, (uint32_t)run,
-		    __ATOMIC_RELAXED);
+	if (load_relaxed(&wb->max_run_pages) == 0 ||
+	    run < load_relaxed(&wb->max_run_pages))
+		store_relaxed(&wb->max_run_pages, (uint32_t)run);
 }
 
 void
 wb_ctl_snapshot(const struct wb_ctl *wb, struct wb_thresholds *th)
 {
-	th->bg_pages = __atomic_load_n(&wb->bg_pages, __ATOMIC_RELAXED);
-	th->limit_pages = __atomic_load_n(&wb->limit_pages, __ATOMIC_RELAXED);
-	th->expire_ns = __atomic_load_n(&wb->expire_ns, __ATOMIC_RELAXED);
-	th->max_run_pages =
-	    __atomic_load_n(&wb->max_run_pages, __ATOMIC_RELAXED);
+	th->bg_pages = load_relaxed(&wb->bg_pages);
+	th->limit_pages = load_relaxed(&wb->limit_pages);
+	th->expire_ns = load_relaxed(&wb->expire_ns);
+	th->max_run_pages = load_relaxed(&wb->max_run_pages);
 	/* Taken half-way through an update: a new background threshold
 	 * with the old, lower limit.  wb_ctl_update keeps it below. */
 	if (th->limit_pages > 0 && th->bg_pages >= th->limit_pages)
@@ -216,7 +214,9 @@ wb_dev_backend(struct wb_dev *dev)
 void
 wb_target_init(struct wb_target *t)
 {
-	t->err_seq = t->written = t->flushed_upto = 0;
+	store_relaxed(&t->err_seq, 0);
+	store_relaxed(&t->written, 0);
+	store_relaxed(&t->flushed_upto, 0);
 	t->last_err = 0;
 	t->uf_n = t->uf_cap = 0;
 	t->uf = NULL;
@@ -224,12 +224,12 @@ wb_target_init(struct wb_target *t)
 	t->uf_owed = false;
 	t->uf_commit_ns = 0;
 	lock_init(&t->uf_lock);
-	t->flush_fails = 0;
+	store_relaxed(&t->flush_fails, 0);
 	lock_init(&t->flush_lock);
 	lock_init(&t->gc_lock);
 	pthread_cond_init(&t->gc_cond, NULL);
 	t->gc_busy = false;
-	t->flush_seen_ns = 0;
+	store_relaxed(&t->flush_seen_ns, 0);
 	t->gc_upto = t->gc_gen = 0;
 	t->gc_last_r = 0;
 	pthread_mutex_init(&t->lock, NULL);
@@ -276,8 +276,7 @@ wb_cpu_account(struct wb_dev *dev, uint64_t start)
 	uint64_t now = wb_thread_cpu_ns();
 
 	if (now > start)
-		__atomic_add_fetch(&dev->wb_cpu_ns, now - start,
-		    __ATOMIC_RELAXED);
+		add_relaxed(&dev->wb_cpu_ns, now - start);
 }
 
 static void
@@ -307,26 +306,23 @@ wb_note_error(struct wb_target *t, int err)
 {
 	struct wb_dev *dev = t->dev;
 	uint64_t now = now_ns();
-	uint64_t until =
-	    __atomic_load_n(&dev->backoff_until_ns, __ATOMIC_ACQUIRE);
+	uint64_t until = load_acquire(&dev->backoff_until_ns);
 
 	/* The first failure once the last back-off has passed moves it on
 	 * (one thread: the compare-and-swap); the others fail with it. */
 	if (now >= until) {
-		uint32_t ms =
-		    __atomic_load_n(&dev->backoff_ms, __ATOMIC_RELAXED);
+		uint32_t ms = load_relaxed(&dev->backoff_ms);
 		ms = ms ? ms * 2 : WB_BACKOFF_MIN_MS;
 		if (ms > WB_BACKOFF_MAX_MS)
 			ms = WB_BACKOFF_MAX_MS;
-		if (__atomic_compare_exchange_n(&dev->backoff_until_ns, &until,
-			now + ms * 1000000ull, false, __ATOMIC_ACQ_REL,
-			__ATOMIC_RELAXED))
-			__atomic_store_n(&dev->backoff_ms, ms,
-			    __ATOMIC_RELAXED);
+		if (atomic_compare_exchange_strong_explicit(
+			&dev->backoff_until_ns, &until, now + ms * 1000000ull,
+			memory_order_acq_rel, memory_order_relaxed))
+			store_relaxed(&dev->backoff_ms, ms);
 	}
-	__atomic_add_fetch(&dev->errors, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->last_err, err, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&t->err_seq, 1, __ATOMIC_RELEASE);
+	add_relaxed(&dev->errors, 1);
+	store_relaxed(&dev->last_err, err);
+	atomic_fetch_add_explicit(&t->err_seq, 1, memory_order_release);
 	pthread_mutex_lock(&t->lock);
 	t->last_err = err;
 	pthread_mutex_unlock(&t->lock);
@@ -344,16 +340,17 @@ wb_pending(struct wb_target *t, uint64_t max_seq)
 static void
 wb_note_success(struct wb_dev *dev)
 {
-	if (!__atomic_load_n(&dev->backoff_ms, __ATOMIC_RELAXED))
+	if (!load_relaxed(&dev->backoff_ms))
 		return;
-	__atomic_store_n(&dev->backoff_until_ns, 0, __ATOMIC_RELEASE);
-	if (__atomic_exchange_n(&dev->backoff_ms, 0, __ATOMIC_ACQ_REL)) {
-		unsigned quiet = __atomic_exchange_n(&dev->fail_log.quiet, 0,
-		    __ATOMIC_RELAXED);
+	store_release(&dev->backoff_until_ns, 0);
+	if (atomic_exchange_explicit(&dev->backoff_ms, 0,
+		memory_order_acq_rel)) {
+		unsigned quiet = atomic_exchange_explicit(&dev->fail_log.quiet,
+		    0, memory_order_relaxed);
 		log_info("device %s: writeback is succeeding again (%u "
 			 "failure%s not logged)",
 		    dev->name, quiet, quiet == 1 ? "" : "s");
-		__atomic_store_n(&dev->fail_log.next_ns, 0, __ATOMIC_RELAXED);
+		store_relaxed(&dev->fail_log.next_ns, 0);
 	}
 }
 
@@ -371,8 +368,7 @@ wb_fail_log_due(struct wb_dev *dev, unsigned *quiet)
 static bool
 wb_backing_off(struct wb_dev *dev)
 {
-	return now_ns() < __atomic_load_n(&dev->backoff_until_ns,
-	    __ATOMIC_RELAXED);
+	return now_ns() < load_relaxed(&dev->backoff_until_ns);
 }
 
 /*
@@ -391,9 +387,8 @@ static void wb_uf_prune_locked(struct wb_target *t);
 static int
 wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 {
-	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
-	uint64_t losses =
-	    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
+	uint64_t done = load_acquire(&t->flushed_upto);
+	uint64_t losses = load_acquire(&t->backend->losses);
 	int r;
 
 	/* Locked where flushes go one at a time (wb_flush_written_sent). */
@@ -402,10 +397,10 @@ wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 	if (done >= w || t->read_only)
 		return 0;
 	if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
-	    losses != __atomic_load_n(&t->flush_losses, __ATOMIC_ACQUIRE))
+	    losses != load_acquire(&t->flush_losses))
 		return wb_redo(t, losses);
 	*sent = true;
-	__atomic_add_fetch(&t->dev->flushes_sent, 1, __ATOMIC_RELAXED);
+	add_relaxed(&t->dev->flushes_sent, 1);
 	r = backend_flush(t->backend);
 	if (r < 0) {
 		unsigned quiet;
@@ -415,8 +410,8 @@ wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 			bool lost;
 			/* Counted first: a run ending meanwhile keeps its
 			 * pages dirty (wb_run_end). */
-			__atomic_add_fetch(&t->flush_fails, 1,
-			    __ATOMIC_ACQ_REL);
+			atomic_fetch_add_explicit(&t->flush_fails, 1,
+			    memory_order_acq_rel);
 			lost = wb_redo_failed_flush(t, &again, &uncached);
 			snprintf(redo, sizeof redo,
 			    "; %llu page(s) written since the last good flush "
@@ -437,10 +432,11 @@ wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 	/* Lost meanwhile: the flush may have reached a server that went
 	 * with what it held; wb_redo at the next one. */
 	if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
-	    __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE) != losses)
+	    load_acquire(&t->backend->losses) != losses)
 		return -EAGAIN;
-	while (done < w && !__atomic_compare_exchange_n(&t->flushed_upto, &done,
-	    w, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	while (done < w &&
+	    !atomic_compare_exchange_strong_explicit(&t->flushed_upto, &done, w,
+		memory_order_acq_rel, memory_order_acquire))
 		;               /* DONE reloaded: someone raised it meanwhile */
 	return 0;
 }
@@ -473,11 +469,10 @@ wb_flush_upto(struct wb_target *t, uint64_t w, bool *sent)
 static int
 wb_flush_written_sent(struct wb_target *t, bool *sent)
 {
-	uint64_t w = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
+	uint64_t w = load_acquire(&t->written);
 	int r;
 
-	if (t->read_only ||
-	    __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >= w)
+	if (t->read_only || load_acquire(&t->flushed_upto) >= w)
 		return 0;
 	pthread_mutex_lock(&t->gc_lock);
 	while (t->gc_busy) {
@@ -490,17 +485,16 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 		if (covered) {
 			r = t->gc_last_r;
 			pthread_mutex_unlock(&t->gc_lock);
-			__atomic_add_fetch(&t->dev->flushes_shared, 1,
-			    __ATOMIC_RELAXED);
+			add_relaxed(&t->dev->flushes_shared, 1);
 			return r;
 		}
 	}
-	if (__atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >= w) {
+	if (load_acquire(&t->flushed_upto) >= w) {
 		pthread_mutex_unlock(&t->gc_lock);
 		return 0;
 	}
 	/* Ours to send: covering every count read so far. */
-	uint64_t upto = __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
+	uint64_t upto = load_acquire(&t->written);
 	t->gc_busy = true;
 	t->gc_upto = upto;
 	pthread_mutex_unlock(&t->gc_lock);
@@ -541,7 +535,7 @@ wb_redirty_kept(struct wb_target *t, const uint64_t *losses, uint64_t *pages,
 	/* Ranges stay until a flush covers the count they were written
 	 * at: a second loss before it redoes them again. */
 	if (losses)
-		__atomic_store_n(&t->flush_losses, *losses, __ATOMIC_RELEASE);
+		store_release(&t->flush_losses, *losses);
 	*pages = *missing = *dirtied = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t again;
@@ -572,8 +566,7 @@ wb_redo(struct wb_target *t, uint64_t losses)
 {
 	uint64_t missing, pages, dirtied;
 	bool lost = wb_redirty_kept(t, &losses, &pages, &missing, &dirtied);
-	__atomic_add_fetch(&t->dev->redo_pages,
-	    pages > missing ? pages - missing : 0, __ATOMIC_RELAXED);
+	add_relaxed(&t->dev->redo_pages, pages > missing ? pages - missing : 0);
 	if (missing || lost) {
 		log_warnx("export \"%s\" (device %s): its remote was lost "
 			  "before a flush covered what was written to it; %llu "
@@ -612,7 +605,7 @@ wb_redo_failed_flush(struct wb_target *t, uint64_t *again, uint64_t *uncached)
 	uint64_t pages;
 	bool lost = wb_redirty_kept(t, NULL, &pages, uncached, again);
 
-	__atomic_add_fetch(&t->dev->flush_redo_pages, *again, __ATOMIC_RELAXED);
+	add_relaxed(&t->dev->flush_redo_pages, *again);
 	return lost;
 }
 
@@ -629,7 +622,7 @@ wb_flush_written(struct wb_target *t)
 static void
 wb_uf_prune_locked(struct wb_target *t)
 {
-	uint64_t done = __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE);
+	uint64_t done = load_acquire(&t->flushed_upto);
 
 	lock_assert_held(&t->uf_lock);
 	if (t->uf_lost <= done)
@@ -649,8 +642,7 @@ wb_uf_prune_locked(struct wb_target *t)
 static void
 wb_uf_size_locked(struct wb_target *t)
 {
-	unsigned want =
-	    __atomic_load_n(&t->backend->unflushed_max, __ATOMIC_RELAXED);
+	unsigned want = load_relaxed(&t->backend->unflushed_max);
 
 	lock_assert_held(&t->uf_lock);
 	if (want == t->uf_cap || want == 0)
@@ -674,7 +666,7 @@ wb_uf_overflow(struct wb_target *t, unsigned cap)
 {
 	unsigned quiet;
 
-	__atomic_add_fetch(&t->dev->unflushed_overflows, 1, __ATOMIC_RELAXED);
+	add_relaxed(&t->dev->unflushed_overflows, 1);
 	if (ratelimit_due(&t->dev->overflow_log, 60 * 1000000000ull, &quiet))
 		log_warnx(
 		    "export \"%s\": more than %u ranges written to the "
@@ -717,7 +709,7 @@ wb_uf_join_locked(struct wb_target *t, unsigned i)
 static void
 wb_count(struct wb_target *t, uint64_t off, uint64_t len, bool by_writeback)
 {
-	uint64_t w = __atomic_add_fetch(&t->written, 1, __ATOMIC_RELEASE);
+	uint64_t w = add_fetch_u64(&t->written, 1, memory_order_release);
 	uint64_t end = off + len;
 	bool had_lost;
 	unsigned i;
@@ -801,7 +793,7 @@ wb_flush_before_read(struct wb_target *t, uint64_t off, uint64_t len)
 	if (need)
 		(void)wb_flush_written_sent(t, &sent);
 	if (sent)
-		__atomic_add_fetch(&t->dev->read_flushes, 1, __ATOMIC_RELAXED);
+		add_relaxed(&t->dev->read_flushes, 1);
 }
 
 /*
@@ -859,8 +851,8 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 		w->start_ns = now_ns();
 		wb_dev_link_begin(t->dev, &t->dev->est, w->len, w->start_ns);
 	}
-	w->losses = __atomic_load_n(&t->backend->losses, __ATOMIC_ACQUIRE);
-	w->fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
+	w->losses = load_acquire(&t->backend->losses);
+	w->fails = load_acquire(&t->flush_fails);
 	stats_wb_run_begin(&t->dev->stats);
 	if (run->data) {
 		/* A snapshot of its own: one buffer, stable. */
@@ -893,8 +885,7 @@ wb_run_end(struct wb_io *w)
 	wb_dev_link_end(t->dev, &t->dev->est, w->len, now - w->start_ns, r == 0,
 	    now);
 	if (r == 0 && w->behind)
-		__atomic_add_fetch(&t->dev->write_behind_bytes, w->len,
-		    __ATOMIC_RELAXED);
+		add_relaxed(&t->dev->write_behind_bytes, w->len);
 
 	/* Counted (and its range kept) before its pages are clean: a FLUSH
 	 * that sees them clean sees the count, and flushes the device. */
@@ -906,11 +897,9 @@ wb_run_end(struct wb_io *w)
 		 * written again (not a failure).  A loss or failure after
 		 * this finds the range kept. */
 		if (((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
-			__atomic_load_n(&t->backend->losses,
-			    __ATOMIC_ACQUIRE) != w->losses) ||
+			load_acquire(&t->backend->losses) != w->losses) ||
 		    ((t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH) &&
-			__atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE) !=
-			    w->fails)) {
+			load_acquire(&t->flush_fails) != w->fails)) {
 			cache_end_run(w->run, false);
 			stats_wb_run_end(&t->dev->stats, w->why, w->len,
 			    now_ns() - w->start_ns, false);
@@ -934,8 +923,7 @@ wb_run_end(struct wb_io *w)
 			    quiet);
 		wb_note_error(t, -r);
 	} else {
-		__atomic_add_fetch(&t->dev->written_bytes, w->len,
-		    __ATOMIC_RELAXED);
+		add_relaxed(&t->dev->written_bytes, w->len);
 		wb_note_success(t->dev);
 	}
 	wb_signal(t);
@@ -965,7 +953,7 @@ wb_dev_budget(struct wb_dev *dev, unsigned *floor, uint64_t *max_bytes)
 	    backend_max_in_flight(b) < WB_WINDOW)
 		return false;
 	*floor = WB_WINDOW;
-	*max_bytes = __atomic_load_n(&b->max_inflight_bytes, __ATOMIC_RELAXED);
+	*max_bytes = load_relaxed(&b->max_inflight_bytes);
 	return true;
 }
 
@@ -1126,7 +1114,7 @@ wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 static bool
 wb_flushed_lately(struct wb_target *t)
 {
-	uint64_t seen = __atomic_load_n(&t->flush_seen_ns, __ATOMIC_RELAXED);
+	uint64_t seen = load_relaxed(&t->flush_seen_ns);
 
 	return seen && now_ns() - seen < WB_FUA_BEHIND_NS;
 }
@@ -1135,8 +1123,7 @@ wb_flushed_lately(struct wb_target *t)
 static bool
 wb_all_flushed(struct wb_target *t)
 {
-	return __atomic_load_n(&t->flushed_upto, __ATOMIC_ACQUIRE) >=
-	    __atomic_load_n(&t->written, __ATOMIC_ACQUIRE);
+	return load_acquire(&t->flushed_upto) >= load_acquire(&t->written);
 }
 
 /* End every run in flight, and free the window; the first failure, or
@@ -1157,7 +1144,7 @@ wb_window_drain(struct wb_window *win)
 static bool
 wb_skip(const struct wb_target *t)
 {
-	return __atomic_load_n(&t->ordered, __ATOMIC_RELAXED);
+	return load_relaxed(&t->ordered);
 }
 
 bool
@@ -1165,8 +1152,7 @@ wb_write_for_space(struct wb_target *t)
 {
 	if (t->read_only || wb_skip(t) || wb_backing_off(t->dev))
 		return false;
-	uint32_t max_run =
-	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
+	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 	struct cache_run *run = cache_take_run(t->cf, UINT64_MAX, max_run);
 	if (!run)
 		return false;
@@ -1185,7 +1171,7 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	uint64_t cpu = wb_thread_cpu_ns();
 
 	if (why == WB_REASON_FLUSH)
-		__atomic_store_n(&t->flush_seen_ns, now_ns(), __ATOMIC_RELAXED);
+		store_relaxed(&t->flush_seen_ns, now_ns());
 	int r = wb_flush_work(t, max_seq, why);
 
 	wb_cpu_account(t->dev, cpu);
@@ -1210,8 +1196,7 @@ wb_flush_fua_run(struct wb_target *t, struct wb_window *win,
 
 	if (!first || !(t->backend->caps & BACKEND_NATIVE_FUA))
 		return NULL;
-	uint32_t max_run =
-	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
+	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 	*run = cache_take_run(t->cf, max_seq, max_run);
 	if (!*run && wb_all_flushed(t))
 		return first;
@@ -1224,13 +1209,12 @@ wb_flush_fua_run(struct wb_target *t, struct wb_window *win,
 static int
 wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
-	uint32_t max_run =
-	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
+	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 	struct cache_run *run;
 	struct wb_window win;
 	int r = 0;
 
-	uint64_t fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
+	uint64_t fails = load_acquire(&t->flush_fails);
 
 	wb_window_init(&win, t->dev, why);
 	run = cache_take_run(t->cf, max_seq, max_run);
@@ -1239,8 +1223,7 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 		if (wb_write_run(t, fua, BACKEND_WRITE_FUA, why) < 0)
 			r = -EIO; /* the pages stay dirty */
 		else
-			__atomic_add_fetch(&t->dev->flushes_by_fua, 1,
-			    __ATOMIC_RELAXED);
+			add_relaxed(&t->dev->flushes_by_fua, 1);
 	}
 	for (; run; run = cache_take_run(t->cf, max_seq, max_run)) {
 		/* A shutdown's progress is reported by its owner
@@ -1252,10 +1235,9 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 		r = -EIO;
 	if (r == 0) {
 		/* Writeback of older pages started by others: wait for it. */
-		uint64_t seen_err = __atomic_load_n(&t->err_seq, __ATOMIC_ACQUIRE);
+		uint64_t seen_err = load_acquire(&t->err_seq);
 		while (wb_pending(t, max_seq)) {
-			if (__atomic_load_n(&t->err_seq, __ATOMIC_ACQUIRE) !=
-			    seen_err) {
+			if (load_acquire(&t->err_seq) != seen_err) {
 				/* Someone else's run of our pages failed. */
 				if (wb_pending(t, max_seq)) {
 					r = -EIO;
@@ -1278,8 +1260,7 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 		r = wb_flush_written(t);
 	/* Someone's flush failed meanwhile, and dirtied again pages this
 	 * one may have to write (wb_redo_failed_flush): once more. */
-	if (r == 0 &&
-	    __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE) != fails)
+	if (r == 0 && load_acquire(&t->flush_fails) != fails)
 		r = -EAGAIN;
 	return r;
 }
@@ -1327,10 +1308,9 @@ static int
 wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 {
 	uint32_t ps = t->wb->page_size;
-	uint32_t max_run =
-	    __atomic_load_n(&t->wb->max_run_pages, __ATOMIC_RELAXED);
+	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 	uint64_t first = off / ps, end = (off + len + ps - 1) / ps;
-	uint64_t fails = __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE);
+	uint64_t fails = load_acquire(&t->flush_fails);
 	bool need_flush = false;
 
 	if (len == 0)
@@ -1358,8 +1338,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 	int r = wb_flush_written(t);
 	/* Redone after a loss, or someone's failed flush of a file dirtied
 	 * pages again meanwhile: the range's pages again, and the rest. */
-	if (r == 0 &&
-	    __atomic_load_n(&t->flush_fails, __ATOMIC_ACQUIRE) != fails)
+	if (r == 0 && load_acquire(&t->flush_fails) != fails)
 		r = -EAGAIN;
 	return r == -EAGAIN ? wb_flush_work(t, seq, WB_REASON_FUA) : r;
 }
@@ -1390,8 +1369,7 @@ wb_commit(struct wb_dev *dev)
 			    BACKEND_REDO_AFTER_LOSS)) ||
 		    (backend_get_state(t->backend, &st) && !st.connected))
 			continue;
-		uint64_t ms =
-		    __atomic_load_n(&t->backend->commit_ms, __ATOMIC_RELAXED);
+		uint64_t ms = load_relaxed(&t->backend->commit_ms);
 		pthread_mutex_lock(&t->uf_lock);
 		wb_uf_prune_locked(t);
 		uint64_t now = now_ns();
@@ -1405,7 +1383,7 @@ wb_commit(struct wb_dev *dev)
 		if (due)
 			(void)wb_flush_written_sent(t, &sent);
 		if (sent)
-			__atomic_add_fetch(&dev->commits, 1, __ATOMIC_RELAXED);
+			add_relaxed(&dev->commits, 1);
 	}
 }
 
@@ -1414,8 +1392,8 @@ static bool
 wb_over_background(const struct wb_ctl *wb, struct wb_dev *dev,
     uint64_t dirty_pages, uint64_t dev_dirty)
 {
-	uint64_t bg = __atomic_load_n(&wb->bg_pages, __ATOMIC_RELAXED);
-	unsigned max_ratio = __atomic_load_n(&dev->max_ratio, __ATOMIC_RELAXED);
+	uint64_t bg = load_relaxed(&wb->bg_pages);
+	unsigned max_ratio = load_relaxed(&dev->max_ratio);
 
 	/* A device's own threshold is its share of the global one. */
 	return dirty_pages > bg ||
@@ -1427,13 +1405,10 @@ wb_over_background(const struct wb_ctl *wb, struct wb_dev *dev,
 static bool
 wb_dev_foreground(struct wb_dev *dev)
 {
-	return __atomic_load_n(&dev->work_by_reason[WB_REASON_FLUSH],
-		   __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&dev->work_by_reason[WB_REASON_FUA],
-		__ATOMIC_RELAXED) ||
-	    __atomic_load_n(&dev->work_by_reason[WB_REASON_SYNC],
-		__ATOMIC_RELAXED) ||
-	    __atomic_load_n(&dev->work_reads, __ATOMIC_RELAXED);
+	return load_relaxed(&dev->work_by_reason[WB_REASON_FLUSH]) ||
+	    load_relaxed(&dev->work_by_reason[WB_REASON_FUA]) ||
+	    load_relaxed(&dev->work_by_reason[WB_REASON_SYNC]) ||
+	    load_relaxed(&dev->work_reads);
 }
 
 /*
@@ -1451,8 +1426,7 @@ wb_write_behind_due(struct wb_dev *dev)
 {
 	struct backend *b = wb_dev_backend(dev);
 
-	return b && __atomic_load_n(&b->write_behind, __ATOMIC_RELAXED) &&
-	    !wb_dev_foreground(dev);
+	return b && load_relaxed(&b->write_behind) && !wb_dev_foreground(dev);
 }
 
 /* Write-behind is on for DEV, and DEV is idle now; if it is not, the
@@ -1464,12 +1438,12 @@ wb_write_behind_now(struct wb_dev *dev)
 {
 	struct backend *b = wb_dev_backend(dev);
 
-	if (!b || !__atomic_load_n(&b->write_behind, __ATOMIC_RELAXED))
+	if (!b || !load_relaxed(&b->write_behind))
 		return false;
 	if (!wb_dev_foreground(dev))
 		return true;
-	__atomic_store_n(&dev->behind_owed, 1, __ATOMIC_SEQ_CST);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	atomic_store_explicit(&dev->behind_owed, 1, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
 	return !wb_dev_foreground(dev);
 }
 
@@ -1486,16 +1460,16 @@ static bool wb_kick_background_queued(struct wb_dev *dev);
 void
 wb_foreground_done(struct wb_dev *dev, const struct wb_ctl *wb)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!__atomic_load_n(&dev->behind_owed, __ATOMIC_SEQ_CST) ||
-	    __atomic_load_n(&wb->stopping, __ATOMIC_RELAXED) ||
-	    wb_backing_off(dev) || !wb_write_behind_due(dev) ||
-	    wb_dev_dirty_pages(dev) == 0)
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&dev->behind_owed, memory_order_seq_cst) ||
+	    load_relaxed(&wb->stopping) || wb_backing_off(dev) ||
+	    !wb_write_behind_due(dev) || wb_dev_dirty_pages(dev) == 0)
 		return;
 	/* Paid once the background job is queued anew; one running now
 	 * looks at the flag as it ends (wb_background_run). */
 	if (wb_kick_background_queued(dev))
-		__atomic_store_n(&dev->behind_owed, 0, __ATOMIC_SEQ_CST);
+		atomic_store_explicit(&dev->behind_owed, 0,
+		    memory_order_seq_cst);
 }
 
 /* After foreground work on DEV, or periodically: resume write-behind if
@@ -1504,8 +1478,8 @@ wb_foreground_done(struct wb_dev *dev, const struct wb_ctl *wb)
 static void
 wb_resume_write_behind(struct wb_dev *dev, const struct wb_ctl *wb)
 {
-	if (wb && !__atomic_load_n(&wb->stopping, __ATOMIC_RELAXED) &&
-	    wb_write_behind_due(dev) && wb_dev_dirty_pages(dev) > 0)
+	if (wb && !load_relaxed(&wb->stopping) && wb_write_behind_due(dev) &&
+	    wb_dev_dirty_pages(dev) > 0)
 		wb_kick_background(dev);
 }
 
@@ -1570,9 +1544,7 @@ wb_background_run(struct job *job)
 			 * the work's end (wb_foreground_done). */
 			if (win.behind && !wb_write_behind_now(dev))
 				goto out;
-			uint32_t max_run =
-			    __atomic_load_n(&t->wb->max_run_pages,
-				__ATOMIC_RELAXED);
+			uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 			struct cache_run *run =
 			    cache_take_run(t->cf, UINT64_MAX, max_run);
 			if (!run)
@@ -1611,7 +1583,7 @@ out:
 	wb_window_drain(&win);
 	wb_commit(dev);
 	wb_cpu_account(dev, cpu);
-	__atomic_store_n(&dev->bg_queued, 0, __ATOMIC_SEQ_CST);
+	atomic_store_explicit(&dev->bg_queued, 0, memory_order_seq_cst);
 	/* Owed while this job ran, its kick lost to it: queued anew. */
 	struct wb_target *t0 = NULL;
 	for (unsigned i = 0; i < wb_dev_n_targets(dev) && !t0; i++)
@@ -1650,7 +1622,7 @@ out:
 	wb_window_drain(&win);
 	wb_commit(dev);
 	wb_cpu_account(dev, cpu);
-	__atomic_store_n(&dev->periodic_queued, 0, __ATOMIC_RELEASE);
+	store_release(&dev->periodic_queued, 0);
 	/* Write-behind that yielded to foreground work (a FLUSH, a miss)
 	 * and was not kicked by a write since. */
 	struct wb_target *t0 = NULL;
@@ -1665,7 +1637,7 @@ out:
 static bool
 wb_kick_background_queued(struct wb_dev *dev)
 {
-	if (__atomic_exchange_n(&dev->bg_queued, 1, __ATOMIC_ACQ_REL))
+	if (atomic_exchange_explicit(&dev->bg_queued, 1, memory_order_acq_rel))
 		return false;
 	memset(&dev->bg_job, 0, sizeof dev->bg_job);
 	dev->bg_job.run = wb_background_run;
@@ -1682,7 +1654,8 @@ wb_kick_background(struct wb_dev *dev)
 void
 wb_kick_periodic(struct wb_dev *dev)
 {
-	if (__atomic_exchange_n(&dev->periodic_queued, 1, __ATOMIC_ACQ_REL))
+	if (atomic_exchange_explicit(&dev->periodic_queued, 1,
+		memory_order_acq_rel))
 		return;
 	memset(&dev->periodic_job, 0, sizeof dev->periodic_job);
 	dev->periodic_job.run = wb_periodic_run;

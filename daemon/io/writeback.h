@@ -48,9 +48,9 @@ struct wb_target {
 	 * caller for such a target is the log, which applies every epoch
 	 * first (its fallback).
 	 */
-	bool ordered;
+	_Atomic bool ordered;
 
-	uint64_t err_seq;               /* atomic: bumped by each failure */
+	_Atomic uint64_t err_seq; /* bumped by each failure */
 	/*
 	 * Atomics, only ever rising: writes that reached the backend not
 	 * durable on their own (not FUA), counted before their pages are
@@ -60,7 +60,7 @@ struct wb_target {
 	 * wrote and never flushed was never promised to anyone still
 	 * connected (its clients saw it die).
 	 */
-	uint64_t written, flushed_upto;
+	_Atomic uint64_t written, flushed_upto;
 
 	/*
 	 * Only for a backend with BACKEND_FLUSH_BEFORE_READ (its reads may
@@ -85,7 +85,7 @@ struct wb_target {
 	bool uf_owed;          /* writeback wrote since: commit */
 	/* backend.losses when the last flush that no loss overtook began
 	 * (atomic): another count means a loss since. */
-	uint64_t flush_losses;
+	_Atomic uint64_t flush_losses;
 	/*
 	 * With BACKEND_REDO_AFTER_FAILED_FLUSH: flushes of the backend one
 	 * at a time (a concurrent good one would prune the ranges a failed
@@ -94,7 +94,7 @@ struct wb_target {
 	 * run or a FLUSH that began before a failure writes again.
 	 */
 	pthread_mutex_t flush_lock;
-	uint64_t flush_fails;
+	_Atomic uint64_t flush_fails;
 	struct wb_range {
 		uint64_t lo, hi;  /* bytes [lo, hi) */
 		uint64_t written; /* its count, in `written` */
@@ -112,7 +112,7 @@ struct wb_target {
 	/* When a client's FLUSH last came (atomic, ns; 0: never): write-
 	 * behind writes a lone run with FUA only for an export whose
 	 * clients FLUSH (wb_background_run). */
-	uint64_t flush_seen_ns;
+	_Atomic uint64_t flush_seen_ns;
 	pthread_mutex_t gc_lock;
 	pthread_cond_t gc_cond;
 	bool gc_busy;
@@ -149,7 +149,7 @@ enum wb_reason {
  * by wb_ctl_update (wbctl tune and reload, under daemon.tune_lock) one
  * field at a time, and read by every thread without a lock, never plainly:
  * through wb_ctl_snapshot where several are used together (one load each,
- * so one decision sees one value of each), or one __atomic_load_n where
+ * so one decision sees one value of each), or one relaxed load where
  * one is.  A snapshot taken during an update may hold an old and a new
  * value; it still keeps bg_pages < limit_pages.
  */
@@ -157,13 +157,13 @@ struct wb_ctl {
 	struct cache *cache;
 	uint32_t page_size;
 	uint64_t total_pages;
-	uint64_t bg_pages;              /* dirty_background in pages */
-	uint64_t limit_pages;           /* dirty limit in pages */
-	uint64_t expire_ns;             /* dirty_expire_centisecs */
-	uint32_t max_run_pages;         /* coalescing cap */
-	unsigned writeback_cs;          /* dirty_writeback_centisecs, 0: off */
-	int stopping;                   /* shutting down: stop holding writers */
-	uint32_t readahead_bytes;       /* cache.readahead_bytes (fill.c) */
+	_Atomic uint64_t bg_pages;      /* dirty_background in pages */
+	_Atomic uint64_t limit_pages;   /* dirty limit in pages */
+	_Atomic uint64_t expire_ns;     /* dirty_expire_centisecs */
+	_Atomic uint32_t max_run_pages; /* coalescing cap */
+	_Atomic unsigned writeback_cs;  /* dirty_writeback_centisecs, 0: off */
+	_Atomic int stopping;     /* shutting down: stop holding writers */
+	uint32_t readahead_bytes; /* cache.readahead_bytes (fill.c) */
 };
 
 /* The run-time thresholds of a struct wb_ctl, as read at one moment. */

@@ -6,21 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomics.h"
 #include "budget.h"
 #include "log.h"
 
 /* A "budget full" line at most this often. */
 #define BUDGET_LOG_INTERVAL_NS (10ull * 1000000000u)
 
-#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-
 /* A client with a connection open: its key, and what it holds. */
 struct budget_client {
 	struct budget_client *next; /* in its bucket */
 	unsigned refs;              /* connections; under clients_lock */
-	uint64_t used;              /* atomic */
-	uint64_t stalled_ns;        /* budget_client_mark_stalled; atomic */
+	_Atomic uint64_t used;
+	_Atomic uint64_t stalled_ns; /* budget_client_mark_stalled */
 	char key[];
 };
 
@@ -48,13 +46,13 @@ budget_fini(struct budget *b)
 void
 budget_set_limit(struct budget *b, uint64_t limit)
 {
-	STORE(&b->limit, limit);
+	store_relaxed(&b->limit, limit);
 }
 
 void
 budget_set_share(struct budget *b, unsigned share_pct)
 {
-	STORE(&b->share_pct, share_pct);
+	store_relaxed(&b->share_pct, share_pct);
 }
 
 /* FNV-1a. */
@@ -103,7 +101,7 @@ budget_client_put(struct budget *b, struct budget_client *cl)
 	assert(cl->refs > 0);
 	if (--cl->refs == 0) {
 		/* Its last connection gave back all it held. */
-		assert(LOAD(&cl->used) == 0);
+		assert(load_relaxed(&cl->used) == 0);
 		for (pp = &b->clients[budget_hash(cl->key)]; *pp != cl;
 		     pp = &(*pp)->next)
 			;
@@ -118,19 +116,19 @@ void
 budget_client_mark_stalled(struct budget_client *cl, uint64_t now_ns)
 {
 	if (cl)
-		__atomic_store_n(&cl->stalled_ns, now_ns, __ATOMIC_RELEASE);
+		store_release(&cl->stalled_ns, now_ns);
 }
 
 uint64_t
 budget_client_stalled_ns(const struct budget_client *cl)
 {
-	return cl ? __atomic_load_n(&cl->stalled_ns, __ATOMIC_ACQUIRE) : 0;
+	return cl ? load_acquire(&cl->stalled_ns) : 0;
 }
 
 uint64_t
 budget_client_used(const struct budget_client *cl)
 {
-	return cl ? LOAD(&cl->used) : 0;
+	return cl ? load_relaxed(&cl->used) : 0;
 }
 
 static uint64_t
@@ -154,11 +152,11 @@ budget_small(uint64_t limit)
 static void
 budget_note_peak(struct budget *b, uint64_t used)
 {
-	uint64_t peak = LOAD(&b->peak);
+	uint64_t peak = load_relaxed(&b->peak);
 
 	while (used > peak &&
-	    !__atomic_compare_exchange_n(&b->peak, &peak, used, true,
-		__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	    !atomic_compare_exchange_weak_explicit(&b->peak, &peak, used,
+		memory_order_relaxed, memory_order_relaxed))
 		;
 }
 
@@ -166,15 +164,16 @@ budget_note_peak(struct budget *b, uint64_t used)
 static bool
 budget_client_take(struct budget *b, struct budget_client *cl, size_t n)
 {
-	uint64_t share = budget_share(LOAD(&b->limit), LOAD(&b->share_pct));
-	uint64_t used = LOAD(&cl->used);
+	uint64_t share =
+	    budget_share(load_relaxed(&b->limit), load_relaxed(&b->share_pct));
+	uint64_t used = load_relaxed(&cl->used);
 
 	do {
 		/* Holding nothing, a client may take any one request. */
 		if (used + n > share && used > 0)
 			return false;
-	} while (!__atomic_compare_exchange_n(&cl->used, &used, used + n, true,
-	    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	} while (!atomic_compare_exchange_weak_explicit(&cl->used, &used,
+	    used + n, memory_order_relaxed, memory_order_relaxed));
 	return true;
 }
 
@@ -182,7 +181,7 @@ bool
 budget_take(struct budget *b, struct budget_client *cl, size_t n, size_t held,
     bool *at_share)
 {
-	uint64_t limit = LOAD(&b->limit);
+	uint64_t limit = load_relaxed(&b->limit);
 	uint64_t cap = limit - budget_reserve(limit);
 
 	if (at_share)
@@ -195,18 +194,17 @@ budget_take(struct budget *b, struct budget_client *cl, size_t n, size_t held,
 	/* Whoever holds little may use the reserve too. */
 	if (held + n <= budget_small(limit))
 		cap = limit;
-	uint64_t used = LOAD(&b->used);
+	uint64_t used = load_relaxed(&b->used);
 
 	do {
 		/* Alone, any request fits: none can wait for ever. */
 		if (used + n > cap && used > 0) {
 			if (cl && n > 0)
-				__atomic_sub_fetch(&cl->used, n,
-				    __ATOMIC_RELAXED);
+				sub_relaxed(&cl->used, n);
 			return false;
 		}
-	} while (!__atomic_compare_exchange_n(&b->used, &used, used + n, true,
-	    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	} while (!atomic_compare_exchange_weak_explicit(&b->used, &used,
+	    used + n, memory_order_relaxed, memory_order_relaxed));
 	budget_note_peak(b, used + n);
 	return true;
 }
@@ -214,9 +212,9 @@ budget_take(struct budget *b, struct budget_client *cl, size_t n, size_t held,
 /* Count an event in *N: is a line due (at most one in 10 s; *QUIET gets
  * the number not logged since)? */
 static bool
-budget_event(uint64_t *n, struct ratelimit *rl, unsigned *quiet)
+budget_event(_Atomic uint64_t *n, struct ratelimit *rl, unsigned *quiet)
 {
-	__atomic_add_fetch(n, 1, __ATOMIC_RELAXED);
+	add_relaxed(n, 1);
 	return ratelimit_due(rl, BUDGET_LOG_INTERVAL_NS, quiet);
 }
 
@@ -231,8 +229,8 @@ budget_note_wait(struct budget *b, size_t n, const char *who)
 	    "%s: memory budget full (%llu of limits.max_inflight_bytes "
 	    "= %llu bytes in use): waiting for %zu bytes before reading more "
 	    "(%u other waits not logged)",
-	    who, (unsigned long long)LOAD(&b->used),
-	    (unsigned long long)LOAD(&b->limit), n, quiet);
+	    who, (unsigned long long)load_relaxed(&b->used),
+	    (unsigned long long)load_relaxed(&b->limit), n, quiet);
 }
 
 void
@@ -241,16 +239,16 @@ budget_note_share_wait(struct budget *b, const struct budget_client *cl,
 {
 	unsigned quiet;
 
-	__atomic_add_fetch(&b->waits, 1, __ATOMIC_RELAXED);
+	add_relaxed(&b->waits, 1);
 	if (!budget_event(&b->share_waits, &b->share_rl, &quiet))
 		return;
-	uint64_t limit = LOAD(&b->limit);
-	unsigned pct = LOAD(&b->share_pct);
+	uint64_t limit = load_relaxed(&b->limit);
+	unsigned pct = load_relaxed(&b->share_pct);
 	log_warnx("%s: client %s holds %llu bytes, its share of the memory "
 		  "budget (limits.max_client_share = %u%% of %llu bytes): "
 		  "waiting for %zu bytes before reading more (%u other waits "
 		  "not logged)",
-	    who, cl->key, (unsigned long long)LOAD(&cl->used), pct,
+	    who, cl->key, (unsigned long long)load_relaxed(&cl->used), pct,
 	    (unsigned long long)limit, n, quiet);
 }
 
@@ -310,48 +308,48 @@ void
 budget_charge(struct budget *b, struct budget_client *cl, size_t n)
 {
 	if (cl)
-		__atomic_add_fetch(&cl->used, n, __ATOMIC_RELAXED);
-	budget_note_peak(b, __atomic_add_fetch(&b->used, n, __ATOMIC_RELAXED));
+		add_relaxed(&cl->used, n);
+	budget_note_peak(b, add_fetch_u64(&b->used, n, memory_order_relaxed));
 }
 
 bool
 budget_full(const struct budget *b)
 {
-	return LOAD(&b->used) >= LOAD(&b->limit);
+	return load_relaxed(&b->used) >= load_relaxed(&b->limit);
 }
 
 void
 budget_give(struct budget *b, struct budget_client *cl, size_t n)
 {
 	if (cl)
-		__atomic_sub_fetch(&cl->used, n, __ATOMIC_RELAXED);
-	__atomic_sub_fetch(&b->used, n, __ATOMIC_RELAXED);
+		sub_relaxed(&cl->used, n);
+	sub_relaxed(&b->used, n);
 }
 
 void
 budget_get_stats(struct budget *b, struct budget_stats *st)
 {
-	st->limit = LOAD(&b->limit);
-	st->used = LOAD(&b->used);
-	st->peak = LOAD(&b->peak);
-	st->waits = LOAD(&b->waits);
-	st->stalls = LOAD(&b->stalls);
-	st->pauses = LOAD(&b->pauses);
-	st->hs_timeouts = LOAD(&b->hs_timeouts);
-	st->client_errors = LOAD(&b->client_errors);
-	st->cache_skips = LOAD(&b->cache_skips);
+	st->limit = load_relaxed(&b->limit);
+	st->used = load_relaxed(&b->used);
+	st->peak = load_relaxed(&b->peak);
+	st->waits = load_relaxed(&b->waits);
+	st->stalls = load_relaxed(&b->stalls);
+	st->pauses = load_relaxed(&b->pauses);
+	st->hs_timeouts = load_relaxed(&b->hs_timeouts);
+	st->client_errors = load_relaxed(&b->client_errors);
+	st->cache_skips = load_relaxed(&b->cache_skips);
 	st->reserve_bytes = budget_reserve(st->limit);
 	st->small_bytes = budget_small(st->limit);
-	st->share_pct = LOAD(&b->share_pct);
+	st->share_pct = load_relaxed(&b->share_pct);
 	st->share_bytes = budget_share(st->limit, (unsigned)st->share_pct);
-	st->share_waits = LOAD(&b->share_waits);
+	st->share_waits = load_relaxed(&b->share_waits);
 	st->client_max_bytes = 0;
 	pthread_mutex_lock(&b->clients_lock);
 	st->clients = b->n_clients;
 	for (unsigned i = 0; i < BUDGET_CLIENT_BUCKETS; i++)
 		for (const struct budget_client *cl = b->clients[i]; cl;
 		     cl = cl->next)
-			if (LOAD(&cl->used) > st->client_max_bytes)
-				st->client_max_bytes = LOAD(&cl->used);
+			if (load_relaxed(&cl->used) > st->client_max_bytes)
+				st->client_max_bytes = load_relaxed(&cl->used);
 	pthread_mutex_unlock(&b->clients_lock);
 }

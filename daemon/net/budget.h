@@ -49,35 +49,35 @@
 struct budget_client;
 
 struct budget {
-	uint64_t limit;          /* limits.max_inflight_bytes; atomic */
-	uint64_t used;           /* atomic */
-	uint64_t peak;           /* highest USED seen; atomic */
-	uint64_t waits;          /* times a connection had to wait; atomic */
+	_Atomic uint64_t limit; /* limits.max_inflight_bytes */
+	_Atomic uint64_t used;
+	_Atomic uint64_t peak;   /* highest USED seen */
+	_Atomic uint64_t waits;  /* times a connection had to wait */
 	struct ratelimit log_rl; /* "budget full" lines */
 	/* Connections closed for holding it without progress
 	 * (limits.stall_timeout_s; conn.c); atomic. */
-	uint64_t stalls;
+	_Atomic uint64_t stalls;
 	struct ratelimit stall_rl;
 	/* Times a connection stopped reading requests at its own limits
 	 * (limits.max_requests_per_connection,
 	 * max_inflight_bytes_per_connection; conn.c); atomic. */
-	uint64_t pauses;
+	_Atomic uint64_t pauses;
 	struct ratelimit pause_rl[3]; /* enum budget_pause */
 	/* Connections closed for not finishing the handshake in
 	 * limits.handshake_timeout_s (conn.c, which logs them); atomic. */
-	uint64_t hs_timeouts;
+	_Atomic uint64_t hs_timeouts;
 	/* Clients' errors: rejected requests, oversized options, bad magic
 	 * (conn.c, which logs them); atomic. */
-	uint64_t client_errors;
+	_Atomic uint64_t client_errors;
 	/* CACHE requests answered without prefetching: their device had
 	 * limits.max_cache_requests being carried out (conn.c); atomic. */
-	uint64_t cache_skips;
+	_Atomic uint64_t cache_skips;
 	struct ratelimit cache_skip_rl;
 	/* limits.max_client_share, percent of LIMIT; atomic. */
-	unsigned share_pct;
+	_Atomic unsigned share_pct;
 	/* Times a connection waited because its client held its share
 	 * (counted in WAITS too); atomic. */
-	uint64_t share_waits;
+	_Atomic uint64_t share_waits;
 	struct ratelimit share_rl;
 	/* Clients with a connection open, by key (budget_client_get). */
 	pthread_mutex_t clients_lock;

@@ -83,7 +83,7 @@ struct conn {
 	bool budget_starved; /* has waited since its last take */
 	uint64_t starved_ns; /* since when (now_ns()) */
 	bool closing;        /* no more input; close when idle */
-	bool dead;           /* socket closed */
+	_Atomic bool dead;   /* socket closed */
 	bool flushing;       /* inside conn_flush_out() */
 	bool corked;         /* parsing input: replies wait for
 	                        its end, then go in one writev */

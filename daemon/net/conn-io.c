@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "budget.h"
 #include "buf.h"
 #include "conn-internal.h"
@@ -89,7 +90,7 @@ conn_send(struct conn *c, const struct iovec *iov, int n)
 void
 conn_queue_out(struct conn *c, struct out *o)
 {
-	if (c->dead) {
+	if (load_relaxed(&c->dead)) {
 		o->release(o);
 		return;
 	}
@@ -125,7 +126,8 @@ conn_host_uncork(struct conn_host *h)
 		struct conn *c = h->cork_list;
 		h->cork_list = c->cork_next;
 		c->cork_listed = false;
-		if (!c->dead && c->out_head && !ev_is_active(&c->ww))
+		if (!load_relaxed(&c->dead) && c->out_head &&
+		    !ev_is_active(&c->ww))
 			conn_flush_out(c);
 		conn_maybe_finish(c);
 	}
@@ -149,14 +151,14 @@ conn_drop_out(struct conn *c)
 void
 conn_close_socket(struct conn *c)
 {
-	if (c->dead)
+	if (load_relaxed(&c->dead))
 		return;
 	if (c->corked && c->out_head) {
 		/* Replies held while parsing: send what the socket takes
 		 * now, as they would have gone before the cork. */
 		c->corked = false;
 		conn_flush_out(c);
-		if (c->dead)
+		if (load_relaxed(&c->dead))
 			return;
 	}
 	ev_io_stop(c->host->loop, &c->rw);
@@ -173,7 +175,7 @@ conn_close_socket(struct conn *c)
 	c->reading = false;
 	close(c->fd);
 	c->fd = -1;
-	__atomic_store_n(&c->dead, true, __ATOMIC_RELEASE); /* req->gone */
+	store_release(&c->dead, true); /* req->gone */
 	c->closing = true;
 	conn_set_state(c, CS_DONE);
 	conn_drop_out(c);
@@ -182,7 +184,8 @@ conn_close_socket(struct conn *c)
 static void
 conn_flush_out(struct conn *c)
 {
-	assert(!c->dead && !c->flushing); /* replies queued meanwhile wait */
+	/* Replies queued meanwhile wait. */
+	assert(!load_relaxed(&c->dead) && !c->flushing);
 	c->flushing = true;
 	while (c->out_head) {
 		struct iovec iov[CONN_MAX_IOV];
@@ -401,7 +404,7 @@ process:
 	c->corked = true;
 	conn_process(c);
 	c->corked = false;
-	if (!c->dead && c->out_head && !ev_is_active(&c->ww))
+	if (!load_relaxed(&c->dead) && c->out_head && !ev_is_active(&c->ww))
 		conn_flush_out(c);
 	conn_tls_maybe_begin(c);
 	/* Decrypted input already held by TLS wakes no socket event. */
@@ -483,7 +486,7 @@ conn_tls_maybe_begin(struct conn *c)
 {
 	struct tls_creds *cr = NULL;
 
-	if (c->state != CS_TLS_START || c->dead || c->out_head)
+	if (c->state != CS_TLS_START || load_relaxed(&c->dead) || c->out_head)
 		return;
 	if (c->host->tls)
 		tls_server_get(c->host->tls, &cr);

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "blockstatus.h"
 #include "budget.h"
 #include "buf.h"
@@ -131,7 +132,7 @@ void
 conn_maybe_resume(struct conn *c)
 {
 	if (c->paused && !c->budget_wait && !conn_over_limit(c) &&
-	    !c->closing && !c->dead) {
+	    !c->closing && !load_relaxed(&c->dead)) {
 		/*
 		 * Input may already be buffered: have the read callback parse
 		 * it even if the socket has nothing new.  Not parsed here, as
@@ -253,7 +254,8 @@ conn_request_done(struct request *req)
 		log_debug("%s: fast zero of %u bytes at %llu: not fast here",
 		    c->peer, req->nbd.count,
 		    (unsigned long long)req->nbd.offset);
-	else if (req->err && !(req->err == ECANCELED && c->dead) &&
+	else if (req->err &&
+	    !(req->err == ECANCELED && load_relaxed(&c->dead)) &&
 	    ratelimit_due(&c->host->fail_rl, CONN_FAIL_LOG_NS, &quiet))
 		log_warnx("%s: %s of %u bytes at %llu failed: %s (%u other "
 			  "failed requests not logged)",
@@ -280,8 +282,7 @@ conn_client_error(struct conn *c, const char *fmt, ...)
 	unsigned quiet;
 	va_list ap;
 
-	__atomic_add_fetch(&c->host->budget->client_errors, 1,
-	    __ATOMIC_RELAXED);
+	add_relaxed(&c->host->budget->client_errors, 1);
 	if (!ratelimit_due(&c->host->client_rl, CONN_FAIL_LOG_NS, &quiet))
 		return;
 	va_start(ap, fmt);
@@ -594,12 +595,12 @@ conn_client_local(const struct conn *c)
 	return strncmp(c->client, "uid ", 4) == 0;
 }
 
-static uint64_t conn_idle_closes; /* atomic: conn_idle_closed */
+static _Atomic uint64_t conn_idle_closes; /* conn_idle_closed */
 
 uint64_t
 conn_idle_closed(void)
 {
-	return __atomic_load_n(&conn_idle_closes, __ATOMIC_RELAXED);
+	return load_relaxed(&conn_idle_closes);
 }
 
 /* The connection's idle timeout (conn->idle_s: the export's, its
@@ -618,7 +619,7 @@ conn_idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_start(loop, w);
 		return;
 	}
-	__atomic_add_fetch(&conn_idle_closes, 1, __ATOMIC_RELAXED);
+	add_relaxed(&conn_idle_closes, 1);
 	if (ratelimit_due(&c->host->idle_rl, CONN_FAIL_LOG_NS, &quiet))
 		log_info("%s: no request for %u s (%s); closing (%u other "
 			 "idle connections closed, not logged)",
@@ -647,7 +648,7 @@ conn_stall_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	for (struct conn *c = h->conns; c; c = next) {
 		next = c->next;
-		if (c->dead || c->state < CS_TX_HEADER)
+		if (load_relaxed(&c->dead) || c->state < CS_TX_HEADER)
 			continue;
 		bool payload =
 		    c->state == CS_TX_PAYLOAD || c->state == CS_TX_DISCARD;
@@ -688,7 +689,7 @@ conn_enter_transmission(struct conn *c)
 		c->view.max_request_bytes = PROTO_MAX_REQUEST_BYTES;
 	c->err_seq = export_err_seq(c->exp);
 	c->stats = stats_io_export(&c->host->stats, c->exp);
-	__atomic_add_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
+	add_relaxed(&c->exp->connections, 1);
 	conn_set_state(c, CS_TX_HEADER);
 	c->connected_at = ev_now(c->host->loop);
 	c->stall_since = c->sent_at = c->connected_at;
@@ -704,8 +705,7 @@ conn_enter_transmission(struct conn *c)
 		ev_timer_start(c->host->loop, &c->host->stall_timer);
 		c->host->stall_timer_set = true;
 	}
-	int exp_idle =
-	    __atomic_load_n(&c->exp->idle_timeout_s, __ATOMIC_RELAXED);
+	int exp_idle = load_relaxed(&c->exp->idle_timeout_s);
 	if (exp_idle >= 0) {
 		c->idle_s = (unsigned)exp_idle;
 		c->idle_key = "the export's idle_timeout_s";
@@ -765,7 +765,7 @@ conn_handle_option(struct conn *c, const uint8_t *data)
 void
 conn_process(struct conn *c)
 {
-	while (!c->dead && !c->closing) {
+	while (!load_relaxed(&c->dead) && !c->closing) {
 		size_t avail = c->rend - c->rstart;
 		uint8_t *p = c->rbuf + c->rstart;
 
@@ -954,7 +954,7 @@ conn_maybe_finish(struct conn *c)
 	}
 	if (c->inflight > 0)
 		return;
-	if (!c->dead && c->out_head)
+	if (!load_relaxed(&c->dead) && c->out_head)
 		return;         /* replies still going out */
 
 	struct conn_host *h = c->host;
@@ -976,7 +976,7 @@ conn_maybe_finish(struct conn *c)
 		c->next->prev = c->prev;
 	h->n_conns--;
 	if (c->exp)
-		__atomic_sub_fetch(&c->exp->connections, 1, __ATOMIC_RELAXED);
+		sub_relaxed(&c->exp->connections, 1);
 	if (c->exp)
 		log_info("%s: connection to export \"%s\" closed after %.1f s",
 		    c->peer, c->exp->name, ev_now(h->loop) - c->connected_at);
@@ -996,7 +996,7 @@ conn_hs_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct conn *c = w->data;
 	unsigned quiet;
 
-	__atomic_add_fetch(&c->host->budget->hs_timeouts, 1, __ATOMIC_RELAXED);
+	add_relaxed(&c->host->budget->hs_timeouts, 1);
 	if (ratelimit_due(&c->host->hs_timeout_rl, CONN_FAIL_LOG_NS * 10,
 		&quiet))
 		log_warnx("%s: handshake not finished within %u s "
@@ -1042,8 +1042,7 @@ conn_hs_waiting(void *arg, const char *name)
 	if (!c->host->pending)
 		return false;
 	if (!*name) {
-		const char *d = __atomic_load_n(&c->host->exports->default_name,
-		    __ATOMIC_ACQUIRE);
+		const char *d = load_acquire(&c->host->exports->default_name);
 		if (d == export_table_no_default)
 			return false;
 		want = d ? d : "";
@@ -1170,7 +1169,7 @@ conn_start(struct conn_host *h, int fd, const char *peer, const char *client,
 	buf_free(&out);
 	if (r < 0)
 		conn_close_socket(c);
-	if (c->dead) {
+	if (load_relaxed(&c->dead)) {
 		/* Out of memory, or the client is already gone. */
 		conn_maybe_finish(c);
 		return;

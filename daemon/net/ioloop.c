@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atomics.h"
 #include "conn.h"
 #include "ioloop.h"
 #include "log.h"
@@ -63,7 +64,7 @@ ioloop_conn_gone(struct conn_host *h, const char *client)
 	if (io->slots)
 		slots_release(io->slots, client);
 	if (io->open_conns)
-		__atomic_sub_fetch(io->open_conns, 1, __ATOMIC_RELAXED);
+		sub_relaxed(io->open_conns, 1);
 	ioloop_maybe_exit(io);
 }
 
@@ -204,7 +205,8 @@ ioloop_post(struct ioloop *io, struct job *job)
 void
 ioloop_drain(struct ioloop *io)
 {
-	if (!__atomic_exchange_n(&io->drain_posted, 1, __ATOMIC_ACQ_REL))
+	if (!atomic_exchange_explicit(&io->drain_posted, 1,
+		memory_order_acq_rel))
 		ioloop_post(io, &io->drain_msg);
 }
 

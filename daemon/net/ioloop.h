@@ -31,7 +31,7 @@ struct ioloop {
 	ev_async wake;
 	/* Open connections daemon-wide (atomic), lowered as one goes; may
 	 * be NULL. */
-	unsigned *open_conns;
+	_Atomic unsigned *open_conns;
 	struct slots *slots; /* whose slot a closed one frees;
 	                                   may be NULL */
 	/* Set before ioloop_start, may be NULL: the thread is a reader of
@@ -43,7 +43,7 @@ struct ioloop {
 	struct job *mail_head, **mail_tail;
 	/* Allocated with the thread, so that shutting down cannot fail. */
 	struct job drain_msg;
-	int drain_posted;               /* atomic */
+	_Atomic int drain_posted;
 
 	/* Owned by the I/O thread. */
 	struct conn_host host;          /* its connections */

@@ -18,6 +18,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "atomics.h"
 #include "tls.h"
 
 /* A PSK line longer than this is refused. */
@@ -30,7 +31,7 @@ struct tls_psk_key {
 };
 
 struct tls_creds {
-	int refs; /* atomic */
+	_Atomic int refs;
 	bool verify_peer;
 	gnutls_certificate_credentials_t x509; /* or: */
 	gnutls_psk_server_credentials_t psk;
@@ -85,7 +86,8 @@ tls_creds_free(struct tls_creds *cr)
 void
 tls_creds_unref(struct tls_creds *cr)
 {
-	if (cr && __atomic_sub_fetch(&cr->refs, 1, __ATOMIC_ACQ_REL) == 0)
+	if (cr &&
+	    atomic_fetch_sub_explicit(&cr->refs, 1, memory_order_acq_rel) == 1)
 		tls_creds_free(cr);
 }
 
@@ -93,7 +95,7 @@ static struct tls_creds *
 tls_creds_ref(struct tls_creds *cr)
 {
 	if (cr)
-		__atomic_add_fetch(&cr->refs, 1, __ATOMIC_RELAXED);
+		add_relaxed(&cr->refs, 1);
 	return cr;
 }
 
@@ -286,7 +288,7 @@ tls_creds_load(const struct tls_conf *tc, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	cr->refs = 1;
+	store_relaxed(&cr->refs, 1);
 	cr->verify_peer = tc->verify_peer;
 	if (tc->psk_file) {
 		if (tls_psk_load(cr, tc->psk_file, err, errlen) < 0)

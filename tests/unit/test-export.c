@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "atomics.h"
 #include "cache.h"
 #include "clock.h"
 #include "config-load.h"
@@ -387,7 +388,7 @@ wait_background_done(struct efx *x)
 {
 	uint64_t until = now_ns() + WAIT_MS * 1000000ull;
 
-	while (__atomic_load_n(&x->dev->bg_queued, __ATOMIC_ACQUIRE)) {
+	while (load_acquire(&x->dev->bg_queued)) {
 		if (now_ns() > until)
 			fail_msg("background writeback did not finish");
 		usleep(1000);

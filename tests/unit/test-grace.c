@@ -16,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "atomics.h"
 #include "grace.h"
 #include "pubtab.h"
 
@@ -106,8 +107,8 @@ struct obj {
 struct shared {
 	struct grace g;
 	struct pubtab t;
-	int started, stop; /* atomics */
-	unsigned long bad; /* atomic: dead objects seen */
+	_Atomic int started, stop;
+	_Atomic unsigned long bad; /* dead objects seen */
 };
 
 static void *
@@ -117,15 +118,14 @@ reader_main(void *arg)
 	struct grace_reader r;
 
 	grace_register(&sh->g, &r);
-	__atomic_add_fetch(&sh->started, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&sh->stop, __ATOMIC_ACQUIRE)) {
+	atomic_fetch_add_explicit(&sh->started, 1, memory_order_release);
+	while (!load_acquire(&sh->stop)) {
 		grace_online(&sh->g, &r);
 		for (size_t i = 0; i < pubtab_count(&sh->t); i++) {
 			struct obj *o = pubtab_get(&sh->t, i);
 			sched_yield(); /* hold it a while */
 			if (o && o->magic != OBJ_MAGIC)
-				__atomic_add_fetch(&sh->bad, 1,
-				    __ATOMIC_RELAXED);
+				add_relaxed(&sh->bad, 1);
 		}
 		grace_offline(&r);
 	}
@@ -147,7 +147,7 @@ test_nothing_is_freed_while_a_reader_may_hold_it(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, reader_main, &sh),
 		    0);
-	while (__atomic_load_n(&sh.started, __ATOMIC_ACQUIRE) < 3)
+	while (load_acquire(&sh.started) < 3)
 		sched_yield();
 	for (unsigned long round = 0; round < ROUNDS; round++) {
 		struct obj *o = malloc(sizeof *o);
@@ -172,10 +172,10 @@ test_nothing_is_freed_while_a_reader_may_hold_it(void **state)
 			freed++;
 		}
 	}
-	__atomic_store_n(&sh.stop, 1, __ATOMIC_RELEASE);
+	store_release(&sh.stop, 1);
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
-	assert_int_equal(__atomic_load_n(&sh.bad, __ATOMIC_RELAXED), 0);
+	assert_int_equal(load_relaxed(&sh.bad), 0);
 	/* Every reader is gone: everything can be freed. */
 	while (freed < n_limbo) {
 		assert_true(grace_done(&sh.g, tokens[freed]));

@@ -57,7 +57,7 @@ test_quantiles_interpolate_inside_a_bucket(void **state)
 static void
 test_requests_counted_by_command(void **state)
 {
-	struct stats_io io = { 0 };
+	struct stats_io io = { NULL };
 	struct stats_export_io *x = stats_io_export(&io, &io);
 	struct stats_export_io sum = { 0 };
 	uint64_t t = now_ns();
@@ -97,7 +97,7 @@ test_requests_counted_by_command(void **state)
 static void
 test_paced_replies_and_threads_add_up(void **state)
 {
-	struct stats_io a = { 0 }, b = { 0 };
+	struct stats_io a = { NULL }, b = { NULL };
 	static const int key, other;
 	struct stats_export_io *xa = stats_io_export(&a, &key);
 	struct stats_export_io *xb = stats_io_export(&b, &key);

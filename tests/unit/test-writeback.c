@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "atomics.h"
 #include "cache.h"
 #include "clock.h"
 #include "config-load.h"
@@ -371,9 +372,9 @@ dirty_pages(struct wfx *x)
 }
 
 static uint64_t
-load64(uint64_t *p)
+load64(_Atomic uint64_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	return load_acquire(p);
 }
 
 /* Every write in the log completed before the last operation, a flush,
@@ -398,11 +399,11 @@ assert_flush_after_every_write(struct fake *f)
 /* Wait for a queued flag of DEV's (bg_queued, periodic_queued) to drop:
  * the work it stands for has run. */
 static void
-wait_work_done(int *queued)
+wait_work_done(_Atomic int *queued)
 {
 	uint64_t until = now_ns() + WAIT_MS * 1000000ull;
 
-	while (__atomic_load_n(queued, __ATOMIC_ACQUIRE)) {
+	while (load_acquire(queued)) {
 		if (now_ns() > until)
 			fail_msg("writeback work did not finish");
 		usleep(1000);
@@ -600,7 +601,8 @@ test_unflushed_ranges_merge_and_overflow(void **state)
 static void
 lose_the_remote(struct wfx *x)
 {
-	__atomic_add_fetch(&x->t.backend->losses, 1, __ATOMIC_ACQ_REL);
+	atomic_fetch_add_explicit(&x->t.backend->losses, 1,
+	    memory_order_acq_rel);
 }
 
 static void
@@ -1033,7 +1035,7 @@ test_failed_write_keeps_pages_dirty_and_arms_the_backoff(void **state)
 static void
 backoff_passes(struct wfx *x)
 {
-	__atomic_store_n(&x->dev->backoff_until_ns, now_ns(), __ATOMIC_RELAXED);
+	store_relaxed(&x->dev->backoff_until_ns, now_ns());
 }
 
 static void
