@@ -23,8 +23,8 @@
 struct access_list; /* export/access.h */
 
 enum cache_mode {
-	CACHE_WRITEBACK = 0,            /* default */
-	CACHE_WRITETHROUGH,             /* every write reaches the backing first */
+	CACHE_WRITEBACK = 0, /* default */
+	CACHE_WRITETHROUGH,  /* every write reaches the backing first */
 	CACHE_WRITETHROUGH_UNTIL_FLUSH, /* writethrough until the client flushes */
 };
 
@@ -81,53 +81,53 @@ struct export_journal_conf {
 
 struct export_conf {
 	char *name;
-	char *description;              /* may be NULL */
-	char *backing;                  /* path, or an NBD URI (nbd://...) */
-	uint64_t size_bytes;            /* 0: use the backing's size */
+	char *description;   /* may be NULL */
+	char *backing;       /* path, or an NBD URI (nbd://...) */
+	uint64_t size_bytes; /* 0: use the backing's size */
 	bool readonly;
-	bool direct;                    /* O_DIRECT on a local backing */
+	bool direct; /* O_DIRECT on a local backing */
 	enum cache_mode cache_mode;
-	bool tls_require;               /* tls = "require": TLS-only */
-	struct access_list *allow;      /* NULL: everyone (no allow key) */
-	unsigned idle_timeout_s;        /* its connections' idle timeout, */
-	bool idle_timeout_set;          /* if given (else the limits') */
-	int line;                       /* where it was defined, for messages */
+	bool tls_require;          /* tls = "require": TLS-only */
+	struct access_list *allow; /* NULL: everyone (no allow key) */
+	unsigned idle_timeout_s;   /* its connections' idle timeout, */
+	bool idle_timeout_set;     /* if given (else the limits') */
+	int line;                  /* where it was defined, for messages */
 	struct config_where backing_at, size_at;
 	struct export_journal_conf journal;
 };
 
 struct cache_conf {
-	uint64_t size_bytes;            /* resolved: a percentage is of RAM */
-	unsigned size_pct;              /* nonzero if given as "N%" */
-	uint32_t page_size;             /* power of two, 512 .. 1M */
-	uint32_t readahead_bytes;       /* most read ahead at once, 0: off */
+	uint64_t size_bytes;      /* resolved: a percentage is of RAM */
+	unsigned size_pct;        /* nonzero if given as "N%" */
+	uint32_t page_size;       /* power of two, 512 .. 1M */
+	uint32_t readahead_bytes; /* most read ahead at once, 0: off */
 };
 
 struct control_conf {
-	char *socket;                   /* NULL: no control socket */
-	unsigned mode;                  /* socket file mode, default 0660 */
-	char *group;                    /* socket file group, may be NULL */
-	char *admin_group;              /* may change settings; may be NULL */
-	unsigned max_clients;           /* clients at once, default 64 */
-	unsigned max_clients_per_uid;   /* of them one uid's, default 16 */
-	unsigned admin_reserved;        /* the last slots, for root and the
+	char *socket;                 /* NULL: no control socket */
+	unsigned mode;                /* socket file mode, default 0660 */
+	char *group;                  /* socket file group, may be NULL */
+	char *admin_group;            /* may change settings; may be NULL */
+	unsigned max_clients;         /* clients at once, default 64 */
+	unsigned max_clients_per_uid; /* of them one uid's, default 16 */
+	unsigned admin_reserved;      /* the last slots, for root and the
 	                                   admin group, default 8 */
-	unsigned idle_timeout_s;        /* close a client idle this long;
+	unsigned idle_timeout_s;      /* close a client idle this long;
 	                                   0: never; default 60 */
 	struct config_where socket_at, group_at;
 };
 
 /* Remote (NBD) backing devices: connection and reconnection, in ms. */
 struct remote_conf {
-	unsigned connect_timeout_ms;    /* one connection attempt, default 10 s */
-	unsigned reconnect_max_ms;      /* back-off cap, default 5 s */
-	unsigned io_timeout_ms;         /* one request; reads wait this long for
+	unsigned connect_timeout_ms; /* one connection attempt, default 10 s */
+	unsigned reconnect_max_ms;   /* back-off cap, default 5 s */
+	unsigned io_timeout_ms;      /* one request; reads wait this long for
 	                                   a reconnection; default 30 s */
-	bool read_connection;           /* misses on a connection of their own
+	bool read_connection;        /* misses on a connection of their own
 	                                   (nbdread.h); default true */
-	unsigned unflushed_ranges;      /* ranges written, not yet flushed, kept
+	unsigned unflushed_ranges;   /* ranges written, not yet flushed, kept
 	                                   per export (wb_target.uf); 1024 */
-	unsigned commit_interval_ms;    /* writeback flushes what it wrote at
+	unsigned commit_interval_ms; /* writeback flushes what it wrote at
 	                                   most this often; 0: never; 50 */
 	uint64_t max_writeback_inflight_bytes; /* bound of the writeback
 	                                   window (linkest.h); 64 MiB */
@@ -214,17 +214,17 @@ struct metrics_conf {
 #define LIMITS_MAX_CLIENT_SHARE 100u
 
 struct wbd_config {
-	char *path;                     /* the file it came from */
+	char *path; /* the file it came from */
 	/* The files read: path as given, then each @include as written
 	 * (as libconfig names them in its messages). */
 	char **files;
 	size_t n_files;
 
-	char **listen_tcp;              /* "host:port", "[v6]:port" */
+	char **listen_tcp;                  /* "host:port", "[v6]:port" */
 	struct config_where *listen_tcp_at; /* NULL: the default listener */
 	int *listen_tcp_idle_s; /* each one's idle_timeout_s, or -1 */
 	size_t n_listen_tcp;
-	char **listen_unix;             /* socket paths */
+	char **listen_unix; /* socket paths */
 	struct config_where *listen_unix_at;
 	int *listen_unix_idle_s;
 	size_t n_listen_unix;
@@ -234,7 +234,7 @@ struct wbd_config {
 
 	struct run_as_conf run_as;
 
-	unsigned io_threads;            /* 0: one per CPU */
+	unsigned io_threads; /* 0: one per CPU */
 
 	struct cache_conf cache;
 	struct writeback_conf writeback;

@@ -403,8 +403,8 @@ const struct setting settings_table[] = {
 	    .unit = "", .max = 16, .names = settings_journal_modes, .def = 0,
 	    .by_hand = true,
 	    .doc = "what is logged: what a FLUSH covers, or every write" },
-	{ JOURNAL(ordered), .name = "ordered", .type = SETTING_BOOL,
-	    .unit = "", .def = false, .by_hand = true,
+	{ JOURNAL(ordered), .name = "ordered", .type = SETTING_BOOL, .unit = "",
+	    .def = false, .by_hand = true,
 	    .doc = "the backing store receives whole FLUSH epochs, in order, "
 		   "applied from the log" },
 };

@@ -131,12 +131,12 @@ struct export_journal {
 	pthread_mutex_t ep_lock;
 	struct xj_epoch *ep_head, *ep_tail;
 	_Atomic uint64_t ep_n,
-	    ep_bytes;            /* apply lag (ep_lock; read atomically) */
-	uint64_t applied_jseq;   /* ep_lock */
-	uint64_t released_jseq;  /* xj.lock */
-	uint64_t batch_max;      /* bytes of data in a batch */
-	uint64_t *seqs;          /* a batch's pages' last writes (xj.lock) */
-	uint8_t *abuf;           /* what an epoch reads back (apply_lock) */
+	    ep_bytes;           /* apply lag (ep_lock; read atomically) */
+	uint64_t applied_jseq;  /* ep_lock */
+	uint64_t released_jseq; /* xj.lock */
+	uint64_t batch_max;     /* bytes of data in a batch */
+	uint64_t *seqs;         /* a batch's pages' last writes (xj.lock) */
+	uint8_t *abuf;          /* what an epoch reads back (apply_lock) */
 	struct backend_write aw[XJ_APPLY_WINDOW]; /* apply_lock */
 	struct job apply_job;                     /* on the export's pool */
 	_Atomic int apply_queued;                 /* atomic */
@@ -1257,7 +1257,7 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 			    r == -ENOTCONN ?
 				"record %llu: the cache has no room for the "
 				"log until the backing device answers: %s" :
-			    r == -ENOSPC ?
+				r == -ENOSPC ?
 				"record %llu: no page in the cache for it, "
 				"and no whole batch before it to apply: the "
 				"cache is smaller than one batch of the log "
