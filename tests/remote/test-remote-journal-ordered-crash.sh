@@ -3,7 +3,8 @@
 # An ordered write log killed while it applies its epochs to the remote
 # applies the rest, in order, once restarted.
 #   - 30 epochs (tests/remote/epochs.py), each FLUSHed, through an export
-#     over nbdkit's file plugin behind its delay filter (30 ms a write):
+#     over nbdkit's file plugin behind its delay filter (150 ms a write,
+#     so that the kill comes while epochs wait even on a loaded machine):
 #     the FLUSHes are answered by the log long before the remote has them.
 #   - wbd gets SIGKILL while epochs are still to apply (wbctl status:
 #     journal.apply_lag_epochs > 0).  The remote then shows whole epochs
@@ -53,7 +54,7 @@ sample() {
 # its blocks copied, let go on, then checked).
 coproc CHECK { exec python3 "$SRCDIR/epochs.py" serve "$EPOCHS"; }
 truncate -s 16M "$T/remote.img"
-start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=30ms
+start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=150ms
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \
 	"journal = { path = \"$T/disk0.wal\"; size = \"16M\"; ordered = true; };"
 write_cache_config 64M 'dirty_writeback_centisecs = 50;'
