@@ -313,7 +313,7 @@ flush_s() {
 
 # --- one run ------------------------------------------------------------------------
 
-declare -A R_VAL R_FL R_P99W R_P99S R_P50S R_FDS   # [profile,server,case,round]
+declare -A R_VAL R_FL R_P99W R_P99S R_P50S R_FDS R_CPU   # [profile,server,case,round]
 declare -A VERIFY MC
 STATUS=()
 
@@ -327,6 +327,54 @@ fio_fig() {
 	     ((.sync.lat_ns.percentile["99.000000"] // 0) / 1000),
 	     ((.sync.lat_ns.percentile["50.000000"] // 0) / 1000)] |
 	    map(tostring) | join(" ")' "$1"
+}
+
+# --- where the CPU goes ----------------------------------------------------------
+
+CLK_TCK=$(getconf CLK_TCK)
+
+# proc_ticks PID: the user + system time of PID, all its threads, in clock
+# ticks (0 without a PID).
+proc_ticks() {
+	[[ -n $1 && -r /proc/$1/stat ]] || { echo 0; return 0; }
+	awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+
+# machine_ticks: "busy total" clock ticks of every CPU since boot.
+machine_ticks() {
+	awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i;
+	    print t - $5 - $6, t; exit }' /proc/stat
+}
+
+# cpu_begin / cpu_end JSON: around the measured fio run; cpu_end prints
+# "front remote fio bench machine": the µs of CPU per request fio
+# completed of the server in front (0 for the remote alone), of the remote
+# (nbdkit and its filters) and of fio itself (its usr_cpu and sys_cpu over
+# its runtime); then the cores these three kept busy over fio's runtime,
+# and the cores the whole machine kept busy from fio's start to its end
+# (its start and connection included).
+CPU_F0=0 CPU_K0=0 CPU_M0='' CPU_T0=0
+cpu_begin() {
+	CPU_F0=$(proc_ticks "$F_PID") CPU_K0=$(proc_ticks "$K_PID")
+	CPU_M0=$(machine_ticks) CPU_T0=$EPOCHREALTIME
+}
+cpu_end() {
+	local f k m fio
+	f=$(proc_ticks "$F_PID") k=$(proc_ticks "$K_PID") m=$(machine_ticks)
+	fio=$(jq -er '.jobs[0] | [(.read.total_ios + .write.total_ios),
+	    ((.usr_cpu + .sys_cpu) / 100 * .job_runtime / 1000), (.job_runtime / 1000)] |
+	    map(tostring) | join(" ")' "$1") || return 1
+	awk -v f0="$CPU_F0" -v f1="$f" -v k0="$CPU_K0" -v k1="$k" -v hz="$CLK_TCK" \
+	    -v m0="$CPU_M0" -v m1="$m" -v t0="$CPU_T0" -v t1="$EPOCHREALTIME" -v fio="$fio" -v NCPU="$(nproc)" '
+	    BEGIN {
+		split(fio, x, " "); n = x[1]; fs = x[2]; rt = x[3]
+		split(m0, a, " "); split(m1, b, " ")
+		if (n <= 0 || rt <= 0) exit 1
+		fsec = (f1 - f0) / hz; ksec = (k1 - k0) / hz
+		printf "%.1f %.1f %.1f %.2f %.2f\n", fsec * 1e6 / n, ksec * 1e6 / n,
+		    fs * 1e6 / n, (fsec + ksec + fs) / rt,
+		    (b[2] - a[2] > 0 ? (b[1] - a[1]) / (b[2] - a[2]) : 0) * NCPU
+	    }'
 }
 
 # net_run PROFILE SERVER CASE ROUND
@@ -371,12 +419,14 @@ net_run() {
 		fi
 	else
 		[[ $c == drain-* ]] && args+=(--end_fsync=1)
+		cpu_begin
 		if ! run_fio "$out" "$URI" "${args[@]}" ||
 		   ! vals=$(fio_fig "$out" "$(case_dir "$c")" "$(case_unit "$c")"); then
 			STATUS+=("$tag: fio failed (see fio.log)")
 			net_down "$tag"
 			return 0
 		fi
+		R_CPU[$k]=$(cpu_end "$out") || R_CPU[$k]=''
 		read -r v _ _ p99w p99s p50s <<<"$vals"
 		R_P50S[$k]=$(awk -v x="$p50s" 'BEGIN { if (x > 0) printf "%.0f", x }')
 		R_VAL[$k]=$(awk -v x="$v" 'BEGIN { printf "%.1f", x }')
@@ -629,6 +679,31 @@ latency_rows() {
 	done
 }
 
+# cpu_rows PROFILE: per case and server, the median over the rounds of
+# each figure cpu_end gives.
+cpu_rows() {
+	local p=$1 s c r i cell vals
+	for c in "${NET_CASES[@]}"; do
+		[[ $c == drain-* ]] && continue
+		for s in "${NET_SERVERS[@]}"; do
+			cell=''
+			for i in 1 2 3 4 5; do
+				mapfile -t vals < <(for ((r = 1; r <= ROUNDS; r++)); do
+					[[ -n ${R_CPU[$p,$s,$c,$r]:-} ]] &&
+					    awk -v i="$i" '{ print $i }' <<<"${R_CPU[$p,$s,$c,$r]}"
+				done)
+				((${#vals[@]} > 0)) || continue 2
+				cell+=" $(median "${vals[@]}")"
+			done
+			# shellcheck disable=SC2086  # the five figures, split
+			set -- $cell
+			printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$c" "$s" \
+			    "$([[ $s == remote ]] && echo - || echo "$1")" "$2" "$3" \
+			    "$(awk -v a="$1" -v b="$2" -v c="$3" 'BEGIN { printf "%.1f", a + b + c }')" "$4" "$5"
+		done
+	done
+}
+
 machine_info() {
 	echo "- CPU: $(nproc) × $(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo); load average at the start: $LOAD_START, at the end: $LOAD_END"
 	echo "- fio $(fio --version | sed 's/^fio-//'), $(nbdkit --version), $(qemu-nbd --version | head -n 1)"
@@ -716,6 +791,22 @@ write_section() {
 		|---|---|---:|---:|
 		EOF
 		latency_rows "$p"
+		cat <<-EOF
+
+		Where the CPU goes: µs of CPU per request fio completed, of the
+		server in front, of the remote (nbdkit with its two filters) and of
+		fio itself, and the cores those three kept busy over fio's
+		runtime, beside the cores the whole machine kept busy from fio's
+		start to its end (of $(nproc); median of the rounds; the drain is
+		not a fio run).  When
+		the three keep about $(nproc) cores busy, the case is bound by this
+		machine's CPUs, not by the link: its rate is then about
+		$(nproc) cores ÷ the total µs per request.
+
+		| case | server | front µs | remote µs | fio µs | total µs | cores (these three) | cores (machine) |
+		|---|---|---:|---:|---:|---:|---:|---:|
+		EOF
+		cpu_rows "$p"
 		echo
 		local checks=''
 		for s in "${NET_SERVERS[@]}"; do
