@@ -75,6 +75,11 @@ PY
 	start_wbd
 	grep -q 'export "disk0": its remote does not answer, but its write log' "$LOG" ||
 		fail "the export was not served from its log with the remote down"
+	# The warning quotes the failed attempt, which names the URI: once.
+	line=$(grep 'not connected yet' "$LOG" | tail -1)
+	[[ -n $line ]] || fail "no \"not connected yet\" warning"
+	uris=$(grep -oF "socket=$T/kit.sock" <<<"$line" | wc -l)
+	((uris == 1)) || fail "the warning names the remote $uris times: $line"
 	grep -q "write log .*replayed" "$LOG" || fail "no replay in the log"
 	# Served with no remote: what the log held reads back from the cache,
 	# and whole-page writes and a FLUSH go into the log (a partial page
