@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "cache.h"
@@ -1312,6 +1313,14 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	lock_init(&xj->apply_lock);
 	pthread_mutex_init(&xj->ep_lock, NULL);
 	xj->locks_made = true;
+	/* A log of journal.dir: the directory is made if missing, for
+	 * wbd's user alone (the logs hold the exports' data). */
+	if (jc->dir && mkdir(jc->dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "write log directory %s (journal.dir): "
+		    "cannot be made: %s", jc->dir, strerror(errno));
+		xj_close(xj);
+		return NULL;
+	}
 	if (!(xj->j = journal_open(jc->path, jc->size_bytes, &id, why,
 		  sizeof why))) {
 		snprintf(err, errlen, "write log: %s", why);
