@@ -178,7 +178,8 @@ config_journal_file(const char *name, char *buf, size_t len)
 			continue;
 		bool keep = (*p >= 'a' && *p <= 'z') ||
 		    (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '_' || (*p == '.' && p != (const unsigned char *)name);
+		    *p == '-' || *p == '_' ||
+		    (*p == '.' && p != (const unsigned char *)name);
 		size_t need = keep ? 1 : 3;
 		if (n + need > CONFIG_JOURNAL_NAME_CUT) {
 			cut = true;
@@ -480,10 +481,11 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 				 * export (a log in journal.dir). */
 				config_setting_t *g =
 				    config_setting_get_member(e, "journal");
-				config_setting_t *at = g ?
-				    config_setting_get_member(g, "path") :
-				    NULL;
-				cfg_error(ld, at ? at : g ? g : e,
+				config_setting_t *at = g ? g : e;
+				if (g && config_setting_get_member(g, "path"))
+					at = config_setting_get_member(g,
+					    "path");
+				cfg_error(ld, at,
 				    "expected a journal path no other "
 				    "export uses, got \"%s\" again (export "
 				    "\"%s\", line %d)",

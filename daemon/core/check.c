@@ -237,8 +237,8 @@ check_journal_dir(const struct wbd_config *cfg)
 		return 0;
 	if (stat(dir, &st) == 0) {
 		if (!S_ISDIR(st.st_mode)) {
-			check_report(cfg, at, "journal.dir: %s is not a directory",
-			    dir);
+			check_report(cfg, at,
+			    "journal.dir: %s is not a directory", dir);
 			return 1;
 		}
 		if (access(dir, W_OK | X_OK) < 0) {

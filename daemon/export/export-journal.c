@@ -1143,8 +1143,8 @@ xj_order_begin(struct export_journal *xj)
  * (daemon_install_export), its log untouched.
  */
 static int
-xj_switch_order(struct export_journal *xj,
-    const struct export_journal_conf *jc, char *err, size_t errlen)
+xj_switch_order(struct export_journal *xj, const struct export_journal_conf *jc,
+    char *err, size_t errlen)
 {
 	const struct xj_target *e = &xj->tg;
 	unsigned long long n = xj->replay.records;
@@ -1439,8 +1439,10 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	/* A log of journal.dir: the directory is made if missing, for
 	 * wbd's user alone (the logs hold the exports' data). */
 	if (jc->dir && mkdir(jc->dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "write log directory %s (journal.dir): "
-		    "cannot be made: %s", jc->dir, strerror(errno));
+		snprintf(err, errlen,
+		    "write log directory %s (journal.dir): "
+		    "cannot be made: %s",
+		    jc->dir, strerror(errno));
 		xj_close(xj);
 		return NULL;
 	}

@@ -132,8 +132,8 @@ pending_add(struct pending_table *pt, const struct export_conf *ec,
 	pe->ec.backing = strdup(ec->backing);
 	pe->ec.description = ec->description ? strdup(ec->description) : NULL;
 	/* Its own copies: a reload's configuration is freed once read. */
-	pe->ec.journal.path = ec->journal.path ? strdup(ec->journal.path) :
-	    NULL;
+	pe->ec.journal.path =
+	    ec->journal.path ? strdup(ec->journal.path) : NULL;
 	pe->ec.journal.dir = ec->journal.dir ? strdup(ec->journal.dir) : NULL;
 	pe->ec.allow = access_list_ref(ec->allow);
 	if (!pe->ec.name || !pe->ec.backing ||

@@ -1048,8 +1048,7 @@ test_journal_dir_errors(void **state)
 	expect_error(f, "jdir-no-path.conf",
 	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
 	    "  journal = { size = \"16M\"; }; } );\n",
-	    2, "exports[0].journal",
-	    "(or journal.dir at the top level)");
+	    2, "exports[0].journal", "(or journal.dir at the top level)");
 	expect_error(f, "jdir-export-true.conf",
 	    "journal = { dir = \"/j\"; };\n"
 	    "exports = ( { name = \"d\"; backing = \"/d\"; journal = true; } "
