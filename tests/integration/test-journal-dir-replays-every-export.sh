@@ -28,7 +28,7 @@ EXPORTS_TEXT='exports = (
 truncate -s 16M "$T/ro.img"
 # write_config wants an export; the exports are replaced below.
 add_export placeholder 1M rw
-write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0; dirty_expire_centisecs = 0;'
+write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 360000; dirty_expire_centisecs = 360000;'
 "$PYTHON" - "$CONF" "$EXPORTS_TEXT" "$WAL" <<'PY'
 import re, sys
 conf, exports, wal = sys.argv[1:]

@@ -30,8 +30,8 @@ epochs_checker "$EPOCHS"
 config() {
 	_EXPORTS=()
 	add_remote_export disk0 "$(kit_uri "$T/kit.sock")" \
-		"size = \"16M\"; journal = { path = \"$T/disk0.wal\"; size = \"16M\"; ordered = $1; };"
-	write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 0; dirty_expire_centisecs = 0;'
+		"size = \"16M\"; journal = { path = \"$T/disk0.wal\"; size = \"64M\"; ordered = $1; };"
+	write_cache_config 64M 'dirty_background_ratio = 80; dirty_ratio = 90; dirty_writeback_centisecs = 360000; dirty_expire_centisecs = 360000;'
 	add_remote_settings 'write_behind = false;'
 }
 
