@@ -200,8 +200,8 @@ config_journal_file(const char *name, char *buf, size_t len)
 	snprintf(buf, len, "%s", out);
 }
 
-/* Export EX's log in journal.dir: the directory, and the file named
- * after the export. */
+/* Export EX's log in journal.dir: the directory, the file named after
+ * the export, and the top level's size, mode and ordered. */
 static int
 cfg_journal_in_dir(struct cfg_load *ld, const struct journal_conf *top,
     struct export_conf *ex)
@@ -215,6 +215,9 @@ cfg_journal_in_dir(struct cfg_load *ld, const struct journal_conf *top,
 	    cfg_strdup(ld, top->dir, &jc->dir) == -1)
 		return -1;
 	jc->path_at = top->dir_at;
+	jc->size_bytes = top->size_bytes;
+	jc->mode = top->mode;
+	jc->ordered = top->ordered;
 	return 0;
 }
 

@@ -685,7 +685,7 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
 	    "cache, writeback, control, remote, limits, memory, tls, metrics, "
-	    "user, group, exports");
+	    "user, group, journal, exports");
 }
 
 static void
