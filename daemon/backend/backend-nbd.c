@@ -1788,9 +1788,13 @@ backend_nbd_open_unconnected(const char *uri, uint64_t size_bytes,
 	bn->since_mono_ns = bn_now();
 	bn->next_try_ns = 0;
 	snprintf(bn->last_error, sizeof bn->last_error, "%s", why);
-	log_warnx("remote %s (device %s): not connected yet (%s); tried "
+	/* WHY is the failed attempt as logged ("URI: cannot connect:
+	 * ..."): the URI is said once, by it if it names it. */
+	bool named = strstr(why, uri) != NULL;
+	log_warnx("remote %s%sdevice %s: not connected yet: %s; tried "
 		  "again as writeback needs it, at most every %u ms; until "
 		  "it answers, reads of data not in the cache fail",
-	    uri, bn->b.dev_name, why, bn->reconnect_max_ms);
+	    named ? "" : uri, named ? "" : ", ", bn->b.dev_name, why,
+	    bn->reconnect_max_ms);
 	return &bn->b;
 }

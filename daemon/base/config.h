@@ -57,8 +57,8 @@ struct config_where {
 	unsigned line;
 };
 
-/* An export's persistent write log (journal = { ... } in an export;
- * docs/journal.md). */
+/* An export's persistent write log (journal = { ... } in an export, or
+ * a file in the top level's journal.dir; docs/journal.md). */
 enum journal_mode {
 	JOURNAL_OFF = 0,
 	JOURNAL_ON_FLUSH, /* a FLUSH or FUA write logs what it covers */
@@ -67,12 +67,28 @@ enum journal_mode {
 
 struct export_journal_conf {
 	char *path;          /* NULL: no journal */
+	char *dir;           /* the top level's journal.dir, made if missing,
+	                        when PATH is a file there; else NULL */
 	uint64_t size_bytes; /* of a file made; 0: a block device whole */
 	enum journal_mode mode;
 	/* The backing device receives whole FLUSH epochs only, in order,
 	 * applied from the log (docs/journal.md, "Ordered writeback"). */
 	bool ordered;
 	struct config_where path_at;
+};
+
+/*
+ * journal = { dir; size; mode; ordered; } at the top level: what an
+ * export's journal group leaves out, and with DIR, a log for every
+ * writable export without a journal of its own (journal = false: none),
+ * a file in DIR named after the export (config_journal_file).
+ */
+struct journal_conf {
+	char *dir; /* an absolute path, or NULL */
+	uint64_t size_bytes;
+	enum journal_mode mode;
+	bool ordered;
+	struct config_where dir_at;
 };
 
 /* The smallest journal (two superblocks and 1 MiB of records). */
@@ -244,6 +260,7 @@ struct wbd_config {
 	struct tls_conf tls;
 	struct memory_conf memory;
 	struct metrics_conf metrics;
+	struct journal_conf journal;
 
 	struct export_conf *exports;
 	size_t n_exports;

@@ -5,8 +5,9 @@
  * lives in struct wbd_config: the groups cache, writeback, control,
  * remote, limits, tls, memory and metrics, which the loader walks
  * (conf/config-walk.c), and the keys it reads by hand within their rows'
- * bounds (the top level, listen and its listeners, an export and its
- * journal; conf/config.c, config-listen.c, config-export.c).  Constant
+ * bounds (the top level, listen and its listeners, the journal group, an
+ * export and its journal; conf/config.c, config-listen.c,
+ * config-export.c).  Constant
  * data; the code that reads it is settings.c's and the loader's.
  */
 #include <limits.h>
@@ -40,6 +41,7 @@
 #define LISTEN(m) ROW(listen, wbd_config, m)
 #define EXPORT(m) ROW(exports, export_conf, m)
 #define JOURNAL(m) ROW(exports.journal, export_journal_conf, m)
+#define JOURNALS(m) ROW(journal, journal_conf, m)
 #define NO_FIELD(grp) .group = grp, .offset = 0, .size = 0
 #define DEV_FIELD(m) .dev_offset = offsetof(struct device_conf, m)
 
@@ -323,6 +325,23 @@ const struct setting settings_table[] = {
 	    .doc = "the export the empty name reaches, or \"none\" (unset: "
 		   "the first)" },
 
+	{ JOURNALS(dir), .name = "dir", .type = SETTING_STRING, .unit = "",
+	    .min = 1, .max = PATH_MAX, .by_hand = true,
+	    .doc = "a directory of the exports' write logs, one file each "
+		   "named after its export (unset: none)" },
+	{ JOURNALS(size_bytes), .name = "size", .type = SETTING_BYTES,
+	    .unit = "bytes", .min = 0, .max = INT64_MAX,
+	    .def = CONFIG_JOURNAL_DEFAULT_BYTES, .by_hand = true,
+	    .doc = "an export's log's size unless its journal group says" },
+	{ NO_FIELD("journal"), .name = "mode", .type = SETTING_ENUM, .unit = "",
+	    .max = 16, .names = settings_journal_modes, .def = 0,
+	    .by_hand = true,
+	    .doc = "an export's log's mode unless its journal group says" },
+	{ JOURNALS(ordered), .name = "ordered", .type = SETTING_BOOL,
+	    .unit = "", .def = false, .by_hand = true,
+	    .doc = "an export's log's ordered unless its journal group "
+		   "says" },
+
 	{ NO_FIELD("listen"), .name = "tcp", .type = SETTING_LIST, .unit = "",
 	    .by_hand = true,
 	    .doc = "TCP listeners, each \"host:port\" or a group of its "
@@ -393,7 +412,7 @@ const struct setting settings_table[] = {
 	{ JOURNAL(path), .name = "path", .type = SETTING_STRING, .unit = "",
 	    .min = 1, .max = PATH_MAX, .by_hand = true,
 	    .doc = "the write log's file or block device, an absolute path "
-		   "(required)" },
+		   "(unset: a file in journal.dir, which is then required)" },
 	{ JOURNAL(size_bytes), .name = "size", .type = SETTING_BYTES,
 	    .unit = "bytes", .min = 0, .max = INT64_MAX,
 	    .def = CONFIG_JOURNAL_DEFAULT_BYTES, .by_hand = true,

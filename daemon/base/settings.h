@@ -11,9 +11,9 @@
  * so a new key is one row plus its use.
  *
  * The keys the walk does not read are rows too, marked by_hand: the top
- * level (group ""), listen, a listener of listen.tcp or listen.unix, an
- * export (exports) and its write log (exports.journal), and
- * writeback.io_engine.  Their group's own code in conf/ reads them (a
+ * level (group ""), listen, a listener of listen.tcp or listen.unix, the
+ * exports' logs' directory and defaults (journal), an export (exports)
+ * and its write log (exports.journal), and writeback.io_engine.  Their group's own code in conf/ reads them (a
  * list, a key per element, an order the walk cannot keep) within the
  * row's bounds; the docs tests hold wbd.conf(5) to them as to the rest.  The rules between the writeback
  * keys (settings_check) and the one formula from a threshold to pages
@@ -135,7 +135,8 @@ const struct setting *settings_lookup(const char *group, const char *name);
 const struct setting *settings_group(const char *group, size_t *n);
 /* GROUP's struct in CFG (&cfg->limits for "limits"; CFG itself for the
  * top level, "", and for "listen"), or NULL for a group with one struct
- * per element (exports, exports.journal, listen.tcp, listen.unix). */
+ * per element (exports, exports.journal, listen.tcp, listen.unix) and for
+ * journal, whose defaults its reader sets (conf/config-export.c). */
 void *settings_conf(const char *group, struct wbd_config *cfg);
 /* A row's bit in its group's "given" mask (see settings_check). */
 uint64_t settings_bit(const struct setting *s);

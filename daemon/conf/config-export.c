@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * config-export.c - the exports list of wbd.conf: each export's keys, its
- * allow list and its write log (journal = { ... }), the names and backings
+ * allow list and its write log (journal = { ... }, or a file of the top
+ * level's journal.dir, whose group is read here too), the names and logs
  * distinct between exports, and default_export, checked against them.
  * Called by config.c's cfg_read, on the thread that loads the file; no
  * state, no lock.
@@ -9,6 +10,8 @@
 
 #include <errno.h>
 #include <libconfig.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,46 +68,17 @@ cfg_allow(struct cfg_load *ld, const config_setting_t *e,
 	return 0;
 }
 
-/* journal = { path; size; mode; } in an export: its write log
- * (docs/journal.md).  Whether the path can be opened is for wbd -n's
- * host checks and the start. */
+/* A journal group's size, mode and ordered (GROUP: "journal" at the top
+ * level, "exports.journal" in an export), over what *JC holds. */
 static int
-cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
-    struct export_conf *ex)
+cfg_journal_keys(struct cfg_load *ld, const config_setting_t *g,
+    const char *group, struct journal_conf *jc)
 {
-	static const char *const keys[] = { "path", "size", "mode", "ordered",
-		NULL };
-	struct export_journal_conf *jc = &ex->journal;
-	config_setting_t *g = config_setting_get_member(e, "journal"), *s;
+	config_setting_t *s;
 	const char *str;
 	char got[96];
 	int r;
 
-	if (!g)
-		return 0;
-	if (!config_setting_is_group(g)) {
-		cfg_error(ld, g,
-		    "expected a group such as journal = { path = "
-		    "\"/var/lib/wbd/%s.wal\"; }, got %s",
-		    ex->name, cfg_repr(g, got, sizeof got));
-		return -1;
-	}
-	if (cfg_check_keys(ld, g, keys) == -1)
-		return -1;
-	if ((r = cfg_string(ld, g, "path", CFG_MAX("exports.journal", "path"),
-		 &str)) == -1)
-		return -1;
-	if (r == 0 || str[0] != '/') {
-		cfg_error(ld, r ? config_setting_get_member(g, "path") : g,
-		    "expected path = \"/absolute/path\", the file or block "
-		    "device that holds export \"%s\"'s write log",
-		    ex->name);
-		return -1;
-	}
-	if (cfg_strdup(ld, str, &jc->path) == -1)
-		return -1;
-	jc->path_at = cfg_at(ld, config_setting_get_member(g, "path"));
-	jc->size_bytes = CONFIG_JOURNAL_DEFAULT_BYTES;
 	if ((r = cfg_size(ld, g, "size", &jc->size_bytes, NULL)) == -1)
 		return -1;
 	if (r == 1 && jc->size_bytes != 0 &&
@@ -119,14 +93,14 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 		    CONFIG_JOURNAL_MIN_BYTES, cfg_repr(s, got, sizeof got));
 		return -1;
 	}
-	jc->mode = JOURNAL_ON_FLUSH;
-	if ((r = cfg_string(ld, g, "mode", CFG_MAX("exports.journal", "mode"),
-		 &str)) == -1)
+	if ((r = cfg_string(ld, g, "mode", CFG_MAX(group, "mode"), &str)) == -1)
 		return -1;
 	if (r == 1) {
 		if (strcmp(str, "on-write") == 0) {
 			jc->mode = JOURNAL_ON_WRITE;
-		} else if (strcmp(str, "on-flush") != 0) {
+		} else if (strcmp(str, "on-flush") == 0) {
+			jc->mode = JOURNAL_ON_FLUSH;
+		} else {
 			s = config_setting_get_member(g, "mode");
 			cfg_error(ld, s,
 			    "expected \"on-flush\" or \"on-write\", got %s",
@@ -134,8 +108,180 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 			return -1;
 		}
 	}
-	if (cfg_bool(ld, g, "ordered", &jc->ordered) == -1)
+	return cfg_bool(ld, g, "ordered", &jc->ordered) == -1 ? -1 : 0;
+}
+
+/*
+ * journal = { dir; size; mode; ordered; } at the top level: a directory
+ * for every export's log, and the defaults of the exports' journal
+ * groups.  Whether the directory exists is for wbd -n and the start.
+ */
+int
+cfg_journal(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg)
+{
+	static const char *const keys[] = { "dir", "size", "mode", "ordered",
+		NULL };
+	struct journal_conf *jc = &cfg->journal;
+	config_setting_t *g = config_setting_get_member(root, "journal");
+	const char *str;
+	char got[96];
+	int r;
+
+	jc->size_bytes = CONFIG_JOURNAL_DEFAULT_BYTES;
+	jc->mode = JOURNAL_ON_FLUSH;
+	if (!g)
+		return 0;
+	if (!config_setting_is_group(g)) {
+		cfg_error(ld, g,
+		    "expected a group such as journal = { dir = "
+		    "\"/var/lib/wbd/journal\"; }, got %s",
+		    cfg_repr(g, got, sizeof got));
 		return -1;
+	}
+	if (cfg_check_keys(ld, g, keys) == -1 ||
+	    (r = cfg_string(ld, g, "dir", CFG_MAX("journal", "dir"), &str)) ==
+		-1)
+		return -1;
+	if (r == 1) {
+		config_setting_t *s = config_setting_get_member(g, "dir");
+		/* Room for "/" and a log's file name after it. */
+		if (str[0] != '/' ||
+		    strlen(str) + 1 + CONFIG_JOURNAL_FILE_MAX >= PATH_MAX) {
+			cfg_error(ld, s,
+			    "expected dir = \"/absolute/path\" shorter than "
+			    "%d bytes, the directory of the exports' write "
+			    "logs, got %s",
+			    PATH_MAX - 1 - CONFIG_JOURNAL_FILE_MAX,
+			    cfg_repr(s, got, sizeof got));
+			return -1;
+		}
+		if (cfg_strdup(ld, str, &jc->dir) == -1)
+			return -1;
+		jc->dir_at = cfg_at(ld, s);
+	}
+	return cfg_journal_keys(ld, g, "journal", jc);
+}
+
+void
+config_journal_file(const char *name, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char out[CONFIG_JOURNAL_FILE_MAX + 1];
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	size_t n = 0;
+	bool cut = false;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		h = (h ^ *p) * 0x100000001b3ull;
+		if (cut)
+			continue;
+		bool keep = (*p >= 'a' && *p <= 'z') ||
+		    (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-' || *p == '_' ||
+		    (*p == '.' && p != (const unsigned char *)name);
+		size_t need = keep ? 1 : 3;
+		if (n + need > CONFIG_JOURNAL_NAME_CUT) {
+			cut = true;
+			continue;
+		}
+		if (keep) {
+			out[n++] = (char)*p;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		}
+	}
+	if (cut)
+		n += (size_t)snprintf(out + n, sizeof out - n, "~%016llx",
+		    (unsigned long long)h);
+	snprintf(out + n, sizeof out - n, ".wal");
+	snprintf(buf, len, "%s", out);
+}
+
+/* Export EX's log in journal.dir: the directory, the file named after
+ * the export, and the top level's size, mode and ordered. */
+static int
+cfg_journal_in_dir(struct cfg_load *ld, const struct journal_conf *top,
+    struct export_conf *ex)
+{
+	struct export_journal_conf *jc = &ex->journal;
+	char file[CONFIG_JOURNAL_FILE_MAX + 1], path[PATH_MAX];
+
+	config_journal_file(ex->name, file, sizeof file);
+	snprintf(path, sizeof path, "%s/%s", top->dir, file);
+	if (cfg_strdup(ld, path, &jc->path) == -1 ||
+	    cfg_strdup(ld, top->dir, &jc->dir) == -1)
+		return -1;
+	jc->path_at = top->dir_at;
+	jc->size_bytes = top->size_bytes;
+	jc->mode = top->mode;
+	jc->ordered = top->ordered;
+	return 0;
+}
+
+/*
+ * journal = { path; size; mode; ordered; } in an export: its write log
+ * (docs/journal.md), what the top level's journal group leaves out; with
+ * no path (or no group at all) a file in journal.dir if there is one;
+ * journal = false: none.  Whether the path can be opened is for wbd -n's
+ * host checks and the start.
+ */
+static int
+cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
+    const struct journal_conf *top, struct export_conf *ex)
+{
+	static const char *const keys[] = { "path", "size", "mode", "ordered",
+		NULL };
+	struct export_journal_conf *jc = &ex->journal;
+	config_setting_t *g = config_setting_get_member(e, "journal");
+	struct journal_conf keyed = { .size_bytes = top->size_bytes,
+		.mode = top->mode,
+		.ordered = top->ordered };
+	const char *str;
+	char got[96];
+	int r;
+
+	if (!g) {
+		/* A read-only export writes nothing to log. */
+		return top->dir && !ex->readonly ?
+		    cfg_journal_in_dir(ld, top, ex) :
+		    0;
+	}
+	if (config_setting_type(g) == CONFIG_TYPE_BOOL &&
+	    !config_setting_get_bool(g))
+		return 0; /* journal = false: no log, journal.dir or not */
+	if (!config_setting_is_group(g)) {
+		cfg_error(ld, g,
+		    "expected a group such as journal = { path = "
+		    "\"/var/lib/wbd/%s.wal\"; }, or false for no log, got %s",
+		    ex->name, cfg_repr(g, got, sizeof got));
+		return -1;
+	}
+	if (cfg_check_keys(ld, g, keys) == -1)
+		return -1;
+	if ((r = cfg_string(ld, g, "path", CFG_MAX("exports.journal", "path"),
+		 &str)) == -1)
+		return -1;
+	if (r == 1 && str[0] == '/') {
+		if (cfg_strdup(ld, str, &jc->path) == -1)
+			return -1;
+		jc->path_at = cfg_at(ld, config_setting_get_member(g, "path"));
+	} else if (r == 1 || !top->dir) {
+		cfg_error(ld, r ? config_setting_get_member(g, "path") : g,
+		    "expected path = \"/absolute/path\", the file or block "
+		    "device that holds export \"%s\"'s write log%s",
+		    ex->name, r ? "" : " (or journal.dir at the top level)");
+		return -1;
+	} else if (cfg_journal_in_dir(ld, top, ex) == -1) {
+		return -1;
+	}
+	if (cfg_journal_keys(ld, g, "exports.journal", &keyed) == -1)
+		return -1;
+	jc->size_bytes = keyed.size_bytes;
+	jc->mode = keyed.mode;
+	jc->ordered = keyed.ordered;
 	if (ex->readonly) {
 		cfg_error(ld, g,
 		    "expected no journal on a read-only export (\"%s\"): "
@@ -148,7 +294,7 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 
 static int
 cfg_export(struct cfg_load *ld, const config_setting_t *e,
-    struct export_conf *ex)
+    const struct journal_conf *top, struct export_conf *ex)
 {
 	static const char *const keys[] = { "name", "description", "backing",
 		"size", "readonly", "direct", "cache_mode", "tls", "allow",
@@ -261,7 +407,7 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 			return -1;
 		}
 	}
-	if (cfg_export_journal(ld, e, ex) == -1)
+	if (cfg_export_journal(ld, e, top, ex) == -1)
 		return -1;
 	return cfg_allow(ld, e, ex);
 }
@@ -315,7 +461,7 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 		}
 		/* Counted first, so config_free() sees what is half done. */
 		cfg->n_exports++;
-		if (cfg_export(ld, e, &cfg->exports[i]) == -1)
+		if (cfg_export(ld, e, &cfg->journal, &cfg->exports[i]) == -1)
 			return -1;
 		for (j = 0; j < i; j++) {
 			if (strcmp(cfg->exports[j].name,
@@ -334,10 +480,15 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 			const char *pj = cfg->exports[j].journal.path,
 				   *pi = cfg->exports[i].journal.path;
 			if (pi && pj && strcmp(pi, pj) == 0) {
+				/* Its path, else its group, else the
+				 * export (a log in journal.dir). */
 				config_setting_t *g =
 				    config_setting_get_member(e, "journal");
-				cfg_error(ld,
-				    config_setting_get_member(g, "path"),
+				config_setting_t *at = g ? g : e;
+				if (g && config_setting_get_member(g, "path"))
+					at = config_setting_get_member(g,
+					    "path");
+				cfg_error(ld, at,
 				    "expected a journal path no other "
 				    "export uses, got \"%s\" again (export "
 				    "\"%s\", line %d)",

@@ -69,7 +69,11 @@ int cfg_limits(struct cfg_load *ld, const config_setting_t *root,
 int cfg_tls(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg);
 
-/* config-export.c: the exports list, then default_export (after it). */
+/* config-export.c: the top level's journal group (before the exports,
+ * whose logs it gives defaults), the exports list, then default_export
+ * (after it). */
+int cfg_journal(struct cfg_load *ld, const config_setting_t *root,
+    struct wbd_config *cfg);
 int cfg_exports(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg);
 int cfg_default_export(struct cfg_load *ld, const config_setting_t *root,

@@ -25,6 +25,20 @@ const char *cache_mode_name(enum cache_mode m);
 int cache_mode_parse(const char *s, enum cache_mode *out);
 
 /*
+ * The file name of export NAME's log in journal.dir, in BUF (LEN bytes;
+ * CONFIG_JOURNAL_FILE_MAX + 1 are enough): NAME with each byte other than
+ * a letter, a digit, '-', '_' or a '.' not first written as "%XX" (upper
+ * case), then ".wal".  A name longer than CONFIG_JOURNAL_NAME_CUT bytes
+ * once written is cut there (never inside a "%XX"), and '~' and 16 hex
+ * digits of a hash (FNV-1a, 64 bits) of the whole name follow.  So two
+ * names give two files, but for two long names whose hashes agree: the
+ * loader refuses two exports with one log.
+ */
+#define CONFIG_JOURNAL_NAME_CUT 180
+#define CONFIG_JOURNAL_FILE_MAX (CONFIG_JOURNAL_NAME_CUT + 1 + 16 + 4)
+void config_journal_file(const char *name, char *buf, size_t len);
+
+/*
  * Load PATH into *CFG (which is zeroed first).  On error returns -1 and
  * writes "PATH:LINE: what was expected" into ERR (up to ERRLEN bytes;
  * "PATH: ..." when no line can be blamed, as for a missing file or a file

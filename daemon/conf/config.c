@@ -9,10 +9,11 @@
  * TLS-only export needs TLS on; which listeners are open to all).  The
  * reading itself (errors with file and line, unknown keys, typed getters)
  * is cfgread.c's; the groups of the settings table are read by
- * config-walk.c, the listeners by config-listen.c, the exports by
- * config-export.c.  It runs on the main thread at start-up, or on the
- * thread that reloads, and keeps no state between calls: everything lives
- * in a struct cfg_load on the stack of config_load().
+ * config-walk.c, the listeners by config-listen.c, the exports and the
+ * journal group by config-export.c.  It runs on the main thread at
+ * start-up, or on the thread that reloads, and keeps no state between
+ * calls: everything lives in a struct cfg_load on the stack of
+ * config_load().
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -125,7 +126,8 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 {
 	static const char *const keys[] = { "listen", "io_threads", "cache",
 		"writeback", "control", "remote", "limits", "memory", "tls",
-		"metrics", "user", "group", "exports", "default_export", NULL };
+		"metrics", "user", "group", "journal", "exports",
+		"default_export", NULL };
 
 	if (cfg_files(ld, cfg) == -1 || cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
@@ -140,6 +142,7 @@ cfg_read(struct cfg_load *ld, const config_setting_t *root,
 	    cfg_run_as(ld, root, &cfg->run_as) == -1 ||
 	    cfg_rows(ld, root, "memory", cfg) == -1 ||
 	    cfg_rows(ld, root, "metrics", cfg) == -1 ||
+	    cfg_journal(ld, root, cfg) == -1 ||
 	    cfg_exports(ld, root, cfg) == -1 ||
 	    cfg_default_export(ld, root, cfg) == -1)
 		return -1;
@@ -223,10 +226,12 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].description);
 		free(cfg->exports[i].backing);
 		free(cfg->exports[i].journal.path);
+		free(cfg->exports[i].journal.dir);
 		access_list_unref(cfg->exports[i].allow);
 	}
 	free(cfg->exports);
 	free(cfg->default_export);
+	free(cfg->journal.dir);
 	free(cfg->control.socket);
 	free(cfg->control.group);
 	free(cfg->control.admin_group);

@@ -5,9 +5,10 @@
  *
  * Checked: each local backing file, or for one wbd would create, its
  * directory (exists, and the file or directory can be written when the
- * export is writable); each write log (journal.path: an existing file or
- * block device wbd may read and write, or a directory in which it may
- * create one; a block device with size 0), and, where wbd would create or
+ * export is writable); each write log (journal.path, or its file in
+ * journal.dir: an existing file or block device wbd may read and write,
+ * or a directory in which it may create one, or for journal.dir one it
+ * may make; a block device with size 0), and, where wbd would create or
  * extend the file to
  * the export's size, that its file system holds a file that large (ext4:
  * 16 TiB); the control socket (another server live on it, its directory
@@ -160,56 +161,110 @@ check_backing(const struct wbd_config *cfg, size_t i)
 	return check_size(cfg, i, dir);
 }
 
-/* Export I's write log (journal.path): what wbd opens, or creates, there. */
+/*
+ * Export I's write log (journal.path, or its file in journal.dir): what
+ * wbd opens, or creates, there (journal.dir itself: check_journal_dir).
+ */
 static int
 check_journal(const struct wbd_config *cfg, size_t i)
 {
 	const struct export_journal_conf *jc = &cfg->exports[i].journal;
 	const struct config_where *at = &jc->path_at;
-	char dir[4096];
+	char key[64], dir[4096];
 	struct stat st;
 
 	if (!jc->path)
 		return 0;
+	/* "exports[1].journal.path: ...", or for a file of journal.dir,
+	 * at its line, "journal.dir: exports[1]'s log ...". */
+	if (jc->dir)
+		snprintf(key, sizeof key, "journal.dir: exports[%zu]'s log", i);
+	else
+		snprintf(key, sizeof key, "exports[%zu].journal.path:", i);
 	if (stat(jc->path, &st) == 0) {
 		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 			check_report(cfg, at,
-			    "exports[%zu].journal.path: %s is neither a file "
-			    "nor a block device",
-			    i, jc->path);
+			    "%s %s is neither a file nor a block device", key,
+			    jc->path);
 			return 1;
 		}
 		if (access(jc->path, R_OK | W_OK) < 0) {
-			check_report(cfg, at,
-			    "exports[%zu].journal.path: %s: %s", i, jc->path,
+			check_report(cfg, at, "%s %s: %s", key, jc->path,
 			    strerror(errno));
 			return 1;
 		}
 		return 0;
 	}
 	if (errno != ENOENT) {
-		check_report(cfg, at, "exports[%zu].journal.path: %s: %s", i,
-		    jc->path, strerror(errno));
+		check_report(cfg, at, "%s %s: %s", key, jc->path,
+		    strerror(errno));
 		return 1;
 	}
 	if (jc->size_bytes == 0) {
 		check_report(cfg, at,
-		    "exports[%zu].journal.path: %s does not exist (size 0 "
-		    "uses an existing file or block device whole)",
-		    i, jc->path);
+		    "%s %s does not exist (size 0 uses an existing file or "
+		    "block device whole)",
+		    key, jc->path);
 		return 1;
 	}
+	if (jc->dir)
+		return 0; /* made in journal.dir, checked once */
 	check_dirname(jc->path, dir, sizeof dir);
 	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		check_report(cfg, at,
-		    "exports[%zu].journal.path: directory %s does not exist", i,
+		check_report(cfg, at, "%s directory %s does not exist", key,
 		    dir);
 		return 1;
 	}
 	if (access(dir, W_OK | X_OK) < 0) {
-		check_report(cfg, at,
-		    "exports[%zu].journal.path: cannot create %s in %s: %s", i,
+		check_report(cfg, at, "%s cannot create %s in %s: %s", key,
 		    jc->path, dir, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+/* journal.dir: a directory where wbd may create the exports' logs, or
+ * one it may make (the start makes it, 0700, not its parents). */
+static int
+check_journal_dir(const struct wbd_config *cfg)
+{
+	const char *dir = cfg->journal.dir;
+	const struct config_where *at = &cfg->journal.dir_at;
+	char parent[4096];
+	struct stat st;
+
+	if (!dir)
+		return 0;
+	if (stat(dir, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			check_report(cfg, at,
+			    "journal.dir: %s is not a directory", dir);
+			return 1;
+		}
+		if (access(dir, W_OK | X_OK) < 0) {
+			check_report(cfg, at,
+			    "journal.dir: cannot create logs in %s: %s", dir,
+			    strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	if (errno != ENOENT) {
+		check_report(cfg, at, "journal.dir: %s: %s", dir,
+		    strerror(errno));
+		return 1;
+	}
+	check_dirname(dir, parent, sizeof parent);
+	if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		check_report(cfg, at,
+		    "journal.dir: %s does not exist, nor directory %s to "
+		    "make it in",
+		    dir, parent);
+		return 1;
+	}
+	if (access(parent, W_OK | X_OK) < 0) {
+		check_report(cfg, at, "journal.dir: cannot make %s in %s: %s",
+		    dir, parent, strerror(errno));
 		return 1;
 	}
 	return 0;
@@ -320,6 +375,7 @@ check_host(const struct wbd_config *cfg, bool for_start)
 	const struct config_where *ctl_at = &cfg->control.socket_at;
 	int problems = 0;
 
+	problems += check_journal_dir(cfg);
 	for (size_t i = 0; i < cfg->n_exports; i++)
 		problems += check_backing(cfg, i) + check_journal(cfg, i);
 	if (cfg->control.group && !getgrnam(cfg->control.group)) {

@@ -426,7 +426,9 @@ daemon_create_exports(struct daemon *d, struct backend **backends)
 		if (!b)
 			continue;       /* waiting for its remote */
 		backends[i] = NULL;     /* the export's, or closed */
-		char why[512];
+		/* Room for all an install may say: a replay, and why the
+		 * export waits for its remote (a reason of up to 768). */
+		char why[2048];
 		log_capture_begin(why, sizeof why);
 		int r = daemon_install_export(d, &d->cfg.exports[i], b);
 		log_capture_end();

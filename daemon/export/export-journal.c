@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "cache.h"
@@ -1103,6 +1104,129 @@ xj_tick(struct export_journal *xj, uint64_t interval_ns)
 
 /* --- open and replay --------------------------------------------------- */
 
+/* Ordered writeback from now on (journal.ordered), before any epoch. */
+static void
+xj_order_begin(struct export_journal *xj)
+{
+	struct journal_usage u;
+
+	journal_get_usage(xj->j, &u);
+	xj->ordered = true;
+	/* Noted writes never overflow: a commit larger than the log goes
+	 * in batches, apply freeing room between them, so a batch is at
+	 * most a quarter of the log. */
+	xj->set_max = UINT64_MAX;
+	if (xj->batch_max > u.size / 4)
+		xj->batch_max = (u.size / 4) & ~(uint64_t)(xj->page_size - 1);
+	if (xj->batch_max < xj->page_size)
+		xj->batch_max = xj->page_size;
+	/* From now on its pages go to the backing device only from the log
+	 * (replay's included). */
+	store_release(&xj->tg.wt->ordered, true);
+}
+
+/*
+ * JC's ordered is not what the log's records were written as
+ * (journal_ordered), and they were replayed unordered: into the cache,
+ * dirty, kept in the log until the backing device holds them.
+ *
+ * Turned off: writeback from the cache writes them back as everything
+ * else from now on; the log says unordered before anything is appended.
+ *
+ * Turned on: they are written back and flushed now, before the export is
+ * served, the log emptied, and only then is it ordered.  Applied as
+ * epochs instead, they could take the backing device back in time: an
+ * unordered log's writeback from the cache may have put newer data there
+ * than its older records hold, and losing the log between two of those
+ * epochs would leave it at no point in time.  -ENOTCONN (ERR says why)
+ * while the backing device does not answer: the export waits for it
+ * (daemon_install_export), its log untouched.
+ */
+static int
+xj_switch_order(struct export_journal *xj, const struct export_journal_conf *jc,
+    char *err, size_t errlen)
+{
+	const struct xj_target *e = &xj->tg;
+	unsigned long long n = xj->replay.records;
+	struct backend_state st;
+	struct journal_usage u;
+	int r;
+
+	if (!jc->ordered) {
+		if ((r = journal_set_ordered(xj->j, false)) < 0) {
+			snprintf(err, errlen,
+			    "write log %s: cannot write its superblock: %s",
+			    jc->path, strerror(-r));
+			return r;
+		}
+		if (n > 0)
+			log_warnx("export \"%s\": write log %s was written "
+				  "with ordered = true and is opened with "
+				  "ordered = false: its %llu record(s) "
+				  "replayed are written back from the cache, "
+				  "out of order, as everything from now on",
+			    e->name, jc->path, n);
+		else
+			log_info("export \"%s\": write log %s, empty, is "
+				 "unordered from now on (it was written with "
+				 "ordered = true)",
+			    e->name, jc->path);
+		return 0;
+	}
+	if (n > 0) {
+		if (backend_get_state(e->wt->backend, &st) && !st.connected) {
+			snprintf(err, errlen,
+			    "write log %s was written with ordered = false "
+			    "and holds %llu record(s): with ordered = true "
+			    "they are written back before the first epoch, "
+			    "and the backing device does not answer",
+			    jc->path, n);
+			return -ENOTCONN;
+		}
+		log_warnx("export \"%s\": write log %s was written with "
+			  "ordered = false and is opened with ordered = true: "
+			  "its %llu record(s) replayed are written back from "
+			  "the cache and flushed before ordered writeback "
+			  "begins",
+		    e->name, jc->path, n);
+		r = wb_flush(e->wt, load_acquire(e->write_seq), WB_REASON_SYNC);
+		if (r < 0) {
+			snprintf(err, errlen,
+			    "write log %s was written with ordered = false: "
+			    "writing its %llu record(s) back before ordered "
+			    "writeback begins failed: %s (the log keeps them; "
+			    "ordered = false serves the export meanwhile)",
+			    jc->path, n, strerror(-r));
+			return r;
+		}
+		/* Everything it holds is on the backing device. */
+		pthread_mutex_lock(&xj->lock);
+		journal_get_usage(xj->j, &u);
+		journal_release(xj->j, u.next_seq);
+		r = journal_checkpoint(xj->j);
+		xj->first = xj->nmarks = 0;
+		pthread_mutex_unlock(&xj->lock);
+		if (r < 0) {
+			snprintf(err, errlen,
+			    "write log %s: cannot write its checkpoint: %s",
+			    jc->path, strerror(-r));
+			return r;
+		}
+	}
+	if ((r = journal_set_ordered(xj->j, true)) < 0) {
+		snprintf(err, errlen,
+		    "write log %s: cannot write its superblock: %s", jc->path,
+		    strerror(-r));
+		return r;
+	}
+	if (n == 0)
+		log_info("export \"%s\": write log %s, empty, is ordered from "
+			 "now on (it was written with ordered = false)",
+		    e->name, jc->path);
+	xj_order_begin(xj);
+	return 0;
+}
+
 struct xj_replay {
 	struct export_journal *xj;
 	const struct xj_target *e;
@@ -1288,7 +1412,8 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		xj->size_bytes = jc->size_bytes;
 	struct journal_identity id = { .name = e->name,
 		.export_size = e->size_bytes,
-		.backing = e->backing };
+		.backing = e->backing,
+		.ordered = jc->ordered };
 	char why[512];
 
 	if (!xj || !(xj->path = strdup(jc->path)) ||
@@ -1305,13 +1430,22 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	}
 	xj->tg = *tg;
 	xj->mode = jc->mode;
-	xj->ordered = jc->ordered;
 	xj->page_size = tg->page_size;
 	pthread_mutex_init(&xj->set_lock, NULL);
 	lock_init(&xj->lock);
 	lock_init(&xj->apply_lock);
 	pthread_mutex_init(&xj->ep_lock, NULL);
 	xj->locks_made = true;
+	/* A log of journal.dir: the directory is made if missing, for
+	 * wbd's user alone (the logs hold the exports' data). */
+	if (jc->dir && mkdir(jc->dir, 0700) < 0 && errno != EEXIST) {
+		snprintf(err, errlen,
+		    "write log directory %s (journal.dir): "
+		    "cannot be made: %s",
+		    jc->dir, strerror(errno));
+		xj_close(xj);
+		return NULL;
+	}
 	if (!(xj->j = journal_open(jc->path, jc->size_bytes, &id, why,
 		  sizeof why))) {
 		snprintf(err, errlen, "write log: %s", why);
@@ -1322,20 +1456,10 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	journal_get_usage(xj->j, &u);
 	xj->set_max = u.size;
 	xj->batch_max = XJ_BATCH_BYTES;
-	if (xj->ordered) {
-		/* Noted writes never overflow: a commit larger than the
-		 * log goes in batches, apply freeing room between them, so
-		 * a batch is at most a quarter of the log. */
-		xj->set_max = UINT64_MAX;
-		if (xj->batch_max > u.size / 4)
-			xj->batch_max =
-			    (u.size / 4) & ~(uint64_t)(tg->page_size - 1);
-		if (xj->batch_max < tg->page_size)
-			xj->batch_max = tg->page_size;
-		/* From now on its pages go to the backing device only from
-		 * the log (replay's included). */
-		store_release(&tg->wt->ordered, true);
-	}
+	/* Its records are replayed as they were written: as epochs only
+	 * if an ordered log wrote them (xj_switch_order). */
+	if (jc->ordered && journal_ordered(xj->j))
+		xj_order_begin(xj);
 	/* Replayed into the cache before anyone sees the export. */
 	struct xj_replay rp = { .xj = xj,
 		.e = e,
@@ -1386,6 +1510,11 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		    e->name, jc->path,
 		    (unsigned long long)xj->replay.dropped_records,
 		    (unsigned long long)xj->replay.end_off, xj->replay.end_why);
+	if (journal_ordered(xj->j) != jc->ordered &&
+	    xj_switch_order(xj, jc, err, errlen) < 0) {
+		xj_close(xj);
+		return NULL;
+	}
 	/* A FLUSH's commit is a sync, not writeback: a few workers, one
 	 * at once for a waiting client (pool.h). */
 	char thread_name[32];

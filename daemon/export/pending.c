@@ -113,6 +113,8 @@ pe_free(struct pending_export *pe)
 	free(pe->ec.name);
 	free(pe->ec.description);
 	free(pe->ec.backing);
+	free(pe->ec.journal.path);
+	free(pe->ec.journal.dir);
 	access_list_unref(pe->ec.allow);
 	free(pe);
 }
@@ -129,9 +131,15 @@ pending_add(struct pending_table *pt, const struct export_conf *ec,
 	pe->ec.name = strdup(ec->name);
 	pe->ec.backing = strdup(ec->backing);
 	pe->ec.description = ec->description ? strdup(ec->description) : NULL;
+	/* Its own copies: a reload's configuration is freed once read. */
+	pe->ec.journal.path =
+	    ec->journal.path ? strdup(ec->journal.path) : NULL;
+	pe->ec.journal.dir = ec->journal.dir ? strdup(ec->journal.dir) : NULL;
 	pe->ec.allow = access_list_ref(ec->allow);
 	if (!pe->ec.name || !pe->ec.backing ||
-	    (ec->description && !pe->ec.description))
+	    (ec->description && !pe->ec.description) ||
+	    (ec->journal.path && !pe->ec.journal.path) ||
+	    (ec->journal.dir && !pe->ec.journal.dir))
 		goto fail;
 	pe->rc = *rc;
 	pe->attempts = 1;               /* the one that brought it here */
@@ -261,6 +269,8 @@ pending_ready_clear(struct pending_ready *ready)
 	free(ready->ec.name);
 	free(ready->ec.description);
 	free(ready->ec.backing);
+	free(ready->ec.journal.path);
+	free(ready->ec.journal.dir);
 	access_list_unref(ready->ec.allow);
 	memset(ready, 0, sizeof *ready);
 }

@@ -11,7 +11,9 @@
  *	24	uuid[16], made at creation
  *	40	u64 log size, u64 export size
  *	56	u64 checkpoint: offset and sequence of the oldest record needed
- *	72	u32 open count, u32 name length, u32 backing length, u32 0
+ *	72	u32 open count, u32 name length, u32 backing length,
+ *		u32 flags (1: the records from the checkpoint on were
+ *		appended by an ordered log; 0 in logs made before it)
  *	88	name[256], then backing[1024]
  *	4092	u32 CRC-32C of bytes 0..4091
  *
@@ -46,6 +48,7 @@
 #define J_VERSION 1u
 #define J_REC_MAGIC 0x52444257u /* "WBDR" */
 #define J_REC_END 1u            /* flags: the batch's last */
+#define J_SB_ORDERED 1u         /* superblock flags: written ordered */
 /* The largest payload of one record, and of one batch: more is corrupt. */
 #define J_REC_MAX (64u << 20)
 #define J_BATCH_MAX (256u << 20)
@@ -73,6 +76,8 @@ struct journal {
 	char name[JOURNAL_NAME_MAX + 1];
 	char backing[JOURNAL_BACKING_MAX + 1];
 	uint64_t export_size;
+	/* Its records were appended by an ordered log (J_SB_ORDERED). */
+	bool ordered;
 
 	uint64_t head_off, head_seq; /* the durable checkpoint */
 	uint64_t tail_off, next_seq; /* where the next batch goes */
@@ -207,6 +212,7 @@ j_sb_encode(const struct journal *j, unsigned char *sb)
 	put32(sb + 72, j->opens);
 	put32(sb + 76, (uint32_t)strlen(j->name));
 	put32(sb + 80, (uint32_t)strlen(j->backing));
+	put32(sb + 84, j->ordered ? J_SB_ORDERED : 0);
 	memcpy(sb + J_NAME_OFF, j->name, strlen(j->name));
 	memcpy(sb + J_BACKING_OFF, j->backing, strlen(j->backing));
 	put32(sb + J_SB_CRC_OFF, crc32c_update(0, sb, J_SB_CRC_OFF));
@@ -231,6 +237,7 @@ j_sb_decode(struct journal *j, const unsigned char *sb)
 	j->head_off = get64(sb + 56);
 	j->head_seq = get64(sb + 64);
 	j->opens = get32(sb + 72);
+	j->ordered = (get32(sb + 84) & J_SB_ORDERED) != 0;
 	/* Sequence numbers start at 1; no counter comes near wrapping. */
 	if (j->head_seq == 0 || j->head_seq > J_SEQ_MAX ||
 	    j->generation > J_SEQ_MAX || j->opens > J_OPENS_MAX)
@@ -426,6 +433,7 @@ journal_open(const char *path, uint64_t size, const struct journal_identity *id,
 		j->head_off = s->head_off;
 		j->head_seq = s->head_seq;
 		j->opens = s->opens;
+		j->ordered = s->ordered;
 	} else {
 		if (!j_all_zero(sb[0], sizeof sb))
 			return j_fail(j, err, errlen,
@@ -466,6 +474,7 @@ journal_open(const char *path, uint64_t size, const struct journal_identity *id,
 		j->file_size = want;
 		j->head_off = 0;
 		j->head_seq = 1;
+		j->ordered = id->ordered;
 	}
 	snprintf(j->name, sizeof j->name, "%s", id->name);
 	snprintf(j->backing, sizeof j->backing, "%s", id->backing);
@@ -1049,6 +1058,29 @@ journal_checkpoint(struct journal *j)
 	j->b_n -= drop;
 	j->records -= records;
 	return 0;
+}
+
+bool
+journal_ordered(const struct journal *j)
+{
+	return j->ordered;
+}
+
+int
+journal_set_ordered(struct journal *j, bool ordered)
+{
+	if (ordered == j->ordered)
+		return 0;
+	/* Records written unordered are never to be replayed as epochs. */
+	if (ordered && (j->b_n > 0 || j->head_seq != j->next_seq))
+		return -EBUSY;
+	if (j->broken)
+		return -EIO;
+	j->ordered = ordered;
+	int r = j_sb_write(j);
+	if (r < 0)
+		j->ordered = !ordered;
+	return r;
 }
 
 void

@@ -45,11 +45,14 @@
 /* The smallest log: the superblocks and 1 MiB of records. */
 #define JOURNAL_MIN_SIZE (JOURNAL_AREA_START + (1u << 20))
 
-/* What the log belongs to: refused unless all of it matches. */
+/* What the log belongs to: refused unless all of it matches.  ORDERED is
+ * not checked: a log made now says its records are ordered, one that
+ * exists keeps what it says (journal_ordered) until journal_set_ordered. */
 struct journal_identity {
 	const char *name;     /* the export's */
 	uint64_t export_size; /* bytes */
 	const char *backing;  /* its path or URI, as configured */
+	bool ordered;
 };
 
 enum journal_rec_type {
@@ -189,6 +192,22 @@ void journal_release(struct journal *j, uint64_t seq);
 /* Write the checkpoint (the other superblock slot, then fdatasync), and
  * give back the space released before it.  0 or a negative errno. */
 int journal_checkpoint(struct journal *j);
+
+/*
+ * Whether the records from the checkpoint on were appended by an ordered
+ * log (journal.ordered; the superblock says so): an ordered log's may be
+ * applied to the backing device as epochs, in order; an unordered log's
+ * may not (its writeback from the cache may have put newer data there
+ * already), and are written back from the cache.
+ */
+bool journal_ordered(const struct journal *j);
+/*
+ * Say from now on that records are appended ORDERED, and write the
+ * superblock (a checkpoint at the same place).  Turning it on needs a log
+ * with no record left (every one released and checkpointed): -EBUSY
+ * else.  0 or a negative errno.
+ */
+int journal_set_ordered(struct journal *j, bool ordered);
 
 void journal_get_usage(const struct journal *j, struct journal_usage *u);
 

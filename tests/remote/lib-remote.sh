@@ -83,6 +83,55 @@ print(c["dirty_bytes"] + c["writeback_bytes"])')
 	fail "still $dirty bytes dirty after $1 s"
 }
 
+# --- an ordered write log's epochs (epochs.py) ------------------------
+
+# jfield KEY...: the first export's journal.KEY in `wbctl status --json`,
+# each as Python prints it (True, False, numbers), on one line.
+jfield() {
+	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
+j = json.load(sys.stdin)["exports"][0]["journal"]
+print(" ".join(str(j[k]) for k in sys.argv[1:]))' "$@"
+}
+
+# epochs_checker EPOCHS: one epochs.py (serve) for every sample's check,
+# a coprocess (CHECK) for the rest of the test.
+epochs_checker() {
+	coproc CHECK { exec python3 "$SRCDIR/epochs.py" serve "$1"; }
+}
+
+# sample: stop the remote ($KIT_PID, SIGSTOP), copy its first 256 blocks
+# ($T/remote.img) to $T/sample.img, let it go on (SIGCONT), and have the
+# checker judge the copy: sets K, the epoch it is at (epochs before K
+# whole, a part of K).  Fails, keeping the copy as $T/bad-sample.img, if
+# the copy is at no epoch, or K went back since the last sample.  Counts
+# SAMPLES; SEEN_K has every K seen.
+SAMPLES=0
+LAST_K=0
+K=0
+declare -A SEEN_K=()
+sample() {
+	local w state why
+	kill -STOP "$KIT_PID"
+	for ((w = 0; w < 200; w++)); do
+		state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$KIT_PID/stat")
+		[[ $state == [Tt] ]] && break
+		sleep 0.005
+	done
+	head -c $((256 * 4096)) "$T/remote.img" >"$T/sample.img"
+	kill -CONT "$KIT_PID"
+	SAMPLES=$((SAMPLES + 1))
+	echo "$T/sample.img" >&"${CHECK[1]}"
+	read -r K why <&"${CHECK[0]}" || fail "the checker (epochs.py serve) died"
+	if [[ $K == FAIL ]]; then
+		cp "$T/sample.img" "$T/bad-sample.img"
+		fail "sample $SAMPLES of the remote: $why"
+	fi
+	((K >= LAST_K)) ||
+		fail "sample $SAMPLES of the remote went back from epoch $LAST_K to $K"
+	LAST_K=$K
+	SEEN_K[$K]=1
+}
+
 # stop_kit PID [SIGNAL]: stop one nbdkit and wait for it.
 stop_kit() {
 	kill -s "${2:-TERM}" "$1" 2>/dev/null || true

@@ -16,6 +16,7 @@ need_python_nbd
 for mode in on-flush on-write; do
 	log "mode $mode"
 	rm -f "$T/remote.img" "$T/disk0.wal" "$CONF"
+	: >"$LOG"
 	_EXPORTS=()
 	truncate -s 64M "$T/remote.img"
 	start_nbdkit kit file "$T/remote.img"
@@ -72,9 +73,17 @@ PY
 	wait_exit "$WBD_PID" 10 || fail "wbd still running after SIGKILL"
 
 	log "starting wbd again, the remote still down"
+	# A new log, so that start_wbd waits for this run's ready line
+	# (after the replay), not the last one's.
+	: >"$LOG"
 	start_wbd
 	grep -q 'export "disk0": its remote does not answer, but its write log' "$LOG" ||
 		fail "the export was not served from its log with the remote down"
+	# The warning quotes the failed attempt, which names the URI: once.
+	line=$(grep 'not connected yet' "$LOG" | tail -1)
+	[[ -n $line ]] || fail "no \"not connected yet\" warning"
+	uris=$(grep -oF "socket=$T/kit.sock" <<<"$line" | wc -l)
+	((uris == 1)) || fail "the warning names the remote $uris times: $line"
 	grep -q "write log .*replayed" "$LOG" || fail "no replay in the log"
 	# Served with no remote: what the log held reads back from the cache,
 	# and whole-page writes and a FLUSH go into the log (a partial page
@@ -106,6 +115,7 @@ PY
 	log "killing wbd again, then starting it with the remote still down"
 	kill -KILL "$WBD_PID"
 	wait_exit "$WBD_PID" 10 || fail "wbd still running after SIGKILL"
+	: >"$LOG"
 	start_wbd
 	log "starting the remote"
 	start_nbdkit kit file "$T/remote.img"
@@ -142,6 +152,7 @@ PY
 	remote_wbctl status --json >"$T/status.json"
 	stop_wbd
 	# A clean stop leaves an empty log: a start now replays nothing.
+	: >"$LOG"
 	start_wbd
 	remote_wbctl status --json >"$T/status2.json"
 	"$PYTHON" - "$T/status2.json" <<'PY' || fail "see above"

@@ -14,12 +14,6 @@ source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
 
-jfield() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-j = json.load(sys.stdin)["exports"][0]["journal"]
-print(" ".join(str(j[k]) for k in sys.argv[1:]))' "$@"
-}
-
 truncate -s 128M "$T/remote.img"
 start_nbdkit kit file "$T/remote.img"
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \

@@ -25,43 +25,7 @@ nbdkit --filter=delay null --dump-plugin >/dev/null 2>&1 ||
 ORDERED=${ORDERED:-true}
 EPOCHS=40
 
-jfield() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-j = json.load(sys.stdin)["exports"][0]["journal"]
-print(" ".join(str(j[k]) for k in sys.argv[1:]))' "$@"
-}
-
-# sample: stop the remote, copy its blocks, let it go on, and check the
-# copy; sets K.  Fails once nbdkit runs again.
-SAMPLES=0
-LAST_K=0
-declare -A SEEN_K=()
-sample() {
-	local w state why
-	kill -STOP "$KIT_PID"
-	for ((w = 0; w < 200; w++)); do
-		state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$KIT_PID/stat")
-		[[ $state == [Tt] ]] && break
-		sleep 0.005
-	done
-	head -c $((256 * 4096)) "$T/remote.img" >"$T/sample.img"
-	kill -CONT "$KIT_PID"
-	SAMPLES=$((SAMPLES + 1))
-	echo "$T/sample.img" >&"${CHECK[1]}"
-	read -r K why <&"${CHECK[0]}" || fail "the checker (epochs.py serve) died"
-	if [[ $K == FAIL ]]; then
-		cp "$T/sample.img" "$T/bad-sample.img"
-		fail "sample $SAMPLES of the remote (ordered = $ORDERED): $why"
-	fi
-	((K >= LAST_K)) ||
-		fail "sample $SAMPLES of the remote went back from epoch $LAST_K to $K"
-	LAST_K=$K
-	SEEN_K[$K]=1
-}
-
-# One Python for every sample's check (each sample: the remote stopped,
-# its blocks copied, let go on, then checked).
-coproc CHECK { exec python3 "$SRCDIR/epochs.py" serve "$EPOCHS"; }
+epochs_checker "$EPOCHS"
 truncate -s 16M "$T/remote.img"
 start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=10ms
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \

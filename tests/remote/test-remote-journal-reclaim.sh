@@ -15,12 +15,6 @@
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 
-jfield() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-j = json.load(sys.stdin)["exports"][0]["journal"]
-print(" ".join(str(j[k]) for k in sys.argv[1:]))' "$@"
-}
-
 truncate -s 64M "$T/remote.img"
 cp "$T/remote.img" "$T/remote0.img"
 start_nbdkit kit file "$T/remote.img"

@@ -685,7 +685,7 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
 	    "unknown key; expected one of: listen, io_threads, "
 	    "cache, writeback, control, remote, limits, memory, tls, metrics, "
-	    "user, group, exports");
+	    "user, group, journal, exports");
 }
 
 static void
@@ -926,6 +926,142 @@ test_default_export(void **state)
 	    write_conf(f, "first.conf",
 		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
 	assert_null(f->cfg.default_export);
+}
+
+/* journal = { dir; ... } at the top level: a log per writable export,
+ * a file named after it, unless its own group says otherwise. */
+static void
+test_journal_dir(void **state)
+{
+	struct fixture *f = *state;
+	const struct export_conf *ex;
+
+	load_ok(f,
+	    write_conf(f, "jdir.conf",
+		"journal = { dir = \"/var/lib/wbd/j\"; size = \"64M\"; "
+		"mode = \"on-write\"; };\n"
+		"exports = ( { name = \"disk0\"; backing = \"/a\"; },\n"
+		"  { name = \"vm/../root\"; backing = \"/b\";\n"
+		"    journal = { ordered = true; }; },\n"
+		"  { name = \"own\"; backing = \"/c\";\n"
+		"    journal = { path = \"/x/own.wal\"; mode = \"on-flush\"; }; },\n"
+		"  { name = \"ro\"; backing = \"/d\"; readonly = true; },\n"
+		"  { name = \"off\"; backing = \"/e\"; journal = false; },\n"
+		"  { name = \"..\"; backing = \"/f\"; } );\n"));
+	assert_string_equal(f->cfg.journal.dir, "/var/lib/wbd/j");
+	assert_int_equal(f->cfg.journal.dir_at.line, 1);
+	assert_int_equal(f->cfg.n_exports, 6);
+	ex = &f->cfg.exports[0];
+	assert_string_equal(ex->journal.path, "/var/lib/wbd/j/disk0.wal");
+	assert_string_equal(ex->journal.dir, "/var/lib/wbd/j");
+	assert_int_equal(ex->journal.size_bytes, 64 * MiB);
+	assert_int_equal(ex->journal.mode, JOURNAL_ON_WRITE);
+	assert_false(ex->journal.ordered);
+	assert_int_equal(ex->journal.path_at.line, 1);
+	/* '/' never reaches past the directory. */
+	ex = &f->cfg.exports[1];
+	assert_string_equal(ex->journal.path,
+	    "/var/lib/wbd/j/vm%2F..%2Froot.wal");
+	assert_true(ex->journal.ordered);
+	assert_int_equal(ex->journal.mode, JOURNAL_ON_WRITE);
+	ex = &f->cfg.exports[2];
+	assert_string_equal(ex->journal.path, "/x/own.wal");
+	assert_null(ex->journal.dir);
+	assert_int_equal(ex->journal.mode, JOURNAL_ON_FLUSH);
+	assert_int_equal(ex->journal.size_bytes, 64 * MiB);
+	assert_null(f->cfg.exports[3].journal.path); /* read-only */
+	assert_null(f->cfg.exports[4].journal.path); /* journal = false */
+	/* Nor does a leading '.'. */
+	assert_string_equal(f->cfg.exports[5].journal.path,
+	    "/var/lib/wbd/j/%2E..wal");
+	config_free(&f->cfg);
+
+	/* Without dir: defaults for the exports' groups only. */
+	load_ok(f,
+	    write_conf(f, "jdefaults.conf",
+		"journal = { size = \"32M\"; ordered = true; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; },\n"
+		"  { name = \"b\"; backing = \"/b\";\n"
+		"    journal = { path = \"/j/b.wal\"; }; } );\n"));
+	assert_null(f->cfg.exports[0].journal.path);
+	assert_string_equal(f->cfg.exports[1].journal.path, "/j/b.wal");
+	assert_int_equal(f->cfg.exports[1].journal.size_bytes, 32 * MiB);
+	assert_true(f->cfg.exports[1].journal.ordered);
+}
+
+/* The names of journal.dir's files: one file per name, and never a path
+ * out of the directory, whatever the bytes. */
+static void
+test_journal_file_names(void **state)
+{
+	char a[CONFIG_JOURNAL_FILE_MAX + 1], b[CONFIG_JOURNAL_FILE_MAX + 1];
+	char name[4097];
+
+	(void)state;
+	config_journal_file("disk0", a, sizeof a);
+	assert_string_equal(a, "disk0.wal");
+	config_journal_file("a b%c/\xc3\xa9.", a, sizeof a);
+	assert_string_equal(a, "a%20b%25c%2F%C3%A9..wal");
+	config_journal_file(".", a, sizeof a);
+	assert_string_equal(a, "%2E.wal");
+	/* "%2F" itself is not '/': its '%' is written too. */
+	config_journal_file("%2F", a, sizeof a);
+	config_journal_file("/", b, sizeof b);
+	assert_string_not_equal(a, b);
+	/* Long names: cut, never inside a %XX, with a hash of the whole. */
+	memset(name, '/', 4096);
+	name[4096] = '\0';
+	config_journal_file(name, a, sizeof a);
+	name[4095] = 'x';
+	config_journal_file(name, b, sizeof b);
+	assert_true(strlen(a) <= CONFIG_JOURNAL_FILE_MAX);
+	assert_true(strlen(a) <= 255);
+	assert_string_not_equal(a, b);
+	assert_int_equal(strncmp(a, b, CONFIG_JOURNAL_NAME_CUT - 3), 0);
+	assert_non_null(strchr(a, '~'));
+	assert_null(strchr(a, '/'));
+	const char *tilde = strchr(a, '~');
+	assert_int_equal((tilde - a) % 3, 0); /* whole "%2F"s before it */
+	/* A short name never has a '~'. */
+	config_journal_file("~", a, sizeof a);
+	assert_string_equal(a, "%7E.wal");
+}
+
+static void
+test_journal_dir_errors(void **state)
+{
+	struct fixture *f = *state;
+
+	expect_error(f, "jdir-relative.conf",
+	    "journal = { dir = \"logs\"; };\n" EXPORTS_OK, 1, "journal.dir",
+	    "expected dir = \"/absolute/path\"");
+	expect_error(f, "jdir-not-group.conf",
+	    "journal = \"/var/lib/wbd\";\n" EXPORTS_OK, 1, "journal",
+	    "expected a group such as journal = { dir = ");
+	expect_error(f, "jdir-unknown.conf",
+	    "journal = { path = \"/x\"; };\n" EXPORTS_OK, 1, "journal.path",
+	    "unknown key");
+	expect_error(f, "jdir-bad-mode.conf",
+	    "journal = { dir = \"/j\"; mode = \"always\"; };\n" EXPORTS_OK, 1,
+	    "journal.mode", "expected \"on-flush\" or \"on-write\"");
+	/* An export's group without a path, and no dir. */
+	expect_error(f, "jdir-no-path.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "  journal = { size = \"16M\"; }; } );\n",
+	    2, "exports[0].journal", "(or journal.dir at the top level)");
+	expect_error(f, "jdir-export-true.conf",
+	    "journal = { dir = \"/j\"; };\n"
+	    "exports = ( { name = \"d\"; backing = \"/d\"; journal = true; } "
+	    ");\n",
+	    2, "exports[0].journal", "or false for no log");
+	/* An export's own path that is another's file in the directory. */
+	expect_error(f, "jdir-same-file.conf",
+	    "journal = { dir = \"/j\"; };\n"
+	    "exports = ( { name = \"d\"; backing = \"/d\"; },\n"
+	    "  { name = \"e\"; backing = \"/e\";\n"
+	    "    journal = { path = \"/j/d.wal\"; }; } );\n",
+	    4, "exports[1].journal.path",
+	    "expected a journal path no other export uses, got \"/j/d.wal\"");
 }
 
 static void
@@ -1904,6 +2040,9 @@ main(void)
 		T(test_error_bad_cache_mode),
 		T(test_error_duplicate_export_name),
 		T(test_default_export),
+		T(test_journal_dir),
+		T(test_journal_file_names),
+		T(test_journal_dir_errors),
 		T(test_error_default_export_unknown),
 		T(test_max_request_bytes),
 		T(test_connection_limits),

@@ -7,7 +7,8 @@
  * another export (name, size, backing) or something that is no log is
  * refused; the ring wraps, reclaims only what a checkpoint released, and
  * says when it is full; a batch half-written over an earlier run's torn
- * one is never mixed with it.
+ * one is never mixed with it; whether its records were written ordered
+ * is kept until no record is left.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -513,6 +514,63 @@ test_records_read_back_where_they_lie(void **state)
 	journal_close(j);
 }
 
+/* The superblock says whether its records were written by an ordered
+ * log: a reopen keeps it whatever it is asked for, it may be turned off
+ * at once, and on only once no record is left. */
+static void
+test_ordered_flag_kept_until_empty(void **state)
+{
+	struct fixture *f = *state;
+	struct journal_identity ord = id_a;
+	struct journal_replay_stats st;
+	struct journal_usage u;
+	struct seen s = { 0 };
+
+	ord.ordered = true;
+	struct journal *j = open_ok(f->path, 4 * MiB, &ord);
+	assert_true(journal_ordered(j));
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	append_writes(j, 0, 2, 4096);
+	assert_int_equal(journal_sync(j), 0);
+	journal_close(j);
+
+	/* Asked for unordered: still says how its records were written. */
+	j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_true(journal_ordered(j));
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(journal_set_ordered(j, false), 0);
+	assert_false(journal_ordered(j));
+	append_writes(j, 2, 1, 4096);
+	assert_int_equal(journal_sync(j), 0);
+	journal_close(j);
+
+	/* Records written unordered: never said to be ordered while any is
+	 * left, and every one of them still replayed. */
+	memset(&s, 0, sizeof s);
+	j = open_ok(f->path, 4 * MiB, &ord);
+	assert_false(journal_ordered(j));
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(journal_set_ordered(j, true), -EBUSY);
+	assert_false(journal_ordered(j));
+	journal_get_usage(j, &u);
+	journal_release(j, u.next_seq);
+	assert_int_equal(journal_checkpoint(j), 0);
+	assert_int_equal(journal_set_ordered(j, true), 0);
+	assert_true(journal_ordered(j));
+	journal_close(j);
+
+	j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_true(journal_ordered(j));
+	journal_close(j);
+	/* A log made unordered says so. */
+	unlink(f->path);
+	j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_false(journal_ordered(j));
+	journal_close(j);
+}
+
 int
 main(void)
 {
@@ -532,6 +590,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runs_are_never_mixed,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_ordered_flag_kept_until_empty, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
