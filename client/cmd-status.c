@@ -604,6 +604,24 @@ status_limits(FILE *f, const json_t *lim)
 			0));
 }
 
+/* Where the daemon's memory is (the memory object, if it has one). */
+static void
+status_memory(FILE *f, const json_t *mem)
+{
+	char r[32], u[32], k[32], m[32];
+
+	if (!mem)
+		return;
+	status_item(f, "memory",
+	    "RSS %s; malloc %s in use; buffers kept %s of %s (%llu)",
+	    wbctl_human(jget_u64(mem, "rss_bytes", 0), r, sizeof r),
+	    wbctl_human(jget_u64(mem, "malloc_in_use_bytes", 0), u, sizeof u),
+	    wbctl_human(jget_u64(mem, "buffers_kept_bytes", 0), k, sizeof k),
+	    wbctl_human(jget_u64(mem, "buffers_kept_max_bytes", 0), m,
+		sizeof m),
+	    (unsigned long long)jget_u64(mem, "buffers_kept", 0));
+}
+
 /* The daemon's own settings: TLS, its user, the control socket, the
  * metrics endpoint. */
 static void
@@ -739,6 +757,7 @@ status_print(FILE *f, const json_t *ans)
 	const json_t *lim = json_object_get(ans, "limits");
 	if (lim)
 		status_limits(f, lim);
+	status_memory(f, json_object_get(ans, "memory"));
 	status_service(f, ans);
 	const json_t *rq = json_object_get(ans, "requests");
 	if (rq)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # test-tsan.sh - build wbd with clang and ThreadSanitizer and run the unit
-# tests and the stress test (suite "stress": fio writers with verify, tunes,
-# reloads and status polling at once) in that build.  Any TSan report fails
-# the test that produced it.
+# tests, the stress test (suite "stress": fio writers with verify, tunes,
+# reloads and status polling at once) and the integration tests of suite
+# "tsan" (connections closed by the stall timeout while their requests
+# complete: tests/integration/meson.build) in that build.  Any TSan report
+# fails the test that produced it.
 #
 # Usage: bash scripts/test-tsan.sh [extra `meson test` arguments]
 # Environment: TSAN_BUILD_DIR (default build-tsan); CI=true builds with
@@ -53,11 +55,12 @@ ninja -C "$TSAN_BUILD_DIR" || fail_build "building $TSAN_BUILD_DIR failed"
 # every race.  The stress test adds its suppressions file itself.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1}
 
-echo "=== TSan tests: unit, stress ==="
+echo "=== TSan tests: unit, stress, tsan ==="
 rm -f "$TSAN_BUILD_DIR/meson-logs/testlog.json"
 STATUS=0
 meson test -C "$TSAN_BUILD_DIR" --print-errorlogs --num-processes "$NPROC" \
-	--timeout-multiplier 3 --suite unit --suite stress "$@" || STATUS=1
+	--timeout-multiplier 3 --suite unit --suite stress --suite tsan "$@" ||
+	STATUS=1
 
 log=$TSAN_BUILD_DIR/meson-logs/testlog.json
 if [[ ! -f $log ]]; then

@@ -3,8 +3,11 @@
  * bufstash.c - large page-aligned buffers kept per thread: see bufstash.h.
  */
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
+#include "atomics.h"
 #include "bufstash.h"
 
 struct bufs {
@@ -18,6 +21,8 @@ struct bufs {
 
 static pthread_key_t bufs_key;
 static pthread_once_t bufs_once = PTHREAD_ONCE_INIT;
+/* What every thread keeps, in all (bufstash_kept_all); atomic. */
+static _Atomic uint64_t bufs_all_n, bufs_all_bytes;
 
 static void
 bufs_free(void *p)
@@ -26,6 +31,8 @@ bufs_free(void *p)
 
 	for (unsigned i = 0; i < b->n; i++)
 		free(b->buf[i].p);
+	sub_relaxed(&bufs_all_n, b->n);
+	sub_relaxed(&bufs_all_bytes, b->bytes);
 	free(b);
 }
 
@@ -51,9 +58,26 @@ bufstash_self(void)
 	return b;
 }
 
+/* CAP bytes more in what all threads keep, unless that goes past
+ * BUFSTASH_ALL_BYTES. */
+static bool
+bufs_all_reserve(size_t cap)
+{
+	uint64_t all = load_relaxed(&bufs_all_bytes);
+
+	do {
+		if (all + cap > BUFSTASH_ALL_BYTES)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&bufs_all_bytes, &all,
+	    all + cap, memory_order_relaxed, memory_order_relaxed));
+	return true;
+}
+
 static void
 bufs_take(struct bufs *b, unsigned i)
 {
+	sub_relaxed(&bufs_all_n, 1);
+	sub_relaxed(&bufs_all_bytes, b->buf[i].cap);
 	b->bytes -= b->buf[i].cap;
 	b->buf[i] = b->buf[--b->n];
 }
@@ -102,8 +126,17 @@ bufstash_put(void *p, size_t cap)
 		free(p);
 		return;
 	}
-	/* Room made by the smallest kept, while they are smaller than P. */
-	while (b->n == BUFSTASH_KEEP || b->bytes + cap > BUFSTASH_KEEP_BYTES) {
+	/*
+	 * Room made by the smallest this thread keeps, while they are
+	 * smaller than P: in its own stash, and in what all threads keep
+	 * together (taken before P is kept, so that no two threads can both
+	 * go past BUFSTASH_ALL_BYTES).
+	 */
+	for (;;) {
+		if (b->n < BUFSTASH_KEEP &&
+		    b->bytes + cap <= BUFSTASH_KEEP_BYTES &&
+		    bufs_all_reserve(cap))
+			break;
 		unsigned small = 0;
 		for (unsigned i = 1; i < b->n; i++)
 			if (b->buf[i].cap < b->buf[small].cap)
@@ -118,6 +151,7 @@ bufstash_put(void *p, size_t cap)
 	b->buf[b->n].p = p;
 	b->buf[b->n++].cap = cap;
 	b->bytes += cap;
+	add_relaxed(&bufs_all_n, 1);
 }
 
 unsigned
@@ -127,4 +161,11 @@ bufstash_kept(size_t *bytes)
 
 	*bytes = b ? b->bytes : 0;
 	return b ? b->n : 0;
+}
+
+uint64_t
+bufstash_kept_all(uint64_t *bytes)
+{
+	*bytes = load_relaxed(&bufs_all_bytes);
+	return load_relaxed(&bufs_all_n);
 }

@@ -9,16 +9,22 @@
  * 15% of wbd's CPU in a pass of cold 1 MiB reads).  A thread keeps those
  * it frees (at most BUFSTASH_KEEP of them and BUFSTASH_KEEP_BYTES in all;
  * the largest stay) and hands them out again best fit, never one more than
- * a quarter larger than asked for.  A thread's go when it exits.  Buffers
- * of under a page come from malloc as they are.
+ * a quarter larger than asked for.  A thread's go when it exits.  All
+ * threads together keep at most BUFSTASH_ALL_BYTES, however many there
+ * are (I/O threads, and workers that come and go: each new one would
+ * fill a stash of its own); one that finds it full keeps nothing more
+ * but by giving up a smaller buffer of its own.  Buffers of under a page
+ * come from malloc as they are.
  */
 #ifndef WBD_BUFSTASH_H
 #define WBD_BUFSTASH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define BUFSTASH_KEEP 16
 #define BUFSTASH_KEEP_BYTES ((size_t)16 << 20)
+#define BUFSTASH_ALL_BYTES ((uint64_t)32 << 20)
 
 /* A buffer of COUNT bytes at least, page-aligned when COUNT >= 4096; its
  * size into *CAP (for bufstash_put).  NULL if out of memory. */
@@ -27,5 +33,7 @@ void *bufstash_get(size_t count, size_t *cap);
 void bufstash_put(void *p, size_t cap);
 /* How many buffers this thread keeps, and their bytes into *BYTES. */
 unsigned bufstash_kept(size_t *bytes);
+/* How many buffers all threads keep, and their bytes into *BYTES. */
+uint64_t bufstash_kept_all(uint64_t *bytes);
 
 #endif

@@ -21,6 +21,8 @@
  * (stats.h), read without a lock and added up here.
  */
 #include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,6 +31,7 @@
 #include "access.h"
 #include "atomics.h"
 #include "backend.h"
+#include "bufstash.h"
 #include "cache.h"
 #include "config-load.h"
 #include "conn.h"
@@ -476,6 +479,40 @@ ctl_metrics_json(struct daemon *d)
 	    (json_int_t)load_relaxed(&d->metrics_cut));
 }
 
+/*
+ * Where the process's memory is: its resident set, malloc's bytes in use
+ * and those it keeps free (all arenas, mapped chunks included; little
+ * under a sanitizer, whose malloc is its own), and the request buffers
+ * the threads keep for their next use (bufstash.h; within malloc's in-use
+ * bytes) and their bound.  The cache's pages are mapped apart: in the RSS
+ * only.
+ */
+static json_t *
+ctl_memory_json(void)
+{
+	uint64_t kept_bytes, kept = bufstash_kept_all(&kept_bytes);
+	uint64_t in_use = 0, free_bytes = 0, rss = 0;
+	unsigned long pages_total, pages_rss;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &pages_total, &pages_rss) == 2)
+			rss = (uint64_t)pages_rss *
+			    (uint64_t)sysconf(_SC_PAGESIZE);
+		fclose(f);
+	}
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+	struct mallinfo2 mi = mallinfo2();
+	in_use = mi.uordblks + mi.hblkhd;
+	free_bytes = mi.fordblks;
+#endif
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "rss_bytes",
+	    (json_int_t)rss, "malloc_in_use_bytes", (json_int_t)in_use,
+	    "malloc_free_bytes", (json_int_t)free_bytes, "buffers_kept",
+	    (json_int_t)kept, "buffers_kept_bytes", (json_int_t)kept_bytes,
+	    "buffers_kept_max_bytes", (json_int_t)BUFSTASH_ALL_BYTES);
+}
+
 /* The shutdown: stopping (once a stop signal came), draining (writing
  * back; since when) and what is left to write back. */
 static json_t *
@@ -610,6 +647,7 @@ ctl_status_build(struct daemon *d, bool draining)
 		json_object_set_new(o, "listeners", ctl_listeners_json(d));
 		json_object_set_new(o, "control", ctl_control_json(d));
 		json_object_set_new(o, "metrics", ctl_metrics_json(d));
+		json_object_set_new(o, "memory", ctl_memory_json());
 		json_object_set_new(o, "shutdown",
 		    ctl_shutdown_json(d, draining));
 	} else

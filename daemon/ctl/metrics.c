@@ -109,7 +109,7 @@ static const struct metrics_row metrics_limit_rows[] = {
 	{ "stalled", "wbd_connections_stalled_total", COUNTER, 1,
 	    "Connections closed for holding replies or a payload without "
 	    "progress (limits.stall_timeout_s), and those of the same "
-	    "client waiting behind such replies." },
+	    "client waiting behind such replies, not reading their own." },
 	{ "connection_buffer_bytes", "wbd_connection_buffer_bytes", GAUGE, 1,
 	    "Input buffers of the open connections (outside the budget)." },
 	{ "max_requests_per_connection", "wbd_connection_requests_max", GAUGE,

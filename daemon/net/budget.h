@@ -19,9 +19,10 @@
  * A client holding nothing may take one request of any size, as alone.
  * When a connection of a client is closed for holding replies it does not
  * read (limits.stall_timeout_s), the client is marked: its connections
- * that were waiting for the budget since before, sending nothing, are
- * closed with it rather than take its place one stall timeout after
- * another (conn.c).
+ * that were waiting for the budget since before, and do not read their
+ * own replies either, are closed with it rather than take its place one
+ * stall timeout after another; those whose replies go out are left to be
+ * served (conn.c).
  *
  * Any thread: the counters are atomic; the table of clients has a mutex,
  * taken when a connection starts and when it is freed.

@@ -74,6 +74,9 @@ struct conn {
 	                           its export) */
 	ev_tstamp out_since;    /* when its output queue last filled
 	                           from empty */
+	bool replied;           /* a reply to a request of its has gone
+	                           out whole: it reads them (conn.c,
+	                           conn_not_reading) */
 	ev_timer budget_timer;  /* waiting for the memory budget */
 	ev_tstamp connected_at; /* when it chose its export */
 	enum conn_state state;

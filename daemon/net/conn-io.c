@@ -33,6 +33,7 @@
 #include "tls.h"
 
 static void conn_flush_out(struct conn *c);
+static void conn_hs_out_release(struct out *o);
 static void conn_tls_step(struct conn *c);
 static void conn_tls_maybe_begin(struct conn *c);
 
@@ -230,6 +231,10 @@ conn_flush_out(struct conn *c)
 			c->out_head = o->next;
 			if (!c->out_head)
 				c->out_tail = &c->out_head;
+			/* A request's reply (not the handshake's) gone out
+			 * whole: the client takes its replies. */
+			if (o->release != conn_hs_out_release)
+				c->replied = true;
 			o->release(o);
 		}
 		c->out_off = done;

@@ -427,6 +427,24 @@ conn_reply_error(struct conn *c, const struct nbd_request *nbd, uint32_t err)
 
 /* --- the memory budget: when it is full, read nothing more ------------ */
 
+/*
+ * Does C itself leave its replies unread, for FOR_S seconds up to NOW?
+ * Replies of its waiting that have not moved (no byte sent since they
+ * came or since the last one went out), or none waiting but none ever
+ * taken either since it chose its export.  A connection whose replies go
+ * out is not, however long it has waited for the budget.
+ */
+static bool
+conn_not_reading(const struct conn *c, ev_tstamp now, ev_tstamp for_s)
+{
+	if (c->out_head) {
+		ev_tstamp moved =
+		    c->sent_at > c->out_since ? c->sent_at : c->out_since;
+		return now - moved >= for_s;
+	}
+	return !c->replied && now - c->connected_at >= for_s;
+}
+
 static void
 conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -445,16 +463,18 @@ conn_budget_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	/*
 	 * Its client had a connection closed for not reading its replies
-	 * while this one waited, and it has sent nothing for half the stall
-	 * timeout or more: its requests wait behind those replies, and would
-	 * take their place (and another stall timeout) once they are freed.
-	 * Requests it was sent meanwhile do not count: a client could drip
-	 * them to look alive.
+	 * while this one waited, and this one does not read its own either
+	 * (for half the stall timeout or more: replies of its not moving,
+	 * or none ever taken): its requests wait behind those replies, and
+	 * would take their place (and another stall timeout) once they are
+	 * freed.  Requests it was sent meanwhile do not count: a client
+	 * could drip them to look alive.  A connection of the same client
+	 * whose replies go out is left to be served.
 	 */
 	unsigned stall_s = c->host->limits.stall_timeout_s;
 	if (stall_s && c->budget_starved && c->state >= CS_TX_HEADER &&
 	    budget_client_stalled_ns(c->share) >= c->starved_ns &&
-	    ev_now(loop) - c->sent_at >= stall_s / 2.0) {
+	    conn_not_reading(c, ev_now(loop), stall_s / 2.0)) {
 		budget_note_stall(c->host->budget, c->peer, stall_s,
 		    "requests waiting behind replies its client does not read");
 		conn_close_socket(c);

@@ -94,6 +94,10 @@ SCHEMAS = {
                                 "idle_timeout_s": (INT, NULL)}]),
         "shutdown": {"stopping": BOOL, "draining": BOOL, "draining_s": INT,
                      "left_bytes": INT, "exports_left": INT},
+        "memory": {"rss_bytes": INT, "malloc_in_use_bytes": INT,
+                   "malloc_free_bytes": INT, "buffers_kept": INT,
+                   "buffers_kept_bytes": INT,
+                   "buffers_kept_max_bytes": INT},
     },
 }
 

@@ -15,27 +15,33 @@
 #
 # The hostile clients are another user (nobody, over TCP: this host's TCP
 # clients are counted by the user owning the socket) than the good one
-# (root, on the Unix socket): a client's connections waiting behind one
-# closed for unread replies are closed with it (wbd.conf(5),
-# limits.max_client_share), so a good client of the same user would be.
-# Hence root only.  Its RSS is sampled every 5 s.  It must stay within the bound of
+# (root, on the Unix socket): one client's connections share its part of
+# the budget (wbd.conf(5), limits.max_client_share), which the stuck
+# readers hold, and the good client is timed by fio.  Hence root only.
+#
+# Its RSS is sampled every 5 s, with where its memory is (wbctl status:
+# memory), printed a line a minute.  It must stay within the bound of
 # wbd.conf(5) (limits.max_inflight_bytes): over its start (the cache is
 # faulted in before), at most the budget (64 MiB here) + 130 KiB for each
-# connection (at most about 64 at once here) + SOAK_SLACK_MIB (128) for
-# what threads keep and malloc's own; twice that under ASan.  And it must
-# not creep: over the last five minutes, the least-squares slope of RSS is
-# under SOAK_SLOPE_MIB_PER_MIN (1 MiB a minute), and no sample is more
-# than 32 MiB above the highest of the minutes before them.  (Before
-# malloc's arenas were limited and trimmed, a 10-minute soak went from 139
-# to 445 MiB, still rising 4-5 MiB a minute at its end.)  At the end the
-# data the good client wrote is checked by fio's verify pass, and wbd is
-# stopped cleanly.
+# connection (at most about 64 at once here) + the buffers the threads
+# keep (at most 32 MiB all together, which memory.buffers_kept_bytes must
+# show) + SOAK_SLACK_MIB (96) for malloc's own; twice that under ASan.
+# And it must not creep: over the last five minutes, the least-squares
+# slope of RSS is under SOAK_SLOPE_MIB_PER_MIN (1 MiB a minute), and no
+# sample is more than 32 MiB above the highest of the minutes before them.
+# (Before malloc's arenas were limited and trimmed, a 10-minute soak went
+# from 139 to 445 MiB, still rising 4-5 MiB a minute at its end; then,
+# with up to 16 MiB kept by each thread and none for all together, from
+# 140 to 222 MiB in 5 minutes, 7.3 MiB a minute over the last half: the
+# kept buffers, 33 to 53 MiB, as each thread's stash grew to the largest
+# sizes it had seen.)  At the end the data the good client wrote is
+# checked by fio's verify pass, and wbd is stopped cleanly.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 need fio
 
 : "${SOAK_SECONDS:=600}"
-: "${SOAK_SLACK_MIB:=128}"
+: "${SOAK_SLACK_MIB:=96}"
 : "${SOAK_SLOPE_MIB_PER_MIN:=1}"
 ((SOAK_SECONDS >= 120)) || fail "SOAK_SECONDS=$SOAK_SECONDS: at least 120"
 ((EUID == 0)) || skip "the hostile clients must be another user: run as root"
@@ -44,7 +50,8 @@ fio --enghelp=nbd >/dev/null 2>&1 || skip "fio has no nbd engine"
 add_export d 256M rw
 write_cache_config 128M ''
 echo 'limits = { max_inflight_bytes = "64M"; stall_timeout_s = 5; };' >>"$CONF"
-rss_bound $((64 + (64 * 130 + 1023) / 1024 + SOAK_SLACK_MIB))
+KEPT_MAX_MIB=32 # BUFSTASH_ALL_BYTES (bufstash.h)
+rss_bound $((64 + (64 * 130 + 1023) / 1024 + KEPT_MAX_MIB + SOAK_SLACK_MIB))
 start_wbd
 before=$(vmrss_kib "$WBD_PID")
 log "RSS at start: $before KiB; soaking for $SOAK_SECONDS s"
@@ -57,7 +64,7 @@ fio --name=good --ioengine=nbd --uri="$(uri_unix d)" --rw=randrw \
 FIO_PID=$!
 
 "$PYTHON" - "$SOCK" "$WBD_PID" "$T/rss" "$SRCDIR" "$SOAK_SECONDS" "$WBCTL" "$T/control.sock" "$PORT" <<'PY' || fail "see above"
-import os, socket, struct, subprocess, sys, threading, time
+import json, os, socket, struct, subprocess, sys, threading, time
 sock, pid, rss_path, srcdir = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 seconds, wbctl, ctl, port = int(sys.argv[5]), sys.argv[6], sys.argv[7], int(sys.argv[8])
 sys.path.insert(0, srcdir)
@@ -86,6 +93,21 @@ def rss():
     for l in open("/proc/%d/status" % pid):
         if l.startswith("VmRSS"):
             return int(l.split()[1])
+
+def memory():
+    """wbctl status's memory (KiB): malloc's in use and free, the
+    buffers the threads keep; and the daemon's threads."""
+    try:
+        out = subprocess.run([wbctl, "-s", ctl, "status", "--json"],
+                             capture_output=True, text=True,
+                             timeout=30).stdout
+        m = json.loads(out)["memory"]
+        got = [m["malloc_in_use_bytes"] // 1024,
+               m["malloc_free_bytes"] // 1024,
+               m["buffers_kept_bytes"] // 1024]
+    except (subprocess.SubprocessError, ValueError, KeyError):
+        got = [-1, -1, -1]
+    return got + [len(os.listdir("/proc/%d/task" % pid))]
 
 def reset(s):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -169,7 +191,8 @@ for t in threads:
 start = time.monotonic()
 with open(rss_path, "w") as out:
     while time.monotonic() < end:
-        out.write("%.1f %d\n" % (time.monotonic() - start, rss()))
+        out.write("%.1f %d %d %d %d %d\n" % ((time.monotonic() - start,
+                                               rss()) + tuple(memory())))
         out.flush()
         time.sleep(5)
 for t in threads:
@@ -188,10 +211,24 @@ command -v gdb >/dev/null 2>&1 &&
 	gdb -p "$WBD_PID" -batch -ex 'call (void)malloc_stats()' >/dev/null 2>&1
 log "RSS 25 s after the soak: $after KiB (start $before KiB); malloc: $(grep -A2 '^Total' "$LOG" | tail -2 | tr -s ' \n' ' ')"
 
-"$PYTHON" - "$T/rss" "$before" "$RSS_BOUND_MIB" "$SOAK_SLOPE_MIB_PER_MIN" <<'PY' || fail "see above"
+"$PYTHON" - "$T/rss" "$before" "$RSS_BOUND_MIB" "$SOAK_SLOPE_MIB_PER_MIN" "$KEPT_MAX_MIB" <<'PY' || fail "see above"
 import sys
-rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+samples = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+rows = [(x[0], x[1]) for x in samples]
 before, bound_mib, max_slope = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+kept_max_mib = int(sys.argv[5])
+# Where the memory is, a line a minute: RSS, malloc's bytes in use and
+# free, the buffers the threads keep (wbctl status, memory), threads.
+print("   s  RSS MiB  malloc in use  malloc free  kept  threads")
+for x in samples:
+    if int(x[0]) % 60 < 5 or x is samples[-1]:
+        print("%4d  %7d  %13d  %11d  %4d  %7d"
+              % (x[0], x[1] // 1024, x[2] // 1024, x[3] // 1024,
+                 x[4] // 1024, x[5]))
+kept = max(x[4] for x in samples) // 1024
+if kept > kept_max_mib:
+    sys.exit("FAIL: the threads kept %d MiB of buffers, more than their "
+             "bound (%d MiB)" % (kept, kept_max_mib))
 peak = max(r for _, r in rows)
 print("RSS: start %d MiB, peak %d MiB (+%d MiB, bound +%d MiB), end %d MiB"
       % (before // 1024, peak // 1024, (peak - before) // 1024, bound_mib,

@@ -3,11 +3,13 @@
  * test-bufstash.c - large buffers kept per thread: a buffer given back is
  * the one handed out next (best fit, never more than a quarter too
  * large), page-aligned; what a thread keeps is bounded in number and
- * bytes, the largest staying; small buffers are not kept.
+ * bytes, the largest staying, and what all threads keep together too;
+ * small buffers are not kept.
  */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -137,6 +139,61 @@ test_what_is_kept_is_bounded(void **state)
 	assert_ptr_equal(ret, state);
 }
 
+/* Threads that each fill their stash, more of them than BUFSTASH_ALL_BYTES
+ * has room for: together they keep no more than that, and what each kept
+ * goes when it ends. */
+#define FILLERS (BUFSTASH_ALL_BYTES / BUFSTASH_KEEP_BYTES + 2)
+static pthread_barrier_t filled, checked;
+
+static void *
+filler_main(void *arg)
+{
+	const size_t q = BUFSTASH_KEEP_BYTES / 4;
+	void *p[4];
+	size_t cap[4];
+	bool ok = true;
+
+	for (int i = 0; i < 4; i++)
+		ok &= (p[i] = bufstash_get(q, &cap[i])) != NULL;
+	for (int i = 0; i < 4; i++)
+		bufstash_put(p[i], cap[i]);
+	pthread_barrier_wait(&filled);
+	pthread_barrier_wait(&checked);
+	return ok ? arg : NULL;
+}
+
+static void
+test_all_threads_keep_at_most_their_bound(void **state)
+{
+	pthread_t t[FILLERS];
+	uint64_t before, all;
+	void *ret;
+
+	bufstash_kept_all(&before); /* this thread's, from the tests above */
+	assert_true(before < BUFSTASH_ALL_BYTES / 2);
+	assert_int_equal(pthread_barrier_init(&filled, NULL, FILLERS + 1), 0);
+	assert_int_equal(pthread_barrier_init(&checked, NULL, FILLERS + 1), 0);
+	for (unsigned i = 0; i < FILLERS; i++) {
+		int r = pthread_create(&t[i], NULL, filler_main, state);
+		assert_int_equal(r, 0);
+	}
+	pthread_barrier_wait(&filled);
+	bufstash_kept_all(&all);
+	pthread_barrier_wait(&checked);
+	for (unsigned i = 0; i < FILLERS; i++) {
+		assert_int_equal(pthread_join(t[i], &ret), 0);
+		assert_ptr_equal(ret, state);
+	}
+	/* Full, but no further: each filler kept what fitted. */
+	assert_true(all <= BUFSTASH_ALL_BYTES);
+	assert_true(all > BUFSTASH_ALL_BYTES - BUFSTASH_KEEP_BYTES / 4);
+	/* The fillers' stashes went with them. */
+	bufstash_kept_all(&all);
+	assert_int_equal(all, before);
+	pthread_barrier_destroy(&filled);
+	pthread_barrier_destroy(&checked);
+}
+
 int
 main(void)
 {
@@ -145,6 +202,7 @@ main(void)
 		cmocka_unit_test(test_best_fit),
 		cmocka_unit_test(test_small_ones_are_not_kept),
 		cmocka_unit_test(test_what_is_kept_is_bounded),
+		cmocka_unit_test(test_all_threads_keep_at_most_their_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
