@@ -465,6 +465,13 @@ wb_flush_upto(struct wb_target *t, uint64_t w, bool *sent)
  * FLUSHes arriving together cost the remote one flush, a FLUSH never
  * costs more than the one in flight and its own, and a failure (or a
  * loss, -EAGAIN) is the result of every FLUSH its flush covered.
+ *
+ * A waiter may wake only after a later flush has ended too: the result
+ * it takes is then not gc_last_r but flushed_upto's.  A flush that
+ * succeeded raised flushed_upto to its count, at least ours, before it
+ * ended, and a later one read a count at least as high; so flushed_upto
+ * short of ours means the flush that covered us failed, and gc_last_r
+ * (its failure, or a later one's) is an error.
  */
 static int
 wb_flush_written_sent(struct wb_target *t, bool *sent)
@@ -478,12 +485,14 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	while (t->gc_busy) {
 		uint64_t gen = t->gc_gen;
 		bool covered = t->gc_upto >= w;
-		t->gc_waiters++;
+		t->gc_waiters++; /* zeroed by the flush's end */
 		while (t->gc_gen == gen)
 			pthread_cond_wait(&t->gc_cond, &t->gc_lock);
-		t->gc_waiters--;
 		if (covered) {
-			r = t->gc_last_r;
+			bool done = load_acquire(&t->flushed_upto) >= w;
+			/* Short: the flush that covered us failed (above). */
+			assert(done || t->gc_last_r < 0);
+			r = done ? 0 : t->gc_last_r;
 			pthread_mutex_unlock(&t->gc_lock);
 			add_relaxed(&t->dev->flushes_shared, 1);
 			return r;
@@ -503,6 +512,7 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	t->gc_busy = false;
 	t->gc_last_r = r;
 	t->gc_gen++;
+	t->gc_waiters = 0; /* every one is let go */
 	pthread_cond_broadcast(&t->gc_cond);
 	pthread_mutex_unlock(&t->gc_lock);
 	return r;

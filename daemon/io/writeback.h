@@ -118,7 +118,9 @@ struct wb_target {
 	bool gc_busy;
 	uint64_t gc_upto, gc_gen;
 	int gc_last_r;
-	unsigned gc_waiters; /* waiting for the one in flight to end */
+	/* FLUSHes waiting for the one in flight to end: zeroed as it
+	 * ends, so that a waiter woken and not yet run is not counted. */
+	unsigned gc_waiters;
 
 	/* Signalled whenever a writeback of this target ends. */
 	pthread_mutex_t lock;
