@@ -191,11 +191,8 @@ wb_dev_unwritten_pages(struct wb_dev *dev)
 
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 		struct wb_target *t = wb_dev_target(dev, i);
-		uint64_t cached, dirty;
-		if (!t)
-			continue;
-		cache_file_stats(t->cf, &cached, &dirty);
-		sum += dirty + cache_file_writeback_pages(t->cf);
+		if (t)
+			sum += cache_file_unwritten_pages(t->cf);
 	}
 	return sum;
 }
