@@ -144,7 +144,7 @@ wb_curve_ms(uint64_t dirty, uint64_t low, uint64_t high)
 
 int
 wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
-    uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio)
+    uint64_t dev_pages, unsigned min_ratio, unsigned max_ratio)
 {
 	struct wb_thresholds th;
 
@@ -158,20 +158,20 @@ wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
 		dev_max = 1;
 	if (global < 0)
 		return -1;              /* the hard limit binds everyone */
-	if (dev_dirty < dev_min)
+	if (dev_pages < dev_min)
 		return 0;               /* within its guaranteed share */
 	if (max_ratio >= 100)
 		return global;
-	dev = wb_curve_ms(dev_dirty, dev_max / 2, dev_max);
+	dev = wb_curve_ms(dev_pages, dev_max / 2, dev_max);
 	if (dev < 0)
 		return -1;
 	return dev > global ? dev : global;
 }
 
-uint64_t
-wb_dev_dirty_pages(struct wb_dev *dev)
+struct wb_dev_pages
+wb_dev_pages(struct wb_dev *dev)
 {
-	uint64_t sum = 0;
+	struct wb_dev_pages n = { 0, 0 };
 
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 		struct wb_target *t = wb_dev_target(dev, i);
@@ -179,22 +179,16 @@ wb_dev_dirty_pages(struct wb_dev *dev)
 		if (!t)
 			continue;
 		cache_file_stats(t->cf, &cached, &dirty);
-		sum += dirty;
+		n.dirty += dirty;
+		n.unwritten += cache_file_unwritten_pages(t->cf);
 	}
-	return sum;
+	return n;
 }
 
 uint64_t
-wb_dev_unwritten_pages(struct wb_dev *dev)
+wb_dev_dirty_pages(struct wb_dev *dev)
 {
-	uint64_t sum = 0;
-
-	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-		struct wb_target *t = wb_dev_target(dev, i);
-		if (t)
-			sum += cache_file_unwritten_pages(t->cf);
-	}
-	return sum;
+	return wb_dev_pages(dev).dirty;
 }
 
 struct backend *
