@@ -1420,7 +1420,8 @@ wb_dev_foreground(struct wb_dev *dev)
  * (wb_dev_foreground).  It yields to that work as it comes: a FLUSH, a
  * miss.  Then it is owed (wb_dev.behind_owed), and the end of that work
  * resumes it (wb_foreground_done), whether or not periodic writeback
- * runs (dirty_writeback_centisecs 0) or another write comes.
+ * runs (dirty_writeback_centisecs 0) or another write comes.  Yielding
+ * to a job waiting on the pool, it is owed too (wb_background_run).
  */
 static bool
 wb_write_behind_due(struct wb_dev *dev)
@@ -1446,6 +1447,17 @@ wb_write_behind_now(struct wb_dev *dev)
 	atomic_store_explicit(&dev->behind_owed, 1, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
 	return !wb_dev_foreground(dev);
+}
+
+/* Write-behind on DEV yields to other work: owed to its end. */
+static void
+wb_owe_write_behind(struct wb_dev *dev)
+{
+	struct backend *b = wb_dev_backend(dev);
+
+	if (b && load_relaxed(&b->write_behind))
+		atomic_store_explicit(&dev->behind_owed, 1,
+		    memory_order_seq_cst);
 }
 
 bool
@@ -1523,8 +1535,13 @@ wb_background_run(struct job *job)
 		/* Background work yields to waiting work (a FLUSH, a miss):
 		 * the next write past the threshold queues it again. */
 		pool_get_stats(dev->pool, &ps);
-		if (ps.queued > 0)
+		if (ps.queued > 0) {
+			/* Write-behind is owed to this job's end (below),
+			 * which queues it anew behind that work: no write
+			 * may come to. */
+			wb_owe_write_behind(dev);
 			break;
+		}
 		progress = false;
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 			struct wb_target *t = wb_dev_target(dev, i);
