@@ -570,7 +570,12 @@ cache_dirty_pages(struct cache *c)
 uint64_t
 cache_unwritten_pages(struct cache *c)
 {
-	return load_relaxed(&c->dirty) + load_relaxed(&c->writeback);
+	/* Dirty first: a run taken since that read is counted under
+	 * writeback by then (take_run_locked's fence pairs with this). */
+	uint64_t dirty = load_relaxed(&c->dirty);
+
+	atomic_thread_fence(memory_order_acquire);
+	return dirty + load_relaxed(&c->writeback);
 }
 
 struct cache_file *
@@ -1256,10 +1261,14 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 		if (q->seq < run->min_seq)
 			run->min_seq = q->seq;
 	}
-	counter_sub(&f->dirty_pages, run->npages);
-	counter_sub(&c->dirty, run->npages);
+	/* Counted under writeback before it leaves the dirty count, so
+	 * that a reader of the two (cache_unwritten_pages: the writer
+	 * throttle) never finds the run in neither. */
 	add_relaxed(&c->writeback, run->npages);
 	add_relaxed(&f->writeback_pages, run->npages);
+	atomic_thread_fence(memory_order_release);
+	counter_sub(&f->dirty_pages, run->npages);
+	counter_sub(&c->dirty, run->npages);
 
 	run->next = f->runs;
 	if (f->runs)

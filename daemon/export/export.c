@@ -482,18 +482,18 @@ export_pause_ms(struct export *e, uint64_t dirty_pages)
 	struct wb_dev *dev = e->dev;
 	unsigned min_ratio = load_relaxed(&dev->min_ratio);
 	unsigned max_ratio = load_relaxed(&dev->max_ratio);
-	uint64_t dev_dirty = max_ratio < 100 || min_ratio > 0 ?
-	    wb_dev_dirty_pages(dev) : 0;
+	struct wb_dev_pages dev_pages = { 0, 0 };
 
-	if (wb_background_due(e->wb, dev, dirty_pages, dev_dirty)) {
+	/* The device's own counts only matter if it has a share. */
+	if (max_ratio < 100 || min_ratio > 0)
+		dev_pages = wb_dev_pages(dev);
+	if (wb_background_due(e->wb, dev, dirty_pages, dev_pages.dirty)) {
 		xj_kick(e->journal); /* ordered: an epoch, applied */
 		wb_kick_background(dev);
 	}
 	/* The throttle counts pages under writeback too (writeback.h). */
-	uint64_t dev_unwritten =
-	    max_ratio < 100 || min_ratio > 0 ? wb_dev_unwritten_pages(dev) : 0;
 	return wb_throttle_dev_ms(e->wb, cache_unwritten_pages(e->wb->cache),
-	    dev_unwritten, min_ratio, max_ratio);
+	    dev_pages.unwritten, min_ratio, max_ratio);
 }
 
 /* A write that landed in the cache: answer now, or pace it if dirty data

@@ -144,7 +144,7 @@ wb_curve_ms(uint64_t dirty, uint64_t low, uint64_t high)
 
 int
 wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
-    uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio)
+    uint64_t dev_pages, unsigned min_ratio, unsigned max_ratio)
 {
 	struct wb_thresholds th;
 
@@ -158,20 +158,20 @@ wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
 		dev_max = 1;
 	if (global < 0)
 		return -1;              /* the hard limit binds everyone */
-	if (dev_dirty < dev_min)
+	if (dev_pages < dev_min)
 		return 0;               /* within its guaranteed share */
 	if (max_ratio >= 100)
 		return global;
-	dev = wb_curve_ms(dev_dirty, dev_max / 2, dev_max);
+	dev = wb_curve_ms(dev_pages, dev_max / 2, dev_max);
 	if (dev < 0)
 		return -1;
 	return dev > global ? dev : global;
 }
 
-uint64_t
-wb_dev_dirty_pages(struct wb_dev *dev)
+struct wb_dev_pages
+wb_dev_pages(struct wb_dev *dev)
 {
-	uint64_t sum = 0;
+	struct wb_dev_pages n = { 0, 0 };
 
 	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 		struct wb_target *t = wb_dev_target(dev, i);
@@ -179,25 +179,16 @@ wb_dev_dirty_pages(struct wb_dev *dev)
 		if (!t)
 			continue;
 		cache_file_stats(t->cf, &cached, &dirty);
-		sum += dirty;
+		n.dirty += dirty;
+		n.unwritten += cache_file_unwritten_pages(t->cf);
 	}
-	return sum;
+	return n;
 }
 
 uint64_t
-wb_dev_unwritten_pages(struct wb_dev *dev)
+wb_dev_dirty_pages(struct wb_dev *dev)
 {
-	uint64_t sum = 0;
-
-	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
-		struct wb_target *t = wb_dev_target(dev, i);
-		uint64_t cached, dirty;
-		if (!t)
-			continue;
-		cache_file_stats(t->cf, &cached, &dirty);
-		sum += dirty + cache_file_writeback_pages(t->cf);
-	}
-	return sum;
+	return wb_dev_pages(dev).dirty;
 }
 
 struct backend *
@@ -465,6 +456,13 @@ wb_flush_upto(struct wb_target *t, uint64_t w, bool *sent)
  * FLUSHes arriving together cost the remote one flush, a FLUSH never
  * costs more than the one in flight and its own, and a failure (or a
  * loss, -EAGAIN) is the result of every FLUSH its flush covered.
+ *
+ * A waiter may wake only after a later flush has ended too: the result
+ * it takes is then not gc_last_r but flushed_upto's.  A flush that
+ * succeeded raised flushed_upto to its count, at least ours, before it
+ * ended, and a later one read a count at least as high; so flushed_upto
+ * short of ours means the flush that covered us failed, and gc_last_r
+ * (its failure, or a later one's) is an error.
  */
 static int
 wb_flush_written_sent(struct wb_target *t, bool *sent)
@@ -478,12 +476,14 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	while (t->gc_busy) {
 		uint64_t gen = t->gc_gen;
 		bool covered = t->gc_upto >= w;
-		t->gc_waiters++;
+		t->gc_waiters++; /* zeroed by the flush's end */
 		while (t->gc_gen == gen)
 			pthread_cond_wait(&t->gc_cond, &t->gc_lock);
-		t->gc_waiters--;
 		if (covered) {
-			r = t->gc_last_r;
+			bool done = load_acquire(&t->flushed_upto) >= w;
+			/* Short: the flush that covered us failed (above). */
+			assert(done || t->gc_last_r < 0);
+			r = done ? 0 : t->gc_last_r;
 			pthread_mutex_unlock(&t->gc_lock);
 			add_relaxed(&t->dev->flushes_shared, 1);
 			return r;
@@ -503,6 +503,7 @@ wb_flush_written_sent(struct wb_target *t, bool *sent)
 	t->gc_busy = false;
 	t->gc_last_r = r;
 	t->gc_gen++;
+	t->gc_waiters = 0; /* every one is let go */
 	pthread_cond_broadcast(&t->gc_cond);
 	pthread_mutex_unlock(&t->gc_lock);
 	return r;
@@ -1419,7 +1420,8 @@ wb_dev_foreground(struct wb_dev *dev)
  * (wb_dev_foreground).  It yields to that work as it comes: a FLUSH, a
  * miss.  Then it is owed (wb_dev.behind_owed), and the end of that work
  * resumes it (wb_foreground_done), whether or not periodic writeback
- * runs (dirty_writeback_centisecs 0) or another write comes.
+ * runs (dirty_writeback_centisecs 0) or another write comes.  Yielding
+ * to a job waiting on the pool, it is owed too (wb_background_run).
  */
 static bool
 wb_write_behind_due(struct wb_dev *dev)
@@ -1445,6 +1447,17 @@ wb_write_behind_now(struct wb_dev *dev)
 	atomic_store_explicit(&dev->behind_owed, 1, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
 	return !wb_dev_foreground(dev);
+}
+
+/* Write-behind on DEV yields to other work: owed to its end. */
+static void
+wb_owe_write_behind(struct wb_dev *dev)
+{
+	struct backend *b = wb_dev_backend(dev);
+
+	if (b && load_relaxed(&b->write_behind))
+		atomic_store_explicit(&dev->behind_owed, 1,
+		    memory_order_seq_cst);
 }
 
 bool
@@ -1522,8 +1535,13 @@ wb_background_run(struct job *job)
 		/* Background work yields to waiting work (a FLUSH, a miss):
 		 * the next write past the threshold queues it again. */
 		pool_get_stats(dev->pool, &ps);
-		if (ps.queued > 0)
+		if (ps.queued > 0) {
+			/* Write-behind is owed to this job's end (below),
+			 * which queues it anew behind that work: no write
+			 * may come to. */
+			wb_owe_write_behind(dev);
 			break;
+		}
 		progress = false;
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 			struct wb_target *t = wb_dev_target(dev, i);

@@ -118,7 +118,9 @@ struct wb_target {
 	bool gc_busy;
 	uint64_t gc_upto, gc_gen;
 	int gc_last_r;
-	unsigned gc_waiters; /* waiting for the one in flight to end */
+	/* FLUSHes waiting for the one in flight to end: zeroed as it
+	 * ends, so that a waiter woken and not yet run is not counted. */
+	unsigned gc_waiters;
 
 	/* Signalled whenever a writeback of this target ends. */
 	pthread_mutex_t lock;
@@ -234,7 +236,7 @@ void wb_kick_periodic(struct wb_dev *dev);
  * 0 below the midpoint between the background threshold and the limit,
  * rising smoothly to 200 ms towards the limit; -1 at or above the limit
  * (hold until writeback has made room).  The writer's pages are counted
- * dirty or under writeback (cache_unwritten_pages, wb_dev_unwritten_pages),
+ * dirty or under writeback (cache_unwritten_pages, wb_dev_pages),
  * as the kernel's balance_dirty_pages counts NR_WRITEBACK beside the
  * dirty pages: write-behind moves pages under writeback as soon as they
  * are written, and a writer faster than its remote must still be paced.
@@ -246,15 +248,22 @@ int wb_throttle_pause_ms(const struct wb_ctl *wb, uint64_t dirty_pages);
  * The same for a writer to one device, which also holds a share of the
  * limit: at most MAX_RATIO % of it (held at that share, paced in the upper
  * half of it), and a device under MIN_RATIO % is not paced below the
- * global limit.  DEV_DIRTY counts the device's dirty pages.
+ * global limit.  DEV_PAGES counts the device's pages as DIRTY_PAGES
+ * counts the cache's: dirty or under writeback (wb_dev_pages).
  */
 int wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
-    uint64_t dev_dirty, unsigned min_ratio, unsigned max_ratio);
+    uint64_t dev_pages, unsigned min_ratio, unsigned max_ratio);
 
-/* Dirty pages of every target on DEV (any thread); and those with the
- * pages under writeback (the writer throttle's count). */
+/* The pages of every target on DEV (any thread), summed in one walk:
+ * dirty, and dirty or under writeback, each page once (the writer
+ * throttle's count, cache_file_unwritten_pages). */
+struct wb_dev_pages {
+	uint64_t dirty;
+	uint64_t unwritten;
+};
+struct wb_dev_pages wb_dev_pages(struct wb_dev *dev);
+/* Its dirty pages alone. */
 uint64_t wb_dev_dirty_pages(struct wb_dev *dev);
-uint64_t wb_dev_unwritten_pages(struct wb_dev *dev);
 /* The backend of a target on DEV (every target on a device has a backend
  * of one kind), NULL if it has none (a reader of the targets, grace.h). */
 struct backend *wb_dev_backend(struct wb_dev *dev);

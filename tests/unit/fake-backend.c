@@ -429,6 +429,15 @@ fake_count(struct fake *f, enum fake_op_type type, unsigned flags_set)
 	return n;
 }
 
+uint64_t
+fake_tick(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	uint64_t tick = ++f->tick;
+	pthread_mutex_unlock(&f->lock);
+	return tick;
+}
+
 void
 fake_clear_log(struct fake *f)
 {

@@ -84,6 +84,10 @@ void fake_op(struct fake *f, size_t i, struct fake_op *op);
 /* How many operations of TYPE were issued (FLAGS_SET: with all of these
  * write flags; 0 for any). */
 size_t fake_count(struct fake *f, enum fake_op_type type, unsigned flags_set);
+/* A tick of the log's clock, now: an operation issued after this call
+ * has a later issued_tick, one completed before it an earlier done_tick,
+ * so that a test can place its own events among the device's. */
+uint64_t fake_tick(struct fake *f);
 /* Forget the log and the in-flight maximum (the data stays). */
 void fake_clear_log(struct fake *f);
 /* Writes started and not ended now, and the most at once since the log
