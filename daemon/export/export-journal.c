@@ -151,6 +151,7 @@ struct export_journal {
 	_Atomic uint64_t epochs_applied, applied_bytes, apply_ns, apply_errors;
 	_Atomic(const char *) fallback_why;
 	struct ratelimit fallback_rl;
+	struct ratelimit stale_rl;          /* xj.lock: "cannot be emptied" */
 	struct journal_replay_stats replay; /* set before serving */
 	uint64_t replay_ns;
 };
@@ -347,17 +348,20 @@ xj_break_locked(struct export_journal *xj, const char *what, int err)
 	log_errorx("export \"%s\": write log %s: %s failed: %s; the log is "
 		   "no longer used: each FLUSH now writes back and flushes "
 		   "the backing device, and fails until the log's old records "
-		   "are on the backing device and the log is emptied "
-		   "(wbctl status: journal.broken, journal.stale)",
+		   "are on the backing device and the log is emptied or "
+		   "marked stale (wbctl status: journal.broken, "
+		   "journal.stale)",
 	    xj->tg.name, xj->path, what, strerror(-err));
 }
 
 /*
  * A broken log whose every record is now on the backing device: empty it
- * (zero its superblocks), so that no start replays those records over
- * newer data that FLUSHes since have put there.  Until that succeeds, a
- * FLUSH fails (xj_write_back_locked): answering one would promise what a
- * crash could undo.
+ * (zero its superblocks), or if that fails too, mark it stale in its
+ * state file (PATH.state, beside it), so that no start replays those
+ * records over newer data that FLUSHes since have put there.  Until one
+ * of them succeeds, a FLUSH fails (xj_write_back_locked) and so does the
+ * shutdown's drain (xj_flushed): answering either would promise what the
+ * next start would undo.
  */
 static void
 xj_invalidate_locked(struct export_journal *xj)
@@ -372,12 +376,27 @@ xj_invalidate_locked(struct export_journal *xj)
 		    "zeroed): everything it held is on the backing "
 		    "device; FLUSHes write back there from now on",
 		    xj->tg.name, xj->path);
-	} else if (ratelimit_due(&xj->fallback_rl, XJ_FALLBACK_LOG_NS,
-		       &quiet)) {
-		log_errorx(
-		    "export \"%s\": write log %s: cannot be emptied: %s; "
-		    "FLUSHes fail until it can (%u more not logged)",
-		    xj->tg.name, xj->path, strerror(-r), quiet);
+		return;
+	}
+	int m = journal_mark_stale(xj->j);
+	if (m == 0) {
+		store_relaxed(&xj->stale, false);
+		log_warnx("export \"%s\": write log %s cannot be emptied (%s): "
+			  "marked stale in %s.state instead: everything it "
+			  "held is on the backing device, and no start "
+			  "replays it; FLUSHes write back there from now on",
+		    xj->tg.name, xj->path, strerror(-r), xj->path);
+	} else if (ratelimit_due(&xj->stale_rl, XJ_FALLBACK_LOG_NS, &quiet)) {
+		log_errorx("export \"%s\": write log %s cannot be emptied "
+			   "(%s) nor marked stale in %s.state (%s): its "
+			   "records are on the backing device, older than "
+			   "what FLUSHes put there since, and a start would "
+			   "replay them; FLUSHes and the shutdown fail until "
+			   "one of them works (if wbd must be killed, remove "
+			   "the log before it starts again) (%u more not "
+			   "logged)",
+		    xj->tg.name, xj->path, strerror(-r), xj->path, strerror(-m),
+		    quiet);
 	}
 }
 
@@ -880,14 +899,18 @@ xj_commit(struct export_journal *xj, uint64_t gen)
 	return r;
 }
 
-void
+int
 xj_flushed(struct export_journal *xj, uint64_t max_seq)
 {
 	if (!xj)
-		return;
+		return 0;
 	pthread_mutex_lock(&xj->lock);
 	xj_release_locked(xj, max_seq);
+	/* A broken log holding records that it could neither empty nor
+	 * mark: a start would replay them over what was just flushed. */
+	bool stale = xj->nmarks == 0 && load_relaxed(&xj->stale);
 	pthread_mutex_unlock(&xj->lock);
+	return stale ? -EIO : 0;
 }
 
 /* --- ordered: the apply job ------------------------------------------ */
@@ -1011,9 +1034,23 @@ xj_sync(struct export_journal *xj)
 {
 	int r = xj_commit(xj, xj_gen(xj));
 
+	if (r >= 0)
+		r = xj_apply_pending(xj);
 	if (r < 0)
 		return r;
-	return xj_apply_pending(xj);
+	/* Every epoch is applied, by this thread or the apply job: its
+	 * checkpoint is written before the log is said to be in sync (the
+	 * job may not have written it yet).  A log broken meanwhile (that
+	 * checkpoint, say) still points at epochs older than the backing
+	 * device: the commit, falling back, empties it or marks it stale,
+	 * or fails. */
+	pthread_mutex_lock(&xj->lock);
+	xj_release_applied_locked(xj);
+	bool broken = load_relaxed(&xj->broken);
+	pthread_mutex_unlock(&xj->lock);
+	if (broken && (r = xj_commit(xj, xj_gen(xj))) < 0)
+		return r;
+	return 0;
 }
 
 int
@@ -1054,7 +1091,7 @@ xj_reclaim_run(struct job *job)
 		wseq = xj->marks[(xj->first + xj->nmarks - 1) % XJ_MARKS].wseq;
 	pthread_mutex_unlock(&xj->lock);
 	if (wseq > 0 && wb_flush(xj->tg.wt, wseq, WB_REASON_SYNC) == 0) {
-		xj_flushed(xj, wseq);
+		(void)xj_flushed(xj, wseq);
 		add_relaxed(&xj->reclaims, 1);
 	}
 	store_release(&xj->reclaim_queued, 0);
@@ -1354,11 +1391,33 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	free(rp.seqs);
 	xj->replay_ns = now_ns() - start;
 	if (r != 0) {
+		if (!why[0])
+			snprintf(why, sizeof why, "%s: %s", xj->replay.end_why,
+			    strerror(r < 0 ? -r : EIO));
 		snprintf(err, errlen, "write log %s: replay stopped: %s",
-		    jc->path, why[0] ? why : strerror(r < 0 ? -r : EIO));
+		    jc->path, why);
 		xj_close(xj);
 		return NULL;
 	}
+	/* The stale records are given back (the replay's checkpoint): the
+	 * state file has said what it had to. */
+	if (xj->replay.stale_records > 0)
+		log_warnx("export \"%s\": write log %s: %llu record(s) below "
+			  "sequence %llu not replayed: %s.state marks them "
+			  "stale (on the backing device already)",
+		    e->name, jc->path,
+		    (unsigned long long)xj->replay.stale_records,
+		    (unsigned long long)xj->replay.stale_below, jc->path);
+	int gone = journal_state_remove(xj->j);
+	if (gone > 0 && !xj->replay.stale_records)
+		log_info("export \"%s\": write log %s: %s.state removed: it "
+			 "named no record of this log",
+		    e->name, jc->path, jc->path);
+	else if (gone < 0)
+		log_warnx("export \"%s\": write log %s: cannot remove "
+			  "%s.state: %s (harmless: it names only records "
+			  "older than any the log takes from now on)",
+		    e->name, jc->path, jc->path, strerror(-gone));
 	if (xj->ordered) {
 		/* Epochs applied to make room while replaying. */
 		pthread_mutex_lock(&xj->lock);
