@@ -1146,16 +1146,24 @@ struct xj_replay {
 	uint8_t *zeroes;
 	char *err;
 	size_t errlen;
-	/* Ordered: the batch being read, an epoch once whole. */
+	/* Ordered: the batch being read, an epoch once whole, and a page
+	 * to read stamps with. */
 	struct xj_erec *recs;
 	size_t nrec, rcap;
 	uint64_t *seqs;
 	uint64_t npages, scap, bytes;
+	uint8_t *page;
 };
 
-/* Ordered, replaying: no page to put a record into.  Apply the oldest
- * whole batch replayed so far, from the log (its pages may then go): 0,
- * or a negative errno when there is none, or it failed. */
+/*
+ * Ordered, replaying: no page to put a record into.  Apply the oldest
+ * whole batch replayed so far, from the log (its pages may then go), and
+ * write its checkpoint before going on, as the apply job does: a crash
+ * later in the replay must not apply it again over the newer epochs
+ * applied after it (the backing device would go back in time).  0, or a
+ * negative errno when there is none, or it failed (-EIO: the checkpoint;
+ * the replay stops there).
+ */
 static int
 xj_replay_make_room(struct export_journal *xj)
 {
@@ -1164,7 +1172,13 @@ xj_replay_make_room(struct export_journal *xj)
 	pthread_mutex_lock(&xj->apply_lock);
 	int r = xj_apply_one_locked(xj, &from_log);
 	pthread_mutex_unlock(&xj->apply_lock);
-	return r > 0 ? 0 : r == 0 ? -ENOSPC : r;
+	if (r <= 0)
+		return r == 0 ? -ENOSPC : r;
+	pthread_mutex_lock(&xj->lock);
+	xj_release_applied_locked(xj);
+	bool broken = load_relaxed(&xj->broken);
+	pthread_mutex_unlock(&xj->lock);
+	return broken ? -EIO : 0;
 }
 
 /* Put bytes [OFF, OFF+LEN) of DATA into the cache, dirty with SEQ, making
@@ -1215,13 +1229,13 @@ xj_replay_write(struct xj_replay *rp, const uint8_t *data, uint64_t off,
 	return 0;
 }
 
-/* Ordered: keep REC (written into the cache with SEQ) for the epoch its
+/* Ordered: keep REC (just written into the cache) for the epoch its
  * batch makes, and push that epoch at the batch's end. */
 static int
-xj_replay_keep(struct xj_replay *rp, const struct journal_rec *rec,
-    uint64_t seq)
+xj_replay_keep(struct xj_replay *rp, const struct journal_rec *rec)
 {
 	struct export_journal *xj = rp->xj;
+	uint64_t ps = xj->page_size;
 	uint64_t pages = xj_rec_pages(xj->page_size, rec->off, rec->len);
 
 	if (rp->nrec == rp->rcap) {
@@ -1243,8 +1257,19 @@ xj_replay_keep(struct xj_replay *rp, const struct journal_rec *rec,
 	rp->recs[rp->nrec++] = (struct xj_erec){ .off = rec->off,
 		.pos = rec->type == JOURNAL_REC_WRITE ? rec->pos : XJ_POS_ZERO,
 		.len = rec->len };
-	for (uint64_t i = 0; i < pages; i++)
-		rp->seqs[rp->npages++] = seq;
+	/* Each page's stamp as the record left it (cache_peek_seq: what
+	 * cache_clean_if_unchanged compares, not a write sequence), so that
+	 * once applied the epoch cleans the pages no later record changed,
+	 * and a replay larger than the cache makes room. */
+	for (uint64_t i = 0; i < pages; i++) {
+		uint64_t at = (rec->off / ps + i) * ps;
+		uint64_t len =
+		    rp->e->size_bytes - at < ps ? rp->e->size_bytes - at : ps;
+		if (!cache_peek_seq(rp->e->cf, rp->page, at, (uint32_t)len,
+			&rp->seqs[rp->npages]))
+			rp->seqs[rp->npages] = 0; /* gone: never cleaned */
+		rp->npages++;
+	}
 	rp->bytes += rec->len;
 	if (!rec->last)
 		return 0;
@@ -1279,8 +1304,8 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 		return -EINVAL;
 	}
 	const uint8_t *data = rec->type == JOURNAL_REC_WRITE ? rec->data : NULL;
-	/* One write sequence for the record: the last write of each of
-	 * its pages, for an ordered log to clean them by. */
+	/* One write sequence for the record, as a writer's (the stamps an
+	 * ordered log cleans its pages by are the cache's own). */
 	uint64_t seq =
 	    (atomic_fetch_add_explicit(e->write_seq, 1, memory_order_acq_rel) +
 		(1));
@@ -1301,13 +1326,13 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 				"(%s)" :
 				"record %llu: reading a partial page from "
 				"the backing device, or applying an epoch "
-				"to it, failed: %s",
+				"to it (or its checkpoint), failed: %s",
 			    (unsigned long long)rec->seq, strerror(-r));
 			return r;
 		}
 		at += n;
 	}
-	if (rp->xj->ordered && (r = xj_replay_keep(rp, rec, seq)) < 0) {
+	if (rp->xj->ordered && (r = xj_replay_keep(rp, rec)) < 0) {
 		snprintf(rp->err, rp->errlen, "record %llu: out of memory",
 		    (unsigned long long)rec->seq);
 		return r;
@@ -1380,12 +1405,15 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		.errlen = sizeof why };
 	uint64_t start = now_ns();
 	why[0] = '\0';
-	if (!(rp.zeroes = calloc(1, XJ_REC_BYTES))) {
+	if (!(rp.zeroes = calloc(1, XJ_REC_BYTES)) ||
+	    (xj->ordered && !(rp.page = malloc(tg->page_size)))) {
+		free(rp.zeroes);
 		snprintf(err, errlen, "write log %s: out of memory", jc->path);
 		xj_close(xj);
 		return NULL;
 	}
 	int r = journal_replay(xj->j, xj_replay_cb, &rp, &xj->replay);
+	free(rp.page);
 	free(rp.zeroes);
 	free(rp.recs);
 	free(rp.seqs);
