@@ -156,9 +156,10 @@ fuzz_fix_superblocks(unsigned char *buf)
 }
 
 /* The state file (journal.c's format) naming the uuid in the newer of
- * BUF's superblock slots, as they are, and BELOW. */
+ * BUF's superblock slots, as they are (into UUID), and BELOW. */
 static void
-fuzz_write_state(const unsigned char *buf, uint64_t below)
+fuzz_write_state(const unsigned char *buf, uint64_t below,
+    unsigned char uuid_out[JOURNAL_UUID_LEN])
 {
 	char text[256];
 	uint64_t gen[2];
@@ -171,6 +172,7 @@ fuzz_write_state(const unsigned char *buf, uint64_t below)
 	}
 	const unsigned char *uuid =
 	    buf + (gen[1] > gen[0] ? JOURNAL_SB_SIZE : 0) + 24;
+	memcpy(uuid_out, uuid, JOURNAL_UUID_LEN);
 	int n = snprintf(text, sizeof text, "wbd write log state 1\nuuid ");
 	for (unsigned i = 0; i < JOURNAL_UUID_LEN; i++)
 		n += snprintf(text + n, sizeof text - (size_t)n, "%02x",
@@ -237,8 +239,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_fix_superblocks(buf);
 	fuzz_write(buf);
 	unlink(fuzz_state);
+	unsigned char state_uuid[JOURNAL_UUID_LEN];
+	uint64_t below = 1 + 4 * (uint64_t)(data[0] >> 3);
 	if (data[0] & 4)
-		fuzz_write_state(buf, 1 + 4 * (uint64_t)(data[0] >> 3));
+		fuzz_write_state(buf, below, state_uuid);
 
 	struct journal *j =
 	    journal_open(fuzz_path, 0, &fuzz_id, err, sizeof err);
@@ -251,6 +255,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(st.end_why != NULL);
 	/* No record the state file (when it names this log) says stale. */
 	FUZZ_CHECK(!seen.n || seen.first_seq >= st.stale_below);
+	if (r == 0 && (data[0] & 4)) {
+		struct journal_usage u;
+		journal_get_usage(j, &u);
+		if (memcmp(u.uuid, state_uuid, sizeof state_uuid) == 0)
+			FUZZ_CHECK(st.stale_below == below);
+	}
 	if (r < 0 || journal_broken(j)) {
 		journal_close(j);
 		return 0;
