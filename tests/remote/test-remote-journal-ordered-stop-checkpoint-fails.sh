@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# An ordered write log whose checkpoint fails while SIGTERM applies its
-# last epoch is never replayed over newer data at the next start.
+# An ordered write log whose checkpoint fails while SIGTERM's drain
+# applies the last epoch is never replayed over newer data at the next
+# start.
 #   - The log is a file on a FUSE mount (nbdkit's memory plugin behind its
 #     error filter, through nbdfuse) whose writes, trims and zeroings all
 #     fail while $T/fail exists, reached through a symbolic link in $T
 #     (its state file, $T/disk0.wal.state, can be written); the remote is
 #     nbdkit's file plugin behind its delay filter (150 ms a write).
-#   - X (64 scattered 4 KiB blocks) FLUSHed: answered by the log, its
-#     epoch still to apply; the log fails; SIGTERM at once: the drain
-#     applies X, cannot write the checkpoint, and marks the log stale
-#     before wbd exits (with 0).
+#   - X (256 scattered 4 KiB blocks: seconds to apply) written, not
+#     FLUSHed, nor committed by the tick; SIGTERM: the drain commits X to
+#     the log and applies it; the log fails meanwhile, so the checkpoint
+#     after X fails; the log is marked stale before wbd exits (with 0).
 #   - Y written over X on the remote while wbd is down; the next start,
 #     the log writable again, replays nothing: Y reads back through wbd
 #     and stays on the remote.
@@ -34,18 +35,19 @@ _stop_all() {
 	_stop_slow_file_then_cleanup
 }
 
-# blocks NAME URI: write (PUT) or compare (CHECK) the 64 blocks of NAME
-# (X or Y: block i at 8 KiB * i, each full of NAME and i) through URI.
+# blocks PUT|WRITE|CHECK NAME URI: write and FLUSH (PUT), write only
+# (WRITE) or compare (CHECK) the 256 blocks of NAME (X or Y: block i at
+# 8 KiB * i, each full of NAME and i) through URI.
 blocks() {
 	"$PYTHON" - "$@" <<'PY'
 import nbd, sys
 what, name, uri = sys.argv[1:4]
 h = nbd.NBD()
 h.connect_uri(uri)
-for i in range(64):
+for i in range(256):
     want = (b"%s%03d" % (name.encode(), i)) * 1024
     off = i * 8192
-    if what == "PUT":
+    if what in ("PUT", "WRITE"):
         h.pwrite(want[:4096], off)
     elif h.pread(4096, off) != want[:4096]:
         sys.exit("block %d is not %s's" % (i, name))
@@ -75,13 +77,21 @@ truncate -s 16M "$T/remote.img"
 start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=150ms
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \
 	"journal = { path = \"$T/disk0.wal\"; size = 0; ordered = true; };"
-write_cache_config 64M 'dirty_writeback_centisecs = 50;'
+# No tick: what is written stays noted until the drain commits it.
+write_cache_config 64M 'dirty_writeback_centisecs = 360000; dirty_expire_centisecs = 360000;'
 start_wbd
 
-log "X FLUSHed; the log fails; SIGTERM while X is applied"
-blocks PUT X "$(uri_unix disk0)" || fail "writing X failed"
+log "X written; SIGTERM; the log fails while the drain applies X"
+blocks WRITE X "$(uri_unix disk0)" || fail "writing X failed"
+kill -TERM "$WBD_PID"
+for ((i = 0; i < 100; i++)); do
+	grep -q 'shutdown: writing back' "$LOG" && break
+	sleep 0.05
+done
+sleep 0.5 # the drain's commit is local: done; X's apply takes seconds
 touch "$T/fail"
-stop_wbd "$WBD_PID" TERM 60
+wait_exit "$WBD_PID" 60 || fail "wbd still running 60 s after SIGTERM"
+[[ $EXIT_STATUS == 0 ]] || fail "wbd exited with $(describe_status "$EXIT_STATUS")"
 rm -f "$T/fail"
 blocks CHECK X "$(kit_uri "$KIT_SOCK")" || fail "the drain did not apply X to the remote"
 grep "write log" "$LOG" | head -5 >&2
