@@ -173,6 +173,7 @@ ctl_journal_json(struct export *e)
 		return json_null();
 	}
 	json_object_set_new(o, "stale", json_boolean(st.stale));
+	ctl_set_u64(replay, "stale_records", rp->stale_records);
 	ctl_set_u64(o, "commits", st.commits);
 	ctl_set_u64(o, "shared_flushes", st.shared);
 	ctl_set_u64(o, "fallbacks", st.fallbacks);

@@ -152,6 +152,7 @@ struct export_journal {
 	_Atomic uint64_t epochs_applied, applied_bytes, apply_ns, apply_errors;
 	_Atomic(const char *) fallback_why;
 	struct ratelimit fallback_rl;
+	struct ratelimit stale_rl;          /* xj.lock: "cannot be emptied" */
 	struct journal_replay_stats replay; /* set before serving */
 	uint64_t replay_ns;
 };
@@ -348,17 +349,20 @@ xj_break_locked(struct export_journal *xj, const char *what, int err)
 	log_errorx("export \"%s\": write log %s: %s failed: %s; the log is "
 		   "no longer used: each FLUSH now writes back and flushes "
 		   "the backing device, and fails until the log's old records "
-		   "are on the backing device and the log is emptied "
-		   "(wbctl status: journal.broken, journal.stale)",
+		   "are on the backing device and the log is emptied or "
+		   "marked stale (wbctl status: journal.broken, "
+		   "journal.stale)",
 	    xj->tg.name, xj->path, what, strerror(-err));
 }
 
 /*
  * A broken log whose every record is now on the backing device: empty it
- * (zero its superblocks), so that no start replays those records over
- * newer data that FLUSHes since have put there.  Until that succeeds, a
- * FLUSH fails (xj_write_back_locked): answering one would promise what a
- * crash could undo.
+ * (zero its superblocks), or if that fails too, mark it stale in its
+ * state file (PATH.state, beside it), so that no start replays those
+ * records over newer data that FLUSHes since have put there.  Until one
+ * of them succeeds, a FLUSH fails (xj_write_back_locked) and so does the
+ * shutdown's drain (xj_flushed): answering either would promise what the
+ * next start would undo.
  */
 static void
 xj_invalidate_locked(struct export_journal *xj)
@@ -373,12 +377,27 @@ xj_invalidate_locked(struct export_journal *xj)
 		    "zeroed): everything it held is on the backing "
 		    "device; FLUSHes write back there from now on",
 		    xj->tg.name, xj->path);
-	} else if (ratelimit_due(&xj->fallback_rl, XJ_FALLBACK_LOG_NS,
-		       &quiet)) {
-		log_errorx(
-		    "export \"%s\": write log %s: cannot be emptied: %s; "
-		    "FLUSHes fail until it can (%u more not logged)",
-		    xj->tg.name, xj->path, strerror(-r), quiet);
+		return;
+	}
+	int m = journal_mark_stale(xj->j);
+	if (m == 0) {
+		store_relaxed(&xj->stale, false);
+		log_warnx("export \"%s\": write log %s cannot be emptied (%s): "
+			  "marked stale in %s.state instead: everything it "
+			  "held is on the backing device, and no start "
+			  "replays it; FLUSHes write back there from now on",
+		    xj->tg.name, xj->path, strerror(-r), xj->path);
+	} else if (ratelimit_due(&xj->stale_rl, XJ_FALLBACK_LOG_NS, &quiet)) {
+		log_errorx("export \"%s\": write log %s cannot be emptied "
+			   "(%s) nor marked stale in %s.state (%s): its "
+			   "records are on the backing device, older than "
+			   "what FLUSHes put there since, and a start would "
+			   "replay them; FLUSHes and the shutdown fail until "
+			   "one of them works (if wbd must be killed, remove "
+			   "the log before it starts again) (%u more not "
+			   "logged)",
+		    xj->tg.name, xj->path, strerror(-r), xj->path, strerror(-m),
+		    quiet);
 	}
 }
 
@@ -881,14 +900,18 @@ xj_commit(struct export_journal *xj, uint64_t gen)
 	return r;
 }
 
-void
+int
 xj_flushed(struct export_journal *xj, uint64_t max_seq)
 {
 	if (!xj)
-		return;
+		return 0;
 	pthread_mutex_lock(&xj->lock);
 	xj_release_locked(xj, max_seq);
+	/* A broken log holding records that it could neither empty nor
+	 * mark: a start would replay them over what was just flushed. */
+	bool stale = xj->nmarks == 0 && load_relaxed(&xj->stale);
 	pthread_mutex_unlock(&xj->lock);
+	return stale ? -EIO : 0;
 }
 
 /* --- ordered: the apply job ------------------------------------------ */
@@ -1012,9 +1035,23 @@ xj_sync(struct export_journal *xj)
 {
 	int r = xj_commit(xj, xj_gen(xj));
 
+	if (r >= 0)
+		r = xj_apply_pending(xj);
 	if (r < 0)
 		return r;
-	return xj_apply_pending(xj);
+	/* Every epoch is applied, by this thread or the apply job: its
+	 * checkpoint is written before the log is said to be in sync (the
+	 * job may not have written it yet).  A log broken meanwhile (that
+	 * checkpoint, say) still points at epochs older than the backing
+	 * device: the commit, falling back, empties it or marks it stale,
+	 * or fails. */
+	pthread_mutex_lock(&xj->lock);
+	xj_release_applied_locked(xj);
+	bool broken = load_relaxed(&xj->broken);
+	pthread_mutex_unlock(&xj->lock);
+	if (broken && (r = xj_commit(xj, xj_gen(xj))) < 0)
+		return r;
+	return 0;
 }
 
 int
@@ -1055,7 +1092,7 @@ xj_reclaim_run(struct job *job)
 		wseq = xj->marks[(xj->first + xj->nmarks - 1) % XJ_MARKS].wseq;
 	pthread_mutex_unlock(&xj->lock);
 	if (wseq > 0 && wb_flush(xj->tg.wt, wseq, WB_REASON_SYNC) == 0) {
-		xj_flushed(xj, wseq);
+		(void)xj_flushed(xj, wseq);
 		add_relaxed(&xj->reclaims, 1);
 	}
 	store_release(&xj->reclaim_queued, 0);
@@ -1233,16 +1270,24 @@ struct xj_replay {
 	uint8_t *zeroes;
 	char *err;
 	size_t errlen;
-	/* Ordered: the batch being read, an epoch once whole. */
+	/* Ordered: the batch being read, an epoch once whole, and a page
+	 * to read stamps with. */
 	struct xj_erec *recs;
 	size_t nrec, rcap;
 	uint64_t *seqs;
 	uint64_t npages, scap, bytes;
+	uint8_t *page;
 };
 
-/* Ordered, replaying: no page to put a record into.  Apply the oldest
- * whole batch replayed so far, from the log (its pages may then go): 0,
- * or a negative errno when there is none, or it failed. */
+/*
+ * Ordered, replaying: no page to put a record into.  Apply the oldest
+ * whole batch replayed so far, from the log (its pages may then go), and
+ * write its checkpoint before going on, as the apply job does: a crash
+ * later in the replay must not apply it again over the newer epochs
+ * applied after it (the backing device would go back in time).  0, or a
+ * negative errno when there is none, or it failed (-EIO: the checkpoint;
+ * the replay stops there).
+ */
 static int
 xj_replay_make_room(struct export_journal *xj)
 {
@@ -1251,7 +1296,13 @@ xj_replay_make_room(struct export_journal *xj)
 	pthread_mutex_lock(&xj->apply_lock);
 	int r = xj_apply_one_locked(xj, &from_log);
 	pthread_mutex_unlock(&xj->apply_lock);
-	return r > 0 ? 0 : r == 0 ? -ENOSPC : r;
+	if (r <= 0)
+		return r == 0 ? -ENOSPC : r;
+	pthread_mutex_lock(&xj->lock);
+	xj_release_applied_locked(xj);
+	bool broken = load_relaxed(&xj->broken);
+	pthread_mutex_unlock(&xj->lock);
+	return broken ? -EIO : 0;
 }
 
 /* Put bytes [OFF, OFF+LEN) of DATA into the cache, dirty with SEQ, making
@@ -1302,13 +1353,13 @@ xj_replay_write(struct xj_replay *rp, const uint8_t *data, uint64_t off,
 	return 0;
 }
 
-/* Ordered: keep REC (written into the cache with SEQ) for the epoch its
+/* Ordered: keep REC (just written into the cache) for the epoch its
  * batch makes, and push that epoch at the batch's end. */
 static int
-xj_replay_keep(struct xj_replay *rp, const struct journal_rec *rec,
-    uint64_t seq)
+xj_replay_keep(struct xj_replay *rp, const struct journal_rec *rec)
 {
 	struct export_journal *xj = rp->xj;
+	uint64_t ps = xj->page_size;
 	uint64_t pages = xj_rec_pages(xj->page_size, rec->off, rec->len);
 
 	if (rp->nrec == rp->rcap) {
@@ -1330,8 +1381,19 @@ xj_replay_keep(struct xj_replay *rp, const struct journal_rec *rec,
 	rp->recs[rp->nrec++] = (struct xj_erec){ .off = rec->off,
 		.pos = rec->type == JOURNAL_REC_WRITE ? rec->pos : XJ_POS_ZERO,
 		.len = rec->len };
-	for (uint64_t i = 0; i < pages; i++)
-		rp->seqs[rp->npages++] = seq;
+	/* Each page's stamp as the record left it (cache_peek_seq: what
+	 * cache_clean_if_unchanged compares, not a write sequence), so that
+	 * once applied the epoch cleans the pages no later record changed,
+	 * and a replay larger than the cache makes room. */
+	for (uint64_t i = 0; i < pages; i++) {
+		uint64_t at = (rec->off / ps + i) * ps;
+		uint64_t len =
+		    rp->e->size_bytes - at < ps ? rp->e->size_bytes - at : ps;
+		if (!cache_peek_seq(rp->e->cf, rp->page, at, (uint32_t)len,
+			&rp->seqs[rp->npages]))
+			rp->seqs[rp->npages] = 0; /* gone: never cleaned */
+		rp->npages++;
+	}
 	rp->bytes += rec->len;
 	if (!rec->last)
 		return 0;
@@ -1366,8 +1428,8 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 		return -EINVAL;
 	}
 	const uint8_t *data = rec->type == JOURNAL_REC_WRITE ? rec->data : NULL;
-	/* One write sequence for the record: the last write of each of
-	 * its pages, for an ordered log to clean them by. */
+	/* One write sequence for the record, as a writer's (the stamps an
+	 * ordered log cleans its pages by are the cache's own). */
 	uint64_t seq =
 	    (atomic_fetch_add_explicit(e->write_seq, 1, memory_order_acq_rel) +
 		(1));
@@ -1388,13 +1450,13 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 				"(%s)" :
 				"record %llu: reading a partial page from "
 				"the backing device, or applying an epoch "
-				"to it, failed: %s",
+				"to it (or its checkpoint), failed: %s",
 			    (unsigned long long)rec->seq, strerror(-r));
 			return r;
 		}
 		at += n;
 	}
-	if (rp->xj->ordered && (r = xj_replay_keep(rp, rec, seq)) < 0) {
+	if (rp->xj->ordered && (r = xj_replay_keep(rp, rec)) < 0) {
 		snprintf(rp->err, rp->errlen, "record %llu: out of memory",
 		    (unsigned long long)rec->seq);
 		return r;
@@ -1467,22 +1529,47 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		.errlen = sizeof why };
 	uint64_t start = now_ns();
 	why[0] = '\0';
-	if (!(rp.zeroes = calloc(1, XJ_REC_BYTES))) {
+	if (!(rp.zeroes = calloc(1, XJ_REC_BYTES)) ||
+	    (xj->ordered && !(rp.page = malloc(tg->page_size)))) {
+		free(rp.zeroes);
 		snprintf(err, errlen, "write log %s: out of memory", jc->path);
 		xj_close(xj);
 		return NULL;
 	}
 	int r = journal_replay(xj->j, xj_replay_cb, &rp, &xj->replay);
+	free(rp.page);
 	free(rp.zeroes);
 	free(rp.recs);
 	free(rp.seqs);
 	xj->replay_ns = now_ns() - start;
 	if (r != 0) {
+		if (!why[0])
+			snprintf(why, sizeof why, "%s: %s", xj->replay.end_why,
+			    strerror(r < 0 ? -r : EIO));
 		snprintf(err, errlen, "write log %s: replay stopped: %s",
-		    jc->path, why[0] ? why : strerror(r < 0 ? -r : EIO));
+		    jc->path, why);
 		xj_close(xj);
 		return NULL;
 	}
+	/* The stale records are given back (the replay's checkpoint): the
+	 * state file has said what it had to. */
+	if (xj->replay.stale_records > 0)
+		log_warnx("export \"%s\": write log %s: %llu record(s) below "
+			  "sequence %llu not replayed: %s.state marks them "
+			  "stale (on the backing device already)",
+		    e->name, jc->path,
+		    (unsigned long long)xj->replay.stale_records,
+		    (unsigned long long)xj->replay.stale_below, jc->path);
+	int gone = journal_state_remove(xj->j);
+	if (gone > 0 && !xj->replay.stale_records)
+		log_info("export \"%s\": write log %s: %s.state removed: it "
+			 "named no record of this log",
+		    e->name, jc->path, jc->path);
+	else if (gone < 0)
+		log_warnx("export \"%s\": write log %s: cannot remove "
+			  "%s.state: %s (harmless: it names only records "
+			  "older than any the log takes from now on)",
+		    e->name, jc->path, jc->path, strerror(-gone));
 	if (xj->ordered) {
 		/* Epochs applied to make room while replaying. */
 		pthread_mutex_lock(&xj->lock);

@@ -125,8 +125,11 @@ int xj_discard(struct export_journal *xj, int (*fn)(void *arg), void *arg,
     uint64_t *gen);
 
 /* The export's writeback wrote back and flushed everything dirtied up to
- * write sequence MAX_SEQ: give the log's space for it back. */
-void xj_flushed(struct export_journal *xj, uint64_t max_seq);
+ * write sequence MAX_SEQ: give the log's space for it back.  0, or -EIO
+ * when the log is broken and, holding nothing the backing device lacks,
+ * can be neither emptied nor marked stale: a start would replay it over
+ * newer data (a drain must not end so). */
+int xj_flushed(struct export_journal *xj, uint64_t max_seq);
 
 /* From the daemon's tick: queue a reclaim (write back, flush the backing,
  * give the space back) on the export's pool if the log holds records, at

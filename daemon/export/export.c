@@ -229,7 +229,7 @@ export_flush(struct export *e, uint64_t max_seq, enum wb_reason why)
 	int r = wb_flush(&e->wt, max_seq, why);
 
 	if (r == 0 && e->journal)
-		xj_flushed(e->journal, max_seq);
+		r = xj_flushed(e->journal, max_seq);
 	return r;
 }
 

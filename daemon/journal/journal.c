@@ -25,6 +25,13 @@
  *	32	u32 length in the export, u32 payload bytes
  *	40	u32 open count, u32 CRC-32C of header (CRC 0) and payload
  *	48	16 bytes of 0
+ *
+ * The state file beside the log (PATH.state, journal_mark_stale), text:
+ *
+ *	wbd write log state 1
+ *	uuid <the log's uuid, 32 hex digits>
+ *	stale_below <a sequence: every record below it is stale>
+ *	crc32c <8 hex digits: CRC-32C of the lines above>
  */
 #include <endian.h>
 #include <errno.h>
@@ -88,6 +95,11 @@ struct journal {
 	uint64_t records; /* in those batches */
 	bool replayed, broken;
 	uint64_t short_by; /* the file was this much short */
+	/* Every record this open may have written has a sequence below
+	 * it (an append that failed may have left some on the file). */
+	uint64_t written_end;
+	/* The state file's: records below it are never replayed. */
+	uint64_t stale_below;
 };
 
 /* --- little-endian fields ------------------------------------------ */
@@ -530,6 +542,140 @@ j_batch_push(struct journal *j, const struct j_batch *b)
 	return 0;
 }
 
+/* --- the state file ------------------------------------------------ */
+
+#define J_STATE_HEAD "wbd write log state 1\n"
+
+/* PATH.state into BUF: 0, or -ENAMETOOLONG. */
+static int
+j_state_name(const char *path, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s.state", path);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Sync the directory that holds PATH (a rename or unlink in it). */
+static int
+j_sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int n = slash ?
+	    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) :
+	    snprintf(dir, sizeof dir, ".");
+
+	if (n < 0 || (size_t)n >= sizeof dir)
+		return -ENAMETOOLONG;
+	if (n == 0)
+		snprintf(dir, sizeof dir, "/");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/*
+ * Read the state file of the log at PATH: 1 with *UUID and *BELOW set, 0
+ * if there is none, -EINVAL if it is damaged (no such text, a bad CRC),
+ * or another negative errno (it cannot be read).
+ */
+static int
+j_state_read(const char *path, uint8_t uuid[JOURNAL_UUID_LEN], uint64_t *below)
+{
+	char name[PATH_MAX], buf[256], hex[2 * JOURNAL_UUID_LEN + 1];
+	unsigned long long seq;
+	unsigned crc;
+	int end = 0, r;
+
+	if ((r = j_state_name(path, name, sizeof name)) < 0)
+		return r;
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	ssize_t got = j_pread(fd, buf, sizeof buf - 1, 0);
+	close(fd);
+	if (got < 0)
+		return (int)got;
+	buf[got] = '\0';
+	char *crc_line = strstr(buf, "crc32c ");
+	if (!crc_line || sscanf(crc_line, "crc32c %8x%n", &crc, &end) != 1 ||
+	    strcmp(crc_line + end, "\n") != 0 ||
+	    crc != crc32c_update(0, buf, (size_t)(crc_line - buf)))
+		return -EINVAL;
+	*crc_line = '\0';
+	end = 0;
+	if (strncmp(buf, J_STATE_HEAD, strlen(J_STATE_HEAD)) != 0 ||
+	    sscanf(buf + strlen(J_STATE_HEAD),
+		"uuid %32[0-9a-f] stale_below %llu%n", hex, &seq, &end) != 2 ||
+	    strlen(hex) != 2 * JOURNAL_UUID_LEN ||
+	    strcmp(buf + strlen(J_STATE_HEAD) + end, "\n") != 0 || seq == 0 ||
+	    seq > J_SEQ_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < JOURNAL_UUID_LEN; i++) {
+		unsigned v;
+		sscanf(hex + 2 * i, "%2x", &v);
+		uuid[i] = (uint8_t)v;
+	}
+	*below = seq;
+	return 1;
+}
+
+int
+journal_mark_stale(struct journal *j)
+{
+	char name[PATH_MAX], tmp[PATH_MAX + 4], text[256];
+	uint64_t below =
+	    j->written_end > j->next_seq ? j->written_end : j->next_seq;
+	int n, r;
+
+	if ((r = j_state_name(j->path, name, sizeof name)) < 0)
+		return r;
+	snprintf(tmp, sizeof tmp, "%s.tmp", name);
+	n = snprintf(text, sizeof text, J_STATE_HEAD "uuid ");
+	for (unsigned i = 0; i < JOURNAL_UUID_LEN; i++)
+		n += snprintf(text + n, sizeof text - (size_t)n, "%02x",
+		    j->uuid[i]);
+	n += snprintf(text + n, sizeof text - (size_t)n, "\nstale_below %llu\n",
+	    (unsigned long long)below);
+	n += snprintf(text + n, sizeof text - (size_t)n, "crc32c %08x\n",
+	    crc32c_update(0, text, (size_t)n));
+
+	/* Whole or not at all: a file of its own, synced, renamed. */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	struct iovec iov = { text, (size_t)n };
+	r = j_pwritev(fd, &iov, 1, 0);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlink(tmp);
+		return r;
+	}
+	return j_sync_dir(name);
+}
+
+int
+journal_state_remove(struct journal *j)
+{
+	char name[PATH_MAX];
+	int r;
+
+	if ((r = j_state_name(j->path, name, sizeof name)) < 0)
+		return r;
+	if (unlink(name) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = j_sync_dir(name);
+	return r < 0 ? r : 1;
+}
+
 int
 journal_peek(const char *path, struct journal_peek *pk)
 {
@@ -566,6 +712,13 @@ journal_peek(const char *path, struct journal_peek *pk)
 		    get64(hdr + 16) == s->head_seq;
 	}
 	close(fd);
+	/* Records its state file says are stale are not the log's to give
+	 * (a damaged one: the replay says so). */
+	uint8_t uuid[JOURNAL_UUID_LEN] = { 0 };
+	uint64_t below = 0;
+	if (pk->has_records && j_state_read(path, uuid, &below) == 1 &&
+	    memcmp(uuid, s->uuid, sizeof uuid) == 0 && s->head_seq < below)
+		pk->has_records = false;
 	return 1;
 }
 
@@ -607,7 +760,8 @@ struct j_pos {
  * (as large as the batch's largest payload). */
 static int
 j_deliver(struct journal *j, const struct j_pos *recs, size_t n,
-    unsigned char *buf, journal_replay_cb *cb, void *arg)
+    unsigned char *buf, journal_replay_cb *cb, void *arg,
+    struct journal_replay_stats *st)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct j_hdr *h = &recs[i].h;
@@ -622,6 +776,10 @@ j_deliver(struct journal *j, const struct j_pos *recs, size_t n,
 		};
 		if (h->type == JOURNAL_REC_WRAP)
 			continue;
+		if (h->seq < j->stale_below) {
+			st->stale_records++;
+			continue;
+		}
 		if (h->payload) {
 			ssize_t got = j_pread(j->fd, buf, h->payload,
 			    JOURNAL_AREA_START + recs[i].pos + JOURNAL_REC_HDR);
@@ -645,13 +803,28 @@ journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
 	size_t buf_cap = 0;
 	struct j_pos *recs = NULL;
 	size_t n = 0, cap = 0;
-	uint64_t pos = j->head_off, expect = j->head_seq, scanned = 0;
+	/* Where it starts: CB may checkpoint batches it was given, moving
+	 * the head. */
+	const uint64_t start = j->head_off;
+	uint64_t pos = start, expect = j->head_seq, scanned = 0;
 	uint64_t batch_start = pos, batch_bytes = 0;
 	uint32_t batch_opens = 0, last_opens = 0;
+	uint8_t uuid[JOURNAL_UUID_LEN] = { 0 };
+	uint64_t below = 0;
 	int r = 0;
 
 	memset(st, 0, sizeof *st);
 	st->end_why = "end of log";
+	r = j_state_read(j->path, uuid, &below);
+	if (r < 0) {
+		st->end_why = r == -EINVAL ? "its state file is damaged" :
+					     "its state file cannot be read";
+		st->end_off = JOURNAL_AREA_START + pos;
+		return r;
+	}
+	r = 0;
+	if (below && memcmp(uuid, j->uuid, sizeof uuid) == 0)
+		j->stale_below = st->stale_below = below;
 	for (;;) {
 		if (scanned >= j->area) {
 			st->end_why = "the whole ring read";
@@ -745,7 +918,7 @@ journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
 			continue;
 
 		/* A whole batch. */
-		r = j_deliver(j, recs, n, buf, cb, arg);
+		r = j_deliver(j, recs, n, buf, cb, arg, st);
 		if (r)
 			break;
 		uint64_t end = h.type == JOURNAL_REC_WRAP ?
@@ -762,13 +935,19 @@ journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
 		};
 		if ((r = j_batch_push(j, &b)) < 0)
 			break;
-		if (h.type != JOURNAL_REC_WRAP) {
-			st->records += n;
+		/* What was given: stale records were not. */
+		if (h.type != JOURNAL_REC_WRAP && h.seq >= j->stale_below) {
 			st->batches++;
-			for (size_t i = 0; i < n; i++)
+			for (size_t i = 0; i < n; i++) {
+				if (recs[i].h.seq < j->stale_below)
+					continue;
+				if (!st->first_seq)
+					st->first_seq = recs[i].h.seq;
+				st->records++;
 				st->bytes += recs[i].h.len;
+			}
 		}
-		if (!st->first_seq)
+		if (!st->first_seq && h.seq >= j->stale_below)
 			st->first_seq = recs[0].h.seq;
 		st->last_seq = h.seq;
 		scanned += end - batch_start;
@@ -779,7 +958,7 @@ journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
 		n = 0;
 		j->tail_off = pos;
 		j->next_seq = expect;
-		if (pos == j->head_off) {
+		if (pos == start) {
 			st->end_why = "the whole ring read";
 			break;
 		}
@@ -787,10 +966,22 @@ journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
 	st->end_off = JOURNAL_AREA_START + pos;
 	st->dropped_records = n;
 	st->short_by = j->short_by;
-	j->rel_seq = j->head_seq;
+	if (j->rel_seq < j->head_seq)
+		j->rel_seq = j->head_seq;
 	j->replayed = true;
+	j->written_end = j->next_seq;
 	free(buf);
 	free(recs);
+	if (r == 0 && j->stale_below > j->head_seq) {
+		/* Given back before anything is appended, and never used
+		 * again: appends go on from the stale sequences' end. */
+		if (j->next_seq < j->stale_below)
+			j->next_seq = j->written_end = j->stale_below;
+		journal_release(j, j->stale_below);
+		if ((r = journal_checkpoint(j)) < 0)
+			st->end_why = "the checkpoint giving back its stale "
+				      "records failed";
+	}
 	return r;
 }
 
@@ -919,6 +1110,9 @@ journal_append(struct journal *j, struct journal_rec *recs, unsigned n)
 		return -EINVAL;
 	if ((r = j_place(j, align_up(bytes, JOURNAL_BATCH_ALIGN), &wrap)) < 0)
 		return r;
+	/* Whatever happens to the write, no record of it is above this. */
+	if (j->next_seq + n + wrap > j->written_end)
+		j->written_end = j->next_seq + n + wrap;
 
 	unsigned char *hdrs = malloc((size_t)n * JOURNAL_REC_HDR);
 	struct iovec *iov = malloc((size_t)n * 3 * sizeof *iov);
@@ -1009,6 +1203,13 @@ journal_invalidate(struct journal *j)
 	int r = j_pwritev(j->fd, &iov, 1, 0);
 	if (r == 0 && fdatasync(j->fd) < 0)
 		r = -errno;
+	/* Writes fail: the file system or the device may still let the
+	 * blocks go (a hole reads as zeroes), a change of its metadata. */
+	if (r < 0 &&
+	    fallocate(j->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+		JOURNAL_AREA_START) == 0 &&
+	    fsync(j->fd) == 0)
+		r = 0;
 	j->broken = true;
 	return r;
 }

@@ -24,8 +24,14 @@
  * then journal_checkpoint makes that durable; only then may new records
  * use the space.
  *
+ * A log that fails and cannot be emptied once the backing device holds
+ * everything it does is marked stale in a small file beside it
+ * (journal_mark_stale: PATH.state, written whole with a rename): a later
+ * replay gives none of its records, and gives the space back at once.
+ *
  * One owner at a time: the caller serialises every call on a journal
- * (journal_read excepted).
+ * (journal_read excepted; journal_release and journal_checkpoint may be
+ * called from a replay's callback, for batches it has given already).
  */
 #ifndef WBD_JOURNAL_H
 #define WBD_JOURNAL_H
@@ -87,6 +93,9 @@ struct journal_replay_stats {
 	uint64_t dropped_records;
 	/* Bytes the file was short of its size (grown back with zeroes). */
 	uint64_t short_by;
+	/* Records left out as stale (the state file, journal_mark_stale),
+	 * and the sequence it names: every record below it; 0 if none. */
+	uint64_t stale_records, stale_below;
 };
 
 /* Where a journal stands, for wbctl status. */
@@ -142,6 +151,14 @@ int journal_peek(const char *path, struct journal_peek *pk);
  * A non-zero return from CB stops the replay and is returned; else 0.
  * Once per open, before any append: appends go on after the last whole
  * batch, and the replayed records stay needed until released.
+ *
+ * The log's state file (PATH.state, journal_mark_stale) is read first:
+ * if it names this log, CB is given none of the records below the
+ * sequence it names, and they are given back with a checkpoint before
+ * journal_replay returns (a negative errno if that checkpoint fails: no
+ * record may be appended before it is durable).  A state file that
+ * cannot be read or makes no sense stops the replay with -EINVAL (ST's
+ * end_why says so): which records are stale can no longer be told.
  */
 typedef int journal_replay_cb(void *arg, const struct journal_rec *rec);
 int journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
@@ -176,13 +193,31 @@ int journal_read(struct journal *j, uint64_t pos, void *buf, uint32_t len);
 int journal_sync(struct journal *j);
 bool journal_broken(const struct journal *j);
 /*
- * Leave no log: zero both superblock slots and sync, so that the next
- * open finds nothing to replay (and makes a new log).  For a broken log
+ * Leave no log: zero both superblock slots and sync (or, if that fails,
+ * punch them out of the file or device), so that the next open finds
+ * nothing to replay (and makes a new log).  For a broken log
  * once everything it holds is on the backing device: replaying its older
  * records over newer data there would undo FLUSHes answered since.  0 or
  * a negative errno (try again later).  The journal is broken afterwards.
  */
 int journal_invalidate(struct journal *j);
+
+/*
+ * The log cannot be emptied (journal_invalidate failed), yet everything
+ * it holds is on the backing device: say so outside it.  Write PATH.state
+ * (a temporary file synced, renamed over it, the directory synced) naming
+ * the log's uuid and the sequence below which every record it may have
+ * written lies, so that no start replays them over newer data.  0 or a
+ * negative errno.
+ */
+int journal_mark_stale(struct journal *j);
+/*
+ * Remove PATH.state (and sync its directory) once the replay has given
+ * its stale records back (journal_replay's checkpoint): 1 if there was
+ * one, 0 if none, or a negative errno (harmless: it names only records
+ * below every sequence appended from now on).
+ */
+int journal_state_remove(struct journal *j);
 
 /*
  * Every record before SEQ is on the backing device, written and flushed:

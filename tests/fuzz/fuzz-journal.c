@@ -5,7 +5,9 @@
  * holds flags (1: make each record's CRC good again after the damage, so
  * that the checks behind the CRC are reached; 2: the same for both
  * superblock slots), then each 4 bytes are a patch: a 24-bit offset into
- * the file's first 96 KiB and the byte to put there.
+ * the file's first 96 KiB and the byte to put there.  Flag 4 writes a
+ * state file beside the log (PATH.state) naming the log's uuid and a
+ * sequence below which records are stale: 1 + 4 * (byte 0 >> 3).
  *
  * Beyond not crashing or leaking: an open that fails says why; a replay
  * gives records in rising sequence, each whole (a write's data there, its
@@ -13,7 +15,8 @@
  * batch afterwards that the next open replays as its last -- unless the
  * superblock was forged (flag 2): a superblock with a good CRC that sets
  * the open count back can join old records to new ones, which no torn or
- * flipped write can do.
+ * flipped write can do.  With a state file, no record below its sequence
+ * is given, and the new batch is still the next open's last.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 
 static char fuzz_dir[64];
 static char fuzz_path[128];
+static char fuzz_state[136];     /* PATH.state */
 static unsigned char base[SPAN]; /* the good log's first SPAN bytes */
 static uint64_t base_size;
 
@@ -42,6 +46,7 @@ static void
 fuzz_cleanup(void)
 {
 	unlink(fuzz_path);
+	unlink(fuzz_state);
 	rmdir(fuzz_dir);
 }
 
@@ -64,6 +69,7 @@ fuzz_setup(void)
 	snprintf(fuzz_dir, sizeof fuzz_dir, "%s/wbd-fuzz-journal.XXXXXX", tmp);
 	FUZZ_CHECK(mkdtemp(fuzz_dir) != NULL);
 	snprintf(fuzz_path, sizeof fuzz_path, "%s/log", fuzz_dir);
+	snprintf(fuzz_state, sizeof fuzz_state, "%s.state", fuzz_path);
 	atexit(fuzz_cleanup);
 	struct journal *j = journal_open(fuzz_path, JOURNAL_MIN_SIZE, &fuzz_id,
 	    err, sizeof err);
@@ -149,8 +155,40 @@ fuzz_fix_superblocks(unsigned char *buf)
 	}
 }
 
+/* The state file (journal.c's format) naming the uuid in the newer of
+ * BUF's superblock slots, as they are (into UUID), and BELOW. */
+static void
+fuzz_write_state(const unsigned char *buf, uint64_t below,
+    unsigned char uuid_out[JOURNAL_UUID_LEN])
+{
+	char text[256];
+	uint64_t gen[2];
+
+	for (unsigned s = 0; s < 2; s++) {
+		gen[s] = 0;
+		for (int i = 7; i >= 0; i--)
+			gen[s] =
+			    gen[s] << 8 | buf[s * JOURNAL_SB_SIZE + 16 + i];
+	}
+	const unsigned char *uuid =
+	    buf + (gen[1] > gen[0] ? JOURNAL_SB_SIZE : 0) + 24;
+	memcpy(uuid_out, uuid, JOURNAL_UUID_LEN);
+	int n = snprintf(text, sizeof text, "wbd write log state 1\nuuid ");
+	for (unsigned i = 0; i < JOURNAL_UUID_LEN; i++)
+		n += snprintf(text + n, sizeof text - (size_t)n, "%02x",
+		    uuid[i]);
+	n += snprintf(text + n, sizeof text - (size_t)n, "\nstale_below %llu\n",
+	    (unsigned long long)below);
+	n += snprintf(text + n, sizeof text - (size_t)n, "crc32c %08x\n",
+	    crc32c_update(0, text, (size_t)n));
+	int fd = open(fuzz_state, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	FUZZ_CHECK(fd >= 0);
+	FUZZ_CHECK(write(fd, text, (size_t)n) == n);
+	close(fd);
+}
+
 struct fuzz_seen {
-	uint64_t last_seq, n;
+	uint64_t first_seq, last_seq, n;
 };
 
 static int
@@ -159,6 +197,8 @@ fuzz_check_rec(void *arg, const struct journal_rec *rec)
 	struct fuzz_seen *s = arg;
 
 	FUZZ_CHECK(rec->seq > s->last_seq);
+	if (!s->first_seq)
+		s->first_seq = rec->seq;
 	FUZZ_CHECK(rec->type == JOURNAL_REC_WRITE ||
 	    rec->type == JOURNAL_REC_ZERO || rec->type == JOURNAL_REC_TRIM);
 	if (rec->type == JOURNAL_REC_WRITE) {
@@ -198,6 +238,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 2)
 		fuzz_fix_superblocks(buf);
 	fuzz_write(buf);
+	unlink(fuzz_state);
+	unsigned char state_uuid[JOURNAL_UUID_LEN];
+	uint64_t below = 1 + 4 * (uint64_t)(data[0] >> 3);
+	if (data[0] & 4)
+		fuzz_write_state(buf, below, state_uuid);
 
 	struct journal *j =
 	    journal_open(fuzz_path, 0, &fuzz_id, err, sizeof err);
@@ -208,6 +253,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r = journal_replay(j, fuzz_check_rec, &seen, &st);
 	FUZZ_CHECK(r <= 0);
 	FUZZ_CHECK(st.end_why != NULL);
+	/* No record the state file (when it names this log) says stale. */
+	FUZZ_CHECK(!seen.n || seen.first_seq >= st.stale_below);
+	if (r == 0 && (data[0] & 4)) {
+		struct journal_usage u;
+		journal_get_usage(j, &u);
+		if (memcmp(u.uuid, state_uuid, sizeof state_uuid) == 0)
+			FUZZ_CHECK(st.stale_below == below);
+	}
 	if (r < 0 || journal_broken(j)) {
 		journal_close(j);
 		return 0;
@@ -229,6 +282,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(j != NULL);
 	memset(&seen, 0, sizeof seen);
 	FUZZ_CHECK(journal_replay(j, fuzz_check_rec, &seen, &st) == 0);
+	FUZZ_CHECK(!seen.n || seen.first_seq >= st.stale_below);
 	if (!(data[0] & 2))
 		FUZZ_CHECK(seen.n >= 1 && st.last_seq == rec.seq);
 	journal_close(j);

@@ -7,7 +7,8 @@
 #     fallback and says why; the log is emptied, and later FLUSHes use it
 #     again.
 #   - Failing: the log on a FUSE file (nbdkit's memory plugin behind its
-#     error filter, through nbdfuse) whose writes start failing with EIO.
+#     error filter, through nbdfuse) whose writes (and trims: no hole
+#     can be punched either) start failing with EIO.
 #     The FLUSH that meets the error writes back instead; as long as the
 #     broken log still holds records it cannot empty, a FLUSH fails (a
 #     start would replay them over newer data); once it can, the log is
@@ -75,7 +76,9 @@ stop_wbd
 
 log "a log whose writes fail"
 start_fuse_file "$T/fuse" --filter=error memory 16M error=EIO \
-	error-pwrite-rate=100% "error-pwrite-file=$T/fail"
+	error-pwrite-rate=100% "error-pwrite-file=$T/fail" \
+	error-trim-rate=100% "error-trim-file=$T/fail" \
+	error-zero-rate=100% "error-zero-file=$T/fail"
 rm -f "$CONF"
 _EXPORTS=("  { name = \"disk0\"; backing = \"$T/disk0.img\"; journal = { path = \"$FUSE_FILE\"; size = 0; }; }")
 write_cache_config 128M 'dirty_background_bytes = "64M"; dirty_bytes = "100M"; dirty_writeback_centisecs = 0; dirty_expire_centisecs = 0;'

@@ -7,8 +7,10 @@
  * another export (name, size, backing) or something that is no log is
  * refused; the ring wraps, reclaims only what a checkpoint released, and
  * says when it is full; a batch half-written over an earlier run's torn
- * one is never mixed with it; whether its records were written ordered
- * is kept until no record is left.
+ * one is never mixed with it; records its state file marks stale are
+ * never replayed (a damaged state file stops the replay); a checkpoint
+ * written from the replay's callback holds at the next open; whether its
+ * records were written ordered is kept until no record is left.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +39,7 @@ static const struct journal_identity id_a = {
 struct fixture {
 	char dir[64];
 	char path[96];
+	char state[112]; /* PATH.state */
 };
 
 static int
@@ -48,6 +51,7 @@ setup(void **state)
 	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->path, sizeof f->path, "%s/log", f->dir);
+	snprintf(f->state, sizeof f->state, "%s.state", f->path);
 	*state = f;
 	return 0;
 }
@@ -58,6 +62,7 @@ teardown(void **state)
 	struct fixture *f = *state;
 
 	unlink(f->path);
+	unlink(f->state);
 	rmdir(f->dir);
 	free(f);
 	return 0;
@@ -514,6 +519,176 @@ test_records_read_back_where_they_lie(void **state)
 	journal_close(j);
 }
 
+/* A log marked stale (journal_mark_stale, its state file): a replay
+ * gives none of its records and gives their space back at once; what is
+ * appended afterwards is replayed as usual, state file or not. */
+static void
+test_stale_records_never_replayed(void **state)
+{
+	struct fixture *f = *state;
+	struct journal_replay_stats st;
+	struct journal_usage u;
+	struct seen s = { 0 };
+
+	struct journal *j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	append_writes(j, 0, 2, 4096);
+	append_writes(j, 2, 1, 4096);
+	assert_int_equal(journal_sync(j), 0);
+	assert_int_equal(journal_mark_stale(j), 0);
+	journal_close(j);
+	assert_int_equal(access(f->state, F_OK), 0);
+	struct journal_peek pk;
+	assert_int_equal(journal_peek(f->path, &pk), 1);
+	assert_false(pk.has_records);
+
+	j = open_ok(f->path, 0, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	assert_int_equal(s.n, 0);
+	assert_int_equal(st.records, 0);
+	assert_int_equal(st.stale_records, 3);
+	assert_int_equal(st.stale_below, 4);
+	journal_get_usage(j, &u);
+	assert_int_equal(u.records, 0);
+	assert_int_equal(u.used, 0);
+	assert_int_equal(u.next_seq, 4);
+	append_writes(j, 7, 2, 4096);
+	assert_int_equal(journal_sync(j), 0);
+	journal_close(j);
+
+	/* The state file is still there: it names older records only. */
+	assert_int_equal(journal_peek(f->path, &pk), 1);
+	assert_true(pk.has_records);
+	j = open_ok(f->path, 0, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	assert_int_equal(s.n, 2);
+	check_write(&s, 0, 7, 4096);
+	check_write(&s, 1, 8, 4096);
+	assert_int_equal(s.rec[0].seq, 4);
+	assert_int_equal(st.stale_records, 0);
+	assert_int_equal(journal_state_remove(j), 1);
+	assert_int_equal(journal_state_remove(j), 0);
+	assert_int_not_equal(access(f->state, F_OK), 0);
+	journal_close(j);
+
+	memset(&s, 0, sizeof s);
+	j = open_ok(f->path, 0, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	assert_int_equal(s.n, 2);
+	journal_close(j);
+}
+
+/* A state file that is damaged stops the replay (which records are stale
+ * cannot be told); one that names another log is of no concern. */
+static void
+test_state_file_damaged_or_another_logs(void **state)
+{
+	struct fixture *f = *state;
+	struct journal_replay_stats st;
+	struct seen s = { 0 };
+	char text[256];
+
+	struct journal *j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	append_writes(j, 0, 2, 4096);
+	assert_int_equal(journal_sync(j), 0);
+	assert_int_equal(journal_mark_stale(j), 0);
+	journal_close(j);
+
+	int fd = open(f->state, O_RDWR);
+	assert_true(fd >= 0);
+	ssize_t n = pread(fd, text, sizeof text - 1, 0);
+	assert_true(n > 40);
+	text[n] = '\0';
+	char *below = strstr(text, "stale_below 3\n");
+	assert_non_null(below);
+	below[12] = '9'; /* a bit flipped: its CRC no longer matches */
+	assert_int_equal(pwrite(fd, text, (size_t)n, 0), n);
+	j = open_ok(f->path, 0, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), -EINVAL);
+	assert_int_equal(s.n, 0);
+	assert_string_equal(st.end_why, "its state file is damaged");
+	journal_close(j);
+
+	/* Another log's (another uuid, its CRC right). */
+	below[12] = '3';
+	char *uuid = strstr(text, "uuid ") + 5;
+	uuid[0] = uuid[0] == '0' ? '1' : '0';
+	char *crc = strstr(text, "crc32c ");
+	snprintf(crc, sizeof text - (size_t)(crc - text), "crc32c %08x\n",
+	    crc32c_update(0, text, (size_t)(crc - text)));
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(pwrite(fd, text, strlen(text), 0),
+	    (ssize_t)strlen(text));
+	close(fd);
+	j = open_ok(f->path, 0, &id_a);
+	assert_int_equal(journal_replay(j, collect, &s, &st), 0);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(st.stale_records, 0);
+	assert_int_equal(journal_state_remove(j), 1);
+	journal_close(j);
+}
+
+/* The ordered replay applies batches while it reads (a cache smaller than
+ * the log) and checkpoints each one applied, from the replay's callback:
+ * the next open starts after them. */
+struct ckpt {
+	struct journal *j;
+	struct seen s;
+	uint64_t release; /* at the first record of batch 3: up to this */
+};
+
+static int
+checkpoint_as_it_goes(void *arg, const struct journal_rec *rec)
+{
+	struct ckpt *c = arg;
+
+	if (c->s.n == 3) {
+		/* Batches 1 and 2 given, and applied: given back. */
+		journal_release(c->j, c->release);
+		assert_int_equal(journal_checkpoint(c->j), 0);
+	}
+	return collect(&c->s, rec);
+}
+
+static void
+test_checkpoint_from_the_replay(void **state)
+{
+	struct fixture *f = *state;
+	struct journal_replay_stats st;
+	struct journal_usage u;
+	struct ckpt c = { 0 };
+
+	struct journal *j = open_ok(f->path, 4 * MiB, &id_a);
+	assert_int_equal(journal_replay(j, collect, &c.s, &st), 0);
+	append_writes(j, 0, 2, 4096); /* seqs 1, 2 */
+	append_writes(j, 2, 1, 4096); /* 3 */
+	append_writes(j, 3, 2, 4096); /* 4, 5 */
+	append_writes(j, 5, 1, 4096); /* 6 */
+	assert_int_equal(journal_sync(j), 0);
+	journal_close(j);
+
+	c.j = j = open_ok(f->path, 0, &id_a);
+	c.release = 4;
+	assert_int_equal(journal_replay(j, checkpoint_as_it_goes, &c, &st), 0);
+	assert_int_equal(c.s.n, 6);
+	assert_string_equal(st.end_why, "end of log");
+	journal_get_usage(j, &u);
+	assert_int_equal(u.oldest_seq, 4);
+	assert_int_equal(u.records, 3);
+	assert_int_equal(u.next_seq, 7);
+	journal_close(j); /* a crash: nothing else written */
+
+	memset(&c, 0, sizeof c);
+	j = open_ok(f->path, 0, &id_a);
+	assert_int_equal(journal_replay(j, collect, &c.s, &st), 0);
+	assert_int_equal(c.s.n, 3);
+	assert_int_equal(st.first_seq, 4);
+	check_write(&c.s, 0, 3, 4096);
+	check_write(&c.s, 2, 5, 4096);
+	journal_close(j);
+}
+
 /* The superblock says whether its records were written by an ordered
  * log: a reopen keeps it whatever it is asked for, it may be turned off
  * at once, and on only once no record is left. */
@@ -589,6 +764,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_ring_wraps_and_reclaims,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runs_are_never_mixed,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_stale_records_never_replayed, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_state_file_damaged_or_another_logs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_from_the_replay,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_ordered_flag_kept_until_empty, setup, teardown),
