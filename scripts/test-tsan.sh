@@ -54,6 +54,9 @@ ninja -C "$TSAN_BUILD_DIR" || fail_build "building $TSAN_BUILD_DIR failed"
 # the daemon's log (the stress test); halt_on_error=0 lets one run show
 # every race.  The stress test adds its suppressions file itself.
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0 second_deadlock_stack=1}
+# Tests that time a client against its unloaded time allow for TSan's
+# slowdown (test-client-share-under-read-flood.sh).
+export WBD_TSAN=1
 
 echo "=== TSan tests: unit, stress, tsan ==="
 rm -f "$TSAN_BUILD_DIR/meson-logs/testlog.json"
