@@ -39,6 +39,7 @@ read -r lag applied <<<"$(jfield apply_lag_epochs epochs_applied)"
 log "SIGKILL with $lag epoch(s) not yet applied ($applied applied)"
 kill -KILL "$WBD_PID"
 wait_exit "$WBD_PID" 10 || fail "wbd still running after SIGKILL"
+restart_kit_after_kill
 sample
 log "the remote after the kill: epochs up to $K"
 ((K < EPOCHS)) || fail "the remote holds every epoch already: the kill came too late"

@@ -25,39 +25,7 @@ nbdkit --filter=delay null --dump-plugin >/dev/null 2>&1 ||
 EPOCHS=30
 EPOCH_BYTES=$((48 * 4096)) # epochs.py: PER_EPOCH blocks of 4 KiB
 
-jfield() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-j = json.load(sys.stdin)["exports"][0]["journal"]
-def get(k):
-    o = j
-    for p in k.split("."):
-        o = o[p]
-    return o
-print(" ".join(str(get(k)) for k in sys.argv[1:]))' "$@"
-}
-
-SAMPLES=0
-LAST_K=0
-sample() {
-	local w state
-	kill -STOP "$KIT_PID"
-	for ((w = 0; w < 200; w++)); do
-		state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$KIT_PID/stat")
-		[[ $state == [Tt] ]] && break
-		sleep 0.005
-	done
-	head -c $((256 * 4096)) "$T/remote.img" >"$T/sample.img"
-	kill -CONT "$KIT_PID"
-	SAMPLES=$((SAMPLES + 1))
-	echo "$T/sample.img" >&"${CHECK[1]}"
-	read -r K why <&"${CHECK[0]}" || fail "the checker (epochs.py serve) died"
-	[[ $K != FAIL ]] || fail "sample $SAMPLES of the remote: $why"
-	((K >= LAST_K)) ||
-		fail "sample $SAMPLES of the remote went back from epoch $LAST_K to $K: an older epoch applied again"
-	LAST_K=$K
-}
-
-coproc CHECK { exec python3 "$SRCDIR/epochs.py" serve "$EPOCHS"; }
+epochs_checker "$EPOCHS"
 truncate -s 16M "$T/remote.img"
 start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=150ms
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")" \
@@ -73,6 +41,7 @@ read -r lag applied <<<"$(jfield apply_lag_epochs epochs_applied)"
 ((lag >= 12)) || fail "only $lag epoch(s) left to apply ($applied applied): too few for a replay larger than the cache"
 kill -KILL "$WBD_PID"
 wait_exit "$WBD_PID" 10 || fail "wbd still running after SIGKILL"
+restart_kit_after_kill
 sample
 K0=$K
 log "SIGKILL with $lag epoch(s) not yet applied; the remote at epoch $K0"
@@ -94,6 +63,7 @@ grep -q 'replayed [0-9]* record(s)' "$LOG" &&
 ((K >= K0 + 4)) || fail "the remote stayed at epoch $K during the replay"
 kill -KILL "$WBD_PID"
 wait_exit "$WBD_PID" 10 || fail "wbd still running after SIGKILL"
+restart_kit_after_kill
 sample
 K1=$K
 log "SIGKILL mid-replay; the remote at epoch $K1"

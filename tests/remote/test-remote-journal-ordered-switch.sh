@@ -100,6 +100,7 @@ read -r lag records ordered <<<"$(jfield apply_lag_epochs records ordered)"
 	fail "the ordered log: lag $lag epoch(s), $records record(s), ordered $ordered: nothing left to kill mid-apply"
 kill -KILL "$WBD_PID"
 wait_exit "$WBD_PID" 10 || fail "wbd still running after SIGKILL"
+restart_kit_after_kill
 sample
 log "after the kill the remote is at epoch $K, $lag epoch(s) were not applied"
 ((K < EPOCHS)) || fail "the remote holds every epoch already: the kill came too late"
