@@ -544,6 +544,29 @@ start_slow_file() {
 	SLOW_FILE=$FUSE_FILE
 }
 
+# start_failing_file DIR WRITES TRIMS: make DIR/disk a file (FUSE_FILE, as
+# start_fuse_file) on a 16 MiB nbdkit memory disk behind its error filter,
+# whose writes fail with EIO while the file WRITES exists, and whose trims
+# and zeroings fail while TRIMS exists (the same path for both fails them
+# all at once).  A log on it fails when the test says so.
+start_failing_file() {
+	start_fuse_file "$1" --filter=error memory 16M error=EIO \
+		error-pwrite-rate=100% "error-pwrite-file=$2" \
+		error-trim-rate=100% "error-trim-file=$3" \
+		error-zero-rate=100% "error-zero-file=$3"
+}
+
+# log_has_superblock [LOG]: either of the write log's two superblock slots
+# (LOG, default $T/disk0.wal) starts with the log's magic, read past the
+# kernel's cache (as after a reboot: a write that failed may have left its
+# data there).
+log_has_superblock() {
+	"$PYTHON" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+sys.exit(0 if b"WBDLOG01" in (os.pread(fd, 8, 0), os.pread(fd, 8, 4096)) else 1)' "${1:-$T/disk0.wal}"
+}
+
 # stop_started_daemons [SECS]: stop every wbd this test started, checking
 # how each exits as _cleanup does (up to SECS each, default 30), then
 # SIGTERM the other processes and wait for them (_cleanup deals with the

@@ -75,10 +75,7 @@ grep -q 'a FLUSH writes back to the backing device instead of the write log: the
 stop_wbd
 
 log "a log whose writes fail"
-start_fuse_file "$T/fuse" --filter=error memory 16M error=EIO \
-	error-pwrite-rate=100% "error-pwrite-file=$T/fail" \
-	error-trim-rate=100% "error-trim-file=$T/fail" \
-	error-zero-rate=100% "error-zero-file=$T/fail"
+start_failing_file "$T/fuse" "$T/fail" "$T/fail"
 rm -f "$CONF"
 _EXPORTS=("  { name = \"disk0\"; backing = \"$T/disk0.img\"; journal = { path = \"$FUSE_FILE\"; size = 0; }; }")
 write_cache_config 128M 'dirty_background_bytes = "64M"; dirty_bytes = "100M"; dirty_writeback_centisecs = 0; dirty_expire_centisecs = 0;'

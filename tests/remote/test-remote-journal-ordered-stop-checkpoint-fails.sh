@@ -57,20 +57,7 @@ h.shutdown()
 PY
 }
 
-# log_has_superblock: either of the log's two superblock slots starts
-# with the log's magic, read past the kernel's cache (as after a reboot:
-# a write that failed may have left its data there).
-log_has_superblock() {
-	"$PYTHON" -c 'import os, sys
-fd = os.open(sys.argv[1], os.O_RDONLY)
-os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-sys.exit(0 if b"WBDLOG01" in (os.pread(fd, 8, 0), os.pread(fd, 8, 4096)) else 1)' "$T/disk0.wal"
-}
-
-start_fuse_file "$T/fuse" --filter=error memory 16M error=EIO \
-	error-pwrite-rate=100% "error-pwrite-file=$T/fail" \
-	error-trim-rate=100% "error-trim-file=$T/fail" \
-	error-zero-rate=100% "error-zero-file=$T/fail"
+start_failing_file "$T/fuse" "$T/fail" "$T/fail"
 trap _stop_all EXIT
 ln -s "$FUSE_FILE" "$T/disk0.wal"
 truncate -s 16M "$T/remote.img"
