@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "access.h"
 #include "backend.h"
@@ -412,6 +413,32 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	return cfg_allow(ld, e, ex);
 }
 
+/*
+ * Two logs of journal.dir (EX's, at E, and PREV's) whose file names
+ * differ only in case: a case-insensitive file system (vfat, ext4 with
+ * casefold) makes them one file, two exports sharing a log.  Only ASCII
+ * letters are kept as they are (config_journal_file), so ASCII case is
+ * all there is to fold.
+ */
+static int
+cfg_journal_dir_fold(struct cfg_load *ld, const config_setting_t *e,
+    const struct export_conf *prev, const struct export_conf *ex)
+{
+	const char *pp = prev->journal.path, *pe = ex->journal.path;
+	config_setting_t *g = config_setting_get_member(e, "journal");
+
+	if (!prev->journal.dir || !ex->journal.dir || !pp || !pe ||
+	    strcasecmp(pp, pe) != 0)
+		return 0;
+	cfg_error(ld, g ? g : e,
+	    "expected export names whose logs in journal.dir differ in more "
+	    "than case, got \"%s\" (%s) and \"%s\" (line %d, %s): a "
+	    "case-insensitive file system (vfat, ext4 with casefold) makes "
+	    "them one file; rename one, or give it a journal.path of its own",
+	    ex->name, pe, prev->name, prev->line, pp);
+	return -1;
+}
+
 int
 cfg_exports(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
@@ -496,6 +523,9 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 				    cfg->exports[j].line);
 				return -1;
 			}
+			if (cfg_journal_dir_fold(ld, e, &cfg->exports[j],
+				&cfg->exports[i]) == -1)
+				return -1;
 		}
 	}
 	return 0;
