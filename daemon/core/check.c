@@ -48,6 +48,7 @@
 #include "backend.h"
 #include "check.h"
 #include "config-load.h"
+#include "export-journal.h"
 #include "listener.h"
 #include "size.h"
 
@@ -223,6 +224,39 @@ check_journal(const struct wbd_config *cfg, size_t i)
 	return 0;
 }
 
+/*
+ * Export I's log's state file (docs/journal.md, "A log that fails"): a
+ * place for it (xj_state_path: a block device needs journal.state_dir or
+ * journal.dir).
+ */
+static int
+check_journal_state(const struct wbd_config *cfg, size_t i)
+{
+	const struct export_journal_conf *jc = &cfg->exports[i].journal;
+	char state[PATH_MAX];
+
+	if (!jc->path)
+		return 0;
+	int r = xj_state_path(jc, state, sizeof state);
+	if (r == -EDESTADDRREQ) {
+		check_report(cfg, &jc->path_at,
+		    "exports[%zu].journal.path: %s is a block device: its "
+		    "state file (written if the log fails) needs "
+		    "journal.state_dir, or journal.dir at the top level "
+		    "(beside the device node, in /dev, it would not outlive "
+		    "a reboot)",
+		    i, jc->path);
+		return 1;
+	}
+	if (r < 0) {
+		check_report(cfg, &jc->state_dir_at,
+		    "exports[%zu].journal.state_dir: the state file of %s: %s",
+		    i, jc->path, strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
 /* journal.dir: a directory where wbd may create the exports' logs, or
  * one it may make (the start makes it, 0700, not its parents). */
 static int
@@ -377,7 +411,8 @@ check_host(const struct wbd_config *cfg, bool for_start)
 
 	problems += check_journal_dir(cfg);
 	for (size_t i = 0; i < cfg->n_exports; i++)
-		problems += check_backing(cfg, i) + check_journal(cfg, i);
+		problems += check_backing(cfg, i) + check_journal(cfg, i) +
+		    check_journal_state(cfg, i);
 	if (cfg->control.group && !getgrnam(cfg->control.group)) {
 		check_report(cfg, &cfg->control.group_at,
 		    "control.group: no group \"%s\"", cfg->control.group);

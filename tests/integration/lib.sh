@@ -598,6 +598,48 @@ _stop_slow_file_then_cleanup() {
 	_cleanup
 }
 
+# attach_loop VAR FILE [LOSETUP_OPTIONS...]: set VAR to a loop device
+# over FILE (losetup -f --show), detached when the test ends, once every
+# process it started is stopped (and a FUSE mount with them): 1 if
+# losetup fails; skips (77) when not root or without losetup.
+_LOOPDEVS=()
+attach_loop() {
+	local var=$1 file=$2 dev
+	shift 2
+	[[ $(id -u) == 0 ]] || skip "needs root to set up a loop device"
+	command -v losetup >/dev/null || skip "losetup not found"
+	dev=$(losetup -f --show "$@" "$file" 2>/dev/null) || return 1
+	_LOOPDEVS+=("$dev")
+	trap _detach_loops_then_cleanup EXIT
+	printf -v "$var" '%s' "$dev"
+}
+
+_detach_loops_then_cleanup() {
+	local rc=$? dev
+	trap - ERR
+	set +e
+	stop_started_daemons
+	for dev in "${_LOOPDEVS[@]}"; do
+		losetup -d "$dev" 2>/dev/null
+	done
+	(exit "$rc")
+	_stop_slow_file_then_cleanup
+}
+
+# reads_back NAME OFFSET_MIB [EXPORT]: wbd reads the file $T/NAME at
+# OFFSET_MIB MiB of EXPORT (default disk0).
+reads_back() {
+	"$PYTHON" - "$(uri_unix "${3:-disk0}")" "$T/$1" $(($2 << 20)) <<'PY'
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+want = open(sys.argv[2], "rb").read()
+got = h.pread(len(want), int(sys.argv[3]))
+h.shutdown()
+sys.exit(0 if got == want else 1)
+PY
+}
+
 # --- the kernel's NBD client --------------------------------------------
 
 # kernel_nbd_unusable: print why /dev/nbd0 and nbd-client cannot be used
