@@ -670,6 +670,13 @@ j_state_read(const char *name, uint8_t uuid[JOURNAL_UUID_LEN], uint64_t *below)
 }
 
 int
+journal_state_peek(const char *state, uint8_t uuid[JOURNAL_UUID_LEN],
+    uint64_t *below)
+{
+	return j_state_read(state, uuid, below);
+}
+
+int
 journal_mark_stale(struct journal *j)
 {
 	const char *name = j->state_path;
@@ -740,6 +747,7 @@ journal_peek(const char *path, const char *state, struct journal_peek *pk)
 	snprintf(pk->name, sizeof pk->name, "%s", s->name);
 	snprintf(pk->backing, sizeof pk->backing, "%s", s->backing);
 	pk->export_size = s->export_size;
+	memcpy(pk->uuid, s->uuid, sizeof pk->uuid);
 	/* The record a replay would begin with: this log's, the next
 	 * sequence number.  Its batch may still prove torn. */
 	if (s->file_size > JOURNAL_AREA_START &&

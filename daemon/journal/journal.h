@@ -134,6 +134,7 @@ struct journal_peek {
 	char name[JOURNAL_NAME_MAX + 1];
 	char backing[JOURNAL_BACKING_MAX + 1];
 	uint64_t export_size;
+	uint8_t uuid[JOURNAL_UUID_LEN];
 	/* A record follows the checkpoint: the log may hold data that is
 	 * not yet on the backing device (a replay tells for sure). */
 	bool has_records;
@@ -148,6 +149,15 @@ struct journal_peek {
  * backing device, whether an export has logged data to serve.
  */
 int journal_peek(const char *path, const char *state, struct journal_peek *pk);
+
+/*
+ * Read the state file STATE (journal_mark_stale), changing nothing: 1
+ * with *UUID (the log's it names) and *BELOW (every record of that log
+ * below it is stale), 0 if there is none, -EINVAL if it is damaged (a
+ * replay would stop), or another negative errno.  For wbd -n.
+ */
+int journal_state_peek(const char *state, uint8_t uuid[JOURNAL_UUID_LEN],
+    uint64_t *below);
 
 /*
  * A file name for NAME (an export's name, a log's path) in a directory

@@ -640,6 +640,35 @@ sys.exit(0 if got == want else 1)
 PY
 }
 
+# write_log_state STATE BELOW [LOG]: write the state file STATE as
+# journal_mark_stale does: every record of LOG (its uuid read from its
+# superblock; without LOG, a uuid no log has) below sequence BELOW is
+# stale.
+write_log_state() {
+	"$PYTHON" - "$@" <<'PY' || fail "see above"
+import sys
+state, below = sys.argv[1], int(sys.argv[2])
+uuid = "5eed" * 8
+if len(sys.argv) > 3:
+    with open(sys.argv[3], "rb") as f:
+        sb = f.read(8192)
+    slots = [sb[o:o + 4096] for o in (0, 4096) if sb[o:o + 8] == b"WBDLOG01"]
+    if not slots:
+        sys.exit("FAIL: no log in %s" % sys.argv[3])
+    uuid = slots[0][24:40].hex()
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+text = "wbd write log state 1\nuuid %s\nstale_below %d\n" % (uuid, below)
+text += "crc32c %08x\n" % crc32c(text.encode())
+open(state, "w").write(text)
+PY
+}
+
 # --- the kernel's NBD client --------------------------------------------
 
 # kernel_nbd_unusable: print why /dev/nbd0 and nbd-client cannot be used

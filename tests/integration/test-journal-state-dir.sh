@@ -6,7 +6,8 @@
 #   - A file log with the top level's state_dir (missing: the start makes
 #     it, 0700): the log, on a FUSE file whose writes fail on demand,
 #     fails in use and is marked stale in STATE_DIR/<the log's path,
-#     escaped>.state, nothing beside the log; the next start replays none
+#     escaped>.state, nothing beside the log; wbd -n says the file is
+#     there, the log's, and its stale_below; the next start replays none
 #     of it, says so naming that file, and removes it.
 #   - A log on a block device (a loop device; skipped, 77, where none can
 #     be set up): wbd -n refuses it with neither state_dir nor journal.dir,
@@ -71,6 +72,10 @@ rm -f "$T/fail" "$T/fail-trim"
 [[ -e $T/disk0.wal.state ]] && fail "a state file beside the log, not in state_dir"
 log_has_superblock ||
 	fail "the failed log reads as no log: this test would not test the state file"
+out=$("$WBD" -n -c "$CONF" 2>&1) || fail "wbd -n refused a log with a state file: $out"
+grep -qF "exports[0] \"disk0\": write log $T/disk0.wal: state file $STATE: uuid " <<<"$out" &&
+	grep -q "(the log's), stale_below [1-9][0-9]*: a start replays none of its records below it" <<<"$out" ||
+	fail "wbd -n does not say what the log's state file says: $out"
 : >"$LOG"
 start_wbd
 reads_back B 0 || fail "wbd reads back the stale A (or else), not B"
@@ -108,26 +113,7 @@ print(json.load(sys.stdin)["exports"][0]["journal"]["next_seq"])')
 stop_wbd "$WBD_PID" KILL
 # What journal_mark_stale writes: every record of this log below $next
 # is stale (as after the log failed, once C was on the backing device).
-"$PYTHON" - "$LOOPDEV" "$STATE" "$next" <<'PY' || fail "see above"
-import sys
-dev, state, below = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with open(dev, "rb") as f:
-    sb = f.read(8192)
-slots = [sb[o:o + 4096] for o in (0, 4096) if sb[o:o + 8] == b"WBDLOG01"]
-if not slots:
-    sys.exit("FAIL: no log on %s" % dev)
-uuid = slots[0][24:40].hex()
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
-    return crc ^ 0xFFFFFFFF
-text = "wbd write log state 1\nuuid %s\nstale_below %d\n" % (uuid, below)
-text += "crc32c %08x\n" % crc32c(text.encode())
-open(state, "w").write(text)
-PY
+write_log_state "$STATE" "$next" "$LOOPDEV"
 : >"$LOG"
 start_wbd
 grep -q "write log $LOOPDEV: [0-9]* record(s) below sequence $next not replayed: $STATE marks them stale" "$LOG" ||
