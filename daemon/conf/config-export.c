@@ -174,9 +174,9 @@ cfg_journal_state_dir(struct cfg_load *ld, const config_setting_t *g,
 }
 
 /*
- * journal = { dir; size; mode; ordered; state_dir; } at the top level: a directory
- * for every export's log, and the defaults of the exports' journal
- * groups.  Whether the directory exists is for wbd -n and the start.
+ * journal = { dir; size; mode; ordered; state_dir; } at the top level: a
+ * directory for every export's log, and the defaults of the exports'
+ * journal groups.  Whether the directory exists is for wbd -n and the start.
  */
 int
 cfg_journal(struct cfg_load *ld, const config_setting_t *root,
