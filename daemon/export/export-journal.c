@@ -1534,6 +1534,9 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		return NULL;
 	}
 	id.state_path = state;
+	size_t sdl = jc->state_dir ? strlen(jc->state_dir) : 0;
+	bool state_in_dir =
+	    sdl && strncmp(state, jc->state_dir, sdl) == 0 && state[sdl] == '/';
 	if (!xj || !(xj->path = strdup(jc->path)) ||
 	    !(xj->state_path = strdup(state)) ||
 	    !(xj->buf = malloc(XJ_BATCH_BYTES)) ||
@@ -1556,13 +1559,16 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	pthread_mutex_init(&xj->ep_lock, NULL);
 	xj->locks_made = true;
 	/* A log of journal.dir: the directory is made if missing, for
-	 * wbd's user alone (the logs hold the exports' data); and
-	 * journal.state_dir likewise (the state file is written only when
-	 * the log has failed: too late to find its directory missing). */
+	 * wbd's user alone (the logs hold the exports' data); and the
+	 * directory of its state file there (journal.state_dir, or
+	 * journal.dir for a block device) likewise: the state file is
+	 * written only when the log has failed, too late to find its
+	 * directory missing. */
 	if ((jc->dir &&
 		xj_mkdir(jc->dir, "directory", "dir", err, errlen) < 0) ||
-	    (jc->state_dir_set &&
-		xj_mkdir(jc->state_dir, "state directory", "state_dir", err,
+	    (state_in_dir &&
+		xj_mkdir(jc->state_dir, "state directory",
+		    jc->state_dir_set ? "state_dir" : "dir", err,
 		    errlen) < 0)) {
 		xj_close(xj);
 		return NULL;

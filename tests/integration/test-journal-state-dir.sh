@@ -11,7 +11,8 @@
 #     of it, says so naming that file, and removes it.
 #   - A log on a block device (a loop device; skipped, 77, where none can
 #     be set up): wbd -n refuses it with neither state_dir nor journal.dir,
-#     at the line of its path; with an export's own state_dir, data
+#     at the line of its path; with journal.dir its state file goes
+#     there (the start makes the directory); with an export's own state_dir, data
 #     FLUSHed into the log, SIGKILL, and a state file there marking the
 #     log's records stale: the next start replays none of them.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
@@ -99,6 +100,18 @@ rc=0
 grep -q "^wbd: $CONF:$line: exports\[0\]\.journal\.path: $LOOPDEV is a block device: its state file (written if the log fails) needs journal\.state_dir" "$T/check.out" ||
 	fail "wbd -n does not name the log's line and state_dir: $(cat "$T/check.out")"
 
+# journal.dir, which the start makes, holds it without a state_dir.
+CONF_EXTRA="journal = { dir = \"$T/wal\"; };"
+write_cache_config 64M "$WB"
+out=$("$WBD" -n -c "$CONF" 2>&1) ||
+	fail "wbd -n refused a block device log with journal.dir: $out"
+grep -qxF "exports[0] \"disk0\": write log $LOOPDEV: no state file ($(state_file "$LOOPDEV" "$T/wal"))" <<<"$out" ||
+	fail "wbd -n does not place the state file in journal.dir: $out"
+start_wbd
+[[ -d $T/wal ]] || fail "the start did not make journal.dir for the state file"
+stop_wbd
+
+CONF_EXTRA=
 _EXPORTS=("  { name = \"disk0\"; backing = \"$T/disk0.img\";
     journal = { path = \"$LOOPDEV\"; size = 0; state_dir = \"$T/state2\"; }; }")
 write_cache_config 64M "$WB"
