@@ -75,10 +75,18 @@ struct export_journal_conf {
 	 * applied from the log (docs/journal.md, "Ordered writeback"). */
 	bool ordered;
 	struct config_where path_at;
+	/* The directory of the log's state file (docs/journal.md, "A log
+	 * that fails"): journal.state_dir (the export's, else the top
+	 * level's), used for a file and a block device alike; else the top
+	 * level's journal.dir, used for a block device only (a file's is
+	 * beside it); else NULL.  xj_state_path says which. */
+	char *state_dir;
+	bool state_dir_set; /* STATE_DIR is journal.state_dir */
+	struct config_where state_dir_at;
 };
 
 /*
- * journal = { dir; size; mode; ordered; } at the top level: what an
+ * journal = { dir; size; mode; ordered; state_dir; } at the top level: what an
  * export's journal group leaves out, and with DIR, a log for every
  * writable export without a journal of its own (journal = false: none),
  * a file in DIR named after the export (config_journal_file).
@@ -89,6 +97,8 @@ struct journal_conf {
 	enum journal_mode mode;
 	bool ordered;
 	struct config_where dir_at;
+	char *state_dir; /* the logs' state files' directory, or NULL */
+	struct config_where state_dir_at;
 };
 
 /* The smallest journal (two superblocks and 1 MiB of records). */

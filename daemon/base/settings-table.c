@@ -341,6 +341,11 @@ const struct setting settings_table[] = {
 	    .unit = "", .def = false, .by_hand = true,
 	    .doc = "an export's log's ordered unless its journal group "
 		   "says" },
+	{ JOURNALS(state_dir), .name = "state_dir", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = PATH_MAX, .by_hand = true,
+	    .doc = "the directory of the logs' state files unless an "
+		   "export's journal group says (unset: beside a file; "
+		   "journal.dir for a block device)" },
 
 	{ NO_FIELD("listen"), .name = "tcp", .type = SETTING_LIST, .unit = "",
 	    .by_hand = true,
@@ -426,6 +431,10 @@ const struct setting settings_table[] = {
 	    .def = false, .by_hand = true,
 	    .doc = "the backing store receives whole FLUSH epochs, in order, "
 		   "applied from the log" },
+	{ JOURNAL(state_dir), .name = "state_dir", .type = SETTING_STRING,
+	    .unit = "", .min = 1, .max = PATH_MAX, .by_hand = true,
+	    .doc = "the directory of the log's state file, written if the "
+		   "log fails (unset: the top level's)" },
 };
 
 const size_t settings_n = sizeof settings_table / sizeof settings_table[0];

@@ -14,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "access.h"
 #include "backend.h"
 #include "cfgread.h"
 #include "config-internal.h"
 #include "config-load.h"
+#include "journal.h"
 #include "utf8.h"
 
 /* The largest file offset (off_t): no export can be larger. */
@@ -112,16 +114,76 @@ cfg_journal_keys(struct cfg_load *ld, const config_setting_t *g,
 }
 
 /*
- * journal = { dir; size; mode; ordered; } at the top level: a directory
- * for every export's log, and the defaults of the exports' journal
- * groups.  Whether the directory exists is for wbd -n and the start.
+ * A journal group's state_dir (GROUP: as for cfg_journal_keys), the
+ * directory of its logs' state files, into *DIR (and where, *AT): an
+ * absolute path with room for a state file's name.  0 (left alone if
+ * unset) or -1.
+ */
+static int
+cfg_state_dir(struct cfg_load *ld, const config_setting_t *g, const char *group,
+    char **dir, struct config_where *at)
+{
+	config_setting_t *s = config_setting_get_member(g, "state_dir");
+	const char *str;
+	char got[96];
+	int r =
+	    cfg_string(ld, g, "state_dir", CFG_MAX(group, "state_dir"), &str);
+
+	if (r != 1)
+		return r;
+	/* Room for "/", the state file's name and ".tmp". */
+	if (str[0] != '/' ||
+	    strlen(str) + 1 + JOURNAL_FILE_NAME_MAX + 10 >= PATH_MAX) {
+		cfg_error(ld, s,
+		    "expected state_dir = \"/absolute/path\" shorter than %d "
+		    "bytes, the directory of the write logs' state files, "
+		    "got %s",
+		    PATH_MAX - 1 - JOURNAL_FILE_NAME_MAX - 10,
+		    cfg_repr(s, got, sizeof got));
+		return -1;
+	}
+	free(*dir);
+	*dir = NULL;
+	if (cfg_strdup(ld, str, dir) == -1)
+		return -1;
+	*at = cfg_at(ld, s);
+	return 0;
+}
+
+/*
+ * Where export EX's log (JC) has its state file: its group G's
+ * state_dir (G may be NULL), else the top level's, else, for a block
+ * device only (xj_state_path), the top level's journal.dir.
+ */
+static int
+cfg_journal_state_dir(struct cfg_load *ld, const config_setting_t *g,
+    const struct journal_conf *top, struct export_journal_conf *jc)
+{
+	const char *dir = top->state_dir ? top->state_dir : top->dir;
+
+	jc->state_dir_set = top->state_dir != NULL;
+	jc->state_dir_at = top->state_dir ? top->state_dir_at : top->dir_at;
+	if (dir && cfg_strdup(ld, dir, &jc->state_dir) == -1)
+		return -1;
+	if (g && config_setting_get_member(g, "state_dir")) {
+		jc->state_dir_set = true;
+		return cfg_state_dir(ld, g, "exports.journal", &jc->state_dir,
+		    &jc->state_dir_at);
+	}
+	return 0;
+}
+
+/*
+ * journal = { dir; size; mode; ordered; state_dir; } at the top level: a
+ * directory for every export's log, and the defaults of the exports'
+ * journal groups.  Whether the directory exists is for wbd -n and the start.
  */
 int
 cfg_journal(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
 	static const char *const keys[] = { "dir", "size", "mode", "ordered",
-		NULL };
+		"state_dir", NULL };
 	struct journal_conf *jc = &cfg->journal;
 	config_setting_t *g = config_setting_get_member(root, "journal");
 	const char *str;
@@ -160,44 +222,16 @@ cfg_journal(struct cfg_load *ld, const config_setting_t *root,
 			return -1;
 		jc->dir_at = cfg_at(ld, s);
 	}
+	if (cfg_state_dir(ld, g, "journal", &jc->state_dir,
+		&jc->state_dir_at) == -1)
+		return -1;
 	return cfg_journal_keys(ld, g, "journal", jc);
 }
 
 void
 config_journal_file(const char *name, char *buf, size_t len)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	char out[CONFIG_JOURNAL_FILE_MAX + 1];
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	size_t n = 0;
-	bool cut = false;
-
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-		h = (h ^ *p) * 0x100000001b3ull;
-		if (cut)
-			continue;
-		bool keep = (*p >= 'a' && *p <= 'z') ||
-		    (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    *p == '-' || *p == '_' ||
-		    (*p == '.' && p != (const unsigned char *)name);
-		size_t need = keep ? 1 : 3;
-		if (n + need > CONFIG_JOURNAL_NAME_CUT) {
-			cut = true;
-			continue;
-		}
-		if (keep) {
-			out[n++] = (char)*p;
-		} else {
-			out[n++] = '%';
-			out[n++] = hex[*p >> 4];
-			out[n++] = hex[*p & 15];
-		}
-	}
-	if (cut)
-		n += (size_t)snprintf(out + n, sizeof out - n, "~%016llx",
-		    (unsigned long long)h);
-	snprintf(out + n, sizeof out - n, ".wal");
-	snprintf(buf, len, "%s", out);
+	journal_file_name(name, ".wal", buf, len);
 }
 
 /* Export EX's log in journal.dir: the directory, the file named after
@@ -233,7 +267,7 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
     const struct journal_conf *top, struct export_conf *ex)
 {
 	static const char *const keys[] = { "path", "size", "mode", "ordered",
-		NULL };
+		"state_dir", NULL };
 	struct export_journal_conf *jc = &ex->journal;
 	config_setting_t *g = config_setting_get_member(e, "journal");
 	struct journal_conf keyed = { .size_bytes = top->size_bytes,
@@ -245,9 +279,11 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 
 	if (!g) {
 		/* A read-only export writes nothing to log. */
-		return top->dir && !ex->readonly ?
-		    cfg_journal_in_dir(ld, top, ex) :
-		    0;
+		if (!top->dir || ex->readonly)
+			return 0;
+		return cfg_journal_in_dir(ld, top, ex) == -1 ?
+		    -1 :
+		    cfg_journal_state_dir(ld, NULL, top, jc);
 	}
 	if (config_setting_type(g) == CONFIG_TYPE_BOOL &&
 	    !config_setting_get_bool(g))
@@ -277,7 +313,8 @@ cfg_export_journal(struct cfg_load *ld, const config_setting_t *e,
 	} else if (cfg_journal_in_dir(ld, top, ex) == -1) {
 		return -1;
 	}
-	if (cfg_journal_keys(ld, g, "exports.journal", &keyed) == -1)
+	if (cfg_journal_keys(ld, g, "exports.journal", &keyed) == -1 ||
+	    cfg_journal_state_dir(ld, g, top, jc) == -1)
 		return -1;
 	jc->size_bytes = keyed.size_bytes;
 	jc->mode = keyed.mode;
@@ -412,6 +449,32 @@ cfg_export(struct cfg_load *ld, const config_setting_t *e,
 	return cfg_allow(ld, e, ex);
 }
 
+/*
+ * Two logs of journal.dir (EX's, at E, and PREV's) whose file names
+ * differ only in case: a case-insensitive file system (vfat, ext4 with
+ * casefold) makes them one file, two exports sharing a log.  Only ASCII
+ * letters are kept as they are (config_journal_file), so ASCII case is
+ * all there is to fold.
+ */
+static int
+cfg_journal_dir_fold(struct cfg_load *ld, const config_setting_t *e,
+    const struct export_conf *prev, const struct export_conf *ex)
+{
+	const char *pp = prev->journal.path, *pe = ex->journal.path;
+	config_setting_t *g = config_setting_get_member(e, "journal");
+
+	if (!prev->journal.dir || !ex->journal.dir || !pp || !pe ||
+	    strcasecmp(pp, pe) != 0)
+		return 0;
+	cfg_error(ld, g ? g : e,
+	    "expected export names whose logs in journal.dir differ in more "
+	    "than case, got \"%s\" (%s) and \"%s\" (line %d, %s): a "
+	    "case-insensitive file system (vfat, ext4 with casefold) makes "
+	    "them one file; rename one, or give it a journal.path of its own",
+	    ex->name, pe, prev->name, prev->line, pp);
+	return -1;
+}
+
 int
 cfg_exports(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
@@ -496,6 +559,9 @@ cfg_exports(struct cfg_load *ld, const config_setting_t *root,
 				    cfg->exports[j].line);
 				return -1;
 			}
+			if (cfg_journal_dir_fold(ld, e, &cfg->exports[j],
+				&cfg->exports[i]) == -1)
+				return -1;
 		}
 	}
 	return 0;

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "ctl-proto.h"
+#include "journal.h"
 
 #define WBD_DEFAULT_CONFIG "/etc/wbd/wbd.conf"
 #define WBD_DEFAULT_TCP "127.0.0.1:10809"
@@ -34,8 +35,8 @@ int cache_mode_parse(const char *s, enum cache_mode *out);
  * names give two files, but for two long names whose hashes agree: the
  * loader refuses two exports with one log.
  */
-#define CONFIG_JOURNAL_NAME_CUT 180
-#define CONFIG_JOURNAL_FILE_MAX (CONFIG_JOURNAL_NAME_CUT + 1 + 16 + 4)
+#define CONFIG_JOURNAL_NAME_CUT JOURNAL_FILE_NAME_CUT
+#define CONFIG_JOURNAL_FILE_MAX (JOURNAL_FILE_NAME_MAX + 4)
 void config_journal_file(const char *name, char *buf, size_t len);
 
 /*

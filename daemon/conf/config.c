@@ -227,11 +227,13 @@ config_free(struct wbd_config *cfg)
 		free(cfg->exports[i].backing);
 		free(cfg->exports[i].journal.path);
 		free(cfg->exports[i].journal.dir);
+		free(cfg->exports[i].journal.state_dir);
 		access_list_unref(cfg->exports[i].allow);
 	}
 	free(cfg->exports);
 	free(cfg->default_export);
 	free(cfg->journal.dir);
+	free(cfg->journal.state_dir);
 	free(cfg->control.socket);
 	free(cfg->control.group);
 	free(cfg->control.admin_group);

@@ -8,7 +8,9 @@
  * export is writable); each write log (journal.path, or its file in
  * journal.dir: an existing file or block device wbd may read and write,
  * or a directory in which it may create one, or for journal.dir one it
- * may make; a block device with size 0), and, where wbd would create or
+ * may make; a block device with size 0), each log's state file (a place
+ * for it, its directory writable by wbd's user, and what one that exists
+ * says, printed on stdout), and, where wbd would create or
  * extend the file to
  * the export's size, that its file system holds a file that large (ext4:
  * 16 TiB); the control socket (another server live on it, its directory
@@ -48,6 +50,7 @@
 #include "backend.h"
 #include "check.h"
 #include "config-load.h"
+#include "export-journal.h"
 #include "listener.h"
 #include "size.h"
 
@@ -223,6 +226,144 @@ check_journal(const struct wbd_config *cfg, size_t i)
 	return 0;
 }
 
+/*
+ * Whether wbd's user (user and group, else whoever runs this) may create
+ * files in DIR: 0 or an errno.  Checked here as root for another user,
+ * by DIR's mode bits (ACLs are not read); else by access(2).
+ */
+static int
+check_dir_writable(const struct wbd_config *cfg, const char *dir)
+{
+	const struct run_as_conf *ra = &cfg->run_as;
+	gid_t groups[256];
+	int n = (int)(sizeof groups / sizeof groups[0]);
+	struct stat st;
+	unsigned bits;
+
+	if (!ra->user || geteuid() != 0 || ra->uid == 0)
+		return access(dir, W_OK | X_OK) < 0 ? errno : 0;
+	if (stat(dir, &st) < 0)
+		return errno;
+	bool member = st.st_gid == (gid_t)ra->gid;
+	if (!member && getgrouplist(ra->user, (gid_t)ra->gid, groups, &n) >= 0)
+		for (int g = 0; g < n && !member; g++)
+			member = groups[g] == st.st_gid;
+	if (st.st_uid == (uid_t)ra->uid)
+		bits = st.st_mode >> 6;
+	else if (member)
+		bits = st.st_mode >> 3;
+	else
+		bits = st.st_mode;
+	return (bits & 3) == 3 ? 0 : EACCES;
+}
+
+/* Who wbd runs as, for a message. */
+static const char *
+check_user(const struct wbd_config *cfg)
+{
+	return cfg->run_as.user ? cfg->run_as.user : "the user running wbd -n";
+}
+
+/*
+ * Export I's log's state file (docs/journal.md, "A log that fails"): a
+ * place for it (xj_state_path: a block device needs journal.state_dir or
+ * journal.dir), a directory there wbd's user may write in (or, for
+ * journal.state_dir, may make), and what a state file there says, as a
+ * line of the output (a damaged one is a problem: the start would refuse
+ * the export).
+ */
+static int
+check_journal_state(const struct wbd_config *cfg, size_t i)
+{
+	const struct export_journal_conf *jc = &cfg->exports[i].journal;
+	const struct config_where *at =
+	    jc->state_dir_set ? &jc->state_dir_at : &jc->path_at;
+	const char *name = cfg->exports[i].name;
+	char state[PATH_MAX], dir[PATH_MAX], hex[2 * JOURNAL_UUID_LEN + 1];
+	uint8_t uuid[JOURNAL_UUID_LEN];
+	struct journal_peek pk;
+	uint64_t below;
+	struct stat st;
+	int err;
+
+	if (!jc->path)
+		return 0;
+	int r = xj_state_path(jc, state, sizeof state);
+	if (r == -EDESTADDRREQ) {
+		check_report(cfg, &jc->path_at,
+		    "exports[%zu].journal.path: %s is a block device: its "
+		    "state file (written if the log fails) needs "
+		    "journal.state_dir, or journal.dir at the top level "
+		    "(beside the device node, in /dev, it would not outlive "
+		    "a reboot)",
+		    i, jc->path);
+		return 1;
+	}
+	if (r < 0) {
+		check_report(cfg, &jc->state_dir_at,
+		    "exports[%zu].journal.state_dir: the state file of %s: %s",
+		    i, jc->path, strerror(-r));
+		return 1;
+	}
+	check_dirname(state, dir, sizeof dir);
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		check_report(cfg, at,
+		    "exports[%zu].journal: %s, the directory of its state "
+		    "file %s, is not a directory",
+		    i, dir, state);
+		return 1;
+	}
+	if (stat(dir, &st) == 0 && (err = check_dir_writable(cfg, dir)) != 0) {
+		check_report(cfg, at,
+		    "exports[%zu].journal: %s, the directory of its state "
+		    "file %s (written if the log fails), is not writable by "
+		    "%s: %s",
+		    i, dir, state, check_user(cfg), strerror(err));
+		return 1;
+	}
+	if (jc->state_dir_set && stat(dir, &st) < 0) {
+		/* Made at the start: its parent must let it. */
+		char parent[PATH_MAX];
+		check_dirname(dir, parent, sizeof parent);
+		if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    (err = check_dir_writable(cfg, parent)) != 0) {
+			check_report(cfg, at,
+			    "exports[%zu].journal.state_dir: %s does not "
+			    "exist, and %s cannot make it in %s",
+			    i, dir, check_user(cfg), parent);
+			return 1;
+		}
+	}
+	r = journal_state_peek(state, uuid, &below);
+	if (r == 0) {
+		printf(
+		    "exports[%zu] \"%s\": write log %s: no state file (%s)\n",
+		    i, name, jc->path, state);
+		return 0;
+	}
+	if (r < 0) {
+		check_report(cfg, at,
+		    "exports[%zu].journal: state file %s %s%s: a start "
+		    "refuses to replay %s and does not serve the export "
+		    "(which of its records are stale cannot be told)",
+		    i, state, r == -EINVAL ? "is damaged" : "cannot be read: ",
+		    r == -EINVAL ? "" : strerror(-r), jc->path);
+		return 1;
+	}
+	for (unsigned k = 0; k < JOURNAL_UUID_LEN; k++)
+		snprintf(hex + 2 * k, 3, "%02x", uuid[k]);
+	bool mine = journal_peek(jc->path, state, &pk) == 1 &&
+	    memcmp(pk.uuid, uuid, sizeof uuid) == 0;
+	printf("exports[%zu] \"%s\": write log %s: state file %s: uuid %s "
+	       "(%s), stale_below %llu: %s\n",
+	    i, name, jc->path, state, hex, mine ? "the log's" : "not the log's",
+	    (unsigned long long)below,
+	    mine ? "a start replays none of its records below it, then "
+		   "removes it" :
+		   "the log was made anew since; a start removes it");
+	return 0;
+}
+
 /* journal.dir: a directory where wbd may create the exports' logs, or
  * one it may make (the start makes it, 0700, not its parents). */
 static int
@@ -377,7 +518,8 @@ check_host(const struct wbd_config *cfg, bool for_start)
 
 	problems += check_journal_dir(cfg);
 	for (size_t i = 0; i < cfg->n_exports; i++)
-		problems += check_backing(cfg, i) + check_journal(cfg, i);
+		problems += check_backing(cfg, i) + check_journal(cfg, i) +
+		    check_journal_state(cfg, i);
 	if (cfg->control.group && !getgrnam(cfg->control.group)) {
 		check_report(cfg, &cfg->control.group_at,
 		    "control.group: no group \"%s\"", cfg->control.group);

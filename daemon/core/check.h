@@ -12,7 +12,8 @@
 
 /*
  * Check CFG against this host, as far as can be done without starting:
- * each local backing's directory and access, the control group, the
+ * each local backing's directory and access, each write log and its
+ * state file (what one says is printed on stdout), the control group, the
  * control socket and the listeners (in use, or not bindable).  Each
  * problem is printed on stderr as "wbd: FILE[:LINE]: what"; returns their
  * count.  FOR_START (systemd's ExecStartPre=): the listeners are not

@@ -13,6 +13,8 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -83,6 +85,7 @@ struct xj_epoch {
 struct export_journal {
 	struct journal *j;
 	char *path;
+	char *state_path; /* its state file (xj_state_path) */
 	enum journal_mode mode;
 	uint64_t size_bytes; /* as configured */
 	struct xj_target tg;
@@ -247,11 +250,34 @@ xj_pool(struct export_journal *xj)
 bool
 xj_same(const struct export_journal *xj, const struct export_journal_conf *jc)
 {
+	char state[PATH_MAX];
+
 	if (!xj || !jc->path)
 		return !xj && !jc->path;
-	return strcmp(xj->path, jc->path) == 0 && xj->mode == jc->mode &&
+	return strcmp(xj->path, jc->path) == 0 &&
+	    xj_state_path(jc, state, sizeof state) == 0 &&
+	    strcmp(xj->state_path, state) == 0 && xj->mode == jc->mode &&
 	    xj->ordered == jc->ordered &&
 	    (jc->size_bytes == 0 || jc->size_bytes == xj->size_bytes);
+}
+
+int
+xj_state_path(const struct export_journal_conf *jc, char *buf, size_t len)
+{
+	char file[JOURNAL_FILE_NAME_MAX + sizeof ".state"];
+	struct stat st;
+	int n;
+
+	if (!jc->state_dir_set &&
+	    !(stat(jc->path, &st) == 0 && S_ISBLK(st.st_mode))) {
+		n = snprintf(buf, len, "%s.state", jc->path);
+	} else if (!jc->state_dir) {
+		return -EDESTADDRREQ;
+	} else {
+		journal_file_name(jc->path, ".state", file, sizeof file);
+		n = snprintf(buf, len, "%s/%s", jc->state_dir, file);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 /* What a commit took. */
@@ -358,7 +384,7 @@ xj_break_locked(struct export_journal *xj, const char *what, int err)
 /*
  * A broken log whose every record is now on the backing device: empty it
  * (zero its superblocks), or if that fails too, mark it stale in its
- * state file (PATH.state, beside it), so that no start replays those
+ * state file (xj_state_path), so that no start replays those
  * records over newer data that FLUSHes since have put there.  Until one
  * of them succeeds, a FLUSH fails (xj_write_back_locked) and so does the
  * shutdown's drain (xj_flushed): answering either would promise what the
@@ -383,21 +409,21 @@ xj_invalidate_locked(struct export_journal *xj)
 	if (m == 0) {
 		store_relaxed(&xj->stale, false);
 		log_warnx("export \"%s\": write log %s cannot be emptied (%s): "
-			  "marked stale in %s.state instead: everything it "
+			  "marked stale in %s instead: everything it "
 			  "held is on the backing device, and no start "
 			  "replays it; FLUSHes write back there from now on",
-		    xj->tg.name, xj->path, strerror(-r), xj->path);
+		    xj->tg.name, xj->path, strerror(-r), xj->state_path);
 	} else if (ratelimit_due(&xj->stale_rl, XJ_FALLBACK_LOG_NS, &quiet)) {
 		log_errorx("export \"%s\": write log %s cannot be emptied "
-			   "(%s) nor marked stale in %s.state (%s): its "
+			   "(%s) nor marked stale in %s (%s): its "
 			   "records are on the backing device, older than "
 			   "what FLUSHes put there since, and a start would "
 			   "replay them; FLUSHes and the shutdown fail until "
 			   "one of them works (if wbd must be killed, remove "
 			   "the log before it starts again) (%u more not "
 			   "logged)",
-		    xj->tg.name, xj->path, strerror(-r), xj->path, strerror(-m),
-		    quiet);
+		    xj->tg.name, xj->path, strerror(-r), xj->state_path,
+		    strerror(-m), quiet);
 	}
 }
 
@@ -1464,6 +1490,20 @@ xj_replay_cb(void *arg, const struct journal_rec *rec)
 	return 0;
 }
 
+/* Make DIR (journal.KEY, the log's WHAT) unless it exists, mode 0700:
+ * 0, or -1 with ERR set. */
+static int
+xj_mkdir(const char *dir, const char *what, const char *key, char *err,
+    size_t errlen)
+{
+	if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+		return 0;
+	snprintf(err, errlen,
+	    "write log %s %s (journal.%s): cannot be made: %s", what, dir, key,
+	    strerror(errno));
+	return -1;
+}
+
 struct export_journal *
 xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
     char *err, size_t errlen)
@@ -1476,9 +1516,29 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 		.export_size = e->size_bytes,
 		.backing = e->backing,
 		.ordered = jc->ordered };
-	char why[512];
+	char why[512], state[PATH_MAX];
+	int sr = xj_state_path(jc, state, sizeof state);
 
+	if (sr < 0) {
+		if (sr == -EDESTADDRREQ)
+			snprintf(err, errlen,
+			    "write log %s is a block device: its state file "
+			    "needs journal.state_dir (or the top level's "
+			    "journal.dir), as /dev does not outlive a reboot",
+			    jc->path);
+		else
+			snprintf(err, errlen,
+			    "write log %s: its state file: %s", jc->path,
+			    strerror(-sr));
+		free(xj);
+		return NULL;
+	}
+	id.state_path = state;
+	size_t sdl = jc->state_dir ? strlen(jc->state_dir) : 0;
+	bool state_in_dir =
+	    sdl && strncmp(state, jc->state_dir, sdl) == 0 && state[sdl] == '/';
 	if (!xj || !(xj->path = strdup(jc->path)) ||
+	    !(xj->state_path = strdup(state)) ||
 	    !(xj->buf = malloc(XJ_BATCH_BYTES)) ||
 	    !(xj->recs = calloc(XJ_BATCH_RECS, sizeof *xj->recs)) ||
 	    (jc->ordered &&
@@ -1499,12 +1559,17 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	pthread_mutex_init(&xj->ep_lock, NULL);
 	xj->locks_made = true;
 	/* A log of journal.dir: the directory is made if missing, for
-	 * wbd's user alone (the logs hold the exports' data). */
-	if (jc->dir && mkdir(jc->dir, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen,
-		    "write log directory %s (journal.dir): "
-		    "cannot be made: %s",
-		    jc->dir, strerror(errno));
+	 * wbd's user alone (the logs hold the exports' data); and the
+	 * directory of its state file there (journal.state_dir, or
+	 * journal.dir for a block device) likewise: the state file is
+	 * written only when the log has failed, too late to find its
+	 * directory missing. */
+	if ((jc->dir &&
+		xj_mkdir(jc->dir, "directory", "dir", err, errlen) < 0) ||
+	    (state_in_dir &&
+		xj_mkdir(jc->state_dir, "state directory",
+		    jc->state_dir_set ? "state_dir" : "dir", err,
+		    errlen) < 0)) {
 		xj_close(xj);
 		return NULL;
 	}
@@ -1555,21 +1620,21 @@ xj_open(const struct xj_target *tg, const struct export_journal_conf *jc,
 	 * state file has said what it had to. */
 	if (xj->replay.stale_records > 0)
 		log_warnx("export \"%s\": write log %s: %llu record(s) below "
-			  "sequence %llu not replayed: %s.state marks them "
+			  "sequence %llu not replayed: %s marks them "
 			  "stale (on the backing device already)",
 		    e->name, jc->path,
 		    (unsigned long long)xj->replay.stale_records,
-		    (unsigned long long)xj->replay.stale_below, jc->path);
+		    (unsigned long long)xj->replay.stale_below, state);
 	int gone = journal_state_remove(xj->j);
 	if (gone > 0 && !xj->replay.stale_records)
-		log_info("export \"%s\": write log %s: %s.state removed: it "
+		log_info("export \"%s\": write log %s: %s removed: it "
 			 "named no record of this log",
-		    e->name, jc->path, jc->path);
+		    e->name, jc->path, state);
 	else if (gone < 0)
 		log_warnx("export \"%s\": write log %s: cannot remove "
-			  "%s.state: %s (harmless: it names only records "
+			  "%s: %s (harmless: it names only records "
 			  "older than any the log takes from now on)",
-		    e->name, jc->path, jc->path, strerror(-gone));
+		    e->name, jc->path, state, strerror(-gone));
 	if (xj->ordered) {
 		/* Epochs applied to make room while replaying. */
 		pthread_mutex_lock(&xj->lock);
@@ -1654,6 +1719,7 @@ xj_close(struct export_journal *xj)
 	free(xj->buf);
 	free(xj->recs);
 	free(xj->path);
+	free(xj->state_path);
 	free(xj);
 }
 

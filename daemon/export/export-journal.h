@@ -62,6 +62,16 @@ struct export_journal *xj_open(const struct xj_target *tg,
     const struct export_journal_conf *jc, char *err, size_t errlen);
 void xj_close(struct export_journal *xj);
 
+/*
+ * The state file of JC's log (docs/journal.md, "A log that fails"), in
+ * BUF: with journal.state_dir, a file there named after the log's path
+ * (journal_file_name, ".state"); else PATH.state beside a file, and for a
+ * block device (whose node lies in /dev, gone at a reboot) a file so
+ * named in the top level's journal.dir.  0; -EDESTADDRREQ for a block
+ * device with neither; -ENAMETOOLONG.  Stats the log's path.
+ */
+int xj_state_path(const struct export_journal_conf *jc, char *buf, size_t len);
+
 /* A write over bytes [OFF, OFF+LEN) is in the cache: the next commit logs
  * it.  Returns the generation to pass to xj_commit to make it durable. */
 uint64_t xj_note_write(struct export_journal *xj, uint64_t off, uint64_t len);

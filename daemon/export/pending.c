@@ -13,6 +13,7 @@
  * daemon installs it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "backing.h"
 #include "clock.h"
 #include "config.h"
+#include "export-journal.h"
 #include "journal.h"
 #include "lock.h"
 #include "log.h"
@@ -84,10 +86,12 @@ pending_open_logged(const struct export_conf *ec, const struct remote_conf *rc,
     const char *why)
 {
 	struct journal_peek pk;
+	char state[PATH_MAX];
 
-	if (!ec->journal.path || !backend_is_uri(ec->backing))
+	if (!ec->journal.path || !backend_is_uri(ec->backing) ||
+	    xj_state_path(&ec->journal, state, sizeof state) < 0)
 		return NULL;
-	int r = journal_peek(ec->journal.path, &pk);
+	int r = journal_peek(ec->journal.path, state, &pk);
 	if (r <= 0 || !pk.has_records)
 		return NULL;
 	/* Another export's log is refused when the export is installed,
@@ -115,6 +119,7 @@ pe_free(struct pending_export *pe)
 	free(pe->ec.backing);
 	free(pe->ec.journal.path);
 	free(pe->ec.journal.dir);
+	free(pe->ec.journal.state_dir);
 	access_list_unref(pe->ec.allow);
 	free(pe);
 }
@@ -135,11 +140,14 @@ pending_add(struct pending_table *pt, const struct export_conf *ec,
 	pe->ec.journal.path =
 	    ec->journal.path ? strdup(ec->journal.path) : NULL;
 	pe->ec.journal.dir = ec->journal.dir ? strdup(ec->journal.dir) : NULL;
+	pe->ec.journal.state_dir =
+	    ec->journal.state_dir ? strdup(ec->journal.state_dir) : NULL;
 	pe->ec.allow = access_list_ref(ec->allow);
 	if (!pe->ec.name || !pe->ec.backing ||
 	    (ec->description && !pe->ec.description) ||
 	    (ec->journal.path && !pe->ec.journal.path) ||
-	    (ec->journal.dir && !pe->ec.journal.dir))
+	    (ec->journal.dir && !pe->ec.journal.dir) ||
+	    (ec->journal.state_dir && !pe->ec.journal.state_dir))
 		goto fail;
 	pe->rc = *rc;
 	pe->attempts = 1;               /* the one that brought it here */
@@ -271,6 +279,7 @@ pending_ready_clear(struct pending_ready *ready)
 	free(ready->ec.backing);
 	free(ready->ec.journal.path);
 	free(ready->ec.journal.dir);
+	free(ready->ec.journal.state_dir);
 	access_list_unref(ready->ec.allow);
 	memset(ready, 0, sizeof *ready);
 }

@@ -26,7 +26,8 @@
  *	40	u32 open count, u32 CRC-32C of header (CRC 0) and payload
  *	48	16 bytes of 0
  *
- * The state file beside the log (PATH.state, journal_mark_stale), text:
+ * The state file (PATH.state beside the log, or the file journal_open's
+ * identity names; journal_mark_stale), text:
  *
  *	wbd write log state 1
  *	uuid <the log's uuid, 32 hex digits>
@@ -75,6 +76,7 @@ struct j_batch {
 struct journal {
 	int fd;
 	char *path;
+	char *state_path;         /* its state file */
 	uint64_t file_size, area; /* the file; bytes for records */
 	uint8_t uuid[JOURNAL_UUID_LEN];
 	uint64_t instance;
@@ -363,6 +365,8 @@ j_zero_area(int fd, uint64_t size)
 	return fdatasync(fd) < 0 ? -errno : 0;
 }
 
+static int j_state_name(const char *path, const char *state, char **name);
+
 struct journal *
 journal_open(const char *path, uint64_t size, const struct journal_identity *id,
     char *err, size_t errlen)
@@ -371,7 +375,10 @@ journal_open(const char *path, uint64_t size, const struct journal_identity *id,
 	unsigned char sb[2][JOURNAL_SB_SIZE];
 	bool is_dev = false;
 
-	if (!j || !(j->path = strdup(path))) {
+	if (!j || !(j->path = strdup(path)) ||
+	    j_state_name(path, id->state_path, &j->state_path) < 0) {
+		if (j)
+			free(j->path);
 		free(j);
 		snprintf(err, errlen, "journal %s: out of memory", path);
 		return NULL;
@@ -517,6 +524,7 @@ journal_close(struct journal *j)
 		close(j->fd);
 	free(j->b);
 	free(j->path);
+	free(j->state_path);
 	free(j);
 }
 
@@ -546,13 +554,53 @@ j_batch_push(struct journal *j, const struct j_batch *b)
 
 #define J_STATE_HEAD "wbd write log state 1\n"
 
-/* PATH.state into BUF: 0, or -ENAMETOOLONG. */
-static int
-j_state_name(const char *path, char *buf, size_t len)
+void
+journal_file_name(const char *name, const char *suffix, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "%s.state", path);
+	static const char hex[] = "0123456789ABCDEF";
+	char out[JOURNAL_FILE_NAME_CUT + 1 + 16 + 1];
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	size_t n = 0;
+	bool cut = false;
 
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		h = (h ^ *p) * 0x100000001b3ull;
+		if (cut)
+			continue;
+		bool keep = (*p >= 'a' && *p <= 'z') ||
+		    (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    *p == '-' || *p == '_' ||
+		    (*p == '.' && p != (const unsigned char *)name);
+		size_t need = keep ? 1 : 3;
+		if (n + need > JOURNAL_FILE_NAME_CUT) {
+			cut = true;
+			continue;
+		}
+		if (keep) {
+			out[n++] = (char)*p;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		}
+	}
+	if (cut)
+		n += (size_t)snprintf(out + n, sizeof out - n, "~%016llx",
+		    (unsigned long long)h);
+	out[n] = '\0';
+	snprintf(buf, len, "%s%s", out, suffix);
+}
+
+/* The state file of the log at PATH: STATE, or PATH.state beside it when
+ * STATE is NULL, into *NAME (malloc'd).  0, or -ENOMEM. */
+static int
+j_state_name(const char *path, const char *state, char **name)
+{
+	if (state)
+		*name = strdup(state);
+	else if (asprintf(name, "%s.state", path) < 0)
+		*name = NULL;
+	return *name ? 0 : -ENOMEM;
 }
 
 /* Sync the directory that holds PATH (a rename or unlink in it). */
@@ -578,20 +626,18 @@ j_sync_dir(const char *path)
 }
 
 /*
- * Read the state file of the log at PATH: 1 with *UUID and *BELOW set, 0
- * if there is none, -EINVAL if it is damaged (no such text, a bad CRC),
- * or another negative errno (it cannot be read).
+ * Read the state file NAME: 1 with *UUID and *BELOW set, 0 if there is
+ * none, -EINVAL if it is damaged (no such text, a bad CRC), or another
+ * negative errno (it cannot be read).
  */
 static int
-j_state_read(const char *path, uint8_t uuid[JOURNAL_UUID_LEN], uint64_t *below)
+j_state_read(const char *name, uint8_t uuid[JOURNAL_UUID_LEN], uint64_t *below)
 {
-	char name[PATH_MAX], buf[256], hex[2 * JOURNAL_UUID_LEN + 1];
+	char buf[256], hex[2 * JOURNAL_UUID_LEN + 1];
 	unsigned long long seq;
 	unsigned crc;
-	int end = 0, r;
+	int end = 0;
 
-	if ((r = j_state_name(path, name, sizeof name)) < 0)
-		return r;
 	int fd = open(name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
@@ -624,16 +670,23 @@ j_state_read(const char *path, uint8_t uuid[JOURNAL_UUID_LEN], uint64_t *below)
 }
 
 int
+journal_state_peek(const char *state, uint8_t uuid[JOURNAL_UUID_LEN],
+    uint64_t *below)
+{
+	return j_state_read(state, uuid, below);
+}
+
+int
 journal_mark_stale(struct journal *j)
 {
-	char name[PATH_MAX], tmp[PATH_MAX + 4], text[256];
+	const char *name = j->state_path;
+	char tmp[PATH_MAX + 4], text[256];
 	uint64_t below =
 	    j->written_end > j->next_seq ? j->written_end : j->next_seq;
 	int n, r;
 
-	if ((r = j_state_name(j->path, name, sizeof name)) < 0)
-		return r;
-	snprintf(tmp, sizeof tmp, "%s.tmp", name);
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", name) >= (int)sizeof tmp)
+		return -ENAMETOOLONG;
 	n = snprintf(text, sizeof text, J_STATE_HEAD "uuid ");
 	for (unsigned i = 0; i < JOURNAL_UUID_LEN; i++)
 		n += snprintf(text + n, sizeof text - (size_t)n, "%02x",
@@ -665,19 +718,14 @@ journal_mark_stale(struct journal *j)
 int
 journal_state_remove(struct journal *j)
 {
-	char name[PATH_MAX];
-	int r;
-
-	if ((r = j_state_name(j->path, name, sizeof name)) < 0)
-		return r;
-	if (unlink(name) < 0)
+	if (unlink(j->state_path) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	r = j_sync_dir(name);
+	int r = j_sync_dir(j->state_path);
 	return r < 0 ? r : 1;
 }
 
 int
-journal_peek(const char *path, struct journal_peek *pk)
+journal_peek(const char *path, const char *state, struct journal_peek *pk)
 {
 	unsigned char sb[2][JOURNAL_SB_SIZE], hdr[JOURNAL_REC_HDR];
 	struct journal s0 = { 0 }, s1 = { 0 };
@@ -699,6 +747,7 @@ journal_peek(const char *path, struct journal_peek *pk)
 	snprintf(pk->name, sizeof pk->name, "%s", s->name);
 	snprintf(pk->backing, sizeof pk->backing, "%s", s->backing);
 	pk->export_size = s->export_size;
+	memcpy(pk->uuid, s->uuid, sizeof pk->uuid);
 	/* The record a replay would begin with: this log's, the next
 	 * sequence number.  Its batch may still prove torn. */
 	if (s->file_size > JOURNAL_AREA_START &&
@@ -716,9 +765,12 @@ journal_peek(const char *path, struct journal_peek *pk)
 	 * (a damaged one: the replay says so). */
 	uint8_t uuid[JOURNAL_UUID_LEN] = { 0 };
 	uint64_t below = 0;
-	if (pk->has_records && j_state_read(path, uuid, &below) == 1 &&
+	char *name = NULL;
+	if (pk->has_records && j_state_name(path, state, &name) == 0 &&
+	    j_state_read(name, uuid, &below) == 1 &&
 	    memcmp(uuid, s->uuid, sizeof uuid) == 0 && s->head_seq < below)
 		pk->has_records = false;
+	free(name);
 	return 1;
 }
 
@@ -815,7 +867,7 @@ journal_replay(struct journal *j, journal_replay_cb *cb, void *arg,
 
 	memset(st, 0, sizeof *st);
 	st->end_why = "end of log";
-	r = j_state_read(j->path, uuid, &below);
+	r = j_state_read(j->state_path, uuid, &below);
 	if (r < 0) {
 		st->end_why = r == -EINVAL ? "its state file is damaged" :
 					     "its state file cannot be read";

@@ -25,9 +25,10 @@
  * use the space.
  *
  * A log that fails and cannot be emptied once the backing device holds
- * everything it does is marked stale in a small file beside it
- * (journal_mark_stale: PATH.state, written whole with a rename): a later
- * replay gives none of its records, and gives the space back at once.
+ * everything it does is marked stale in a small file, its state file
+ * (journal_mark_stale: PATH.state beside it unless the identity names
+ * another, written whole with a rename): a later replay gives none of its
+ * records, and gives the space back at once.
  *
  * One owner at a time: the caller serialises every call on a journal
  * (journal_read excepted; journal_release and journal_checkpoint may be
@@ -59,6 +60,9 @@ struct journal_identity {
 	uint64_t export_size; /* bytes */
 	const char *backing;  /* its path or URI, as configured */
 	bool ordered;
+	/* The log's state file (journal_mark_stale); NULL: PATH.state,
+	 * beside the log. */
+	const char *state_path;
 };
 
 enum journal_rec_type {
@@ -130,6 +134,7 @@ struct journal_peek {
 	char name[JOURNAL_NAME_MAX + 1];
 	char backing[JOURNAL_BACKING_MAX + 1];
 	uint64_t export_size;
+	uint8_t uuid[JOURNAL_UUID_LEN];
 	/* A record follows the checkpoint: the log may hold data that is
 	 * not yet on the backing device (a replay tells for sure). */
 	bool has_records;
@@ -139,10 +144,35 @@ struct journal_peek {
  * Read the log at PATH's newer superblock and the header at its
  * checkpoint into PK, changing nothing: 1 if it is a log, 0 if PATH
  * holds none (missing, empty, zeroes, or something else), or a negative
- * errno.  For a start that must decide, before opening the backing
- * device, whether an export has logged data to serve.
+ * errno.  Records its state file (STATE, or PATH.state if NULL) says are
+ * stale do not count.  For a start that must decide, before opening the
+ * backing device, whether an export has logged data to serve.
  */
-int journal_peek(const char *path, struct journal_peek *pk);
+int journal_peek(const char *path, const char *state, struct journal_peek *pk);
+
+/*
+ * Read the state file STATE (journal_mark_stale), changing nothing: 1
+ * with *UUID (the log's it names) and *BELOW (every record of that log
+ * below it is stale), 0 if there is none, -EINVAL if it is damaged (a
+ * replay would stop), or another negative errno.  For wbd -n.
+ */
+int journal_state_peek(const char *state, uint8_t uuid[JOURNAL_UUID_LEN],
+    uint64_t *below);
+
+/*
+ * A file name for NAME (an export's name, a log's path) in a directory
+ * of logs or state files, in BUF (LEN bytes; JOURNAL_FILE_NAME_MAX plus
+ * SUFFIX's length are enough): NAME with each byte other than a letter,
+ * a digit, '-', '_' or a '.' not first written as "%XX" (upper case),
+ * then SUFFIX.  A name longer than JOURNAL_FILE_NAME_CUT bytes once
+ * written is cut there (never inside a "%XX"), and '~' and 16 hex digits
+ * of a hash (FNV-1a, 64 bits) of the whole name follow.  So two names
+ * give two files, but for two long names whose hashes agree.
+ */
+#define JOURNAL_FILE_NAME_CUT 180
+#define JOURNAL_FILE_NAME_MAX (JOURNAL_FILE_NAME_CUT + 1 + 16)
+void
+journal_file_name(const char *name, const char *suffix, char *buf, size_t len);
 
 /*
  * Replay: call CB for every record of every whole batch from the
@@ -152,7 +182,8 @@ int journal_peek(const char *path, struct journal_peek *pk);
  * Once per open, before any append: appends go on after the last whole
  * batch, and the replayed records stay needed until released.
  *
- * The log's state file (PATH.state, journal_mark_stale) is read first:
+ * The log's state file (journal_identity.state_path, journal_mark_stale)
+ * is read first:
  * if it names this log, CB is given none of the records below the
  * sequence it names, and they are given back with a checkpoint before
  * journal_replay returns (a negative errno if that checkpoint fails: no
@@ -204,7 +235,8 @@ int journal_invalidate(struct journal *j);
 
 /*
  * The log cannot be emptied (journal_invalidate failed), yet everything
- * it holds is on the backing device: say so outside it.  Write PATH.state
+ * it holds is on the backing device: say so outside it.  Write its state
+ * file (journal_identity.state_path, or PATH.state)
  * (a temporary file synced, renamed over it, the directory synced) naming
  * the log's uuid and the sequence below which every record it may have
  * written lies, so that no start replays them over newer data.  0 or a
@@ -212,7 +244,7 @@ int journal_invalidate(struct journal *j);
  */
 int journal_mark_stale(struct journal *j);
 /*
- * Remove PATH.state (and sync its directory) once the replay has given
+ * Remove the state file (and sync its directory) once the replay has given
  * its stale records back (journal_replay's checkpoint): 1 if there was
  * one, 0 if none, or a negative errno (harmless: it names only records
  * below every sequence appended from now on).

@@ -598,6 +598,77 @@ _stop_slow_file_then_cleanup() {
 	_cleanup
 }
 
+# attach_loop VAR FILE [LOSETUP_OPTIONS...]: set VAR to a loop device
+# over FILE (losetup -f --show), detached when the test ends, once every
+# process it started is stopped (and a FUSE mount with them): 1 if
+# losetup fails; skips (77) when not root or without losetup.
+_LOOPDEVS=()
+attach_loop() {
+	local var=$1 file=$2 dev
+	shift 2
+	[[ $(id -u) == 0 ]] || skip "needs root to set up a loop device"
+	command -v losetup >/dev/null || skip "losetup not found"
+	dev=$(losetup -f --show "$@" "$file" 2>/dev/null) || return 1
+	_LOOPDEVS+=("$dev")
+	trap _detach_loops_then_cleanup EXIT
+	printf -v "$var" '%s' "$dev"
+}
+
+_detach_loops_then_cleanup() {
+	local rc=$? dev
+	trap - ERR
+	set +e
+	stop_started_daemons
+	for dev in "${_LOOPDEVS[@]}"; do
+		losetup -d "$dev" 2>/dev/null
+	done
+	(exit "$rc")
+	_stop_slow_file_then_cleanup
+}
+
+# reads_back NAME OFFSET_MIB [EXPORT]: wbd reads the file $T/NAME at
+# OFFSET_MIB MiB of EXPORT (default disk0).
+reads_back() {
+	"$PYTHON" - "$(uri_unix "${3:-disk0}")" "$T/$1" $(($2 << 20)) <<'PY'
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+want = open(sys.argv[2], "rb").read()
+got = h.pread(len(want), int(sys.argv[3]))
+h.shutdown()
+sys.exit(0 if got == want else 1)
+PY
+}
+
+# write_log_state STATE BELOW [LOG]: write the state file STATE as
+# journal_mark_stale does: every record of LOG (its uuid read from its
+# superblock; without LOG, a uuid no log has) below sequence BELOW is
+# stale.
+write_log_state() {
+	"$PYTHON" - "$@" <<'PY' || fail "see above"
+import sys
+state, below = sys.argv[1], int(sys.argv[2])
+uuid = "5eed" * 8
+if len(sys.argv) > 3:
+    with open(sys.argv[3], "rb") as f:
+        sb = f.read(8192)
+    slots = [sb[o:o + 4096] for o in (0, 4096) if sb[o:o + 8] == b"WBDLOG01"]
+    if not slots:
+        sys.exit("FAIL: no log in %s" % sys.argv[3])
+    uuid = slots[0][24:40].hex()
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+text = "wbd write log state 1\nuuid %s\nstale_below %d\n" % (uuid, below)
+text += "crc32c %08x\n" % crc32c(text.encode())
+open(state, "w").write(text)
+PY
+}
+
 # --- the kernel's NBD client --------------------------------------------
 
 # kernel_nbd_unusable: print why /dev/nbd0 and nbd-client cannot be used

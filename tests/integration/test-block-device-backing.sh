@@ -14,25 +14,8 @@ source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need nbdinfo
 need qemu-io
 
-[[ $(id -u) == 0 ]] || skip "needs root to set up a loop device"
-command -v losetup >/dev/null || skip "losetup not found"
 truncate -s 32M "$T/loop.img"
-LOOPDEV=$(losetup -f --show "$T/loop.img" 2>/dev/null) ||
-	skip "cannot set up a loop device here"
-LOOPDEV2=
-
-# Stop wbd before the loop device goes, then the usual cleanup.
-_detach_loop_then_cleanup() {
-	local rc=$?
-	trap - ERR
-	set +e
-	stop_started_daemons
-	losetup -d "$LOOPDEV" 2>/dev/null
-	[[ -n $LOOPDEV2 ]] && losetup -d "$LOOPDEV2" 2>/dev/null
-	(exit "$rc")
-	_cleanup
-}
-trap _detach_loop_then_cleanup EXIT
+attach_loop LOOPDEV "$T/loop.img" || skip "cannot set up a loop device here"
 
 majmin=$(printf '%d:%d' "0x$(stat -c '%t' "$LOOPDEV")" "0x$(stat -c '%T' "$LOOPDEV")")
 log "loop device $LOOPDEV is $majmin"
@@ -65,8 +48,8 @@ stop_wbd
 log "direct = true"
 head -c 32M /dev/urandom >"$T/loop2.img"
 cp "$T/loop2.img" "$T/before"
-LOOPDEV2=$(losetup -f --show -b 4096 "$T/loop2.img" 2>/dev/null) ||
-	LOOPDEV2=$(losetup -f --show "$T/loop2.img" 2>/dev/null) ||
+attach_loop LOOPDEV2 "$T/loop2.img" -b 4096 ||
+	attach_loop LOOPDEV2 "$T/loop2.img" ||
 	fail "cannot set up a second loop device"
 lbs=$(cat "/sys/block/${LOOPDEV2##*/}/queue/logical_block_size")
 size=$(( (16 << 20) + 1000 ))

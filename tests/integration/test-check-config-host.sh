@@ -6,7 +6,9 @@
 # holds, a control socket a live server owns, an unknown control.group --
 # each refused with the file (and line) and what is wrong, exit status 1;
 # several problems are all reported, each at the line of its setting.
-# A write log that cannot be made or opened is refused at its path.
+# A write log that cannot be made or opened is refused at its path; each
+# log's state file is said (none, or what it says), a damaged one or a
+# directory for it wbd's user cannot write in refused.
 # An export larger than its file system holds in one file (ext4: 16 TiB)
 # is refused at its size line.  A running wbd's own file (its control
 # socket live) is checked as before a reload: the sockets in use are
@@ -55,6 +57,37 @@ check_fails "$T/journals.conf" \
 	"^wbd: $T/journals.conf:[0-9]+: exports\[0\]\.journal\.path: directory $T/no/such does not exist\$" \
 	"exports\[1\]\.journal\.path: $T/j1.wal does not exist \(size 0 uses an existing file or block device whole\)" \
 	"exports\[2\]\.journal\.path: $T/adir is neither a file nor a block device"
+
+# Write logs' state files (docs/journal.md, "A log that fails"), each
+# said on a line of its own: none; one naming another log (made anew
+# since: a start removes it); a damaged one, which the start would refuse,
+# at the log's line; and a state_dir wbd's user cannot write in (as root,
+# user = "nobody": the directory's mode bits say), at its line.
+mkdir -p "$T/st" "$T/st-ro"
+chmod 0555 "$T/st-ro"
+_EXPORTS=()
+_EXPORTS+=("  { name = \"s0\"; backing = \"$T/s0.img\"; size = \"16M\"; journal = { path = \"$T/s0.wal\"; }; }")
+_EXPORTS+=("  { name = \"s1\"; backing = \"$T/s1.img\"; size = \"16M\"; journal = { path = \"$T/s1.wal\"; state_dir = \"$T/st\"; }; }")
+write_config "$T/states.conf"
+write_log_state "$T/st/${T//\//%2F}%2Fs1.wal.state" 7
+out=$("$WBD" -n -c "$T/states.conf" 2>&1) || fail "state files: $out"
+grep -qxF "exports[0] \"s0\": write log $T/s0.wal: no state file ($T/s0.wal.state)" <<<"$out" ||
+	fail "wbd -n does not say that s0's log has no state file: $out"
+grep -qxF "exports[1] \"s1\": write log $T/s1.wal: state file $T/st/${T//\//%2F}%2Fs1.wal.state: uuid $(printf '5eed%.0s' 1 2 3 4 5 6 7 8) (not the log's), stale_below 7: the log was made anew since; a start removes it" <<<"$out" ||
+	fail "wbd -n does not say what s1's state file says: $out"
+grep -q 'configuration OK' <<<"$out" || fail "state files: $out"
+echo "wbd write log state 1" >"$T/s0.wal.state"
+s0_line=$(grep -n 'name = "s0"' "$T/states.conf" | cut -d: -f1)
+check_fails "$T/states.conf" \
+	"^wbd: $T/states.conf:$s0_line: exports\[0\]\.journal: state file $T/s0.wal.state is damaged: a start refuses to replay $T/s0.wal"
+rm -f "$T/s0.wal.state"
+if (($(id -u) == 0)); then
+	sed -i "s|^listen = |user = \"nobody\";\nlisten = |" "$T/states.conf"
+fi
+sed -i "s|state_dir = \"$T/st\"|state_dir = \"$T/st-ro\"|" "$T/states.conf"
+ro_line=$(grep -n 'name = "s1"' "$T/states.conf" | cut -d: -f1)
+check_fails "$T/states.conf" \
+	"^wbd: $T/states.conf:$ro_line: exports\[1\]\.journal: $T/st-ro, the directory of its state file .* is not writable by (nobody|the user running wbd -n): Permission denied\$"
 
 # A size the backing's file system cannot hold in one file, where this
 # one cannot (ext4, xfs with small blocks; tmpfs holds 8E).

@@ -83,6 +83,26 @@ exports = (
   { name = \"y\"; backing = \"$B.2\"; size = \"1M\"; journal = { path = \"$T/x.wal\"; }; }
 );"
 grep -q 'no other export uses' <<<"$OUT" || fail "journal-shared: $OUT"
+# Logs of journal.dir whose names differ only in case are one file on a
+# case-insensitive file system: refused at the second export, naming both.
+bad_config journal-dir-case 5 "listen = { unix = [ \"$T/s\" ]; };
+journal = { dir = \"$T/wal\"; };
+exports = (
+  { name = \"Disk\"; backing = \"$B\"; size = \"1M\"; },
+  { name = \"disk\"; backing = \"$B.2\"; size = \"1M\"; }
+);"
+grep -q 'got "disk" ('"$T"'/wal/disk.wal) and "Disk" (line 4, '"$T"'/wal/Disk.wal): a case-insensitive file system' <<<"$OUT" ||
+	fail "journal-dir-case: $OUT"
+# Unless the file names differ anyway: names cut at 180 bytes end with a
+# hash of the whole name, which case changes.
+long=$(printf 'x%.0s' {1..200})
+printf '%s\n' "listen = { unix = [ \"$T/s\" ]; };
+journal = { dir = \"$T/wal\"; };
+exports = (
+  { name = \"${long}A\"; backing = \"$B\"; size = \"1M\"; },
+  { name = \"${long}a\"; backing = \"$B.2\"; size = \"1M\"; }
+);" >"$T/journal-dir-case-cut.conf"
+check 0 -n -c "$T/journal-dir-case-cut.conf"
 bad_config bad-listen-address 1 "listen = { tcp = [ \"127.0.0.1:notaport\" ]; };
 exports = ( { name = \"x\"; backing = \"$B\"; size = \"1M\"; } );"
 

@@ -59,19 +59,6 @@ backing_holds() {
 	cmp -s -n "$MiB" -i "0:$(($2 * MiB))" "$T/$1" "$T/disk0.img"
 }
 
-# reads_back NAME OFFSET_MIB: wbd reads $T/NAME there.
-reads_back() {
-	"$PYTHON" - "$(uri_unix disk0)" "$T/$1" $(($2 * MiB)) <<'PY'
-import nbd, sys
-h = nbd.NBD()
-h.connect_uri(sys.argv[1])
-want = open(sys.argv[2], "rb").read()
-got = h.pread(len(want), int(sys.argv[3]))
-h.shutdown()
-sys.exit(0 if got == want else 1)
-PY
-}
-
 start_failing_file "$T/fuse" "$T/fail" "$T/fail-trim"
 ln -s "$FUSE_FILE" "$T/disk0.wal"
 truncate -s 64M "$T/disk0.img"

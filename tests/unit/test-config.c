@@ -989,6 +989,62 @@ test_journal_dir(void **state)
 	assert_true(f->cfg.exports[1].journal.ordered);
 }
 
+/* journal.state_dir: the top level's for every log, an export's own over
+ * it; without, journal.dir (for a block device's state file only). */
+static void
+test_journal_state_dir(void **state)
+{
+	static const struct {
+		const char *top, *own;   /* the groups' state_dir keys */
+		const char *dir, *where; /* what the export's log has */
+		bool set;
+		int line;
+	} cases[] = {
+		{ "state_dir = \"/var/lib/wbd\";", "", "/var/lib/wbd",
+		    "top level", true, 1 },
+		{ "state_dir = \"/var/lib/wbd\";", "state_dir = \"/srv/s\";",
+		    "/srv/s", "its own", true, 3 },
+		{ "", "", "/j", "journal.dir", false, 1 },
+	};
+	struct fixture *f = *state;
+	char text[512];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text,
+		    "journal = { dir = \"/j\"; %s };\n"
+		    "exports = ( { name = \"a\"; backing = \"/a\";\n"
+		    "  journal = { path = \"/dev/sdb1\"; size = 0; %s }; } );\n",
+		    cases[i].top, cases[i].own);
+		load_ok(f, write_conf(f, "jstate.conf", text));
+		const struct export_journal_conf *jc =
+		    &f->cfg.exports[0].journal;
+		if (!jc->state_dir ||
+		    strcmp(jc->state_dir, cases[i].dir) != 0 ||
+		    jc->state_dir_set != cases[i].set ||
+		    (int)jc->state_dir_at.line != cases[i].line)
+			fail_msg("state_dir from the %s: got %s (set %d, line "
+				 "%u)",
+			    cases[i].where,
+			    jc->state_dir ? jc->state_dir : "none",
+			    jc->state_dir_set, jc->state_dir_at.line);
+		config_free(&f->cfg);
+	}
+	load_ok(f,
+	    write_conf(f, "jstate-none.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\";\n"
+		"    journal = { path = \"/x/a.wal\"; }; } );\n"));
+	assert_null(f->cfg.exports[0].journal.state_dir);
+	config_free(&f->cfg);
+
+	expect_error(f, "jstate-relative.conf",
+	    "journal = { state_dir = \"state\"; };\n" EXPORTS_OK, 1,
+	    "journal.state_dir", "expected state_dir = \"/absolute/path\"");
+	expect_error(f, "jstate-export-not-string.conf",
+	    "exports = ( { name = \"d\"; backing = \"/d\";\n"
+	    "  journal = { path = \"/d.wal\"; state_dir = 1; }; } );\n",
+	    2, "exports[0].journal.state_dir", "expected");
+}
+
 /* The names of journal.dir's files: one file per name, and never a path
  * out of the directory, whatever the bytes. */
 static void
@@ -2042,6 +2098,7 @@ main(void)
 		T(test_default_export),
 		T(test_journal_dir),
 		T(test_journal_file_names),
+		T(test_journal_state_dir),
 		T(test_journal_dir_errors),
 		T(test_error_default_export_unknown),
 		T(test_max_request_bytes),

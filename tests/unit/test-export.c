@@ -4,7 +4,8 @@
  * (export_submit, export_complete, export_write_held), onto the fake
  * backend: what is answered at once, what is queued and what is paced;
  * FLUSH durability and who is told of a writeback error (errseq); the cache
- * modes; TRIM and WRITE_ZEROES.
+ * modes; TRIM and WRITE_ZEROES; an ordered write log that breaks during
+ * its sync (xj_sync).
  *
  * The test thread plays the connection: it fills in the request's
  * connection state, submits, and runs a queued request's completion when
@@ -18,6 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -26,6 +29,7 @@
 #include "cache.h"
 #include "clock.h"
 #include "config-load.h"
+#include "export-journal.h"
 #include "export.h"
 #include "fake-backend.h"
 #include "proto.h"
@@ -96,6 +100,26 @@ towner_next(struct towner *o)
 	}
 	pthread_mutex_unlock(&o->lock);
 	return job;
+}
+
+/* --- a log whose syncs fail on demand ----------------------------------- */
+
+/* The log's fdatasync (journal.c), through the linker (-Wl,--wrap): the
+ * Nth call from now fails with EIO when sync_fails_in is N, then none. */
+static _Atomic int sync_fails_in;
+
+int __real_fdatasync(int fd);
+int __wrap_fdatasync(int fd);
+
+int
+__wrap_fdatasync(int fd)
+{
+	if (atomic_load(&sync_fails_in) > 0 &&
+	    atomic_fetch_sub(&sync_fails_in, 1) == 1) {
+		errno = EIO;
+		return -1;
+	}
+	return __real_fdatasync(fd);
 }
 
 /* --- the fixture ---------------------------------------------------------- */
@@ -627,6 +651,43 @@ test_flush_makes_acknowledged_writes_durable(void **state)
 	}
 }
 
+/*
+ * An ordered log whose checkpoint after the last epoch applied fails: the
+ * log breaks with its superblock still pointing at that epoch, older than
+ * the backing device now.  xj_sync commits once more (the guard), which
+ * falls back and empties the log: a start must find nothing to replay.
+ */
+static void
+test_sync_empties_an_ordered_log_broken_by_its_checkpoint(void **state)
+{
+	struct efx *x = *state;
+	char path[] = "/tmp/wbd-test-export-XXXXXX", err[512];
+	struct journal_peek pk;
+	struct xj_stats st;
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	close(fd);
+	struct export_journal_conf jc = { .path = path,
+		.size_bytes = CONFIG_JOURNAL_MIN_BYTES,
+		.mode = JOURNAL_ON_FLUSH,
+		.ordered = true };
+	if (export_journal_open(x->e, &jc, NULL, err, sizeof err) < 0)
+		fail_msg("%s", err);
+	write_page(x, 0, 0x01);
+	/* The commit's sync works; the checkpoint's, after the epoch is
+	 * applied, fails. */
+	atomic_store(&sync_fails_in, 2);
+	assert_int_equal(export_flush(x->e, UINT64_MAX, WB_REASON_SYNC), 0);
+	assert_int_equal(atomic_load(&sync_fails_in), 0);
+	assert_true(device_page_is(x, 0, 0x01));
+	xj_get_stats(x->e->journal, &st);
+	assert_true(st.broken);
+	assert_false(st.stale);
+	assert_int_equal(journal_peek(path, NULL, &pk), 0);
+	unlink(path);
+}
+
 /* A WRITE whose payload is still in the connection's input: put into the
  * cache from there when it lands; copied into the request's own buffer
  * when it is queued (FUA), so the worker does not read the input. */
@@ -952,6 +1013,8 @@ main(void)
 		T(test_trim_with_fua_flushes_the_device, setup_writeback),
 		T(test_fast_zero_refused_changes_nothing, setup_writeback),
 		T(test_write_from_the_input_buffer, setup_writeback),
+		T(test_sync_empties_an_ordered_log_broken_by_its_checkpoint,
+		    setup_writeback),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
