@@ -70,15 +70,18 @@
 #define BN_MAX_SERVERS          1024
 #define BN_MAX_CONNS            8       /* to a remote with multi-conn */
 /* Commands in flight on every connection before another is opened to a
- * multi-conn remote.  Each connection costs the remote a set of workers
- * and buffers of its own (nbdkit: --threads of them, each with a buffer
- * the size of the largest request it served, zeroed as it grows), and a
- * server serves several of a connection's requests at once anyway
- * (nbdkit 16 threads, qemu-nbd 16 requests).  Measured: 2 GiB written in
- * 1 MiB requests through wbd to nbdkit (64 threads, file plugin) behind
- * the LAN profile's delay and rate (bench/net), the remote's CPU 3.8-5.4 s
- * with a connection added at 1 in flight (8 connections), 2.8-3.3 s at 4. */
-#define BN_CONN_DEPTH           4
+ * multi-conn remote: as many as a server serves of one connection's at
+ * once (nbdkit's default --threads, qemu-nbd's requests per client).
+ * Each connection costs the remote workers and buffers of its own
+ * (nbdkit: --threads of them, each with a buffer the size of the largest
+ * request it served, zeroed as it grows), and copies spread over them.
+ * Measured: 2 GiB written in 1 MiB requests through wbd to nbdkit (64
+ * threads, file plugin) behind the LAN profile's delay and rate
+ * (bench/net), two runs each: the remote's CPU 3.6-3.9 s with a
+ * connection added at 1 in flight (8 connections), 2.2-3.1 s at 4,
+ * 1.3-1.5 s at 16 (one connection for a window of 16), 1.0 s for fio
+ * writing to it directly; wbd's write 2.1-2.7 s at 16, 3.3-4.1 at 1. */
+#define BN_CONN_DEPTH           16
 #define BN_BACKOFF_MIN_MS       100
 #define BN_GROW_RETRY_MS        1000    /* after failing to add a connection */
 #define BN_POLL_SLICE_MS        1000

@@ -7,10 +7,12 @@
 # back: after a successful FLUSH nbdkit's file holds every byte.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
+need_wbctl
 
 truncate -s 64M "$T/remote.img"
-# A slow remote, so that the kill lands mid-writeback.
-start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=20ms
+# A slow remote, so that the kill lands mid-writeback: 40 MiB written in
+# order go back in a few large runs (up to 32 MiB each), a second each.
+start_nbdkit kit --filter=delay file "$T/remote.img" delay-write=1000ms
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 128M 'dirty_background_bytes = "4M"; dirty_bytes = "100M"; dirty_writeback_centisecs = 10; dirty_expire_centisecs = 0;'
 add_remote_settings 'connect_timeout_ms = 2000; reconnect_max_ms = 400; io_timeout_ms = 2000; write_behind = false;'
@@ -27,7 +29,11 @@ for off in range(0, len(data), 1 << 20):
 h.shutdown()
 PY
 sleep 0.3
-log "killing nbdkit mid-writeback"
+read -r dirty <<<"$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
+c = json.load(sys.stdin)["cache"]
+print(c["dirty_bytes"] + c["writeback_bytes"])')"
+((dirty > 0)) || fail "everything was written back before the kill"
+log "killing nbdkit mid-writeback ($dirty bytes not yet written back)"
 stop_kit "$KIT_PID" KILL
 
 for ((i = 0; i < 100; i++)); do
