@@ -81,7 +81,7 @@
  * connection added at 1 in flight (8 connections), 2.2-3.1 s at 4,
  * 1.3-1.5 s at 16 (one connection for a window of 16), 1.0 s for fio
  * writing to it directly; wbd's write 2.1-2.7 s at 16, 3.3-4.1 at 1. */
-#define BN_CONN_DEPTH           16
+#define BN_CONN_DEPTH 16
 #define BN_BACKOFF_MIN_MS       100
 #define BN_GROW_RETRY_MS        1000    /* after failing to add a connection */
 #define BN_POLL_SLICE_MS        1000
@@ -572,8 +572,7 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 		}
 		if (best &&
 		    (best->inflight < BN_CONN_DEPTH || !free_slot ||
-			bn->connecting ||
-			now < bn->grow_after_ns)) {
+			bn->connecting || now < bn->grow_after_ns)) {
 			best->inflight++;
 			pthread_mutex_unlock(&bn->lock);
 			return best;
