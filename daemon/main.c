@@ -254,6 +254,9 @@ main_config_path_absolute(struct wbd_config *cfg)
 }
 
 /*
+ * Request buffers of 64 KiB and more are mapped for themselves and kept
+ * per thread (bufstash.h); what follows is for malloc's own.
+ *
  * Request buffers (a READ's or WRITE's data, up to max_request_bytes) and
  * the read buffers of cache misses come and go by the thousand: keep them
  * in the heap, reused, rather than a fresh mmap(2) for each one above

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "atomics.h"
 #include "bufstash.h"
@@ -20,6 +21,41 @@ struct bufs {
 };
 
 static pthread_key_t bufs_key;
+/* Buffers mapped now (handed out or kept), for bufstash_mapped; atomic. */
+static _Atomic uint64_t bufs_mapped_n, bufs_mapped_bytes;
+
+/* A page-aligned buffer of N bytes (a multiple of a page): mapped when
+ * N >= BUFSTASH_MAP_MIN, else from malloc. */
+static void *
+bufs_alloc(size_t n)
+{
+	void *p;
+
+	if (n >= BUFSTASH_MAP_MIN) {
+		p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		add_relaxed(&bufs_mapped_n, 1);
+		add_relaxed(&bufs_mapped_bytes, n);
+		return p;
+	}
+	return posix_memalign(&p, 4096, n) == 0 ? p : NULL;
+}
+
+/* P of CAP bytes, as bufs_alloc or malloc gave it, back to where it came
+ * from. */
+static void
+bufs_release(void *p, size_t cap)
+{
+	if (cap >= BUFSTASH_MAP_MIN) {
+		munmap(p, cap);
+		sub_relaxed(&bufs_mapped_n, 1);
+		sub_relaxed(&bufs_mapped_bytes, cap);
+	} else {
+		free(p);
+	}
+}
 static pthread_once_t bufs_once = PTHREAD_ONCE_INIT;
 /* What every thread keeps, in all (bufstash_kept_all); atomic. */
 static _Atomic uint64_t bufs_all_n, bufs_all_bytes;
@@ -30,7 +66,7 @@ bufs_free(void *p)
 	struct bufs *b = p;
 
 	for (unsigned i = 0; i < b->n; i++)
-		free(b->buf[i].p);
+		bufs_release(b->buf[i].p, b->buf[i].cap);
 	sub_relaxed(&bufs_all_n, b->n);
 	sub_relaxed(&bufs_all_bytes, b->bytes);
 	free(b);
@@ -108,7 +144,7 @@ bufstash_get(size_t count, size_t *cap)
 		}
 	}
 	size_t n = (count + 4095) & ~(size_t)4095;
-	if (posix_memalign(&p, 4096, n) != 0)
+	if ((p = bufs_alloc(n)) == NULL)
 		return NULL;
 	*cap = n;
 	return p;
@@ -121,9 +157,12 @@ bufstash_put(void *p, size_t cap)
 
 	if (!p)
 		return;
-	if (cap < 4096 || cap > BUFSTASH_KEEP_BYTES ||
-	    (b = bufstash_self()) == NULL) {
+	if (cap < 4096) {
 		free(p);
+		return;
+	}
+	if (cap > BUFSTASH_KEEP_BYTES || (b = bufstash_self()) == NULL) {
+		bufs_release(p, cap);
 		return;
 	}
 	/*
@@ -142,10 +181,10 @@ bufstash_put(void *p, size_t cap)
 			if (b->buf[i].cap < b->buf[small].cap)
 				small = i;
 		if (b->n == 0 || b->buf[small].cap >= cap) {
-			free(p);
+			bufs_release(p, cap);
 			return;
 		}
-		free(b->buf[small].p);
+		bufs_release(b->buf[small].p, b->buf[small].cap);
 		bufs_take(b, small);
 	}
 	b->buf[b->n].p = p;
@@ -168,4 +207,11 @@ bufstash_kept_all(uint64_t *bytes)
 {
 	*bytes = load_relaxed(&bufs_all_bytes);
 	return load_relaxed(&bufs_all_n);
+}
+
+uint64_t
+bufstash_mapped(uint64_t *bytes)
+{
+	*bytes = load_relaxed(&bufs_mapped_bytes);
+	return load_relaxed(&bufs_mapped_n);
 }

@@ -483,15 +483,17 @@ ctl_metrics_json(struct daemon *d)
 /*
  * Where the process's memory is: its resident set, malloc's bytes in use
  * and those it keeps free (all arenas, mapped chunks included; little
- * under a sanitizer, whose malloc is its own), and the request buffers
- * the threads keep for their next use (bufstash.h; within malloc's in-use
- * bytes) and their bound.  The cache's pages are mapped apart: in the RSS
+ * under a sanitizer, whose malloc is its own), the request buffers the
+ * threads keep for their next use (bufstash.h) and their bound, and the
+ * buffers mapped apart from malloc (those of BUFSTASH_MAP_MIN and more,
+ * in use or kept).  The cache's pages are mapped apart too: in the RSS
  * only.
  */
 static json_t *
 ctl_memory_json(void)
 {
 	uint64_t kept_bytes, kept = bufstash_kept_all(&kept_bytes);
+	uint64_t mapped_bytes, mapped = bufstash_mapped(&mapped_bytes);
 	uint64_t in_use = 0, free_bytes = 0, rss = 0;
 	unsigned long pages_total, pages_rss;
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -507,11 +509,14 @@ ctl_memory_json(void)
 	in_use = mi.uordblks + mi.hblkhd;
 	free_bytes = mi.fordblks;
 #endif
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "rss_bytes",
-	    (json_int_t)rss, "malloc_in_use_bytes", (json_int_t)in_use,
-	    "malloc_free_bytes", (json_int_t)free_bytes, "buffers_kept",
-	    (json_int_t)kept, "buffers_kept_bytes", (json_int_t)kept_bytes,
-	    "buffers_kept_max_bytes", (json_int_t)BUFSTASH_ALL_BYTES);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	    "rss_bytes", (json_int_t)rss, "malloc_in_use_bytes",
+	    (json_int_t)in_use, "malloc_free_bytes", (json_int_t)free_bytes,
+	    "buffers_kept", (json_int_t)kept, "buffers_kept_bytes",
+	    (json_int_t)kept_bytes, "buffers_kept_max_bytes",
+	    (json_int_t)BUFSTASH_ALL_BYTES, "buffers_mapped",
+	    (json_int_t)mapped, "buffers_mapped_bytes",
+	    (json_int_t)mapped_bytes);
 }
 
 /* The shutdown: stopping (once a stop signal came), draining (writing

@@ -4,7 +4,8 @@
  * the one handed out next (best fit, never more than a quarter too
  * large), page-aligned; what a thread keeps is bounded in number and
  * bytes, the largest staying, and what all threads keep together too;
- * small buffers are not kept.
+ * small buffers are not kept; buffers of BUFSTASH_MAP_MIN and more are
+ * mapped for themselves, and unmapped when not kept.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -194,6 +195,48 @@ test_all_threads_keep_at_most_their_bound(void **state)
 	pthread_barrier_destroy(&checked);
 }
 
+/* A buffer of 64 KiB and more is mapped (counted while handed out or
+ * kept), and unmapped when it is not kept; a smaller one is not. */
+static void
+test_large_buffers_are_mapped_apart(void **state)
+{
+	uint64_t bytes0, bytes, n0, n;
+	size_t cap, cap_small;
+
+	(void)state;
+	n0 = bufstash_mapped(&bytes0);
+	void *small = bufstash_get(BUFSTASH_MAP_MIN - 4096, &cap_small);
+	assert_non_null(small);
+	n = bufstash_mapped(&bytes);
+	assert_int_equal(n, n0);
+	assert_int_equal(bytes, bytes0);
+
+	/* Larger than a thread keeps: unmapped when given back. */
+	size_t big = BUFSTASH_KEEP_BYTES + 4096;
+	void *p = bufstash_get(big, &cap);
+	assert_non_null(p);
+	assert_int_equal((uintptr_t)p % 4096, 0);
+	memset(p, 0x5a, big);
+	n = bufstash_mapped(&bytes);
+	assert_int_equal(n, n0 + 1);
+	assert_int_equal(bytes, bytes0 + cap);
+	bufstash_put(p, cap);
+	n = bufstash_mapped(&bytes);
+	assert_int_equal(n, n0);
+	assert_int_equal(bytes, bytes0);
+
+	/* Kept: still mapped, and handed out again. */
+	p = bufstash_get(BUFSTASH_MAP_MIN, &cap);
+	assert_non_null(p);
+	bufstash_put(p, cap);
+	n = bufstash_mapped(&bytes);
+	assert_int_equal(n, n0 + 1);
+	void *q = bufstash_get(BUFSTASH_MAP_MIN, &cap);
+	assert_ptr_equal(q, p);
+	bufstash_put(q, cap);
+	bufstash_put(small, cap_small);
+}
+
 int
 main(void)
 {
@@ -203,6 +246,7 @@ main(void)
 		cmocka_unit_test(test_small_ones_are_not_kept),
 		cmocka_unit_test(test_what_is_kept_is_bounded),
 		cmocka_unit_test(test_all_threads_keep_at_most_their_bound),
+		cmocka_unit_test(test_large_buffers_are_mapped_apart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
