@@ -439,12 +439,19 @@ status_devices(FILE *f, const json_t *devices)
 		if (since && localtime_r(&since, &tm))
 			strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
 		const char *rle = jget_str(r, "last_error");
+		char depth[96] = "";
+		if (jget_bool(r, "multi_conn"))
+			snprintf(depth, sizeof depth,
+			    " (multi-conn: another past %llu command(s) on "
+			    "each)",
+			    (unsigned long long)jget_u64(r, "conn_depth", 0));
 		status_named(f, dev,
-		    "%s, %s since %s, %llu connection(s)%s, %llu failed "
+		    "%s, %s since %s, %llu connection(s)%s%s, %llu failed "
 		    "reconnect(s)%s%s",
 		    jget_str(d, "backing") ? jget_str(d, "backing") : "",
 		    jget_bool(r, "connected") ? "connected" : "DISCONNECTED",
 		    when, (unsigned long long)jget_u64(r, "connections", 0),
+		    depth,
 		    jget_bool(r, "read_connection") ? " and a read connection" :
 						      "",
 		    (unsigned long long)jget_u64(r, "retries", 0),

@@ -70,7 +70,8 @@
 #define BN_MAX_SERVERS          1024
 #define BN_MAX_CONNS            8       /* to a remote with multi-conn */
 /* Commands in flight on every connection before another is opened to a
- * multi-conn remote: as many as a server serves of one connection's at
+ * multi-conn remote, unless remote.conn_depth says otherwise
+ * (bn.conn_depth): as many as a server serves of one connection's at
  * once (nbdkit's default --threads, qemu-nbd's requests per client).
  * Each connection costs the remote workers and buffers of its own
  * (nbdkit: --threads of them, each with a buffer the size of the largest
@@ -80,8 +81,10 @@
  * (bench/net), two runs each: the remote's CPU 3.6-3.9 s with a
  * connection added at 1 in flight (8 connections), 2.2-3.1 s at 4,
  * 1.3-1.5 s at 16 (one connection for a window of 16), 1.0 s for fio
- * writing to it directly; wbd's write 2.1-2.7 s at 16, 3.3-4.1 at 1. */
-#define BN_CONN_DEPTH 16
+ * writing to it directly; wbd's write 2.1-2.7 s at 16, 3.3-4.1 at 1.
+ * A remote that serves one command of a connection at a time (nbdkit
+ * --threads 1, a plugin that serializes requests) wants 1. */
+#define BN_CONN_DEPTH REMOTE_DEFAULT_CONN_DEPTH
 #define BN_BACKOFF_MIN_MS       100
 #define BN_GROW_RETRY_MS        1000    /* after failing to add a connection */
 #define BN_POLL_SLICE_MS        1000
@@ -142,6 +145,7 @@ struct backend_nbd {
 	_Atomic unsigned connect_timeout_ms;
 	_Atomic unsigned reconnect_max_ms;
 	_Atomic bool read_connection; /* remote.read_connection */
+	_Atomic unsigned conn_depth;  /* remote.conn_depth */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* connection up, poll round ended */
@@ -548,13 +552,15 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
 /*
  * A connection for one command, its inflight count taken (the least
  * busy); connects when none is up and the back-off allows, or adds one to
- * a multi-conn remote when every connection has BN_CONN_DEPTH commands in
+ * a multi-conn remote when every connection has conn_depth commands in
  * flight.  When disconnected: WAIT_UNTIL_NS 0 fails at once, otherwise waits until then (monotonic).
  * NULL: *ERR is set.
  */
 static struct bn_conn *
 bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 {
+	unsigned depth = load_relaxed(&bn->conn_depth);
+
 	pthread_mutex_lock(&bn->lock);
 	for (;;) {
 		struct bn_conn *best = NULL, *free_slot = NULL;
@@ -571,8 +577,8 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 			}
 		}
 		if (best &&
-		    (best->inflight < BN_CONN_DEPTH || !free_slot ||
-			bn->connecting || now < bn->grow_after_ns)) {
+		    (best->inflight < depth || !free_slot || bn->connecting ||
+			now < bn->grow_after_ns)) {
 			best->inflight++;
 			pthread_mutex_unlock(&bn->lock);
 			return best;
@@ -1533,6 +1539,8 @@ bn_get_state(struct backend *b, struct backend_state *st)
 	st->reconnects = bn->reconnects;
 	st->failed_attempts = bn->failed_attempts;
 	st->connections = bn_live_conns_locked(bn);
+	st->multi_conn = bn->multi_conn;
+	st->conn_depth = load_relaxed(&bn->conn_depth);
 	st->read_connection = bn->rd.nr != NULL;
 	st->read_connection_failures = bn->rd.failures;
 	snprintf(st->last_error, sizeof st->last_error, "%s", bn->last_error);
@@ -1579,6 +1587,7 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	store_relaxed(&bn->reconnect_max_ms, rc->reconnect_max_ms);
 	store_relaxed(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS);
 	store_relaxed(&bn->read_connection, rc->read_connection);
+	store_relaxed(&bn->conn_depth, rc->conn_depth);
 	store_relaxed(&bn->b.unflushed_max, rc->unflushed_ranges);
 	store_relaxed(&bn->b.commit_ms, rc->commit_interval_ms);
 	store_relaxed(&bn->b.max_inflight_bytes,
@@ -1700,6 +1709,7 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	store_relaxed(&bn->io_timeout_ns,
 	    (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS);
 	store_relaxed(&bn->read_connection, rc ? rc->read_connection : true);
+	store_relaxed(&bn->conn_depth, rc ? rc->conn_depth : BN_CONN_DEPTH);
 	store_relaxed(&bn->b.unflushed_max, rc ? rc->unflushed_ranges : 1024);
 	store_relaxed(&bn->b.commit_ms, rc ? rc->commit_interval_ms : 50);
 	store_relaxed(&bn->b.max_inflight_bytes,

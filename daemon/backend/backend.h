@@ -130,6 +130,8 @@ struct backend_state {
 	uint64_t reconnects;            /* outages ended since start-up */
 	uint64_t failed_attempts; /* reconnections failed since start-up */
 	unsigned connections;           /* open connections (multi-conn: >1) */
+	bool multi_conn;                /* the remote offers multi-conn */
+	unsigned conn_depth;            /* remote.conn_depth */
 	bool read_connection;           /* misses read on one of their own */
 	uint64_t read_connection_failures; /* it failed or could not open */
 	char last_error[256];           /* "" if none */

@@ -161,7 +161,14 @@ struct remote_conf {
 	                                   data at once; default true */
 	uint64_t max_readahead_bytes; /* read-ahead's and the read window's
 	                                 bound (fill.c); 64 MiB */
+	unsigned conn_depth; /* commands in flight on each connection to a
+	                        multi-conn remote before another opens */
 };
+
+/* remote.conn_depth: its default (why 16: BN_CONN_DEPTH, backend-nbd.c)
+ * and its bound. */
+#define REMOTE_DEFAULT_CONN_DEPTH 16u
+#define REMOTE_MAX_CONN_DEPTH 256u
 
 /* What one client, or all of them, may take (slots). */
 #define LIMITS_MAX_CONNECTIONS 65536

@@ -192,6 +192,11 @@ const struct setting settings_table[] = {
 	    .unit = "bytes", .min = 4096, .max = 1ull << 30, .def = 64u << 20,
 	    .doc = "writes in flight to one remote device at most, whatever "
 		   "its bandwidth and round trip" },
+	{ REMOTE(conn_depth), .name = "conn_depth", .type = SETTING_UINT,
+	    .unit = "commands", .min = 1, .max = REMOTE_MAX_CONN_DEPTH,
+	    .def = REMOTE_DEFAULT_CONN_DEPTH,
+	    .doc = "commands in flight on each connection to a multi-conn "
+		   "remote before another is opened" },
 	{ REMOTE(write_behind), .name = "write_behind", .type = SETTING_BOOL,
 	    .unit = "", .def = true,
 	    .doc = "an idle remote device's dirty data is written back at "

@@ -330,6 +330,9 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 				       json_null());
 		ctl_set_u64(remote, "reconnects", bs.reconnects);
 		ctl_set_u64(remote, "failed_reconnects", bs.failed_attempts);
+		json_object_set_new(remote, "multi_conn",
+		    json_boolean(bs.multi_conn));
+		ctl_set_u64(remote, "conn_depth", bs.conn_depth);
 		json_object_set_new(remote, "read_connection",
 		    json_boolean(bs.read_connection));
 		ctl_set_u64(remote, "read_connection_failures",

@@ -109,6 +109,9 @@ for d in s["devices"]:
         shows("device %s remote" % dev, "%s: %s, %s since" % (dev, d["backing"],
               "connected" if r["connected"] else "DISCONNECTED"))
         shows("device %s remote" % dev, "%d connection(s)" % r["connections"], True)
+        if r["multi_conn"]:
+            shows("device %s remote conn_depth" % dev,
+                  "another past %d command(s) on each" % r["conn_depth"])
         shows("device %s remote" % dev, "failed reconnect(s)")
         if r["last_error"]:
             shows("device %s remote error" % dev, "last: " + r["last_error"])
@@ -231,7 +234,8 @@ r = dict(d, device="43:12",
          io_engine="")
 r["remote"] = {"connected": False, "since_unix_ms": 1764900000000,
                "retries": BIG, "reconnects": BIG, "failed_reconnects": BIG,
-               "connections": BIG, "last_error": "Connection refused " * 5 + "again",
+               "connections": BIG, "multi_conn": True, "conn_depth": BIG,
+               "last_error": "Connection refused " * 5 + "again",
                "read_connection": True, "read_connection_failures": BIG,
                "flush_before_read": True, "unflushed_ranges": BIG,
                "unflushed_ranges_max": BIG, "unflushed_overflows": BIG,

@@ -1300,6 +1300,32 @@ test_remote_unflushed_ranges_and_commit_interval(void **state)
 }
 
 static void
+test_remote_conn_depth(void **state)
+{
+	struct fixture *f = *state;
+
+	load_ok(f,
+	    write_conf(f, "depth-default.conf",
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.remote.conn_depth, 16);
+	config_free(&f->cfg);
+	load_ok(f,
+	    write_conf(f, "depth.conf",
+		"remote = { conn_depth = 1; };\n"
+		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
+	assert_int_equal(f->cfg.remote.conn_depth, 1);
+	config_free(&f->cfg);
+	expect_error(f, "depth-zero.conf",
+	    "remote = {\n  conn_depth = 0;\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    2, "remote.conn_depth", "1 to 256");
+	expect_error(f, "depth-big.conf",
+	    "remote = {\n\n  conn_depth = 257;\n};\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    3, "remote.conn_depth", "1 to 256");
+}
+
+static void
 test_error_default_export_unknown(void **state)
 {
 	expect_error(*state, "default-unknown.conf",
@@ -2105,6 +2131,7 @@ main(void)
 		T(test_connection_limits),
 		T(test_readahead_bytes),
 		T(test_remote_unflushed_ranges_and_commit_interval),
+		T(test_remote_conn_depth),
 		T(test_error_missing_name),
 		T(test_error_empty_name),
 		T(test_error_name_too_long),
