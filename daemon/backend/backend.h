@@ -161,6 +161,11 @@ struct backend {
 	 * whether an idle device's dirty data is written back at once. */
 	_Atomic uint64_t max_inflight_bytes;
 	_Atomic bool write_behind;
+	/* A remote's (atomic, remote.fua_max_runs, changed by a reload); 0
+	 * for a local one: how many runs writeback may write with FUA
+	 * between two FLUSHes of an export's clients, so that the FLUSH
+	 * needs no flush of the remote (writeback.c, wb_fua_ok). */
+	_Atomic unsigned fua_max_runs;
 	/* A remote's (atomic, remote.max_readahead_bytes, changed by a
 	 * reload); 0 for a local one: the most read-ahead grows to with the
 	 * link, and the bound in bytes of the read window (fill.c). */

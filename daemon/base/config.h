@@ -159,6 +159,9 @@ struct remote_conf {
 	                                   window (linkest.h); 64 MiB */
 	bool write_behind;            /* write back an idle device's dirty
 	                                   data at once; default true */
+	unsigned fua_max_runs;        /* runs written with FUA for clients
+	                                   that FLUSH, between two of their
+	                                   FLUSHes; 0: none; default 64 */
 	uint64_t max_readahead_bytes; /* read-ahead's and the read window's
 	                                 bound (fill.c); 64 MiB */
 	unsigned conn_depth; /* commands in flight on each connection to a

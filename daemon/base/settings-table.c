@@ -201,6 +201,10 @@ const struct setting settings_table[] = {
 	    .unit = "", .def = true,
 	    .doc = "an idle remote device's dirty data is written back at "
 		   "once" },
+	{ REMOTE(fua_max_runs), .name = "fua_max_runs", .type = SETTING_UINT,
+	    .unit = "runs", .min = 0, .max = 4096, .def = 64,
+	    .doc = "runs written back with FUA, so that the next FLUSH needs "
+		   "no flush of the remote, between two FLUSHes (0: none)" },
 	{ REMOTE(max_readahead_bytes), .name = "max_readahead_bytes",
 	    .type = SETTING_BYTES, .unit = "bytes", .min = 4096,
 	    .max = 1ull << 30, .def = 64u << 20,

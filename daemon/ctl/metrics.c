@@ -262,8 +262,10 @@ static const struct metrics_row metrics_device_rows[] = {
 	{ "link.flushes_shared", "wbd_device_flushes_shared_total", COUNTER, 1,
 	    "Flushes needed but shared with one in flight (group commit)." },
 	{ "link.flushes_by_fua", "wbd_device_flushes_by_fua_total", COUNTER, 1,
-	    "FLUSHes made durable by one write with FUA instead of a write "
-	    "and a flush." },
+	    "FLUSHes made durable by writing their runs with FUA instead of "
+	    "writes and a flush." },
+	{ "link.fua_writes", "wbd_device_fua_writes_total", COUNTER, 1,
+	    "Writeback writes sent with FUA (remote.fua_max_runs)." },
 	{ "remote.connected", "wbd_remote_connected", GAUGE, 1,
 	    "A remote backing server: 1 while connected." },
 	{ "remote.connections", "wbd_remote_connections", GAUGE, 1,

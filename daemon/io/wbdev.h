@@ -55,9 +55,11 @@ struct wb_dev {
 	 * at most once a minute. */
 	_Atomic uint64_t read_flushes, commits, unflushed_overflows;
 	/* Flushes of the device's backends (atomics): sent; needed but
-	 * shared with another's (group commit); and FLUSHes made by one
-	 * write with FUA instead of a write and a flush. */
+	 * shared with another's (group commit); FLUSHes made by writing
+	 * their runs with FUA instead of writes and a flush; and writeback
+	 * writes that went with FUA (remote.fua_max_runs). */
 	_Atomic uint64_t flushes_sent, flushes_shared, flushes_by_fua;
+	_Atomic uint64_t fua_writes;
 	struct ratelimit overflow_log;
 	/* BACKEND_REDO_AFTER_LOSS (atomic): pages dirtied again after their
 	 * remote was lost before a flush covered them (wb_redo). */

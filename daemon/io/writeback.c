@@ -32,7 +32,7 @@
 #include "wbdev.h"
 #include "writeback.h"
 
-#define WB_BACKOFF_MIN_MS       100u
+#define WB_BACKOFF_MIN_MS 100u
 #define WB_BACKOFF_MAX_MS 1000u
 #define WB_FAIL_LOG_NS (10ull * 1000000000ull)
 #define WB_MAX_PAUSE_MS 200
@@ -46,12 +46,18 @@ const char *
 wb_reason_name(enum wb_reason r)
 {
 	switch (r) {
-	case WB_REASON_BACKGROUND: return "background";
-	case WB_REASON_PERIODIC: return "periodic";
-	case WB_REASON_FLUSH: return "flush";
-	case WB_REASON_FUA: return "fua";
-	case WB_REASON_SHUTDOWN: return "shutdown";
-	case WB_REASON_SYNC: return "sync";
+	case WB_REASON_BACKGROUND:
+		return "background";
+	case WB_REASON_PERIODIC:
+		return "periodic";
+	case WB_REASON_FLUSH:
+		return "flush";
+	case WB_REASON_FUA:
+		return "fua";
+	case WB_REASON_SHUTDOWN:
+		return "shutdown";
+	case WB_REASON_SYNC:
+		return "sync";
 	}
 	return "unknown";
 }
@@ -157,9 +163,9 @@ wb_throttle_dev_ms(const struct wb_ctl *wb, uint64_t dirty_pages,
 	if (dev_max < 1)
 		dev_max = 1;
 	if (global < 0)
-		return -1;              /* the hard limit binds everyone */
+		return -1; /* the hard limit binds everyone */
 	if (dev_pages < dev_min)
-		return 0;               /* within its guaranteed share */
+		return 0; /* within its guaranteed share */
 	if (max_ratio >= 100)
 		return global;
 	dev = wb_curve_ms(dev_pages, dev_max / 2, dev_max);
@@ -221,6 +227,7 @@ wb_target_init(struct wb_target *t)
 	pthread_cond_init(&t->gc_cond, NULL);
 	t->gc_busy = false;
 	store_relaxed(&t->flush_seen_ns, 0);
+	store_relaxed(&t->fua_since_flush, 0);
 	t->gc_upto = t->gc_gen = 0;
 	t->gc_last_r = 0;
 	pthread_mutex_init(&t->lock, NULL);
@@ -428,7 +435,7 @@ wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 	while (done < w &&
 	    !atomic_compare_exchange_strong_explicit(&t->flushed_upto, &done, w,
 		memory_order_acq_rel, memory_order_acquire))
-		;               /* DONE reloaded: someone raised it meanwhile */
+		; /* DONE reloaded: someone raised it meanwhile */
 	return 0;
 }
 
@@ -844,8 +851,11 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 	assert(len <= UINT32_MAX);
 
 	len = wb_run_len(t, run);
-	*w = (struct wb_io){ .t = t, .run = run, .off = off,
-	    .len = (uint32_t)len, .flags = flags };
+	*w = (struct wb_io){ .t = t,
+		.run = run,
+		.off = off,
+		.len = (uint32_t)len,
+		.flags = flags };
 	w->why = why;
 	w->start_ns = start_ns;
 	if (!start_ns) {
@@ -867,7 +877,8 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 	int n = (int)((w->len + ps - 1) / ps);
 	struct iovec last = run->iov[n - 1];
 	run->iov[n - 1].iov_len = w->len - (uint32_t)(n - 1) * ps;
-	backend_write_begin(t->backend, &w->bw, run->iov, n, w->len, off, flags);
+	backend_write_begin(t->backend, &w->bw, run->iov, n, w->len, off,
+	    flags);
 	run->iov[n - 1] = last;
 }
 
@@ -887,6 +898,8 @@ wb_run_end(struct wb_io *w)
 	    now);
 	if (r == 0 && w->behind)
 		add_relaxed(&t->dev->write_behind_bytes, w->len);
+	if (r == 0 && (w->flags & BACKEND_WRITE_FUA))
+		add_relaxed(&t->dev->fua_writes, 1);
 
 	/* Counted (and its range kept) before its pages are clean: a FLUSH
 	 * that sees them clean sees the count, and flushes the device. */
@@ -1002,10 +1015,11 @@ struct wb_window {
 	unsigned floor;     /* a remote's least window; 0: a file */
 	uint64_t max_bytes; /* a remote's bound */
 	struct wb_dev *dev;
-	int err;                        /* the first failure */
-	enum wb_reason why;             /* of every run it writes */
-	bool sync;                      /* wb_reason_sync(why) */
-	bool behind;                    /* write-behind's runs */
+	int err;            /* the first failure */
+	enum wb_reason why; /* of every run it writes */
+	bool sync;          /* wb_reason_sync(why) */
+	bool behind;        /* write-behind's runs */
+	bool plain;         /* a run begun without FUA */
 };
 
 static void
@@ -1021,6 +1035,7 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 	win->why = why;
 	win->sync = false;
 	win->behind = false;
+	win->plain = false;
 	win->dev = dev;
 	win->io = win->small;
 	win->size = WB_WINDOW;
@@ -1095,6 +1110,8 @@ wb_window_add_flags(struct wb_window *win, struct wb_target *t,
 	struct wb_io *w = &win->io[(win->head + win->n) % win->size];
 	wb_run_begin(w, t, run, flags, win->why, start);
 	w->behind = win->behind;
+	if (!(flags & BACKEND_WRITE_FUA))
+		win->plain = true;
 	win->n++;
 	if (cap == 1)
 		wb_window_end_oldest(win);
@@ -1107,10 +1124,13 @@ wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
 	return wb_window_add_flags(win, t, run, 0);
 }
 
-/* Write-behind writes a lone run with FUA for an export whose clients
- * sent a FLUSH this recently: one whose clients never flush would only
- * cost its remote a sync for each. */
+/* Write-behind writes runs with FUA for an export whose clients sent a
+ * FLUSH this recently: one whose clients never flush would only cost its
+ * remote a sync for each. */
 #define WB_FUA_BEHIND_NS (5000ull * 1000000ull)
+/* The runs a FLUSH takes before it writes them, to see whether they are
+ * few enough to go with FUA (wb_flush_fua_runs): a bound on the stack. */
+#define WB_FUA_FLUSH_RUNS 256
 
 static bool
 wb_flushed_lately(struct wb_target *t)
@@ -1125,6 +1145,30 @@ static bool
 wb_all_flushed(struct wb_target *t)
 {
 	return load_acquire(&t->flushed_upto) >= load_acquire(&t->written);
+}
+
+/* How many runs T's writeback may write with FUA between two FLUSHes
+ * (remote.fua_max_runs): 0 on a backend that does not take FUA itself. */
+static unsigned
+wb_fua_max(struct wb_target *t)
+{
+	if (!(t->backend->caps & BACKEND_NATIVE_FUA))
+		return 0;
+	return load_relaxed(&t->backend->fua_max_runs);
+}
+
+/* May write-behind write its next run on T with FUA, DIRTY pages left
+ * dirty on its device?  For clients that FLUSH, while every write counted
+ * is flushed, and if those pages fit, a run each, in what is left of
+ * remote.fua_max_runs since their last FLUSH. */
+static bool
+wb_fua_ok(struct wb_target *t, uint64_t dirty)
+{
+	unsigned max = wb_fua_max(t);
+	unsigned since = load_relaxed(&t->fua_since_flush);
+
+	return since < max && dirty < max - since && wb_flushed_lately(t) &&
+	    wb_all_flushed(t);
 }
 
 /* End every run in flight, and free the window; the first failure, or
@@ -1171,8 +1215,10 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 {
 	uint64_t cpu = wb_thread_cpu_ns();
 
-	if (why == WB_REASON_FLUSH)
+	if (why == WB_REASON_FLUSH) {
 		store_relaxed(&t->flush_seen_ns, now_ns());
+		store_relaxed(&t->fua_since_flush, 0);
+	}
 	int r = wb_flush_work(t, max_seq, why);
 
 	wb_cpu_account(t->dev, cpu);
@@ -1181,30 +1227,35 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 
 /*
  * A FLUSH's first run, *RUN, taken: on a backend that takes FUA itself
- * (BACKEND_NATIVE_FUA), if it is the only one the FLUSH has to write and
- * every write counted so far is flushed already, return it, to be written
- * with FUA: then the FLUSH needs no flush of the device (the FUA write is
- * not counted in `written`, so wb_flush_written finds nothing to flush,
- * unless someone's write completed meanwhile: then it flushes, as
- * before).  Else NULL, with *RUN the next to add to WIN (the first added,
- * the second taken), or NULL.
+ * (BACKEND_NATIVE_FUA), if the FLUSH has at most remote.fua_max_runs
+ * runs to write and every write counted so far is flushed already, they
+ * all go into WIN with FUA, and true: then the FLUSH needs no flush of
+ * the device, one round trip where a write and a flush cost two (FUA
+ * writes are not counted in `written`, so wb_flush_written finds nothing
+ * to flush, unless someone's write completed meanwhile: then it flushes,
+ * as before).  Else the runs taken go into WIN as they are, and false.
+ * Either way *RUN is the next run to add (not yet added), or NULL.
+ * Failures are the window's (win->err).
  */
-static struct cache_run *
-wb_flush_fua_run(struct wb_target *t, struct wb_window *win,
+static bool
+wb_flush_fua_runs(struct wb_target *t, struct wb_window *win,
     struct cache_run **run, uint64_t max_seq)
 {
-	struct cache_run *first = *run;
-
-	if (!first || !(t->backend->caps & BACKEND_NATIVE_FUA))
-		return NULL;
+	struct cache_run *runs[WB_FUA_FLUSH_RUNS];
 	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
-	*run = cache_take_run(t->cf, max_seq, max_run);
-	if (!*run && wb_all_flushed(t))
-		return first;
-	/* Its failure is the window's (win->err); the second is added
-	 * by the caller either way, and so ended. */
-	(void)wb_window_add(win, t, first);
-	return NULL;
+	unsigned max = wb_fua_max(t), n = 0;
+
+	if (max > WB_FUA_FLUSH_RUNS)
+		max = WB_FUA_FLUSH_RUNS;
+	while (*run && n < max) {
+		runs[n++] = *run;
+		*run = cache_take_run(t->cf, max_seq, max_run);
+	}
+	unsigned flags =
+	    n > 0 && !*run && wb_all_flushed(t) ? BACKEND_WRITE_FUA : 0;
+	for (unsigned i = 0; i < n; i++)
+		(void)wb_window_add_flags(win, t, runs[i], flags);
+	return flags != 0;
 }
 
 static int
@@ -1219,13 +1270,7 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 
 	wb_window_init(&win, t->dev, why);
 	run = cache_take_run(t->cf, max_seq, max_run);
-	struct cache_run *fua = wb_flush_fua_run(t, &win, &run, max_seq);
-	if (fua) {
-		if (wb_write_run(t, fua, BACKEND_WRITE_FUA, why) < 0)
-			r = -EIO; /* the pages stay dirty */
-		else
-			add_relaxed(&t->dev->flushes_by_fua, 1);
-	}
+	bool by_fua = wb_flush_fua_runs(t, &win, &run, max_seq);
 	for (; run; run = cache_take_run(t->cf, max_seq, max_run)) {
 		/* A shutdown's progress is reported by its owner
 		 * (daemon_drain_report), for every export at once. */
@@ -1233,7 +1278,9 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 			break; /* report now; the pages stay dirty */
 	}
 	if (wb_window_drain(&win) < 0)
-		r = -EIO;
+		r = -EIO; /* the pages stay dirty */
+	else if (by_fua)
+		add_relaxed(&t->dev->flushes_by_fua, 1);
 	if (r == 0) {
 		/* Writeback of older pages started by others: wait for it. */
 		uint64_t seen_err = load_acquire(&t->err_seq);
@@ -1290,13 +1337,14 @@ wb_flush_work(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
  * range and others keep taking it), it falls back to the FLUSH rule for
  * sequence SEQ, which always ends.
  */
-#define WB_FUA_MAX_ROUNDS       100
+#define WB_FUA_MAX_ROUNDS 100
 
 static int
 wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq);
 
 int
-wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
+wb_write_range_fua(struct wb_target *t, uint64_t off, uint64_t len,
+    uint64_t seq)
 {
 	uint64_t cpu = wb_thread_cpu_ns();
 	int r = wb_fua_work(t, off, len, seq);
@@ -1325,7 +1373,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 			    &seen)))
 			if (wb_write_run(t, run, BACKEND_WRITE_FUA,
 				WB_REASON_FUA) < 0)
-				return -EIO;    /* the pages stay dirty */
+				return -EIO; /* the pages stay dirty */
 		if (seen & (CACHE_RANGE_CLEAN | CACHE_RANGE_BUSY))
 			need_flush = true;
 		if (!(seen & CACHE_RANGE_BUSY))
@@ -1522,8 +1570,8 @@ wb_background_chunk(const struct wb_ctl *wb)
 static void
 wb_background_run(struct job *job)
 {
-	struct wb_dev *dev = (struct wb_dev *)((char *)job -
-	    offsetof(struct wb_dev, bg_job));
+	struct wb_dev *dev =
+	    (struct wb_dev *)((char *)job - offsetof(struct wb_dev, bg_job));
 	struct wb_window win;
 	bool progress = true;
 	uint64_t cpu = wb_thread_cpu_ns();
@@ -1570,28 +1618,25 @@ wb_background_run(struct job *job)
 			written += run->npages;
 			progress = true;
 			/*
-			 * Write-behind with one run to write and nothing else
-			 * unflushed, for clients that FLUSH (one writing, then
-			 * FLUSHing, at queue depth 1): the run goes with FUA on
-			 * a remote that takes it, so the FLUSH that follows
-			 * finds it durable and sends no flush — one round trip,
-			 * where a plain write in flight when it came would cost
-			 * it two.
+			 * Write-behind for clients that FLUSH (a few writes,
+			 * then a FLUSH): while nothing else is unflushed (no
+			 * plain write of this job's, every write counted
+			 * flushed) and what is dirty fits in what is left of
+			 * remote.fua_max_runs since their last FLUSH, each run
+			 * goes with FUA on a remote that takes it, so the FLUSH
+			 * that follows finds them durable and sends no flush:
+			 * one round trip, where plain writes in flight when it
+			 * came would cost it two.  A backlog, or a writer that
+			 * streams between FLUSHes, is written plain: a FUA
+			 * write costs the remote a sync of its own.
 			 */
-			if (win.behind && win.n == 0 &&
-			    (t->backend->caps & BACKEND_NATIVE_FUA) &&
-			    wb_flushed_lately(t) && wb_all_flushed(t)) {
-				struct cache_run *next =
-				    cache_take_run(t->cf, UINT64_MAX, max_run);
-				if (!next) {
-					if (wb_window_add_flags(&win, t, run,
-						BACKEND_WRITE_FUA) < 0)
-						goto out;
-					continue;
-				}
-				(void)wb_window_add(&win, t, run);
-				written += next->npages;
-				run = next;
+			if (win.behind && !win.plain && wb_fua_max(t) > 0 &&
+			    wb_fua_ok(t, wb_dev_dirty_pages(dev))) {
+				add_relaxed(&t->fua_since_flush, 1);
+				if (wb_window_add_flags(&win, t, run,
+					BACKEND_WRITE_FUA) < 0)
+					goto out;
+				continue;
 			}
 			if (wb_window_add(&win, t, run) < 0)
 				goto out;

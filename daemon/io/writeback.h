@@ -110,9 +110,11 @@ struct wb_target {
 	 * Under gc_lock (a leaf), signalled on gc_cond.
 	 */
 	/* When a client's FLUSH last came (atomic, ns; 0: never): write-
-	 * behind writes a lone run with FUA only for an export whose
-	 * clients FLUSH (wb_background_run). */
+	 * behind writes runs with FUA only for an export whose clients
+	 * FLUSH (wb_fua_ok); and how many it wrote so since (atomic, zeroed
+	 * by each FLUSH; at most the backend's fua_max_runs). */
 	_Atomic uint64_t flush_seen_ns;
+	_Atomic unsigned fua_since_flush;
 	pthread_mutex_t gc_lock;
 	pthread_cond_t gc_cond;
 	bool gc_busy;

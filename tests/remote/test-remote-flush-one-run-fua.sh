@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# A FLUSH that has one run to write, on a remote that offers FUA, with
-# nothing else written and not yet flushed, sends that run as a write
-# with FUA and no NBD_CMD_FLUSH (one round trip instead of two); the data
-# is then in the remote's stable store (flushed-only.py saves it only on
-# a FLUSH or a FUA write).  A FLUSH with two runs, or one run while
-# something else written (a WRITE_ZEROES) is not yet flushed, still sends
-# its writes and a FLUSH.  With write-behind, a lone page written back
-# while nothing else is unflushed goes with FUA too, and the FLUSH after
-# it sends nothing.  nbdkit's log filter shows what reached the remote.
+# A FLUSH that has at most remote.fua_max_runs runs to write (4 here),
+# on a remote that offers FUA, with nothing else written and not yet
+# flushed, sends those runs as writes with FUA and no NBD_CMD_FLUSH (one
+# round trip instead of two); the data is then in the remote's stable
+# store (flushed-only.py saves it only on a FLUSH or a FUA write).  A
+# FLUSH with more runs, or one run while something else written (a
+# WRITE_ZEROES) is not yet flushed, still sends its writes and a FLUSH.
+# With write-behind, pages written back while nothing else is unflushed
+# go with FUA too, at most fua_max_runs between two FLUSHes, and the
+# FLUSH after them sends nothing.  nbdkit's log filter shows what reached
+# the remote.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
@@ -22,7 +24,7 @@ start_nbdkit kit --filter=log python "$SRCDIR/flushed-only.py" \
 add_remote_export disk0 "$(kit_uri "$KIT_SOCK")"
 write_cache_config 64M 'dirty_background_ratio = 50; dirty_ratio = 80; dirty_writeback_centisecs = 0;'
 # Dirty data waits for the FLUSH: no write-behind, no commits.
-add_remote_settings 'write_behind = false; commit_interval_ms = 0;'
+add_remote_settings 'write_behind = false; commit_interval_ms = 0; fua_max_runs = 4;'
 start_wbd
 
 "$PYTHON" - "$(uri_unix disk0)" "$KLOG" "$STORE" <<'PY' || fail "see above"
@@ -42,37 +44,38 @@ def stored(off, n):
         f.seek(off)
         return f.read(n)
 
+def flush_runs(runs, fua, what):
+    """Write RUNS ((data, offset) pairs, not touching), FLUSH: each must
+    reach the remote as one write, all with FUA and no flush (FUA) or
+    all plain and then one flush; then the stable store holds them."""
+    for buf, off in runs:
+        h.pwrite(buf, off)
+    mark = os.path.getsize(klog)
+    h.flush()
+    lines = since(mark)
+    writes = [l for l in lines if " Write id=" in l]
+    flushes = [l for l in lines if " Flush id=" in l]
+    if (len(writes) != len(runs) or
+            any(("fua=1" in l) != fua for l in writes) or
+            len(flushes) != (0 if fua else 1)):
+        sys.exit("FAIL: a FLUSH of %s should send %d write(s) %s:\n%s"
+                 % (what, len(runs),
+                    "with FUA and no flush" if fua else "and a flush",
+                    "\n".join(lines)))
+    if any(stored(off, len(buf)) != buf for buf, off in runs):
+        sys.exit("FAIL: after the FLUSH the remote's stable store does "
+                 "not hold %s" % what)
+
 # 1. One run (64 KiB, 16 pages touching), nothing else unflushed: one
 #    write with FUA, no FLUSH, and the data is stable on the remote.
-one = os.urandom(65536)
-h.pwrite(one, 1 << 20)
-mark = os.path.getsize(klog)
-h.flush()
-lines = since(mark)
-writes = [l for l in lines if " Write id=" in l]
-flushes = [l for l in lines if " Flush id=" in l]
-if len(writes) != 1 or "fua=1" not in writes[0] or flushes:
-    sys.exit("FAIL: a FLUSH of one run should reach the remote as one "
-             "write with FUA and no flush:\n" + "\n".join(lines))
-if stored(1 << 20, 65536) != one:
-    sys.exit("FAIL: after the FLUSH the remote's stable store does not "
-             "hold the run")
-
-# 2. Two runs (not touching): plain writes, then one FLUSH.
-a, b = os.urandom(4096), os.urandom(4096)
-h.pwrite(a, 0)
-h.pwrite(b, 8 << 20)
-mark = os.path.getsize(klog)
-h.flush()
-lines = since(mark)
-writes = [l for l in lines if " Write id=" in l]
-flushes = [l for l in lines if " Flush id=" in l]
-if len(writes) != 2 or any("fua=1" in l for l in writes) or len(flushes) != 1:
-    sys.exit("FAIL: a FLUSH of two runs should send two writes and a "
-             "flush:\n" + "\n".join(lines))
-if stored(0, 4096) != a or stored(8 << 20, 4096) != b:
-    sys.exit("FAIL: after the FLUSH the remote's stable store does not "
-             "hold both runs")
+flush_runs([(os.urandom(65536), 1 << 20)], True, "one run")
+# 2. Four runs (not touching), fua_max_runs: four writes with FUA, no
+#    FLUSH.
+flush_runs([(os.urandom(4096), i * (2 << 20)) for i in range(4)], True,
+           "four runs (fua_max_runs)")
+# 2b. Five runs, more than fua_max_runs: plain writes, then one FLUSH.
+flush_runs([(os.urandom(4096), i * (2 << 20) + (1 << 20)) for i in range(5)],
+           False, "five runs (more than fua_max_runs)")
 
 # 3. Something else written and not yet flushed (WRITE_ZEROES goes to the
 #    remote at once), then one run: the FLUSH must flush the remote too.
@@ -98,11 +101,11 @@ if since(mark):
 h.shutdown()
 PY
 
-# wbctl status counts the FLUSH made with FUA (part 1).
+# wbctl status counts the FLUSHes made with FUA (parts 1 and 2).
 fua=$(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
 d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
 print(d["link"]["flushes_by_fua"])')
-((fua == 1)) || fail "wbctl status counts $fua FLUSHes made with FUA, not 1"
+((fua == 2)) || fail "wbctl status counts $fua FLUSHes made with FUA, not 2"
 
 # 5. Write-behind on: a lone page written while nothing else is unflushed,
 #    by a client that FLUSHes, goes with FUA (it is in the stable store
@@ -131,17 +134,20 @@ def stored(off, n):
         f.seek(off)
         return f.read(n)
 
+def written_back():
+    """Wait (at most 30 s) until nothing is dirty or in flight."""
+    for _ in range(300):
+        if dirty() == 0:
+            return
+        time.sleep(0.1)
+    sys.exit("FAIL: write-behind did not write the page(s) back")
+
 for i in range(3):
     buf = os.urandom(4096)
     off = (2 << 20) + i * (1 << 20)
     h.flush()  # nothing to do: a client that FLUSHes (5 s)
     h.pwrite(buf, off)
-    for _ in range(300):
-        if dirty() == 0:
-            break
-        time.sleep(0.1)
-    else:
-        sys.exit("FAIL: write-behind did not write the page back")
+    written_back()
     if stored(off, 4096) != buf:
         sys.exit("FAIL: write-behind's lone page is not in the remote's "
                  "stable store: written without FUA")
@@ -155,17 +161,34 @@ for i in range(3):
         sys.exit("FAIL: the FLUSH after write-behind wrote the page with "
                  "FUA sent:\n" + "\n".join(lines))
 
+# Eight pages, not touching, written one after another by a client that
+# FLUSHes, each written back alone before the next: write-behind sends at
+# most fua_max_runs (4) of them with FUA between two FLUSHes, the rest
+# plainly, and the FLUSH after them flushes; all are then in the stable
+# store.
+h.flush()
+mark = os.path.getsize(klog)
+eight = [(os.urandom(4096), (8 << 20) + i * (1 << 20)) for i in range(8)]
+for buf, off in eight:
+    h.pwrite(buf, off)
+    written_back()
+with open(klog) as f:
+    f.seek(mark)
+    lines = [l for l in f.read().splitlines() if " Write id=" in l]
+nfua = len([l for l in lines if "fua=1" in l])
+if nfua > 4:
+    sys.exit("FAIL: write-behind wrote %d runs with FUA between two "
+             "FLUSHes, fua_max_runs is 4:\n%s" % (nfua, "\n".join(lines)))
+h.flush()
+if any(stored(off, 4096) != buf for buf, off in eight):
+    sys.exit("FAIL: after the FLUSH the stable store lacks a page")
+
 # No FLUSH for more than 5 s: write-behind writes plainly (its remote is
 # not asked for a sync per page), and the FLUSH then flushes.
 time.sleep(6)
 buf = os.urandom(4096)
 h.pwrite(buf, 6 << 20)
-for _ in range(300):
-    if dirty() == 0:
-        break
-    time.sleep(0.1)
-else:
-    sys.exit("FAIL: write-behind did not write the page back")
+written_back()
 if stored(6 << 20, 4096) == buf:
     sys.exit("FAIL: write-behind wrote with FUA for an export whose "
              "clients have not FLUSHed for 6 s")
