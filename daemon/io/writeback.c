@@ -1518,19 +1518,36 @@ wb_background_due(const struct wb_ctl *wb, struct wb_dev *dev,
 
 static bool wb_kick_background_queued(struct wb_dev *dev);
 
+/*
+ * The debt is taken (the flag lowered) before the background job is
+ * queued, never after: a job queued first could run at once, yield to
+ * new work and owe itself again, and a lowering after that would lose
+ * the debt with nobody left to pay it (seen as write-behind that never
+ * resumed after a reader stopped).  If the job is queued or running
+ * already, the debt goes back for it to find as it ends; if it ended
+ * meanwhile without seeing it, the debt is paid here after all.
+ */
 void
 wb_foreground_done(struct wb_dev *dev, const struct wb_ctl *wb)
 {
-	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(&dev->behind_owed, memory_order_seq_cst) ||
-	    load_relaxed(&wb->stopping) || wb_backing_off(dev) ||
-	    !wb_write_behind_due(dev) || wb_dev_dirty_pages(dev) == 0)
-		return;
-	/* Paid once the background job is queued anew; one running now
-	 * looks at the flag as it ends (wb_background_run). */
-	if (wb_kick_background_queued(dev))
-		atomic_store_explicit(&dev->behind_owed, 0,
+	for (;;) {
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load_explicit(&dev->behind_owed,
+			memory_order_seq_cst) ||
+		    load_relaxed(&wb->stopping) || wb_backing_off(dev) ||
+		    !wb_write_behind_due(dev) || wb_dev_dirty_pages(dev) == 0)
+			return;
+		if (!atomic_exchange_explicit(&dev->behind_owed, 0,
+			memory_order_seq_cst))
+			return; /* another took it */
+		if (wb_kick_background_queued(dev))
+			return;
+		atomic_store_explicit(&dev->behind_owed, 1,
 		    memory_order_seq_cst);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&dev->bg_queued, memory_order_seq_cst))
+			return; /* its end sees the flag (wb_background_run) */
+	}
 }
 
 /* After foreground work on DEV, or periodically: resume write-behind if
