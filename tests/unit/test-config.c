@@ -1271,58 +1271,85 @@ test_readahead_bytes(void **state)
 	    2, "cache.readahead_bytes", "expected a size from 0 (off) to 64M");
 }
 
-static void
-test_remote_unflushed_ranges_and_commit_interval(void **state)
-{
-	struct fixture *f = *state;
+/*
+ * The remote group's integer settings: each one's default, a good value
+ * (not the default) that loads, and bad values refused with the file,
+ * the line and the key, the message giving the range.
+ */
+#define REMOTE_BAD_MAX 2
+static const struct remote_uint_case {
+	const char *key;
+	size_t offset; /* of the unsigned in struct remote_conf */
+	unsigned def, good;
+	unsigned bad[REMOTE_BAD_MAX];
+	unsigned n_bad;
+	const char *range; /* in "expected an integer from RANGE, got" */
+} remote_uint_cases[] = {
+	{ "unflushed_ranges", offsetof(struct remote_conf, unflushed_ranges),
+	    1024, 16, { 0 }, 1, "1 to 65536" },
+	{ "commit_interval_ms",
+	    offsetof(struct remote_conf, commit_interval_ms), 50, 0, { 60001 },
+	    1, "0 to 60000" },
+	{ "conn_depth", offsetof(struct remote_conf, conn_depth), 16, 1,
+	    { 0, 257 }, 2, "1 to 256" },
+	{ "fua_max_runs", offsetof(struct remote_conf, fua_max_runs), 64, 0,
+	    { 4097 }, 1, "0 to 4096" },
+};
 
-	load_ok(f,
-	    write_conf(f, "uf-default.conf",
-		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
-	assert_int_equal(f->cfg.remote.unflushed_ranges, 1024);
-	assert_int_equal(f->cfg.remote.commit_interval_ms, 50);
-	config_free(&f->cfg);
-	load_ok(f,
-	    write_conf(f, "uf.conf",
-		"remote = { unflushed_ranges = 16; commit_interval_ms = 0; };\n"
-		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
-	assert_int_equal(f->cfg.remote.unflushed_ranges, 16);
-	assert_int_equal(f->cfg.remote.commit_interval_ms, 0);
-	config_free(&f->cfg);
-	expect_error(f, "uf-zero.conf",
-	    "remote = {\n  unflushed_ranges = 0;\n};\n"
-	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
-	    2, "remote.unflushed_ranges", "1 to 65536");
-	expect_error(f, "commit-big.conf",
-	    "remote = {\n\n  commit_interval_ms = 60001;\n};\n"
-	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
-	    3, "remote.commit_interval_ms", "0 to 60000");
+/* The setting C loaded as WANT. */
+static void
+expect_remote_uint(const struct fixture *f, const struct remote_uint_case *c,
+    unsigned want)
+{
+	unsigned got =
+	    *(const unsigned *)((const char *)&f->cfg.remote + c->offset);
+
+	if (got != want)
+		fail_msg("remote.%s is %u, expected %u", c->key, got, want);
 }
 
 static void
-test_remote_conn_depth(void **state)
+check_remote_uint(struct fixture *f, const struct remote_uint_case *c)
 {
-	struct fixture *f = *state;
+	char name[64], text[256], key[64], what[128];
 
+	assert_true(c->good != c->def);
+	assert_in_range(c->n_bad, 1, REMOTE_BAD_MAX);
+	snprintf(name, sizeof name, "%s-default.conf", c->key);
 	load_ok(f,
-	    write_conf(f, "depth-default.conf",
+	    write_conf(f, name,
 		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
-	assert_int_equal(f->cfg.remote.conn_depth, 16);
+	expect_remote_uint(f, c, c->def);
 	config_free(&f->cfg);
-	load_ok(f,
-	    write_conf(f, "depth.conf",
-		"remote = { conn_depth = 1; };\n"
-		"exports = ( { name = \"a\"; backing = \"/a\"; } );\n"));
-	assert_int_equal(f->cfg.remote.conn_depth, 1);
+	snprintf(name, sizeof name, "%s-good.conf", c->key);
+	snprintf(text, sizeof text,
+	    "remote = { %s = %u; };\n"
+	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+	    c->key, c->good);
+	load_ok(f, write_conf(f, name, text));
+	expect_remote_uint(f, c, c->good);
 	config_free(&f->cfg);
-	expect_error(f, "depth-zero.conf",
-	    "remote = {\n  conn_depth = 0;\n};\n"
-	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
-	    2, "remote.conn_depth", "1 to 256");
-	expect_error(f, "depth-big.conf",
-	    "remote = {\n\n  conn_depth = 257;\n};\n"
-	    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
-	    3, "remote.conn_depth", "1 to 256");
+	snprintf(key, sizeof key, "remote.%s", c->key);
+	/* The I-th bad value on line 2 + I, after I blank lines. */
+	for (unsigned i = 0; i < c->n_bad; i++) {
+		snprintf(name, sizeof name, "%s-bad%u.conf", c->key, i);
+		snprintf(text, sizeof text,
+		    "remote = {\n%.*s  %s = %u;\n};\n"
+		    "exports = ( { name = \"a\"; backing = \"/a\"; } );\n",
+		    (int)i, "\n\n", c->key, c->bad[i]);
+		snprintf(what, sizeof what, "from %s, got %u", c->range,
+		    c->bad[i]);
+		expect_error(f, name, text, 2 + (int)i, key, what);
+	}
+}
+
+static void
+test_remote_uint_settings(void **state)
+{
+	size_t n = sizeof remote_uint_cases / sizeof remote_uint_cases[0];
+
+	for (size_t i = 0; i < n; i++)
+		check_remote_uint(*state, &remote_uint_cases[i]);
 }
 
 static void
@@ -2130,8 +2157,7 @@ main(void)
 		T(test_max_request_bytes),
 		T(test_connection_limits),
 		T(test_readahead_bytes),
-		T(test_remote_unflushed_ranges_and_commit_interval),
-		T(test_remote_conn_depth),
+		T(test_remote_uint_settings),
 		T(test_error_missing_name),
 		T(test_error_empty_name),
 		T(test_error_name_too_long),
