@@ -1716,7 +1716,8 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	store_relaxed(&bn->b.max_inflight_bytes,
 	    rc ? rc->max_writeback_inflight_bytes : 64u << 20);
 	store_relaxed(&bn->b.write_behind, rc ? rc->write_behind : true);
-	store_relaxed(&bn->b.fua_max_runs, rc ? rc->fua_max_runs : 64);
+	store_relaxed(&bn->b.fua_max_runs,
+	    rc ? rc->fua_max_runs : REMOTE_DEFAULT_FUA_MAX_RUNS);
 	store_relaxed(&bn->b.max_readahead_bytes,
 	    rc ? rc->max_readahead_bytes : 64u << 20);
 	bn->uri = strdup(uri);

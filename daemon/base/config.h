@@ -173,6 +173,10 @@ struct remote_conf {
 #define REMOTE_DEFAULT_CONN_DEPTH 16u
 #define REMOTE_MAX_CONN_DEPTH 256u
 
+/* remote.fua_max_runs: its default, also a remote's without a remote
+ * group (bn_new, backend-nbd.c). */
+#define REMOTE_DEFAULT_FUA_MAX_RUNS 64u
+
 /* What one client, or all of them, may take (slots). */
 #define LIMITS_MAX_CONNECTIONS 65536
 struct limits_conf {

@@ -202,7 +202,8 @@ const struct setting settings_table[] = {
 	    .doc = "an idle remote device's dirty data is written back at "
 		   "once" },
 	{ REMOTE(fua_max_runs), .name = "fua_max_runs", .type = SETTING_UINT,
-	    .unit = "runs", .min = 0, .max = 4096, .def = 64,
+	    .unit = "runs", .min = 0, .max = 4096,
+	    .def = REMOTE_DEFAULT_FUA_MAX_RUNS,
 	    .doc = "runs written back with FUA, so that the next FLUSH needs "
 		   "no flush of the remote, between two FLUSHes (0: none)" },
 	{ REMOTE(max_readahead_bytes), .name = "max_readahead_bytes",
