@@ -33,7 +33,7 @@ add_remote_export disk0 "$(kit_uri "$KIT")"
 write_cache_config 64M 'dirty_background_ratio = 50; dirty_ratio = 80; dirty_writeback_centisecs = 0;'
 # The FLUSHes write the pages: no write-behind, no commits of its own.
 # A FLUSH's page goes plainly, and a flush after it (fua_max_runs = 0:
-# the runs with FUA that need no flush are test-remote-flush-one-run-fua).
+# the runs with FUA that need no flush are test-remote-flush-runs-fua).
 add_remote_settings 'write_behind = false; commit_interval_ms = 0; fua_max_runs = 0;'
 start_wbd
 

@@ -77,7 +77,7 @@ if flushes:
     sys.exit("FAIL: FLUSH with nothing written since the last one reached "
              "nbdkit:\n" + "\n".join(flushes))
 # One run and nothing else unflushed: it goes as a write with FUA, and no
-# NBD_CMD_FLUSH (test-remote-flush-one-run-fua.sh).
+# NBD_CMD_FLUSH (test-remote-flush-runs-fua.sh).
 h.pwrite(b"x" * 4096, 0)
 h.flush()
 with open(log_path) as f:
