@@ -264,6 +264,9 @@ static const struct metrics_row metrics_device_rows[] = {
 	{ "link.flushes_by_fua", "wbd_device_flushes_by_fua_total", COUNTER, 1,
 	    "FLUSHes made durable by writing their runs with FUA instead of "
 	    "writes and a flush." },
+	{ "link.flushes_merged", "wbd_device_flushes_merged_total", COUNTER, 1,
+	    "FLUSHes written back by a pass that wrote back another FLUSH "
+	    "queued beside them." },
 	{ "link.fua_writes", "wbd_device_fua_writes_total", COUNTER, 1,
 	    "Writeback writes sent with FUA (remote.fua_max_runs)." },
 	{ "remote.connected", "wbd_remote_connected", GAUGE, 1,

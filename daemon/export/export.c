@@ -260,6 +260,20 @@ export_journal_open(struct export *e, const struct export_journal_conf *jc,
  * (req->jgen) covers them all; what is in the log is durable whatever
  * writeback's errors, which are told at the next FLUSH that writes back.
  */
+/* R, a request made durable: an earlier writeback failure is its too,
+ * reported once (the connection keeps the count seen). */
+static int
+export_durable_result(struct export *e, struct request *req, int r)
+{
+	uint64_t now = export_err_seq(e);
+
+	if (r == 0 && now != req->err_seq)
+		r = -EIO;
+	req->err_seq = now;
+	req->err_seq_checked = true;
+	return r;
+}
+
 static int
 export_make_durable(struct export *e, struct request *req, uint64_t seq)
 {
@@ -276,13 +290,7 @@ export_make_durable(struct export *e, struct request *req, uint64_t seq)
 		r = wb_flush(&e->wt, seq, req->nbd.type == NBD_CMD_FLUSH ?
 		    WB_REASON_FLUSH : WB_REASON_FUA);
 	}
-	uint64_t now = export_err_seq(e);
-
-	if (r == 0 && now != req->err_seq)
-		r = -EIO;       /* an earlier writeback failure, reported once */
-	req->err_seq = now;
-	req->err_seq_checked = true;
-	return r;
+	return export_durable_result(e, req, r);
 }
 
 /* Block status's hook (bs_source.before_backend): ARG is the export's
@@ -448,6 +456,19 @@ export_window_read_done(struct fill_read *r)
 	req->job.owner->post(req->job.owner, &req->job);
 }
 
+/* A FLUSH written back by a pass (wb_flush_queue; on its worker). */
+static void
+export_flush_done(struct wb_flush_wait *w)
+{
+	struct request *req = container_of(w, struct request, flush);
+	struct export *e = req->export;
+
+	req->err = -export_durable_result(e, req, w->err);
+	sub_relaxed(&e->dev->work_by_reason[WB_REASON_FLUSH], 1);
+	wb_foreground_done(e->dev, e->wb);
+	req->job.owner->post(req->job.owner, &req->job);
+}
+
 static void
 export_queue(struct export *e, struct request *req)
 {
@@ -455,6 +476,14 @@ export_queue(struct export *e, struct request *req)
 
 	if (counter)
 		add_relaxed(counter, 1);
+	if (req->nbd.type == NBD_CMD_FLUSH && !e->journal) {
+		/* Merged with the FLUSHes queued beside it; no worker
+		 * waits for it meanwhile. */
+		req->flush = (struct wb_flush_wait){ .seq = req->seq,
+			.done = export_flush_done };
+		wb_flush_queue(&e->wt, &req->flush);
+		return;
+	}
 	if (req->nbd.type == NBD_CMD_READ && fill_window_wanted(&e->wt)) {
 		/* A remote: many misses in flight on one worker. */
 		req->fill = (struct fill_read){ .t = &e->wt,

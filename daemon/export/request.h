@@ -85,7 +85,10 @@ struct request {
 	bool prefetching;               /* a CACHE counted by
 	                                   export_prefetch_begin */
 	ev_timer throttle;              /* a paced write's reply delay */
-	struct fill_read fill;          /* a read miss, on a worker */
+	union {
+		struct fill_read fill;      /* a read miss, on a worker */
+		struct wb_flush_wait flush; /* a FLUSH, queued for a pass */
+	};
 	struct out out;
 	uint8_t hdr[NBD_STRUCTURED_REPLY_SIZE + 8];
 };

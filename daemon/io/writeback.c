@@ -230,6 +230,11 @@ wb_target_init(struct wb_target *t)
 	store_relaxed(&t->fua_since_flush, 0);
 	t->gc_upto = t->gc_gen = 0;
 	t->gc_last_r = 0;
+	lock_init(&t->fq_lock);
+	t->fq_head = NULL;
+	t->fq_tail = &t->fq_head;
+	for (unsigned i = 0; i < WB_FLUSH_PASSES; i++)
+		t->fq_pass[i] = (struct wb_flush_pass){ .t = t };
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 }
@@ -243,6 +248,7 @@ wb_target_destroy(struct wb_target *t)
 	pthread_mutex_destroy(&t->flush_lock);
 	pthread_mutex_destroy(&t->gc_lock);
 	pthread_cond_destroy(&t->gc_cond);
+	pthread_mutex_destroy(&t->fq_lock);
 	pthread_mutex_destroy(&t->lock);
 	pthread_cond_destroy(&t->cond);
 }
@@ -1223,6 +1229,83 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 
 	wb_cpu_account(t->dev, cpu);
 	return r;
+}
+
+/*
+ * Client FLUSHes, merged.  At QD32 with a sync every few writes, a FLUSH
+ * was a job of its own: about 30 waited at once behind the device's
+ * workers, each writing its own few runs and holding a worker until its
+ * writes and the flush were answered, and a FLUSH took five round trips
+ * of a link.  Queued instead, they hold no worker: a pass takes every
+ * FLUSH queued when it begins and writes back up to the newest of their
+ * sequences (every write acknowledged before that FLUSH arrived is in
+ * the cache by then), so one pass answers them all, in about one round
+ * trip if its runs go with FUA (wb_flush_fua_runs).  Up to
+ * WB_FLUSH_PASSES run at once, so that a FLUSH arriving during a pass
+ * need not wait for its end.
+ */
+static void
+wb_flush_pass_run(struct job *job)
+{
+	struct wb_flush_pass *p = container_of(job, struct wb_flush_pass, job);
+	struct wb_target *t = p->t;
+
+	for (;;) {
+		pthread_mutex_lock(&t->fq_lock);
+		struct wb_flush_wait *batch = t->fq_head;
+		t->fq_head = NULL;
+		t->fq_tail = &t->fq_head;
+		if (!batch)
+			p->busy = false; /* may be queued again from here */
+		pthread_mutex_unlock(&t->fq_lock);
+		if (!batch)
+			return;
+		uint64_t max_seq = 0, n = 0;
+		for (struct wb_flush_wait *w = batch; w; w = w->next, n++)
+			if (w->seq > max_seq)
+				max_seq = w->seq;
+		int r = wb_flush(t, max_seq, WB_REASON_FLUSH);
+		add_relaxed(&t->dev->flushes_merged, n - 1);
+		/* Each answer may end its request, and so let its export be
+		 * freed: the queue is not looked at after the last (the
+		 * pass goes on only while FLUSHes are queued, which hold
+		 * the export). */
+		pthread_mutex_lock(&t->fq_lock);
+		bool more = t->fq_head != NULL;
+		if (!more)
+			p->busy = false;
+		pthread_mutex_unlock(&t->fq_lock);
+		while (batch) {
+			struct wb_flush_wait *w = batch;
+			batch = w->next;
+			w->err = r;
+			w->done(w);
+		}
+		if (!more)
+			return;
+	}
+}
+
+void
+wb_flush_queue(struct wb_target *t, struct wb_flush_wait *w)
+{
+	struct wb_flush_pass *start = NULL;
+
+	w->next = NULL;
+	pthread_mutex_lock(&t->fq_lock);
+	*t->fq_tail = w;
+	t->fq_tail = &w->next;
+	for (unsigned i = 0; i < WB_FLUSH_PASSES && !start; i++)
+		if (!t->fq_pass[i].busy)
+			start = &t->fq_pass[i];
+	if (start)
+		start->busy = true;
+	pthread_mutex_unlock(&t->fq_lock);
+	if (start) {
+		start->job =
+		    (struct job){ .run = wb_flush_pass_run, .waited_on = true };
+		pool_submit(t->dev->pool, &start->job);
+	}
 }
 
 /*

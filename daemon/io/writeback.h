@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "job.h"
 
 struct backend;
 struct cache;
@@ -32,6 +33,9 @@ struct wb_dev;
  * finder's next quiescent state (grace.h): writeback jobs use the targets
  * only while they run.
  */
+/* Passes writing back client FLUSHes at once, per export (wb_flush_queue). */
+#define WB_FLUSH_PASSES 2
+
 struct wb_target {
 	const char *name;               /* the export's, for the log */
 	struct cache_file *cf;
@@ -115,6 +119,19 @@ struct wb_target {
 	 * by each FLUSH; at most the backend's fua_max_runs). */
 	_Atomic uint64_t flush_seen_ns;
 	_Atomic unsigned fua_since_flush;
+	/*
+	 * Client FLUSHes queued (wb_flush_queue), and the passes that write
+	 * them back: at most WB_FLUSH_PASSES at a time, each taking every
+	 * FLUSH queued when it begins.  A pass is busy from its submission
+	 * until it finds the queue empty.  Under fq_lock (a leaf).
+	 */
+	pthread_mutex_t fq_lock;
+	struct wb_flush_wait *fq_head, **fq_tail;
+	struct wb_flush_pass {
+		struct job job;
+		struct wb_target *t;
+		bool busy;
+	} fq_pass[WB_FLUSH_PASSES];
 	pthread_mutex_t gc_lock;
 	pthread_cond_t gc_cond;
 	bool gc_busy;
@@ -195,6 +212,20 @@ void wb_ctl_snapshot(const struct wb_ctl *wb, struct wb_thresholds *th);
  * Returns 0 or a negative errno.  Worker threads only (it blocks).
  */
 int wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why);
+
+/*
+ * A client's FLUSH of T, made durable by a pass of T's device's workers
+ * (wb_flush_queue): every write up to sequence SEQ.  DONE is called on the
+ * worker with ERR set (0 or a negative errno); it may free W.
+ */
+struct wb_flush_wait {
+	uint64_t seq;
+	void (*done)(struct wb_flush_wait *w);
+	int err;
+	struct wb_flush_wait *next; /* private: on the queue */
+};
+/* Queue W (any thread); no worker waits for it while it is queued. */
+void wb_flush_queue(struct wb_target *t, struct wb_flush_wait *w);
 
 /* Count a write that reached T's backend over [OFF, OFF + LEN), not
  * durable on its own (see wb_target.written): once it has completed,

@@ -88,6 +88,30 @@ d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
 print(d["remote"][sys.argv[1]])' "$1"
 }
 
+# link_field NAME: the first remote device's link.NAME in `wbctl status
+# --json` (the link as writeback measures it).
+link_field() {
+	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
+d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
+print(d["link"][sys.argv[1]])' "$1"
+}
+
+# need_delay_filter: bench/net/delay-filter.c (a round trip on every
+# request, FLUSH included: rtt=TIME), built as the benchmark builds it,
+# into $T/netdelay.so; skips without nbdkit's filter header.
+need_delay_filter() {
+	need pkg-config
+	CC=${CC:-cc}
+	need "$CC"
+	pkg-config --exists nbdkit ||
+		skip "nbdkit's filter header is missing: nbdkit-plugin-dev is not installed (scripts/install-deps.sh installs it)"
+	# shellcheck disable=SC2046  # pkg-config's flags, split
+	"$CC" -std=c17 -O2 -Wall -Wextra -Werror -shared -fPIC \
+		$(pkg-config --cflags nbdkit) -o "$T/netdelay.so" \
+		"$SRCDIR/../../bench/net/delay-filter.c" ||
+		fail "the delay filter does not build"
+}
+
 # wait_clean SECONDS: wait until the cache holds nothing dirty.
 wait_clean() {
 	local i dirty

@@ -9,17 +9,7 @@
 # make a request slower, never faster, however loaded the machine.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
-need pkg-config
-CC=${CC:-cc}
-need "$CC"
-pkg-config --exists nbdkit ||
-	skip "nbdkit's filter header is missing: nbdkit-plugin-dev is not installed (scripts/install-deps.sh installs it)"
-
-FILTER_SRC=$SRCDIR/../../bench/net/delay-filter.c
-# shellcheck disable=SC2046  # pkg-config's flags, split
-"$CC" -std=c17 -O2 -Wall -Wextra -Werror -shared -fPIC \
-	$(pkg-config --cflags nbdkit) -o "$T/netdelay.so" "$FILTER_SRC" ||
-	fail "the delay filter does not build"
+need_delay_filter
 
 start_nbdkit kit --threads 64 --filter="$T/netdelay.so" memory 16M rtt=5ms
 

@@ -20,11 +20,6 @@ write_cache_config 256M 'dirty_background_ratio = 50; dirty_ratio = 60; dirty_wr
 add_remote_settings 'write_behind = false; commit_interval_ms = 0; max_writeback_inflight_bytes = "8M";'
 start_wbd
 
-link_field() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
-print(d["link"][sys.argv[1]])' "$1"
-}
 
 # write_then_flush OFFSET: 16 MiB of random data written at OFFSET (kept
 # in $T/data, whole), then `wbctl flush`, with the remote's connections

@@ -39,19 +39,14 @@ h.shutdown()
 open(out, "wb").write(img)
 PY
 
-link() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
-print(d["link"][sys.argv[1]])' "$1"
-}
-rtt=$(link round_trip_us) window=$(link window_writes) most=$(link writes_in_flight_max)
+rtt=$(link_field round_trip_us) window=$(link_field window_writes) most=$(link_field writes_in_flight_max)
 conns=$(remote_field connections)
 log "round trip ${rtt} us, window $window writes, at most $most in flight, $conns connection(s)"
 ((rtt >= 100000)) || fail "the round trip is ${rtt} us, under nbdkit's 100 ms delay"
 ((window > 16)) || fail "the window stayed at $window writes"
 ((most > 16)) || fail "at most $most writes were in flight: the window did not grow past 16"
 ((conns > 1)) || fail "the writes went over $conns connection(s) of a multi-conn remote"
-(($(link writes_in_flight) == 0)) || fail "writes still in flight after the FLUSH"
+(($(link_field writes_in_flight) == 0)) || fail "writes still in flight after the FLUSH"
 
 remote_read "$SLOW" 0 $((64 << 20)) "$T/remote"
 cmp "$T/data" "$T/remote" || fail "nbdkit does not hold what the FLUSH covered"

@@ -13,16 +13,7 @@
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
-need pkg-config
-CC=${CC:-cc}
-need "$CC"
-pkg-config --exists nbdkit ||
-	skip "nbdkit's filter header is missing: nbdkit-plugin-dev is not installed"
-
-# shellcheck disable=SC2046  # pkg-config's flags, split
-"$CC" -std=c17 -O2 -Wall -Wextra -Werror -shared -fPIC \
-	$(pkg-config --cflags nbdkit) -o "$T/netdelay.so" \
-	"$SRCDIR/../../bench/net/delay-filter.c" || fail "the delay filter does not build"
+need_delay_filter
 
 KLOG=$T/kit-requests.log
 # The log filter nearest the client: it sees each request as it arrives.
@@ -90,12 +81,7 @@ open(klog + ".count", "w").write("%d\n" % got)
 PY
 # wbctl status counts them the same way: the flushes sent, and the
 # FLUSHes that shared another's.
-link() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
-print(d["link"][sys.argv[1]])' "$1"
-}
-sent=$(link flushes_sent) shared=$(link flushes_shared)
+sent=$(link_field flushes_sent) shared=$(link_field flushes_shared)
 log "wbctl status: $sent flushes sent, $shared shared"
 ((sent == $(cat "$KLOG.count"))) || fail "wbctl status counts $sent flushes sent, the remote got $(cat "$KLOG.count")"
 ((shared > 0)) || fail "wbctl status counts no FLUSH that shared a flush"

@@ -17,16 +17,7 @@
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
-need pkg-config
-CC=${CC:-cc}
-need "$CC"
-pkg-config --exists nbdkit ||
-	skip "nbdkit's filter header is missing: nbdkit-plugin-dev is not installed"
-
-# shellcheck disable=SC2046  # pkg-config's flags, split
-"$CC" -std=c17 -O2 -Wall -Wextra -Werror -shared -fPIC \
-	$(pkg-config --cflags nbdkit) -o "$T/netdelay.so" \
-	"$SRCDIR/../../bench/net/delay-filter.c" || fail "the delay filter does not build"
+need_delay_filter
 
 KLOG=$T/kit-requests.log
 start_nbdkit kit --filter=log --filter="$T/netdelay.so" \
@@ -67,11 +58,6 @@ for line in text.splitlines():
 print(most)
 PY
 }
-link() {
-	remote_wbctl status --json | "$PYTHON" -c 'import json, sys
-d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
-print(d["link"][sys.argv[1]])' "$1"
-}
 
 # 1. 256 random cold reads at once, 2048 in all, over the first 32 MiB.
 mark=$(stat -c %s "$KLOG")
@@ -100,8 +86,8 @@ PY
 most=$(most_reads "$mark")
 log "random cold reads: at most $most in flight at the remote"
 ((most > 64)) || fail "at most $most cache misses reached the remote together: the read window stayed at 64"
-window=$(link window_reads)
-log "read window: $window reads; round trip $(link read_round_trip_us) us"
+window=$(link_field window_reads)
+log "read window: $window reads; round trip $(link_field read_round_trip_us) us"
 ((window > 64)) || fail "wbctl status shows a read window of $window reads"
 conns=$("$PYTHON" - "$KLOG" "$mark" <<'PY'
 import re, sys
@@ -126,7 +112,7 @@ for o in range(32 << 20, 96 << 20, 256 << 10):
 h.shutdown()
 PY
 most=$(most_reads "$mark")
-ra=$(link readahead_bytes)
+ra=$(link_field readahead_bytes)
 log "sequential reads: at most $most in flight at the remote; read-ahead $ra bytes"
 ((most > 3)) || fail "read-ahead kept at most $most reads in flight at the remote"
 ((ra > 1 << 20)) || fail "read-ahead stayed at $ra bytes over a 100 ms round trip"
