@@ -25,7 +25,8 @@ static pthread_key_t bufs_key;
 static _Atomic uint64_t bufs_mapped_n, bufs_mapped_bytes;
 
 /* A page-aligned buffer of N bytes (a multiple of a page): mapped when
- * N >= BUFSTASH_MAP_MIN, else from malloc. */
+ * N >= BUFSTASH_MAP_MIN, its pages present at once (one call instead of
+ * a fault per page: see bufstash.h), else from malloc. */
 static void *
 bufs_alloc(size_t n)
 {
@@ -33,7 +34,7 @@ bufs_alloc(size_t n)
 
 	if (n >= BUFSTASH_MAP_MIN) {
 		p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 		if (p == MAP_FAILED)
 			return NULL;
 		add_relaxed(&bufs_mapped_n, 1);
