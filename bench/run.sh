@@ -830,10 +830,11 @@ bench_writeback() {
 
 # --- report ------------------------------------------------------------------------
 
-# ratio A B: A/B to two decimals, or "-".
+# ratio A B [DECIMALS]: A/B to DECIMALS decimals (two by default), or "-".
+# Tables show two; a goal is judged on six, where two could round a miss up.
 ratio() {
 	[[ -n $1 && -n $2 && $1 != - && $2 != - ]] || { echo -; return; }
-	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'
+	awk -v a="$1" -v b="$2" -v f="%.${3:-2}f" 'BEGIN { if (b > 0) printf f, a / b; else print "-" }'
 }
 
 # verdict VALUE OP LIMIT: MET or NOT MET (or "NOT MEASURED").

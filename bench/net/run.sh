@@ -615,11 +615,6 @@ case_goal() {
 
 # targets_table PROFILE: issue 27's goals, met or not, and wbd against
 # nbdkit's cache filter (which wbd should beat on every case).
-exact_ratio() {
-	[[ -n $1 && -n $2 && $1 != - && $2 != - ]] || { echo -; return; }
-	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.6f", a / b; else print "-" }'
-}
-
 targets_table() {
 	local p=$1 c r g v q x
 	echo "| case | wbd / remote | goal | result | wbd / nbdkit-cache |"
@@ -630,7 +625,7 @@ targets_table() {
 		# Judged on the ratio itself, not on its two decimals (128.1
 		# against 128.6 MiB/s is 0.996, short of 1.0): shown with three
 		# where two would hide the miss.
-		x=$(exact_ratio "${MED[$p,wbd,$c]:-}" "${MED[$p,remote,$c]:-}")
+		x=$(ratio "${MED[$p,wbd,$c]:-}" "${MED[$p,remote,$c]:-}" 6)
 		v=$(verdict "$x" ">=" "$g")
 		[[ $v == "NOT MET" && $(verdict "$r" ">=" "$g") == MET ]] &&
 		    r=$(awk -v x="$x" 'BEGIN { printf "%.3f", x }')
@@ -654,7 +649,7 @@ journal_table() {
 			g=10
 			[[ $c == fsync64-* ]] && g=3
 			r=$(ratio "${MED[$p,$s,$c]:-}" "${MED[$p,remote,$c]:-}")
-			v=$(verdict "$(exact_ratio "${MED[$p,$s,$c]:-}" "${MED[$p,remote,$c]:-}")" ">=" "$g")
+			v=$(verdict "$(ratio "${MED[$p,$s,$c]:-}" "${MED[$p,remote,$c]:-}" 6)" ">=" "$g")
 			[[ $s == wbd-journal ]] || v="(for comparison)"
 			printf '| %s | %s | %s× | ≥ %s× | %s |\n' "$s" "$c" "$r" "$g" "$v"
 		done
@@ -669,7 +664,7 @@ journal_table() {
 		for s in wbd wbd-journal wbd-journal-onwrite wbd-journal-ordered; do
 			[[ " ${NET_SERVERS[*]} " == *" $s "* ]] || continue
 			r=$(ratio "${P50S[$p,$s,commit-qd1]:-}" "$fds")
-			v=$(verdict "$(exact_ratio "${P50S[$p,$s,commit-qd1]:-}" "$fds")" "<=" 2)
+			v=$(verdict "$(ratio "${P50S[$p,$s,commit-qd1]:-}" "$fds" 6)" "<=" 2)
 			[[ $s == wbd-journal ]] || v="(for comparison)"
 			printf '| %s | FLUSH p50 %s µs / fdatasync p50 %s µs | %s× | ≤ 2× | %s |\n' \
 			    "$s" "${P50S[$p,$s,commit-qd1]:--}" "$fds" "$r" "$v"

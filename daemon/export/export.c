@@ -368,6 +368,21 @@ export_discard(void *arg)
 	return r;
 }
 
+/* The end of a queued request (export_queue), on the worker that carried
+ * it out: its result R (0 or a negative errno), its count of queued work
+ * taken back and the device's foreground work done.  Then it is posted to
+ * its I/O thread, which replies: by the pool after export_run, by the
+ * callbacks below themselves. */
+static void
+export_request_done(struct export *e, struct request *req, int r)
+{
+	req->err = -r;
+	_Atomic unsigned *counter = export_work_counter(e, req);
+	if (counter)
+		sub_relaxed(counter, 1);
+	wb_foreground_done(e->dev, e->wb);
+}
+
 static void
 export_run(struct job *job)
 {
@@ -400,7 +415,11 @@ export_run(struct job *job)
 			r = export_make_durable(e, req, req->seq);
 		break;
 	case NBD_CMD_FLUSH:
-		/* Everything acknowledged before the FLUSH arrived. */
+		/* Only an export with a write log runs its FLUSHes here, on
+		 * the log's workers (the device's once the log is broken):
+		 * the commit covers everything acknowledged before the FLUSH
+		 * arrived (req->jgen).  Without a log, export_queue queues a
+		 * FLUSH on its target instead (wb_flush_queue). */
 		r = export_make_durable(e, req, req->seq);
 		break;
 	case NBD_CMD_TRIM:
@@ -435,11 +454,7 @@ export_run(struct job *job)
 		break;
 	}
 done:
-	req->err = -r;
-	_Atomic unsigned *counter = export_work_counter(e, req);
-	if (counter)
-		sub_relaxed(counter, 1);
-	wb_foreground_done(e->dev, e->wb);
+	export_request_done(e, req, r);
 }
 
 /* --- on the I/O thread ------------------------------------------------- */
@@ -450,9 +465,7 @@ export_window_read_done(struct fill_read *r)
 {
 	struct request *req = container_of(r, struct request, fill);
 
-	req->err = -r->err;
-	sub_relaxed(&req->export->dev->work_reads, 1);
-	wb_foreground_done(req->export->dev, req->export->wb);
+	export_request_done(req->export, req, r->err);
 	req->job.owner->post(req->job.owner, &req->job);
 }
 
@@ -463,9 +476,7 @@ export_flush_done(struct wb_flush_wait *w)
 	struct request *req = container_of(w, struct request, flush);
 	struct export *e = req->export;
 
-	req->err = -export_durable_result(e, req, w->err);
-	sub_relaxed(&e->dev->work_by_reason[WB_REASON_FLUSH], 1);
-	wb_foreground_done(e->dev, e->wb);
+	export_request_done(e, req, export_durable_result(e, req, w->err));
 	req->job.owner->post(req->job.owner, &req->job);
 }
 
