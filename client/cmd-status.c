@@ -445,6 +445,8 @@ status_devices(FILE *f, const json_t *devices)
 			    " (multi-conn: another past %llu command(s) on "
 			    "each)",
 			    (unsigned long long)jget_u64(r, "conn_depth", 0));
+		bool rdc = jget_bool(r, "read_connection"),
+		     wrc = jget_bool(r, "write_connection");
 		status_named(f, dev,
 		    "%s, %s since %s, %llu connection(s)%s%s, %llu failed "
 		    "reconnect(s)%s%s",
@@ -452,8 +454,10 @@ status_devices(FILE *f, const json_t *devices)
 		    jget_bool(r, "connected") ? "connected" : "DISCONNECTED",
 		    when, (unsigned long long)jget_u64(r, "connections", 0),
 		    depth,
-		    jget_bool(r, "read_connection") ? " and a read connection" :
-						      "",
+		    rdc && wrc ? " and a read and a write connection" :
+			rdc    ? " and a read connection" :
+			wrc    ? " and a write connection" :
+				 "",
 		    (unsigned long long)jget_u64(r, "retries", 0),
 		    rle ? "; last: " : "", rle ? rle : "");
 		if (jget_bool(r, "flush_before_read"))

@@ -64,6 +64,7 @@
 #include "config.h"
 #include "lock.h"
 #include "log.h"
+#include "nbd-proto.h"
 #include "nbdread.h"
 
 #define BN_MAJOR                43      /* NBD's block major */
@@ -123,6 +124,30 @@ struct bn_conn {
 	bool shut;              /* its socket was shut down (timeout) */
 };
 
+/*
+ * A connection of wbd's own (nbdread.h), on a multi-conn remote without
+ * TLS: the read connection carries the read window's misses, the write
+ * connection writeback's writes.  Fields under bn.lock; NR itself is used
+ * by OWNER alone, while INFLIGHT > 0 (and by whoever takes it at 0).
+ */
+struct bn_own {
+	struct backend_nbd *bn;
+	const char *what; /* "read", "write" */
+	struct nbd_handle *h;
+	struct nbdread *nr;
+	pthread_t owner;
+	unsigned inflight;
+	bool off;            /* TLS: libnbd only */
+	bool connecting;     /* OPENER is opening it */
+	bool opener_started; /* OPENER to be joined */
+	pthread_t opener;
+	bool announced;          /* logged once */
+	bool loss_counted;       /* a write connection's failure, in b.losses */
+	unsigned backoff_ms;     /* after a failure; 0 once a request worked */
+	uint64_t failures;       /* since start-up */
+	uint64_t retry_after_ns; /* monotonic */
+};
+
 struct backend_nbd {
 	struct backend b;
 	char *uri;
@@ -144,8 +169,9 @@ struct backend_nbd {
 	_Atomic uint64_t io_timeout_ns;
 	_Atomic unsigned connect_timeout_ms;
 	_Atomic unsigned reconnect_max_ms;
-	_Atomic bool read_connection; /* remote.read_connection */
-	_Atomic unsigned conn_depth;  /* remote.conn_depth */
+	_Atomic bool read_connection;  /* remote.read_connection */
+	_Atomic bool write_connection; /* remote.write_connection */
+	_Atomic unsigned conn_depth;   /* remote.conn_depth */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* connection up, poll round ended */
@@ -162,26 +188,9 @@ struct backend_nbd {
 	uint64_t next_try_ns;           /* monotonic: earliest reconnection */
 	uint64_t grow_after_ns;         /* monotonic: next extra connection */
 	char last_error[256];
-	/*
-	 * The read connection (nbdread.h): the read window's misses, on a
-	 * multi-conn remote without TLS.  Fields under bn.lock; NR itself
-	 * is used by OWNER alone, while INFLIGHT > 0 (and by whoever takes
-	 * it at 0).
-	 */
-	struct {
-		struct nbd_handle *h;
-		struct nbdread *nr;
-		pthread_t owner;
-		unsigned inflight;
-		bool off;            /* TLS: libnbd only */
-		bool connecting;     /* OPENER is opening it */
-		bool opener_started; /* OPENER to be joined */
-		pthread_t opener;
-		bool announced;      /* logged once */
-		unsigned backoff_ms; /* after a failure; 0 once a read worked */
-		uint64_t failures;   /* since start-up */
-		uint64_t retry_after_ns; /* monotonic */
-	} rd;
+	/* The read connection (the read window's misses) and the write
+	 * connection (writeback's writes): see struct bn_own. */
+	struct bn_own rd, wr;
 };
 
 #define BN(b) ((struct backend_nbd *)(b))
@@ -976,34 +985,40 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 	}
 }
 
-/* --- the read connection --------------------------------------------- */
+/* --- connections of wbd's own: reads, writes ----------------------- */
 
 #define BN_RD_BACKOFF_MIN_MS 1000
 #define BN_RD_BACKOFF_MAX_MS 60000
+/* A write's payload queued on the write connection goes out at once
+ * from this much on; less waits for the next wait on the connection, so
+ * that a window's writes leave together. */
+#define BN_WR_SEND_BYTES (256u << 10)
 
-/* The read connection failed, or could not be opened: not again for a
- * while, the wait doubling from 1 s to a minute until one opens. */
+/* O failed, or could not be opened: not again for a while, the wait
+ * doubling from 1 s to a minute until one opens. */
 static void
-bn_rd_backoff_locked(struct backend_nbd *bn)
+bn_own_backoff_locked(struct backend_nbd *bn, struct bn_own *o)
 {
 	lock_assert_held(&bn->lock);
-	bn->rd.failures++;
-	bn->rd.backoff_ms =
-	    bn->rd.backoff_ms ? bn->rd.backoff_ms * 2 : BN_RD_BACKOFF_MIN_MS;
-	if (bn->rd.backoff_ms > BN_RD_BACKOFF_MAX_MS)
-		bn->rd.backoff_ms = BN_RD_BACKOFF_MAX_MS;
-	bn->rd.retry_after_ns = bn_now() + bn->rd.backoff_ms * NS_PER_MS;
+	o->failures++;
+	o->backoff_ms =
+	    o->backoff_ms ? o->backoff_ms * 2 : BN_RD_BACKOFF_MIN_MS;
+	if (o->backoff_ms > BN_RD_BACKOFF_MAX_MS)
+		o->backoff_ms = BN_RD_BACKOFF_MAX_MS;
+	o->retry_after_ns = bn_now() + o->backoff_ms * NS_PER_MS;
 }
 
 /*
- * Open the read connection, on a thread of its own: a handshake may take
- * up to connect_timeout_ms (a server that has stopped accepting, a full
- * listen backlog), and the read window goes on through libnbd meanwhile.
+ * Open a connection of wbd's own, on a thread of its own: a handshake may
+ * take up to connect_timeout_ms (a server that has stopped accepting, a
+ * full listen backlog), and reads and writes go on through libnbd
+ * meanwhile.
  */
 static void *
-bn_rd_opener(void *arg)
+bn_own_opener(void *arg)
 {
-	struct backend_nbd *bn = arg;
+	struct bn_own *o = arg;
+	struct backend_nbd *bn = o->bn;
 	char err[256] = "";
 	struct nbdread *nr = NULL;
 
@@ -1017,77 +1032,81 @@ bn_rd_opener(void *arg)
 		h = NULL;
 	}
 	pthread_mutex_lock(&bn->lock);
-	bn->rd.connecting = false;
+	o->connecting = false;
 	if (tls) {
 		/* nbdread speaks the protocol in the clear only. */
-		bn->rd.off = true;
-		log_debug("remote %s: TLS: cache misses go through libnbd",
-		    bn->uri);
+		o->off = true;
+		log_debug("remote %s: TLS: no %s connection of wbd's own",
+		    bn->uri, o->what);
 	} else if (nr) {
-		/* The back-off stays until it has worked (bn_rd_put): one
+		/* The back-off stays until it has worked (bn_own_put): one
 		 * that opens and then fails is not reopened every second. */
-		bn->rd.h = h;
-		bn->rd.nr = nr;
-		if (!bn->rd.announced)
-			log_info("remote %s (device %s): cache misses are read "
-				 "on a connection of their own, simple replies",
-			    bn->uri, bn->b.dev_name);
-		bn->rd.announced = true;
+		o->h = h;
+		o->nr = nr;
+		o->loss_counted = false;
+		if (!o->announced)
+			log_info("remote %s (device %s): %s on a connection of "
+				 "their own, simple replies",
+			    bn->uri, bn->b.dev_name,
+			    o == &bn->rd ? "cache misses are read" :
+					   "writeback's writes go");
+		o->announced = true;
 	} else {
-		bn_rd_backoff_locked(bn);
-		log_debug("remote %s: cannot open the read connection: %s; "
+		bn_own_backoff_locked(bn, o);
+		log_debug("remote %s: cannot open the %s connection: %s; "
 			  "again in %u ms",
-		    bn->uri, err, bn->rd.backoff_ms);
+		    bn->uri, o->what, err, o->backoff_ms);
 	}
 	pthread_mutex_unlock(&bn->lock);
 	return NULL;
 }
 
-/* Start opening the read connection (the last opener has ended). */
+/* Start opening O (the last opener has ended). */
 static void
-bn_rd_open_locked(struct backend_nbd *bn)
+bn_own_open_locked(struct backend_nbd *bn, struct bn_own *o)
 {
 	lock_assert_held(&bn->lock);
-	if (bn->rd.opener_started)
-		pthread_join(bn->rd.opener, NULL);
-	bn->rd.opener_started = false;
-	bn->rd.connecting = true;
+	if (o->opener_started)
+		pthread_join(o->opener, NULL);
+	o->opener_started = false;
+	o->connecting = true;
 	/* Signals go to the main loop, as for every thread of wbd's. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	int e = pthread_create(&bn->rd.opener, NULL, bn_rd_opener, bn);
+	int e = pthread_create(&o->opener, NULL, bn_own_opener, o);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e != 0) {
-		bn->rd.connecting = false;
-		bn_rd_backoff_locked(bn);
-		log_debug("remote %s: cannot start the read connection's "
+		o->connecting = false;
+		bn_own_backoff_locked(bn, o);
+		log_debug("remote %s: cannot start the %s connection's "
 			  "opener: %s",
-		    bn->uri, strerror(e));
+		    bn->uri, o->what, strerror(e));
 		return;
 	}
-	bn->rd.opener_started = true;
+	o->opener_started = true;
 }
 
-/* A read connection taken out of bn.rd, to be closed with no lock held. */
-struct bn_rd_gone {
+/* A connection taken out of its bn_own, to be closed with no lock held. */
+struct bn_own_gone {
 	struct nbd_handle *h;
 	struct nbdread *nr;
 };
 
 static void
-bn_rd_detach_locked(struct backend_nbd *bn, struct bn_rd_gone *g)
+bn_own_detach_locked(struct backend_nbd *bn, struct bn_own *o,
+    struct bn_own_gone *g)
 {
 	lock_assert_held(&bn->lock);
-	assert(bn->rd.inflight == 0);
-	g->h = bn->rd.h;
-	g->nr = bn->rd.nr;
-	bn->rd.h = NULL;
-	bn->rd.nr = NULL;
+	assert(o->inflight == 0);
+	g->h = o->h;
+	g->nr = o->nr;
+	o->h = NULL;
+	o->nr = NULL;
 }
 
 static void
-bn_rd_close(struct bn_rd_gone *g)
+bn_own_close(struct bn_own_gone *g)
 {
 	nbdread_free(g->nr);
 	if (g->h)
@@ -1095,13 +1114,15 @@ bn_rd_close(struct bn_rd_gone *g)
 }
 
 /*
- * The read connection for this thread, its inflight count taken; NULL
- * when there is none (its opening is started then, if the remote is up),
- * when it is busy with another thread's reads, or when it would not be
- * consistent with the other connections (a remote without multi-conn).
+ * O's connection for this thread, its inflight count taken; NULL when
+ * there is none (its opening is started then, if the remote is up), when
+ * it is busy with another thread's requests or has SHARE in flight, when
+ * ON (its setting) is false, or when it would not be consistent with the
+ * other connections (a remote without multi-conn: there a FLUSH covers
+ * only the writes of its own connection, and a read might not see them).
  */
 static struct nbdread *
-bn_rd_get(struct backend_nbd *bn)
+bn_own_get(struct backend_nbd *bn, struct bn_own *o, bool on, unsigned share)
 {
 	struct nbdread *nr = NULL;
 	pthread_t self = pthread_self();
@@ -1109,49 +1130,83 @@ bn_rd_get(struct backend_nbd *bn)
 	if (!bn->multi_conn)
 		return NULL;
 	pthread_mutex_lock(&bn->lock);
-	if (!load_relaxed(&bn->read_connection)) {
+	if (!on) {
 		/* Turned off by a reload: closed once idle. */
-		struct bn_rd_gone gone = { 0 };
-		if (bn->rd.inflight == 0)
-			bn_rd_detach_locked(bn, &gone);
+		struct bn_own_gone gone = { 0 };
+		if (o->inflight == 0)
+			bn_own_detach_locked(bn, o, &gone);
 		pthread_mutex_unlock(&bn->lock);
-		bn_rd_close(&gone);
+		bn_own_close(&gone);
 		return NULL;
 	}
-	if (!bn->rd.nr && !bn->rd.off && !bn->rd.connecting && bn->connected &&
-	    bn_now() >= bn->rd.retry_after_ns)
-		bn_rd_open_locked(bn);
-	if (bn->rd.nr && bn->rd.inflight < BN_RD_SHARE &&
-	    (bn->rd.inflight == 0 || pthread_equal(bn->rd.owner, self))) {
-		bn->rd.owner = self;
-		bn->rd.inflight++;
-		nr = bn->rd.nr;
+	if (!o->nr && !o->off && !o->connecting && bn->connected &&
+	    bn_now() >= o->retry_after_ns)
+		bn_own_open_locked(bn, o);
+	if (o->nr && o->inflight < share &&
+	    (o->inflight == 0 || pthread_equal(o->owner, self))) {
+		o->owner = self;
+		o->inflight++;
+		nr = o->nr;
 	}
 	pthread_mutex_unlock(&bn->lock);
 	return nr;
 }
 
-/* Done with NR (the owner's) for one read, which WORKED (was answered
- * on it: the back-off starts over); closed if it failed and nothing is
- * in flight, to be opened again a little later. */
-static void
-bn_rd_put(struct backend_nbd *bn, struct nbdread *nr, bool worked)
+static struct nbdread *
+bn_rd_get(struct backend_nbd *bn)
 {
-	struct bn_rd_gone gone = { 0 };
+	return bn_own_get(bn, &bn->rd, load_relaxed(&bn->read_connection),
+	    BN_RD_SHARE);
+}
+
+/* At most remote.conn_depth writes on it, as on any connection: a
+ * deeper window's others spread over libnbd's (a server may serve a
+ * connection's requests one at a time, or a few). */
+static struct nbdread *
+bn_wr_get(struct backend_nbd *bn)
+{
+	unsigned depth = load_relaxed(&bn->conn_depth);
+
+	if (depth > NBDREAD_MAX_INFLIGHT)
+		depth = NBDREAD_MAX_INFLIGHT;
+	return bn_own_get(bn, &bn->wr, load_relaxed(&bn->write_connection),
+	    depth);
+}
+
+/*
+ * Done with NR (O's, this thread's) for one request, which WORKED (was
+ * answered on it: the back-off starts over); closed if it failed and
+ * nothing is in flight, to be opened again a little later.  A write
+ * connection that failed counts as a lost connection (backend.losses)
+ * before any write it failed is made again elsewhere: the writes it
+ * carried that were answered and not yet flushed may be gone with the
+ * server, and are written again (wb_redo), as after libnbd's.
+ */
+static void
+bn_own_put(struct backend_nbd *bn, struct bn_own *o, struct nbdread *nr,
+    bool worked)
+{
+	struct bn_own_gone gone = { 0 };
 
 	pthread_mutex_lock(&bn->lock);
-	bn->rd.inflight--;
+	o->inflight--;
 	if (worked && !nbdread_failed(nr))
-		bn->rd.backoff_ms = 0;
-	if (bn->rd.inflight == 0 && nbdread_failed(nr)) {
-		log_info("remote %s (device %s): the read connection failed "
-			 "(%s); reads go through libnbd until it is reopened",
-		    bn->uri, bn->b.dev_name, nbdread_failed(nr));
-		bn_rd_detach_locked(bn, &gone);
-		bn_rd_backoff_locked(bn);
+		o->backoff_ms = 0;
+	if (o == &bn->wr && nbdread_failed(nr) && !o->loss_counted) {
+		o->loss_counted = true;
+		atomic_fetch_add_explicit(&bn->b.losses, 1,
+		    memory_order_acq_rel);
+	}
+	if (o->inflight == 0 && nbdread_failed(nr)) {
+		log_info("remote %s (device %s): the %s connection failed "
+			 "(%s); %ss go through libnbd until it is reopened",
+		    bn->uri, bn->b.dev_name, o->what, nbdread_failed(nr),
+		    o->what);
+		bn_own_detach_locked(bn, o, &gone);
+		bn_own_backoff_locked(bn, o);
 	}
 	pthread_mutex_unlock(&bn->lock);
-	bn_rd_close(&gone);
+	bn_own_close(&gone);
 }
 
 /* A read or write in flight (pread_start .. pread_end, pwrite_start ..
@@ -1244,6 +1299,9 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 	}
 }
 
+static bool bn_own_wait(struct backend_io *io, int wake_fd);
+static void bn_own_send_queued(struct backend_nbd *bn);
+
 static struct backend_io *
 bn_io_done(int result)
 {
@@ -1280,6 +1338,25 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 	if (!io)
 		return -ENOMEM;
 	io->deadline = bn_now() + load_relaxed(&bn->io_timeout_ns);
+	/* On the write connection if this thread may have it: the window's
+	 * writes leave together, and their replies come together. */
+	if ((io->nr = bn_wr_get(bn))) {
+		io->rq = (struct nbdread_req){ .buf = (void *)buf,
+			.count = count,
+			.off = off,
+			.write = true,
+			.flags = (flags & LIBNBD_CMD_FLAG_FUA) ?
+			    NBD_CMD_FLAG_FUA :
+			    0 };
+		if (nbdread_submit(io->nr, &io->rq) == 0) {
+			if (nbdread_unsent(io->nr) >= BN_WR_SEND_BYTES)
+				nbdread_send(io->nr);
+			*iop = io;
+			return 0;
+		}
+		bn_own_put(bn, &bn->wr, io->nr, false);
+		io->nr = NULL;
+	}
 	io->c = bn_conn_get(bn, 0, &err);
 	if (!io->c) {
 		free(io);
@@ -1302,7 +1379,16 @@ bn_pwrite_end(struct backend *b, struct backend_io *io)
 	struct backend_nbd *bn = BN(b);
 	int r = io->result;
 
-	if (io->c) {
+	if (io->nr) {
+		bn_own_send_queued(bn);
+		while (!bn_own_wait(io, -1))
+			;
+		/* ENOTCONN: the connection failed; writeback writes it again
+		 * (the failure counted as a loss first: bn_own_put). */
+		r = -io->rq.error;
+		bn_own_put(bn, &bn->wr, io->nr, io->rq.error != ENOTCONN);
+	} else if (io->c) {
+		bn_own_send_queued(bn);
 		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
 		bn_conn_put(bn, io->c);
 	}
@@ -1341,7 +1427,7 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 			*iop = io;
 			return 0;
 		}
-		bn_rd_put(bn, io->nr, false);
+		bn_own_put(bn, &bn->rd, io->nr, false);
 		io->nr = NULL;
 	}
 	/* The least busy connection (a multi-conn remote gets more as they
@@ -1359,11 +1445,11 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	return 0;
 }
 
-/* Wait on the read connection; a read with no reply by its deadline
- * (none in the socket either) fails the connection (it is then read
- * again through libnbd). */
+/* Wait on a connection of wbd's own; a request with no reply by its
+ * deadline (none in the socket either) fails the connection (a read is
+ * then read again through libnbd, a write written again by writeback). */
 static bool
-bn_rd_wait(struct backend_io *io, int wake_fd)
+bn_own_wait(struct backend_io *io, int wake_fd)
 {
 	uint64_t now = bn_now();
 
@@ -1378,33 +1464,38 @@ bn_rd_wait(struct backend_io *io, int wake_fd)
 }
 
 /*
- * Before this thread waits for a read through libnbd: send the READs it
- * queued on the read connection (they go out when their owner waits on
- * them, and it is not going to, yet).  A window holds both kinds while
- * the read connection opens, or when another thread had it.
+ * Before this thread waits for anything else (a request through libnbd,
+ * or one on its other connection of wbd's own): send what it queued on
+ * its connections of wbd's own (requests go out when their owner waits
+ * on them, and it is not going to, yet).  A window holds both kinds
+ * while such a connection opens, or when another thread had it.
  */
 static void
-bn_rd_send_queued(struct backend_nbd *bn)
+bn_own_send_queued(struct backend_nbd *bn)
 {
-	struct nbdread *nr = NULL;
+	struct nbdread *nr[2] = { NULL, NULL };
+	struct bn_own *o[2] = { &bn->rd, &bn->wr };
+	pthread_t self = pthread_self();
 
 	pthread_mutex_lock(&bn->lock);
-	if (bn->rd.nr && bn->rd.inflight > 0 &&
-	    pthread_equal(bn->rd.owner, pthread_self()))
-		nr = bn->rd.nr;
+	for (int i = 0; i < 2; i++)
+		if (o[i]->nr && o[i]->inflight > 0 &&
+		    pthread_equal(o[i]->owner, self))
+			nr[i] = o[i]->nr;
 	pthread_mutex_unlock(&bn->lock);
-	if (nr)
-		nbdread_send(nr);
+	for (int i = 0; i < 2; i++)
+		if (nr[i] && nbdread_unsent(nr[i]) > 0)
+			nbdread_send(nr[i]);
 }
 
 static bool
 bn_pread_wait(struct backend *b, struct backend_io *io, int wake_fd)
 {
+	bn_own_send_queued(BN(b));
 	if (io->nr)
-		return bn_rd_wait(io, wake_fd);
+		return bn_own_wait(io, wake_fd);
 	if (!io->c)
 		return true;
-	bn_rd_send_queued(BN(b));
 	return bn_wait(BN(b), io->c, &io->cmd, io->deadline, wake_fd);
 }
 
@@ -1415,13 +1506,14 @@ bn_pread_end(struct backend *b, struct backend_io *io)
 	int r = io->result;
 
 	if (io->nr) {
-		while (!bn_rd_wait(io, -1))
+		bn_own_send_queued(bn);
+		while (!bn_own_wait(io, -1))
 			;
 		/* ENOTCONN: the connection failed (never an NBD error). */
 		r = io->rq.error == ENOTCONN ? 1 : -io->rq.error;
-		bn_rd_put(bn, io->nr, io->rq.error != ENOTCONN);
+		bn_own_put(bn, &bn->rd, io->nr, io->rq.error != ENOTCONN);
 	} else if (io->c) {
-		bn_rd_send_queued(bn);
+		bn_own_send_queued(bn);
 		r = bn_finish(bn, io->c, &io->cmd, io->deadline);
 		bn_conn_put(bn, io->c);
 		if (r == -ENOTCONN)
@@ -1444,7 +1536,7 @@ bn_flush(struct backend *b)
 		return 0;
 	/* A miss's FLUSH (wb_flush_before_read) in the read window: the
 	 * READs queued before it go out before it is waited for. */
-	bn_rd_send_queued(bn);
+	bn_own_send_queued(bn);
 	return bn_run(bn, BN_FLUSH, NULL, 0, 0, 0);
 }
 
@@ -1543,6 +1635,8 @@ bn_get_state(struct backend *b, struct backend_state *st)
 	st->conn_depth = load_relaxed(&bn->conn_depth);
 	st->read_connection = bn->rd.nr != NULL;
 	st->read_connection_failures = bn->rd.failures;
+	st->write_connection = bn->wr.nr != NULL;
+	st->write_connection_failures = bn->wr.failures;
 	snprintf(st->last_error, sizeof st->last_error, "%s", bn->last_error);
 	pthread_mutex_unlock(&bn->lock);
 }
@@ -1564,13 +1658,16 @@ bn_close(struct backend *b)
 			close(c->wake_fd);
 	}
 	/* An opener still connecting gives up within connect_timeout_ms. */
-	if (bn->rd.opener_started)
-		pthread_join(bn->rd.opener, NULL);
-	struct bn_rd_gone gone = { 0 };
-	pthread_mutex_lock(&bn->lock); /* nobody else is left */
-	bn_rd_detach_locked(bn, &gone);
-	pthread_mutex_unlock(&bn->lock);
-	bn_rd_close(&gone);
+	struct bn_own *own[2] = { &bn->rd, &bn->wr };
+	for (int i = 0; i < 2; i++) {
+		if (own[i]->opener_started)
+			pthread_join(own[i]->opener, NULL);
+		struct bn_own_gone gone = { 0 };
+		pthread_mutex_lock(&bn->lock); /* nobody else is left */
+		bn_own_detach_locked(bn, own[i], &gone);
+		pthread_mutex_unlock(&bn->lock);
+		bn_own_close(&gone);
+	}
 	pthread_mutex_destroy(&bn->lock);
 	pthread_cond_destroy(&bn->cond);
 	free(bn->uri);
@@ -1587,6 +1684,7 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	store_relaxed(&bn->reconnect_max_ms, rc->reconnect_max_ms);
 	store_relaxed(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS);
 	store_relaxed(&bn->read_connection, rc->read_connection);
+	store_relaxed(&bn->write_connection, rc->write_connection);
 	store_relaxed(&bn->conn_depth, rc->conn_depth);
 	store_relaxed(&bn->b.unflushed_max, rc->unflushed_ranges);
 	store_relaxed(&bn->b.commit_ms, rc->commit_interval_ms);
@@ -1710,6 +1808,9 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	store_relaxed(&bn->io_timeout_ns,
 	    (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS);
 	store_relaxed(&bn->read_connection, rc ? rc->read_connection : true);
+	store_relaxed(&bn->write_connection, rc ? rc->write_connection : true);
+	bn->rd = (struct bn_own){ .bn = bn, .what = "read" };
+	bn->wr = (struct bn_own){ .bn = bn, .what = "write" };
 	store_relaxed(&bn->conn_depth, rc ? rc->conn_depth : BN_CONN_DEPTH);
 	store_relaxed(&bn->b.unflushed_max, rc ? rc->unflushed_ranges : 1024);
 	store_relaxed(&bn->b.commit_ms, rc ? rc->commit_interval_ms : 50);

@@ -134,6 +134,8 @@ struct backend_state {
 	unsigned conn_depth;            /* remote.conn_depth */
 	bool read_connection;           /* misses read on one of their own */
 	uint64_t read_connection_failures; /* it failed or could not open */
+	bool write_connection;             /* writeback's writes on their own */
+	uint64_t write_connection_failures; /* it failed or could not open */
 	char last_error[256];           /* "" if none */
 };
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * nbdread.c - NBD READs of wbd's own: see nbdread.h.
+ * nbdread.c - NBD READs and WRITEs of wbd's own: see nbdread.h.
  *
  * Requests queued by nbdread_submit wait in OUT until nbdread_wait sends
- * them, all in one send(2) when the socket takes them.  Replies are
+ * them, all in one sendmsg(2) when the socket takes them: a request's
+ * header (kept in its slot until its reply) and a WRITE's payload (its
+ * caller's buffer) are pieces of OUT, sent in order.  Replies are
  * received into IN, as much as has arrived; a payload is copied from IN
  * to its request's buffer, or, for what IN does not hold yet of a large
  * one, received straight into that buffer.  A request's cookie is its
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "clock.h"
 #include "nbd-proto.h"
@@ -28,6 +31,11 @@
  * the request's buffer. */
 #define NR_DIRECT_BYTES (16u << 10)
 
+/* At most a header and a payload a request. */
+#define NR_PIECES (2 * NBDREAD_MAX_INFLIGHT)
+/* The pieces one sendmsg takes at most. */
+#define NR_IOV 64
+
 struct nbdread {
 	int fd;
 	char why[128]; /* failed: why; "" while it works */
@@ -35,9 +43,12 @@ struct nbdread {
 	unsigned inflight;
 	struct nbdread_req *slot[NBDREAD_MAX_INFLIGHT];
 	uint32_t slot_seq[NBDREAD_MAX_INFLIGHT];
-	/* Requests not yet sent: OUT[out_pos .. out_len). */
-	uint8_t out[NBDREAD_MAX_INFLIGHT * NBD_REQUEST_SIZE];
-	size_t out_pos, out_len;
+	uint8_t hdr[NBDREAD_MAX_INFLIGHT][NBD_REQUEST_SIZE];
+	/* Not yet sent: OUT[out_head .. out_head + out_n) (a ring), the
+	 * first of them from its byte OUT_OFF; OUT_BYTES in all. */
+	struct iovec out[NR_PIECES];
+	unsigned out_head, out_n;
+	size_t out_off, out_bytes;
 	/* Received, not yet taken: IN[in_pos .. in_len). */
 	uint8_t *in;
 	size_t in_pos, in_len;
@@ -99,7 +110,8 @@ nbdread_fail(struct nbdread *nr, const char *why)
 		if (nr->slot[i])
 			nr_complete(nr, i, ENOTCONN);
 	nr->cur = NULL;
-	nr->out_pos = nr->out_len = 0;
+	nr->out_head = nr->out_n = 0;
+	nr->out_off = nr->out_bytes = 0;
 	nr->in_pos = nr->in_len = 0;
 }
 
@@ -110,6 +122,18 @@ nr_fail_errno(struct nbdread *nr, const char *what, int err)
 
 	snprintf(why, sizeof why, "%s: %s", what, strerror(err));
 	nbdread_fail(nr, why);
+}
+
+/* P[0 .. LEN) to be sent after what OUT holds. */
+static void
+nr_out_add(struct nbdread *nr, const void *p, size_t len)
+{
+	struct iovec *v = &nr->out[(nr->out_head + nr->out_n) % NR_PIECES];
+
+	v->iov_base = (void *)p;
+	v->iov_len = len;
+	nr->out_n++;
+	nr->out_bytes += len;
 }
 
 int
@@ -126,22 +150,17 @@ nbdread_submit(struct nbdread *nr, struct nbdread_req *req)
 	req->error = 0;
 	req->done = false;
 	req->got = 0;
-	if (nr->out_pos > 0) {
-		/* What a partial send left: requests still in flight, so with
-		 * this one never more than OUT holds. */
-		memmove(nr->out, nr->out + nr->out_pos,
-		    nr->out_len - nr->out_pos);
-		nr->out_len -= nr->out_pos;
-		nr->out_pos = 0;
-	}
-	assert(nr->out_len + NBD_REQUEST_SIZE <= sizeof nr->out);
+	/* What is not sent yet belongs to requests in flight: with this
+	 * one, never more pieces than OUT holds. */
+	assert(nr->out_n + 2 <= NR_PIECES);
 	nr->slot[s] = req;
 	nr->slot_seq[s] = ++nr->seq;
 	nr->inflight++;
 
-	uint8_t *p = nr->out + nr->out_len;
+	uint8_t *p = nr->hdr[s];
 	uint32_t magic = htobe32(NBD_REQUEST_MAGIC);
-	uint16_t flags = 0, type = htobe16(NBD_CMD_READ);
+	uint16_t flags = htobe16(req->write ? req->flags : 0);
+	uint16_t type = htobe16(req->write ? NBD_CMD_WRITE : NBD_CMD_READ);
 	uint64_t cookie = htobe64((uint64_t)nr->slot_seq[s] << 32 | s);
 	uint64_t off = htobe64(req->off);
 	uint32_t len = htobe32(req->count);
@@ -151,34 +170,73 @@ nbdread_submit(struct nbdread *nr, struct nbdread_req *req)
 	memcpy(p + 8, &cookie, 8);
 	memcpy(p + 16, &off, 8);
 	memcpy(p + 24, &len, 4);
-	nr->out_len += NBD_REQUEST_SIZE;
+	nr_out_add(nr, p, NBD_REQUEST_SIZE);
+	if (req->write && req->count > 0)
+		nr_out_add(nr, req->buf, req->count);
 	return 0;
+}
+
+size_t
+nbdread_unsent(const struct nbdread *nr)
+{
+	return nr->out_bytes;
+}
+
+/* The first N bytes of OUT sent: the pieces they cover go. */
+static void
+nr_out_sent(struct nbdread *nr, size_t n)
+{
+	nr->out_bytes -= n;
+	while (n > 0) {
+		struct iovec *v = &nr->out[nr->out_head];
+		size_t left = v->iov_len - nr->out_off;
+		if (n < left) {
+			nr->out_off += n;
+			return;
+		}
+		n -= left;
+		nr->out_off = 0;
+		nr->out_head = (nr->out_head + 1) % NR_PIECES;
+		nr->out_n--;
+	}
 }
 
 /* Send what OUT holds, as far as the socket takes it. */
 static void
 nr_send(struct nbdread *nr)
 {
-	while (nr->out_pos < nr->out_len) {
-		size_t len = nr->out_len - nr->out_pos;
+	while (nr->out_n > 0) {
+		struct iovec iov[NR_IOV];
+		unsigned n = 0;
+		size_t len = 0;
 		/* Tests: a send that takes only part, as from a full socket. */
-		bool limited = nr->send_limit && len > nr->send_limit;
-		if (limited)
-			len = nr->send_limit;
-		ssize_t n = send(nr->fd, nr->out + nr->out_pos, len,
-		    MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0) {
+		size_t limit = nr->send_limit ? nr->send_limit : SIZE_MAX;
+		for (unsigned i = 0; i < nr->out_n && n < NR_IOV && len < limit;
+		     i++) {
+			const struct iovec *v =
+			    &nr->out[(nr->out_head + i) % NR_PIECES];
+			size_t skip = i == 0 ? nr->out_off : 0;
+			size_t take = v->iov_len - skip;
+			if (take > limit - len)
+				take = limit - len;
+			iov[n].iov_base = (uint8_t *)v->iov_base + skip;
+			iov[n++].iov_len = take;
+			len += take;
+		}
+		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n };
+		ssize_t sent =
+		    sendmsg(nr->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				nr_fail_errno(nr, "send", errno);
 			return;
 		}
-		nr->out_pos += (size_t)n;
-		if (limited)
+		nr_out_sent(nr, (size_t)sent);
+		if (nr->send_limit || (size_t)sent < len)
 			return;
 	}
-	nr->out_pos = nr->out_len = 0;
 }
 
 void
@@ -248,8 +306,8 @@ nr_header(struct nbdread *nr)
 		nbdread_fail(nr, "the server is shutting down (ESHUTDOWN)");
 		return false;
 	}
-	if (error != 0 || nr->slot[s]->count == 0) {
-		/* A failed READ has no payload. */
+	if (error != 0 || nr->slot[s]->count == 0 || nr->slot[s]->write) {
+		/* A failed READ has no payload, nor has any WRITE's reply. */
 		nr_complete(nr, s, error ? nr_errno(error) : 0);
 		return true;
 	}
@@ -357,7 +415,7 @@ nbdread_wait(struct nbdread *nr, struct nbdread_req *req, int timeout_ms,
 			{ .fd = nr->fd, .events = POLLIN },
 			{ .fd = caller_fd, .events = POLLIN },
 		};
-		if (nr->out_len > nr->out_pos)
+		if (nr->out_n > 0)
 			fds[0].events |= POLLOUT;
 		int ms = timeout_ms;
 		if (timeout_ms > 0) {

@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * nbdread.h - NBD READs of wbd's own, on a connection libnbd negotiated.
+ * nbdread.h - NBD READs and WRITEs of wbd's own, on a connection libnbd
+ * negotiated.
  *
  * A cache miss on a remote is one READ.  Through libnbd each reply costs
  * several system calls (its state machine receives a reply's header, its
  * parts and its payload one recv(2) each); at thousands of misses a
  * second on a busy host those calls were most of the read window's CPU.
  * An nbdread connection sends the READs of one round in one send(2) and
- * takes every reply that has arrived in one recv(2).
+ * takes every reply that has arrived in one recv(2).  Writeback's WRITEs
+ * cost libnbd two send(2)s each and a recv(2) and a poll(2) for each
+ * reply; here the WRITEs of one round, headers and payloads, go in one
+ * sendmsg(2), and their replies (headers only) come as READs' do.
  *
  * The connection is one libnbd opened and negotiated with simple replies
  * only (no structured replies, no TLS): its transmission phase is then a
- * 28-byte request and a 16-byte reply header followed, for a READ that
- * succeeded, by exactly the bytes asked for.  It carries READs and
- * nothing else; libnbd is not used on it again.
+ * 28-byte request (a WRITE's followed by its payload) and a 16-byte
+ * reply header followed, for a READ that succeeded, by exactly the bytes
+ * asked for.  It carries READs or WRITEs (a connection for each, in
+ * backend-nbd.c, though nothing here needs that) and nothing else:
+ * libnbd is not used on it again.
  *
  * One thread at a time: every call on one connection comes from the
  * thread that keeps its reads in flight (backend-nbd.c sees to it).
@@ -29,12 +35,15 @@
 
 struct nbdread;
 
-/* One READ: its caller's, alive until done. */
+/* One READ or WRITE: its caller's, alive until done (a WRITE's BUF too,
+ * which is sent from as it is). */
 struct nbdread_req {
 	void *buf;
 	uint32_t count;
 	uint64_t off;
-	int error; /* when done: 0, or a positive errno */
+	bool write;     /* a WRITE of BUF, else a READ into it */
+	uint16_t flags; /* a WRITE's command flags (NBD_CMD_FLAG_FUA) */
+	int error;      /* when done: 0, or a positive errno */
 	bool done;
 	uint32_t got; /* payload bytes received */
 };
@@ -44,9 +53,12 @@ struct nbdread_req {
 struct nbdread *nbdread_new(int fd);
 void nbdread_free(struct nbdread *nr);
 
-/* Queue REQ's READ: sent by the next nbdread_wait.  0, -EBUSY (as many
- * in flight as allowed), or -ENOTCONN (the connection failed). */
+/* Queue REQ: sent by the next nbdread_wait or nbdread_send.  0, -EBUSY
+ * (as many in flight as allowed), or -ENOTCONN (the connection failed). */
 int nbdread_submit(struct nbdread *nr, struct nbdread_req *req);
+
+/* The bytes queued and not sent yet (headers and payloads). */
+size_t nbdread_unsent(const struct nbdread *nr);
 
 /* Send what is queued, as far as the socket takes it now: before its
  * owner waits for something else (a read through libnbd). */
@@ -60,7 +72,7 @@ void nbdread_test_send_limit(struct nbdread *nr, size_t bytes);
  * Send what is queued and take replies until REQ is done (true), or
  * TIMEOUT_MS (-1: none) passes or CALLER_FD (-1: none) is readable
  * (false).  A connection that fails (closed, a system call's error, a
- * reply that breaks the protocol) completes every READ in flight with
+ * reply that breaks the protocol) completes every request in flight with
  * ENOTCONN and stays failed: nbdread_failed says why.
  */
 bool nbdread_wait(struct nbdread *nr, struct nbdread_req *req, int timeout_ms,

@@ -151,6 +151,8 @@ struct remote_conf {
 	                                   a reconnection; default 30 s */
 	bool read_connection;        /* misses on a connection of their own
 	                                   (nbdread.h); default true */
+	bool write_connection;       /* writeback's writes on a connection of
+	                                   their own (nbdread.h); default true */
 	unsigned unflushed_ranges;   /* ranges written, not yet flushed, kept
 	                                   per export (wb_target.uf); 1024 */
 	unsigned commit_interval_ms; /* writeback flushes what it wrote at

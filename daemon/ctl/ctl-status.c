@@ -341,6 +341,10 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    json_boolean(bs.read_connection));
 		ctl_set_u64(remote, "read_connection_failures",
 		    bs.read_connection_failures);
+		json_object_set_new(remote, "write_connection",
+		    json_boolean(bs.write_connection));
+		ctl_set_u64(remote, "write_connection_failures",
+		    bs.write_connection_failures);
 		/* Reads after writeback (remote.md): only on a multi-conn
 		 * remote that can flush. */
 		json_object_set_new(remote, "flush_before_read",

@@ -88,6 +88,17 @@ d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
 print(d["remote"][sys.argv[1]])' "$1"
 }
 
+# wait_remote_field NAME VALUE: wait up to 5 s until remote_field NAME
+# prints VALUE; false if it does not.
+wait_remote_field() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[[ $(remote_field "$1") == "$2" ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # link_field NAME: the first remote device's link.NAME in `wbctl status
 # --json` (the link as writeback measures it).
 link_field() {

@@ -50,17 +50,6 @@ h.shutdown()
 PY
 }
 
-# wait_read_connection True|False: it is opened on a thread of its own
-# (the misses meanwhile go through libnbd), closed at the next miss.
-wait_read_connection() {
-	local i
-	for ((i = 0; i < 50; i++)); do
-		[[ $(remote_field read_connection) == "$1" ]] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # 64 reads of 64 KiB, 128 KiB apart, in a scrambled order (no
 # read-ahead: not sequential).
 ranges=()
@@ -68,7 +57,7 @@ for ((i = 0; i < 64; i++)); do
 	ranges+=($((((i * 37) % 64) * 128 * 1024)) 65536)
 done
 read_check "${ranges[@]}" || fail "reads through the read connection"
-wait_read_connection True || fail "wbctl status: read_connection is not true"
+wait_remote_field read_connection True || fail "wbctl status: read_connection is not true"
 grep -q 'cache misses are read on a connection of their own' "$T/wbd.log" ||
 	fail "the log does not announce the read connection"
 # The first misses may have gone through libnbd while it opened: 64 more,
@@ -114,13 +103,13 @@ failures=$(remote_field read_connection_failures)
 # Reopened a second after it failed, at the next miss.
 sleep 1.2
 read_check $((24 * MiB)) 65536 || fail "a read after the reopening"
-wait_read_connection True || fail "the read connection was not reopened"
+wait_remote_field read_connection True || fail "the read connection was not reopened"
 log "after the restart: read again through libnbd, the read connection reopened"
 
 # Turned off by a reload: closed at the next miss, which libnbd reads.
 echo 'remote = { read_connection = false; };' >>"$CONF"
 reload_remote
 read_check $((28 * MiB)) 65536 || fail "a read after read_connection = false"
-wait_read_connection False || fail "read_connection = false left it open"
+wait_remote_field read_connection False || fail "read_connection = false left it open"
 log "read_connection = false by a reload: misses through libnbd"
 assert_alive

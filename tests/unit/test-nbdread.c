@@ -6,7 +6,9 @@
  * anywhere, with payloads large and small; an error reply has no payload;
  * a reply that breaks the protocol, or the end of the connection, fails
  * every READ in flight with ENOTCONN (the caller reads them again through
- * libnbd).
+ * libnbd).  WRITEs: headers and payloads of one round leave in order in
+ * one sendmsg, or in pieces as the socket takes them; their replies
+ * carry no payload, an error is the write's own.
  */
 #include <endian.h>
 #include <errno.h>
@@ -458,11 +460,189 @@ test_in_flight_is_bounded(void **state)
 	pair_close(&p);
 }
 
+/* The server's side of WRITEs and READs: each request in IN (all of it
+ * there), a WRITE's payload checked against the pattern at its offset;
+ * the number of requests into *N, their headers into S. */
+static size_t
+server_parse(const uint8_t *in, size_t len, struct seen *s, uint16_t *flags,
+    unsigned max)
+{
+	size_t at = 0;
+	unsigned n = 0;
+
+	while (at < len) {
+		uint32_t magic, l;
+		uint16_t type, f;
+		uint64_t cookie, off;
+		assert_true(len - at >= NBD_REQUEST_SIZE && n < max);
+		memcpy(&magic, in + at, 4);
+		memcpy(&f, in + at + 4, 2);
+		memcpy(&type, in + at + 6, 2);
+		memcpy(&cookie, in + at + 8, 8);
+		memcpy(&off, in + at + 16, 8);
+		memcpy(&l, in + at + 24, 4);
+		assert_int_equal(be32toh(magic), NBD_REQUEST_MAGIC);
+		s[n] = (struct seen){ .type = be16toh(type),
+			.cookie = be64toh(cookie),
+			.off = be64toh(off),
+			.len = be32toh(l) };
+		flags[n] = be16toh(f);
+		at += NBD_REQUEST_SIZE;
+		if (s[n].type == NBD_CMD_WRITE) {
+			assert_true(len - at >= s[n].len);
+			assert_pattern(in + at, s[n].off, s[n].len);
+			at += s[n].len;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void
+test_writes_go_with_their_payloads(void **state)
+{
+	struct pair p;
+	static uint8_t w0[4096], w1[100], w2[65536], rb[512], in[80000],
+	    out[1024];
+	struct nbdread_req r[4] = {
+		{ .buf = w0, .count = sizeof w0, .off = 8192, .write = true },
+		{ .buf = w1,
+		    .count = sizeof w1,
+		    .off = 777,
+		    .write = true,
+		    .flags = NBD_CMD_FLAG_FUA },
+		{ .buf = rb, .count = sizeof rb, .off = 4096 },
+		{ .buf = w2,
+		    .count = sizeof w2,
+		    .off = 1 << 20,
+		    .write = true },
+	};
+	struct seen s[4];
+	uint16_t f[4];
+	size_t got = 0, n = 0;
+
+	payload(w0, 8192, sizeof w0);
+	payload(w1, 777, sizeof w1);
+	payload(w2, 1 << 20, sizeof w2);
+	pair_open(&p);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(nbdread_submit(p.nr, &r[i]), 0);
+	assert_int_equal(nbdread_unsent(p.nr),
+	    4 * NBD_REQUEST_SIZE + sizeof w0 + sizeof w1 + sizeof w2);
+	/* Nothing before a send; then everything, in order. */
+	assert_int_equal(recv(p.fd[1], in, sizeof in, MSG_DONTWAIT), -1);
+	nbdread_send(p.nr);
+	assert_int_equal(nbdread_unsent(p.nr), 0);
+	for (ssize_t k;
+	     (k = recv(p.fd[1], in + got, sizeof in - got, MSG_DONTWAIT)) > 0;)
+		got += (size_t)k;
+	assert_int_equal(server_parse(in, got, s, f, 4), 4);
+	const uint16_t types[4] = { NBD_CMD_WRITE, NBD_CMD_WRITE, NBD_CMD_READ,
+		NBD_CMD_WRITE };
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(s[i].type, types[i]);
+		assert_int_equal(s[i].off, r[i].off);
+		assert_int_equal(s[i].len, r[i].count);
+		assert_int_equal(f[i], i == 1 ? NBD_CMD_FLAG_FUA : 0);
+	}
+	/* Replies 3, 2 (with its payload), 1 (failed), 0: a WRITE's has
+	 * none. */
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 0, s[3].cookie);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 0, s[2].cookie);
+	n += payload(out + n, s[2].off, s[2].len);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, NBD_ENOSPC, s[1].cookie);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 0, s[0].cookie);
+	write_all(p.fd[1], out, n);
+	assert_true(nbdread_wait(p.nr, &r[0], 1000, -1));
+	for (int i = 0; i < 4; i++)
+		assert_true(r[i].done);
+	assert_int_equal(r[0].error, 0);
+	assert_int_equal(r[1].error, ENOSPC);
+	assert_int_equal(r[2].error, 0);
+	assert_int_equal(r[3].error, 0);
+	assert_pattern(rb, 4096, sizeof rb);
+	assert_null(nbdread_failed(p.nr));
+	pair_close(&p);
+}
+
+/* A socket that takes 1000 bytes at a time: a WRITE's payload goes in
+ * pieces, in order, and a WRITE queued meanwhile follows it whole. */
+static void
+test_a_write_sent_in_pieces(void **state)
+{
+	struct pair p;
+	static uint8_t w0[10000], w1[3000], in[16384], out[64];
+	struct nbdread_req r[2] = {
+		{ .buf = w0, .count = sizeof w0, .off = 40960, .write = true },
+		{ .buf = w1, .count = sizeof w1, .off = 3, .write = true },
+	};
+	struct seen s[2];
+	uint16_t f[2];
+	size_t got = 0, n = 0;
+	unsigned rounds = 0;
+
+	payload(w0, r[0].off, sizeof w0);
+	payload(w1, r[1].off, sizeof w1);
+	pair_open(&p);
+	nbdread_test_send_limit(p.nr, 1000);
+	assert_int_equal(nbdread_submit(p.nr, &r[0]), 0);
+	nbdread_send(p.nr);
+	assert_int_equal(nbdread_unsent(p.nr),
+	    NBD_REQUEST_SIZE + sizeof w0 - 1000);
+	assert_int_equal(nbdread_submit(p.nr, &r[1]), 0);
+	while (nbdread_unsent(p.nr) > 0) {
+		assert_true(++rounds < 100);
+		nbdread_send(p.nr);
+	}
+	assert_int_equal(rounds, 13); /* 12,056 bytes left, 1,000 a send */
+	for (ssize_t k;
+	     (k = recv(p.fd[1], in + got, sizeof in - got, MSG_DONTWAIT)) > 0;)
+		got += (size_t)k;
+	assert_int_equal(got, 2 * NBD_REQUEST_SIZE + sizeof w0 + sizeof w1);
+	assert_int_equal(server_parse(in, got, s, f, 2), 2);
+	assert_int_equal(s[0].off, r[0].off);
+	assert_int_equal(s[1].off, r[1].off);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 0, s[1].cookie);
+	n += reply(out + n, NBD_SIMPLE_REPLY_MAGIC, 0, s[0].cookie);
+	write_all(p.fd[1], out, n);
+	assert_true(nbdread_wait(p.nr, &r[0], 1000, -1));
+	assert_true(r[1].done);
+	assert_int_equal(r[0].error, 0);
+	assert_int_equal(r[1].error, 0);
+	pair_close(&p);
+}
+
+/* A WRITE in flight when the connection fails: ENOTCONN, as a READ. */
+static void
+test_a_write_on_a_failed_connection(void **state)
+{
+	struct pair p;
+	static uint8_t w[4096];
+	struct nbdread_req r = { .buf = w,
+		.count = sizeof w,
+		.off = 0,
+		.write = true };
+
+	pair_open(&p);
+	assert_int_equal(nbdread_submit(p.nr, &r), 0);
+	nbdread_send(p.nr);
+	close(p.fd[1]);
+	p.fd[1] = -1;
+	assert_true(nbdread_wait(p.nr, &r, 1000, -1));
+	assert_int_equal(r.error, ENOTCONN);
+	assert_non_null(nbdread_failed(p.nr));
+	assert_int_equal(nbdread_submit(p.nr, &r), -ENOTCONN);
+	pair_close(&p);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_send_replies_in_any_order),
+		cmocka_unit_test(test_writes_go_with_their_payloads),
+		cmocka_unit_test(test_a_write_sent_in_pieces),
+		cmocka_unit_test(test_a_write_on_a_failed_connection),
 		cmocka_unit_test(test_a_reply_split_byte_by_byte),
 		cmocka_unit_test(test_a_large_payload),
 		cmocka_unit_test(test_an_error_reply_has_no_payload),
