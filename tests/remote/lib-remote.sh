@@ -123,6 +123,27 @@ need_delay_filter() {
 		fail "the delay filter does not build"
 }
 
+# flush_until_ok [EXPORT]: a FLUSH through wbd, tried up to 3 times on
+# one connection (the first may find a dead connection to the remote:
+# EIO, a failure reported); fails the test if none succeeds.  A FLUSH that
+# succeeds must mean the data is on the remote's stable store.
+flush_until_ok() {
+	"$PYTHON" - "$(uri_unix "${1:-disk0}")" <<'PY' || fail "see above"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+for attempt in range(3):
+    try:
+        h.flush()
+        break
+    except nbd.Error as e:
+        print("FLUSH %d: %s" % (attempt + 1, e))
+else:
+    sys.exit("FAIL: no FLUSH succeeded")
+h.shutdown()
+PY
+}
+
 # wait_clean SECONDS: wait until the cache holds nothing dirty.
 wait_clean() {
 	local i dirty

@@ -88,22 +88,7 @@ start_wbd
 write_through_wbd "$T/data1"
 wait_clean 30
 restart_remote                  # written back, never flushed: gone
-"$PYTHON" - "$(uri_unix disk0)" <<'PY' || fail "see above"
-import nbd, sys
-h = nbd.NBD()
-h.connect_uri(sys.argv[1])
-# The first FLUSH may find the old connection dead (EIO: it failed); a
-# FLUSH that succeeds must mean the data is on the remote.
-for attempt in range(3):
-    try:
-        h.flush()
-        break
-    except nbd.Error as e:
-        print("FLUSH %d: %s" % (attempt + 1, e))
-else:
-    sys.exit("FAIL: no FLUSH succeeded after the remote came back")
-h.shutdown()
-PY
+flush_until_ok
 check_remote_holds "$T/data1"
 redo=$(remote_field rewritten_after_loss_bytes)
 ((redo >= 4 << 20)) || fail "rewritten_after_loss_bytes is $redo, expected at least 4 MiB"
