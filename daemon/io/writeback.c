@@ -1741,6 +1741,16 @@ wb_background_run(struct job *job)
 			if (wb_window_add(&win, t, run) < 0)
 				goto out;
 		}
+		/* Nothing dirty to take, runs in flight: end the oldest and
+		 * look again, rather than wait for all of them and end.  A
+		 * writer streaming into an idle device dirties the next run
+		 * while the first are written; ended, the job would hold
+		 * the link idle for the whole window's round trip, then a
+		 * commit's, before a write kicked it again. */
+		if (!progress && win.n > 0 && win.err == 0) {
+			wb_window_end_oldest(&win);
+			progress = true;
+		}
 	}
 out:
 	wb_window_drain(&win);
