@@ -151,7 +151,13 @@ wb_dev_write_admit(struct wb_dev *dev, uint64_t bytes,
 			pthread_mutex_unlock(&dev->est_lock);
 			bool ended = end_one(arg);
 			pthread_mutex_lock(&dev->est_lock);
-			if (ended)
+			/* Looked at again before the wait: what made room
+			 * while the lock was let go (a write's end, a sync
+			 * admitted) woke only the waiters counted then, and
+			 * this caller was not one.  Waiting on it regardless
+			 * hung write-behind with nothing in flight and a
+			 * FLUSH waiting for the run it had taken. */
+			if (ended || wb_dev_fits_locked(dev, bytes, room))
 				continue;
 		}
 		dev->budget_waiters++;
