@@ -21,9 +21,9 @@ need_delay_filter
 
 KLOG=$T/kit-requests.log
 start_nbdkit kit --filter=log --filter="$T/netdelay.so" \
-	memory 96M rtt=100ms logfile="$KLOG"
+	memory 160M rtt=100ms logfile="$KLOG"
 KIT=$KIT_SOCK
-head -c 96M /dev/urandom >"$T/data"
+head -c 160M /dev/urandom >"$T/data"
 "$PYTHON" -c 'import nbd, sys
 h = nbd.NBD(); h.connect_uri(sys.argv[1])
 d = open(sys.argv[2], "rb").read()
@@ -59,7 +59,10 @@ print(most)
 PY
 }
 
-# 1. 256 random cold reads at once, 2048 in all, over the first 32 MiB.
+# 1. 256 random cold reads at once, 6144 in all, over the first 96 MiB:
+# long enough for the window to grow and the remote's connections to be
+# added (2048 reads over 32 MiB had at most 61-89 at once at the remote,
+# too near the 64 to tell).
 mark=$(stat -c %s "$KLOG")
 "$PYTHON" - "$(uri_unix disk0)" "$T/data" <<'PY' || fail "the random reads failed"
 import nbd, random, sys
@@ -68,7 +71,7 @@ data = open(path, "rb").read()
 h = nbd.NBD()
 h.connect_uri(uri)
 random.seed(27)
-offs = [i * 16384 for i in range((32 << 20) // 16384)]
+offs = [i * 16384 for i in range((96 << 20) // 16384)]
 random.shuffle(offs)
 pending = []
 for o in offs:
@@ -107,7 +110,7 @@ uri, path = sys.argv[1:3]
 data = open(path, "rb").read()
 h = nbd.NBD()
 h.connect_uri(uri)
-for o in range(32 << 20, 96 << 20, 256 << 10):
+for o in range(96 << 20, 160 << 20, 256 << 10):
     assert h.pread(256 << 10, o) == data[o:o + (256 << 10)], "wrong data at %d" % o
 h.shutdown()
 PY
