@@ -961,6 +961,18 @@ wb_reason_sync(enum wb_reason why)
 
 #define WB_WINDOW 16
 #define WB_WINDOW_MAX 1024
+/*
+ * The least window of a sync's writes on a remote (a FLUSH, FUA, `wbctl
+ * flush`, the drain): its client waits for every write it covers, so
+ * they go out together, as the kernel submits a sync's pages at once,
+ * rather than at the link's estimate.  The estimate stays where the
+ * writes' latency stops falling, and on a busy remote that was the
+ * floor of 16: a FLUSH after 64 scattered writes took four round trips.
+ * LAN profile, 4 KiB random writes at QD32 with a FLUSH every 64:
+ * 13,400 writes/s at 16 and 15,000 at 64 (three runs each), 14,400 at 32
+ * and 14,900 at 128 (one run each).
+ */
+#define WB_SYNC_WINDOW 64
 
 /* Does DEV's window bound its writes (a remote that takes writes in two
  * steps)?  Then its least (*FLOOR) and its bound (*MAX_BYTES). */
@@ -1051,6 +1063,8 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 	if (!wb_dev_budget(dev, &win->floor, &win->max_bytes))
 		return;
 	win->sync = wb_reason_sync(why);
+	if (win->sync)
+		win->floor = WB_SYNC_WINDOW;
 	/* Without memory for more, no more than WB_WINDOW of its own. */
 	struct wb_io *io = malloc(WB_WINDOW_MAX * sizeof *io);
 	if (!io)
