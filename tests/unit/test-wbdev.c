@@ -33,9 +33,9 @@ struct race {
 	struct wb_dev *dev;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool sync_in;       /* the sync's write was let in */
-	bool sync_done;     /* and has ended */
-	bool behind_in;     /* write-behind's was let in */
+	bool sync_in;         /* the sync's write was let in */
+	bool sync_done;       /* and has ended */
+	bool behind_in;       /* write-behind's was let in */
 	uint64_t other_start; /* the write in flight from the start */
 };
 
@@ -115,8 +115,10 @@ behind_writer(void *arg)
 static void
 test_room_made_while_unlocked_lets_the_write_in(void **state)
 {
-	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
-		.grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
+	struct pool_params pp = { .min_workers = 1,
+		.max_workers = 1,
+		.grow_delay_ms = 1000,
+		.idle_timeout_ms = 1000 };
 	struct race r = { 0 };
 	struct wb_dev_room one = { .floor = 1, .max_writes = 1 };
 	pthread_t sync_t, behind_t;
@@ -183,8 +185,10 @@ end_own(void *arg)
 static void
 test_a_full_window_ends_the_callers_own_first(void **state)
 {
-	struct pool_params pp = { .min_workers = 1, .max_workers = 1,
-		.grow_delay_ms = 1000, .idle_timeout_ms = 1000 };
+	struct pool_params pp = { .min_workers = 1,
+		.max_workers = 1,
+		.grow_delay_ms = 1000,
+		.idle_timeout_ms = 1000 };
 	struct wb_dev_room two = { .floor = 2, .max_writes = 2 };
 
 	(void)state;
@@ -206,7 +210,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_full_window_ends_the_callers_own_first),
-		cmocka_unit_test(test_room_made_while_unlocked_lets_the_write_in),
+		cmocka_unit_test(
+		    test_room_made_while_unlocked_lets_the_write_in),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
