@@ -122,6 +122,13 @@ linkest_window(const struct linkest *e, unsigned floor, uint64_t max_bytes,
 	uint64_t want = floor;
 	uint64_t bw = linkest_bw_max_bps(e), rtt = linkest_rtt_ns(e);
 
+	/* The floor in bytes: large writes fill a link in fewer
+	 * (LINKEST_FLOOR_BYTES). */
+	if (want > LINKEST_FLOOR_MIN && want * size > LINKEST_FLOOR_BYTES) {
+		want = LINKEST_FLOOR_BYTES / size;
+		if (want < LINKEST_FLOOR_MIN)
+			want = LINKEST_FLOOR_MIN;
+	}
 	if (bw > 0 && rtt > 0) {
 		double bdp = (double)bw * (double)rtt / 1e9 * LINKEST_GAIN;
 		double writes = bdp / (double)size + 1;
