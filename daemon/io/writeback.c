@@ -1000,9 +1000,12 @@ wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
 		.sync = wb_reason_sync(why) };
 	uint64_t start = 0;
 
-	if (wb_dev_budget(t->dev, &room.floor, &room.max_bytes))
+	if (wb_dev_budget(t->dev, &room.floor, &room.max_bytes)) {
+		if (room.sync)
+			room.floor = WB_SYNC_WINDOW; /* as wb_window_init */
 		start = wb_dev_write_admit(t->dev, wb_run_len(t, run), &room,
 		    NULL, NULL);
+	}
 	wb_run_begin(&w, t, run, flags, why, start);
 	return wb_run_end(&w);
 }

@@ -112,13 +112,15 @@ behind_writer(void *arg)
 	return NULL;
 }
 
+/* The device's pool: one worker (the tests call the device themselves). */
+static const struct pool_params one_worker = { .min_workers = 1,
+	.max_workers = 1,
+	.grow_delay_ms = 1000,
+	.idle_timeout_ms = 1000 };
+
 static void
 test_room_made_while_unlocked_lets_the_write_in(void **state)
 {
-	struct pool_params pp = { .min_workers = 1,
-		.max_workers = 1,
-		.grow_delay_ms = 1000,
-		.idle_timeout_ms = 1000 };
 	struct race r = { 0 };
 	struct wb_dev_room one = { .floor = 1, .max_writes = 1 };
 	pthread_t sync_t, behind_t;
@@ -126,7 +128,7 @@ test_room_made_while_unlocked_lets_the_write_in(void **state)
 	(void)state;
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_cond_init(&r.cond, NULL);
-	r.dev = wb_dev_new(makedev(250, 7), "250:7", &pp, NULL);
+	r.dev = wb_dev_new(makedev(250, 7), "250:7", &one_worker, NULL);
 	assert_non_null(r.dev);
 
 	/* One write in flight fills the window of one. */
@@ -185,14 +187,11 @@ end_own(void *arg)
 static void
 test_a_full_window_ends_the_callers_own_first(void **state)
 {
-	struct pool_params pp = { .min_workers = 1,
-		.max_workers = 1,
-		.grow_delay_ms = 1000,
-		.idle_timeout_ms = 1000 };
 	struct wb_dev_room two = { .floor = 2, .max_writes = 2 };
 
 	(void)state;
-	struct wb_dev *dev = wb_dev_new(makedev(250, 8), "250:8", &pp, NULL);
+	struct wb_dev *dev =
+	    wb_dev_new(makedev(250, 8), "250:8", &one_worker, NULL);
 	assert_non_null(dev);
 	ended_own = 0;
 	(void)wb_dev_write_admit(dev, BYTES, &two, end_own, dev);
