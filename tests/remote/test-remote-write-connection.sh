@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Writeback's writes to a multi-conn remote without TLS go on a connection
-# of their own (daemon/backend/nbdread.c): the log says so and `wbctl
+# of their own (daemon/backend/nbdread.c), opened as wbd starts, before
+# any client comes (the read connection too): the log says so and `wbctl
 # status` shows write_connection; 64 scattered writes of 64 KiB, then a
 # FLUSH, leave the remote's file byte for byte what was written.  A write
 # error the remote reports (nbdkit's error filter: EIO) reaches the
@@ -27,6 +28,19 @@ KIT=$KIT_SOCK
 add_remote_export disk0 "$(kit_uri "$KIT")"
 write_config
 start_wbd
+
+# Both connections of wbd's own are opened as the device connects, before
+# any read or write: a stream's first writes do not go through libnbd
+# while one opens, nor wait for the remote to set it up.
+for what in "writeback's writes go" "cache misses are read"; do
+	for ((i = 0; i < 100; i++)); do
+		grep -q "$what on a connection of their own" "$T/wbd.log" && break
+		sleep 0.05
+	done
+	grep -q "$what on a connection of their own" "$T/wbd.log" ||
+		fail "before any client: the log does not say \"$what on a connection of their own\""
+done
+log "the write and read connections opened before any client came"
 
 # write_ranges FLUSH OFF LEN [OFF LEN ...]: write $T/data's bytes of the
 # ranges through wbd, all in flight together, then FLUSH if FLUSH is 1.
@@ -84,8 +98,7 @@ remote_matches "${R[@]}" || fail "the first writes"
 wait_remote_field write_connection True || fail "wbctl status: write_connection is not true"
 grep -q "writeback's writes go on a connection of their own" "$T/wbd.log" ||
 	fail "the log does not announce the write connection"
-# The first writes may have gone through libnbd while it opened: 64
-# more, 8 MiB further on, on it.
+# 64 more, 8 MiB further on, on it.
 ranges_at $((8 * MiB))
 write_ranges 1 "${R[@]}" || fail "writes and a FLUSH on the write connection"
 remote_matches "${R[@]}" || fail "the writes on the write connection"
