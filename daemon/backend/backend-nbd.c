@@ -1901,7 +1901,8 @@ backend_nbd_open(const char *uri, uint64_t size_bytes, bool readonly,
 		errno = saved;
 		return NULL;
 	}
-	pthread_mutex_lock(&bn->lock); /* not shared yet: for the rule */
+	/* Not shared until the openers below start: locked for the rule. */
+	pthread_mutex_lock(&bn->lock);
 	bn_conn_install_locked(bn, &bn->conns[0], h, wake_fd);
 	bn->connected = true;
 	bn->since_realtime_ns = bn_clock_ns(CLOCK_REALTIME);

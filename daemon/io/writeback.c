@@ -975,16 +975,18 @@ wb_reason_sync(enum wb_reason why)
 #define WB_SYNC_WINDOW 64
 
 /* Does DEV's window bound its writes (a remote that takes writes in two
- * steps)?  Then its least (*FLOOR) and its bound (*MAX_BYTES). */
+ * steps)?  Then its least (*FLOOR: a sync's, WB_SYNC_WINDOW, if SYNC)
+ * and its bound (*MAX_BYTES). */
 static bool
-wb_dev_budget(struct wb_dev *dev, unsigned *floor, uint64_t *max_bytes)
+wb_dev_budget(struct wb_dev *dev, bool sync, unsigned *floor,
+    uint64_t *max_bytes)
 {
 	struct backend *b = wb_dev_backend(dev);
 
 	if (!b || !(b->caps & BACKEND_REMOTE) ||
 	    backend_max_in_flight(b) < WB_WINDOW)
 		return false;
-	*floor = WB_WINDOW;
+	*floor = sync ? WB_SYNC_WINDOW : WB_WINDOW;
 	*max_bytes = load_relaxed(&b->max_inflight_bytes);
 	return true;
 }
@@ -1000,12 +1002,9 @@ wb_write_run(struct wb_target *t, struct cache_run *run, unsigned flags,
 		.sync = wb_reason_sync(why) };
 	uint64_t start = 0;
 
-	if (wb_dev_budget(t->dev, &room.floor, &room.max_bytes)) {
-		if (room.sync)
-			room.floor = WB_SYNC_WINDOW; /* as wb_window_init */
+	if (wb_dev_budget(t->dev, room.sync, &room.floor, &room.max_bytes))
 		start = wb_dev_write_admit(t->dev, wb_run_len(t, run), &room,
 		    NULL, NULL);
-	}
 	wb_run_begin(&w, t, run, flags, why, start);
 	return wb_run_end(&w);
 }
@@ -1063,11 +1062,10 @@ wb_window_init(struct wb_window *win, struct wb_dev *dev, enum wb_reason why)
 	win->cap = floor;
 	win->floor = 0;
 	win->max_bytes = 0;
-	if (!wb_dev_budget(dev, &win->floor, &win->max_bytes))
+	if (!wb_dev_budget(dev, wb_reason_sync(why), &win->floor,
+		&win->max_bytes))
 		return;
 	win->sync = wb_reason_sync(why);
-	if (win->sync)
-		win->floor = WB_SYNC_WINDOW;
 	/* Without memory for more, no more than WB_WINDOW of its own. */
 	struct wb_io *io = malloc(WB_WINDOW_MAX * sizeof *io);
 	if (!io)
