@@ -323,13 +323,17 @@ status_link(FILE *f, const char *dev, const json_t *lk)
 	wbctl_human(jget_u64(lk, "write_behind_bytes", 0), wbb, sizeof wbb);
 	status_named(f, dev,
 	    "link: round trip %s, %s/s; window %llu write(s), in flight %llu "
-	    "(%s), at most %llu%s%s",
+	    "(%s), at most %llu%s%s%s",
 	    fmt_us(jget_u64(lk, "round_trip_us", 0), rtt, sizeof rtt), bw,
 	    (unsigned long long)jget_u64(lk, "window_writes", 0),
 	    (unsigned long long)jget_u64(lk, "writes_in_flight", 0), inb,
 	    (unsigned long long)jget_u64(lk, "writes_in_flight_max", 0),
 	    jget_bool(lk, "write_behind") ? "; write-behind wrote " : "",
-	    jget_bool(lk, "write_behind") ? wbb : "");
+	    jget_bool(lk, "write_behind") ? wbb : "",
+	    jget_bool(lk, "write_behind") &&
+		    jget_u64(lk, "write_behind_deferred", 0) ?
+		", left some to FLUSHes" :
+		"");
 }
 
 /* The work queued or running, by reason: "background, periodic, flush
@@ -447,18 +451,24 @@ status_devices(FILE *f, const json_t *devices)
 			    (unsigned long long)jget_u64(r, "conn_depth", 0));
 		bool rdc = jget_bool(r, "read_connection"),
 		     wrc = jget_bool(r, "write_connection");
+		unsigned long long wrn = jget_u64(r, "write_connections", 0);
+		char own[96] = "";
+		if (wrc && wrn > 1)
+			snprintf(own, sizeof own,
+			    " and %s%llu write connections",
+			    rdc ? "a read and " : "", wrn);
+		else if (rdc || wrc)
+			snprintf(own, sizeof own, " and %s",
+			    rdc && wrc ? "a read and a write connection" :
+				rdc    ? "a read connection" :
+					 "a write connection");
 		status_named(f, dev,
 		    "%s, %s since %s, %llu connection(s)%s%s, %llu failed "
 		    "reconnect(s)%s%s",
 		    jget_str(d, "backing") ? jget_str(d, "backing") : "",
 		    jget_bool(r, "connected") ? "connected" : "DISCONNECTED",
 		    when, (unsigned long long)jget_u64(r, "connections", 0),
-		    depth,
-		    rdc && wrc ? " and a read and a write connection" :
-			rdc    ? " and a read connection" :
-			wrc    ? " and a write connection" :
-				 "",
-		    (unsigned long long)jget_u64(r, "retries", 0),
+		    depth, own, (unsigned long long)jget_u64(r, "retries", 0),
 		    rle ? "; last: " : "", rle ? rle : "");
 		if (jget_bool(r, "flush_before_read"))
 			status_named(f, dev,

@@ -135,6 +135,7 @@ struct backend_state {
 	bool read_connection;           /* misses read on one of their own */
 	uint64_t read_connection_failures; /* it failed or could not open */
 	bool write_connection;             /* writeback's writes on their own */
+	unsigned write_connections;        /* ... on so many open now */
 	uint64_t write_connection_failures; /* it failed or could not open */
 	char last_error[256];           /* "" if none */
 };

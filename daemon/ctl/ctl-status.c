@@ -284,6 +284,8 @@ ctl_link_json(struct wb_dev *dev, struct backend *b)
 	    json_boolean(remote && load_relaxed(&b->write_behind)));
 	ctl_set_u64(o, "write_behind_bytes",
 	    load_relaxed(&dev->write_behind_bytes));
+	ctl_set_u64(o, "write_behind_deferred",
+	    load_relaxed(&dev->behind_deferred));
 	ctl_set_u64(o, "read_round_trip_us", l.read_rtt_ns / 1000);
 	ctl_set_u64(o, "read_bandwidth_bytes_per_s", l.read_bandwidth_bps);
 	ctl_set_u64(o, "window_reads", l.read_window);
@@ -343,6 +345,7 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    bs.read_connection_failures);
 		json_object_set_new(remote, "write_connection",
 		    json_boolean(bs.write_connection));
+		ctl_set_u64(remote, "write_connections", bs.write_connections);
 		ctl_set_u64(remote, "write_connection_failures",
 		    bs.write_connection_failures);
 		/* Reads after writeback (remote.md): only on a multi-conn

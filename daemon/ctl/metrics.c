@@ -243,6 +243,9 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Bytes of the writeback writes in flight now." },
 	{ "link.write_behind_bytes", "wbd_device_write_behind_bytes_total",
 	    COUNTER, 1, "Bytes written back by write-behind." },
+	{ "link.write_behind_deferred",
+	    "wbd_device_write_behind_deferred_total", COUNTER, 1,
+	    "Times write-behind left dirty pages to the FLUSH expected." },
 	{ "link.read_round_trip_us", "wbd_device_read_round_trip_seconds",
 	    GAUGE, 1e-6,
 	    "The device's round trip as its read window measures it: the "
@@ -286,6 +289,8 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "Times a remote's read connection failed or could not open." },
 	{ "remote.write_connection", "wbd_remote_write_connection", GAUGE, 1,
 	    "A remote's writeback: 1 while on a connection of its own." },
+	{ "remote.write_connections", "wbd_remote_write_connections", GAUGE, 1,
+	    "A remote's write connections of wbd's own open now." },
 	{ "remote.write_connection_failures",
 	    "wbd_remote_write_connection_failures_total", COUNTER, 1,
 	    "Times a remote's write connection failed or could not open." },

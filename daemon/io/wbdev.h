@@ -106,6 +106,11 @@ struct wb_dev {
 	/* Write-behind found foreground work and yielded: owed to its end
 	 * (wb_foreground_done), atomic. */
 	_Atomic int behind_owed;
+	/* When a client FLUSH of any of its exports last began, and the
+	 * times write-behind left pages to the FLUSH expected
+	 * (wb_behind_defers); atomics. */
+	_Atomic uint64_t flush_seen_ns;
+	_Atomic uint64_t behind_deferred;
 
 	/* Work waiting or running, by reason (atomics; WB_REASON_*), besides
 	 * the background and periodic flags above; "read" counts cache-miss

@@ -4,7 +4,9 @@
 # of their own (daemon/backend/nbdread.c), opened as wbd starts, before
 # any client comes (the read connection too): the log says so and `wbctl
 # status` shows write_connection; 64 scattered writes of 64 KiB, then a
-# FLUSH, leave the remote's file byte for byte what was written.  A write
+# FLUSH, leave the remote's file byte for byte what was written; a
+# window deeper than remote.conn_depth (a FLUSH's 64) opens a second write
+# connection for the next window to use (status: write_connections).  A write
 # error the remote reports (nbdkit's error filter: EIO) reaches the
 # client's FLUSH and leaves the connection up; once the remote takes
 # writes again, `wbctl flush` writes the range and the file is right.
@@ -103,6 +105,28 @@ ranges_at $((8 * MiB))
 write_ranges 1 "${R[@]}" || fail "writes and a FLUSH on the write connection"
 remote_matches "${R[@]}" || fail "the writes on the write connection"
 log "64 writes in flight together, then a FLUSH: the remote's file is right"
+# A FLUSH's window of 64 is deeper than one connection takes (conn_depth,
+# 16): the first window found no other idle and opened one more, for the
+# next window to use.  (Without write-behind, which would write them first
+# at the link's window: 16 on this remote.)
+echo 'remote = { write_behind = false; };' >>"$CONF"
+reload_remote
+for ((i = 0; i < 10; i++)); do
+	(($(remote_field write_connections) >= 2)) && break
+	ranges_at $((10 * MiB + (i % 4) * 65536))
+	write_ranges 1 "${R[@]}" || fail "writes and a FLUSH on the write connections"
+	remote_matches "${R[@]}" || fail "the writes on the write connections"
+done
+n=$(remote_field write_connections)
+((n >= 2)) || fail "wbctl status: write_connections is $n after $i FLUSHes of 64 writes (at most $(link_field writes_in_flight_max) in flight, write-behind wrote $(link_field write_behind_bytes) bytes, window $(link_field window_writes))"
+log "a FLUSH's 64 writes: $n write connections of wbd's own"
+sed -i '/^remote = { write_behind = false; };$/d' "$CONF"
+kill -HUP "$WBD_PID"
+for ((i = 0; i < 50; i++)); do
+	[[ $(link_field write_behind) == True ]] && break
+	sleep 0.1
+done
+[[ $(link_field write_behind) == True ]] || fail "a reload did not turn write-behind on again"
 
 # An error the remote reports: the FLUSH's answer, the connection stays.
 touch "$ERRS"
@@ -163,6 +187,8 @@ echo 'remote = { write_connection = false; };' >>"$CONF"
 reload_remote
 write_ranges 1 $((30 * MiB)) 65536 || fail "a write after write_connection = false"
 wait_remote_field write_connection False || fail "write_connection = false left it open"
+[[ $(remote_field write_connections) == 0 ]] ||
+	fail "write_connection = false left $(remote_field write_connections) write connection(s) open"
 remote_matches $((30 * MiB)) 65536 || fail "the write through libnbd"
 log "write_connection = false by a reload: writes through libnbd"
 assert_alive

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Write-behind leaves a client that FLUSHes often to its FLUSHes
+# (remote.md, "Write-behind"): 200 rounds of 8 scattered 4K writes, then a
+# FLUSH, on a remote that takes 2 ms a write.  Each FLUSH writes its 8
+# pages itself (one window, with FUA); write-behind takes almost none of
+# them (a FLUSH came less than 100 ms ago, and 8 pages fit in a window),
+# and `wbctl status` counts the times it left them
+# (link.write_behind_deferred).  Then 4 MiB of scattered pages with no
+# FLUSH, more than a window: written behind on their own, a FLUSH just
+# before notwithstanding.  nbdkit holds every byte at the end.  Before
+# the deferral write-behind took most pages of every round (and the
+# counter did not exist).
+source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
+need_python_nbd
+need_wbctl
+
+start_nbdkit kit --filter=delay memory 64M delay-write=2ms
+KIT=$KIT_SOCK
+add_remote_export disk0 "$(kit_uri "$KIT")"
+write_cache_config 256M 'dirty_background_ratio = 50; dirty_ratio = 60; dirty_expire_centisecs = 3000;'
+start_wbd
+
+# rounds.py URI OUT ROUNDS PER FLUSH: ROUNDS of PER scattered 4K pages in
+# flight together, each round then a FLUSH if FLUSH is "after", or one
+# FLUSH before the first if "before"; the image of the first 16 MiB into
+# OUT (its old bytes read first).
+cat >"$T/rounds.py" <<'PY'
+import nbd, os, random, sys
+uri, out, rounds, per, flush = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+h = nbd.NBD()
+h.connect_uri(uri)
+img = bytearray(h.pread(16 << 20, 0))
+if flush == "before":
+    h.flush()
+for r in range(rounds):
+    for p in random.sample(range(4096), per):
+        buf = os.urandom(4096)
+        img[p * 4096:(p + 1) * 4096] = buf
+        h.aio_pwrite(buf, p * 4096)
+    while h.aio_in_flight() > 0:
+        h.poll(-1)
+    if flush == "after":
+        h.flush()
+h.shutdown()
+open(out, "wb").write(img)
+PY
+
+# 1. Rounds of 8 writes and a FLUSH: the FLUSHes write them.
+"$PYTHON" "$T/rounds.py" "$(uri_unix disk0)" "$T/img-1" 200 8 after || fail "the rounds of writes and FLUSHes failed"
+written=$((200 * 8 * 4096))
+behind=$(link_field write_behind_bytes)
+deferred=$(link_field write_behind_deferred)
+((behind * 4 <= written)) ||
+	fail "write-behind wrote $behind of the $written bytes that rounds of 8 writes and a FLUSH wrote"
+((deferred > 0)) || fail "write-behind never left the pages to a FLUSH (write_behind_deferred $deferred)"
+remote_read "$KIT" 0 $((16 << 20)) "$T/remote-1"
+cmp "$T/img-1" "$T/remote-1" || fail "nbdkit does not hold what the FLUSHes covered"
+log "rounds of 8 writes and a FLUSH: write-behind wrote $behind of $written bytes, left them $deferred time(s)"
+
+# 2. A FLUSH, then 4 MiB with none: more than a window, written behind
+# (no FLUSH, no threshold, no expiry would send it for 30 s).
+"$PYTHON" "$T/rounds.py" "$(uri_unix disk0)" "$T/img-2" 1 1024 before || fail "the writes failed"
+wait_clean 20
+behind2=$(link_field write_behind_bytes)
+((behind2 - behind >= 3 << 20)) ||
+	fail "4 MiB with no FLUSH: write-behind wrote $((behind2 - behind)) bytes"
+remote_read "$KIT" 0 $((16 << 20)) "$T/remote-2"
+cmp "$T/img-2" "$T/remote-2" || fail "nbdkit does not hold what write-behind wrote"
+log "4 MiB after the FLUSHes, none after: write-behind wrote $((behind2 - behind)) bytes"
+assert_alive
