@@ -105,6 +105,20 @@ proc_alive() {
 	[[ -n $state && $state != Z && $state != X ]]
 }
 
+# wait_log SECONDS PATTERN [PID]: wait up to SECONDS (whole) until wbd's
+# log ($LOG) has a line matching PATTERN (grep's basic regular
+# expression): 0 once it has, 1 if it has not by then, 2 as soon as PID
+# (if given) is found gone first.
+wait_log() {
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do
+		grep -q -e "$2" "$LOG" && return 0
+		[[ -z ${3:-} ]] || proc_alive "$3" || return 2
+		sleep 0.1
+	done
+	grep -q -e "$2" "$LOG"
+}
+
 # wait_exit PID SECONDS: wait up to SECONDS for PID (a child of this shell) to
 # exit; sets EXIT_STATUS and returns 0, or returns 1 if it is still running.
 # The caller owns the status: a daemon waited for here is not checked again

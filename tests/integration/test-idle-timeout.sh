@@ -49,11 +49,8 @@ if ex != {"disk0": None, "kernel": 0}:
 # A reload changes an export's idle timeout, for new connections.
 sed -i 's/idle_timeout_s = 0; }/idle_timeout_s = 1; }/' "$CONF"
 kill -HUP "$WBD_PID"
-for ((i = 0; i < 100; i++)); do
-	grep -q 'export "kernel": idle_timeout_s changed (for new connections)' "$LOG" && break
-	sleep 0.1
-done
-((i < 100)) || fail "the reload did not change the export's idle_timeout_s"
+wait_log 10 'export "kernel": idle_timeout_s changed (for new connections)' ||
+	fail "the reload did not change the export's idle_timeout_s"
 "$WBCTL" -s "$T/control.sock" status --json | "$PYTHON" -c 'import json, sys
 ex = {e["name"]: e["idle_timeout_s"] for e in json.load(sys.stdin)["exports"]}
 if ex != {"disk0": None, "kernel": 1}:

@@ -120,10 +120,7 @@ PY
 log "a reload with another journal.dir"
 sed -i "s|dir = \"$WAL\"|dir = \"$T/logs/other\"|" "$CONF"
 kill -HUP "$WBD_PID"
-for ((i = 0; i < 50; i++)); do
-	grep -q 'reload: .*journal changed: needs a restart' "$LOG" && break
-	sleep 0.1
-done
+wait_log 5 'reload: .*journal changed: needs a restart' || true
 for name in disk0 vm/../root; do
 	grep -qF "export \"$name\": backing, size, readonly, direct, tls, description or journal changed: needs a restart" "$LOG" ||
 		fail "the reload did not say $name's log needs a restart: $(grep reload "$LOG")"

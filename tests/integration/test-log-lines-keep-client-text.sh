@@ -30,10 +30,7 @@ s.sendall(struct.pack(">QII", 0x49484156454F5054, 1, len(name)) + name)
 if s.recv(1) != b"":
     sys.exit("FAIL: an unknown EXPORT_NAME was not closed")
 PY
-	for _ in $(seq 50); do
-		grep -q 'unknown export "x' "$LOG" && break
-		sleep 0.1
-	done
+	wait_log 5 'unknown export "x' || true
 	grep -q 'unknown export "x?<0>wbd: error: FORGED??\[2J"' "$LOG" ||
 		fail "$mode: the export name is not logged on its line, escaped: $(grep -a 'unknown export' "$LOG")"
 	if grep -aq '^<0>\|^wbd: error: FORGED\|^FORGED' "$LOG"; then

@@ -71,10 +71,7 @@ start_wbd
 log "X written; SIGTERM; the log fails while the drain applies X"
 blocks WRITE X "$(uri_unix disk0)" || fail "writing X failed"
 kill -TERM "$WBD_PID"
-for ((i = 0; i < 100; i++)); do
-	grep -q 'shutdown: writing back' "$LOG" && break
-	sleep 0.05
-done
+wait_log 5 'shutdown: writing back' || true
 sleep 0.5 # the drain's commit is local: done; X's apply takes seconds
 touch "$T/fail"
 wait_exit "$WBD_PID" 60 || fail "wbd still running 60 s after SIGTERM"

@@ -67,10 +67,7 @@ log "after the kill the remote lacks epochs; $records record(s) in the log"
 : >"$LOG"
 config true
 start_wbd
-for ((i = 0; i < 50; i++)); do
-	grep -q 'waiting for its remote to replay the log' "$LOG" && break
-	sleep 0.1
-done
+wait_log 5 'waiting for its remote to replay the log' || true
 grep -q "write log $T/disk0.wal was written with ordered = false and holds [0-9]* record(s): with ordered = true they are written back before the first epoch, and the backing device does not answer; waiting for its remote" "$LOG" ||
 	fail "the export does not wait for its remote to write the unordered records back: $(grep disk0 "$LOG")"
 start_nbdkit kit file "$T/remote.img"

@@ -36,10 +36,7 @@ print(c["dirty_bytes"] + c["writeback_bytes"])')"
 log "killing nbdkit mid-writeback ($dirty bytes not yet written back)"
 stop_kit "$KIT_PID" KILL
 
-for ((i = 0; i < 100; i++)); do
-	grep -q 'disconnected' "$LOG" && break
-	sleep 0.1
-done
+wait_log 10 'disconnected' || true
 grep -q "remote .* (device 43:0): disconnected" "$LOG" ||
 	fail "wbd did not log the device as disconnected"
 assert_alive

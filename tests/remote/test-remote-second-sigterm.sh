@@ -28,12 +28,10 @@ h.shutdown()                # no FLUSH: the data stays dirty
 PY
 pause_ctl "$T/pause.ctl" p
 kill -TERM "$WBD_PID"
-for ((i = 0; i < 300; i++)); do
-	grep -q 'shutdown: writing back' "$LOG" && break
-	proc_alive "$WBD_PID" || fail "wbd exited with its remote paused"
-	sleep 0.1
-done
-((i < 300)) || fail "the drain did not begin within 30 s of SIGTERM"
+rc=0
+wait_log 30 'shutdown: writing back' "$WBD_PID" || rc=$?
+((rc != 2)) || fail "wbd exited with its remote paused"
+((rc == 0)) || fail "the drain did not begin within 30 s of SIGTERM"
 
 # wait_line PATTERN: wait up to 10 s for PATTERN in the log.
 wait_line() {

@@ -44,12 +44,10 @@ done
 proc_alive "$WBD_PID" ||
 	fail "wbd had already exited: this test could not tell a parallel drain"
 # Still trying after three failed attempts (1 + 2 s apart), saying so.
-for ((i = 0; i < 200; i++)); do
-	grep -q 'stopping: export "gone" .*(attempt 3); trying again' "$LOG" && break
-	proc_alive "$WBD_PID" || fail "wbd exited with the remote's data unwritten: $(tail -5 "$LOG")"
-	sleep 0.1
-done
-((i < 200)) || fail "no third drain attempt logged within 20 s: $(tail -5 "$LOG")"
+rc=0
+wait_log 20 'stopping: export "gone" .*(attempt 3); trying again' "$WBD_PID" || rc=$?
+((rc != 2)) || fail "wbd exited with the remote's data unwritten: $(tail -5 "$LOG")"
+((rc == 0)) || fail "no third drain attempt logged within 20 s: $(tail -5 "$LOG")"
 sleep 1
 proc_alive "$WBD_PID" || fail "wbd gave up the remote's dirty data: $(tail -5 "$LOG")"
 

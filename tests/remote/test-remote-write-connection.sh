@@ -35,11 +35,7 @@ start_wbd
 # any read or write: a stream's first writes do not go through libnbd
 # while one opens, nor wait for the remote to set it up.
 for what in "writeback's writes go" "cache misses are read"; do
-	for ((i = 0; i < 100; i++)); do
-		grep -q "$what on a connection of their own" "$T/wbd.log" && break
-		sleep 0.05
-	done
-	grep -q "$what on a connection of their own" "$T/wbd.log" ||
+	wait_log 5 "$what on a connection of their own" ||
 		fail "before any client: the log does not say \"$what on a connection of their own\""
 done
 log "the write and read connections opened before any client came"
