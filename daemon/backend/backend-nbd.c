@@ -1235,6 +1235,7 @@ bn_wr_get(struct backend_nbd *bn, struct bn_own **op)
 	pthread_t self = pthread_self();
 	struct bn_own *mine = NULL, *idle = NULL, *shut = NULL;
 	bool opening = false;
+	uint64_t hold = 0; /* the back-off of them all: the latest */
 
 	if (!bn->multi_conn)
 		return NULL;
@@ -1249,9 +1250,10 @@ bn_wr_get(struct backend_nbd *bn, struct bn_own **op)
 	for (unsigned i = 0; i < BN_WR_CONNS; i++) {
 		struct bn_own *o = &bn->wr[i];
 		opening |= o->connecting;
+		if (o->retry_after_ns > hold)
+			hold = o->retry_after_ns;
 		if (!o->nr) {
-			if (!shut && !o->off && !o->connecting &&
-			    now >= o->retry_after_ns)
+			if (!shut && !o->off && !o->connecting)
 				shut = o;
 		} else if (o->inflight == 0) {
 			if (!idle)
@@ -1268,7 +1270,9 @@ bn_wr_get(struct backend_nbd *bn, struct bn_own **op)
 		o->inflight++;
 		nr = o->nr;
 		*op = o;
-	} else if (shut && !opening && bn->connected) {
+	} else if (shut && !opening && bn->connected && now >= hold) {
+		/* One that failed holds the others back too: a server
+		 * that closes them is not sent four in a row. */
 		bn_own_open_locked(bn, shut);
 	}
 	pthread_mutex_unlock(&bn->lock);
@@ -1404,6 +1408,7 @@ bn_pwrite(struct backend *b, const void *buf, uint32_t count, uint64_t off,
 
 static bool bn_own_wait(struct backend_io *io, int wake_fd);
 static void bn_own_send_queued(struct backend_nbd *bn);
+static void bn_wr_check_idle(struct backend_nbd *bn);
 
 static struct backend_io *
 bn_io_done(int result)
@@ -1591,6 +1596,39 @@ bn_own_send_queued(struct backend_nbd *bn)
 			nbdread_send(nr[i]);
 }
 
+/*
+ * Before a flush: a write connection no thread is using that the remote
+ * closed (or that failed) has its failure counted as a lost connection
+ * now (bn_own_put), not at its next use.  The writes it carried that were
+ * answered and not flushed may be gone with it, and the flush, sent on
+ * another connection, would not cover them; counted, the loss makes the
+ * flush's caller write them again (wb_redo).  With four write
+ * connections, some stay idle a long time.
+ */
+static void
+bn_wr_check_idle(struct backend_nbd *bn)
+{
+	struct bn_own *took[BN_WR_CONNS];
+	pthread_t self = pthread_self();
+	unsigned n = 0;
+
+	pthread_mutex_lock(&bn->lock);
+	for (unsigned i = 0; i < BN_WR_CONNS; i++) {
+		struct bn_own *o = &bn->wr[i];
+		if (o->nr && o->inflight == 0) {
+			o->owner = self;
+			o->inflight++;
+			took[n++] = o;
+		}
+	}
+	pthread_mutex_unlock(&bn->lock);
+	for (unsigned i = 0; i < n; i++) {
+		(void)nbdread_idle_ok(took[i]->nr);
+		/* Not a request that worked: the back-off stays. */
+		bn_own_put(bn, took[i], took[i]->nr, false);
+	}
+}
+
 static bool
 bn_pread_wait(struct backend *b, struct backend_io *io, int wake_fd)
 {
@@ -1640,6 +1678,7 @@ bn_flush(struct backend *b)
 	/* A miss's FLUSH (wb_flush_before_read) in the read window: the
 	 * READs queued before it go out before it is waited for. */
 	bn_own_send_queued(bn);
+	bn_wr_check_idle(bn);
 	return bn_run(bn, BN_FLUSH, NULL, 0, 0, 0);
 }
 

@@ -115,6 +115,23 @@ nbdread_fail(struct nbdread *nr, const char *why)
 	nr->in_pos = nr->in_len = 0;
 }
 
+bool
+nbdread_idle_ok(struct nbdread *nr)
+{
+	struct pollfd p = { .fd = nr->fd, .events = POLLIN };
+
+	if (nr->why[0])
+		return false;
+	if (nr->inflight > 0 || nr->out_n > 0)
+		return true;
+	if (poll(&p, 1, 0) > 0 &&
+	    (p.revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+		nbdread_fail(nr,
+		    "closed by the remote, or data from it, "
+		    "while idle");
+	return !nr->why[0];
+}
+
 static void
 nr_fail_errno(struct nbdread *nr, const char *what, int err)
 {

@@ -85,4 +85,11 @@ const char *nbdread_failed(const struct nbdread *nr);
  * completes with ENOTCONN. */
 void nbdread_fail(struct nbdread *nr, const char *why);
 
+/* An idle connection (nothing in flight or queued): does it still work?
+ * A server sends nothing unasked, so anything to read on it (its end of
+ * the connection, or bytes) fails it, as an error on the socket does.
+ * False if it failed (now or before); true if it works or is not idle
+ * (its owner's waits find out). */
+bool nbdread_idle_ok(struct nbdread *nr);
+
 #endif /* WBD_NBDREAD_H */

@@ -1562,28 +1562,53 @@ wb_dev_foreground(struct wb_dev *dev)
 
 /*
  * Write-behind leaves a client that FLUSHes often to its FLUSHes: while
- * one came in the last WB_BEHIND_DEFER_NS and DEV's dirty pages fit in a
- * sync's window (WB_SYNC_WINDOW), the next FLUSH writes them all in one
- * window, with FUA, in one round trip, as it would if write-behind had
- * taken them first; taken first, they cost a worker's wake-up for every
- * few writes, and the FLUSH waited for runs that another thread's
- * replies end.  LAN profile, 4 KiB random writes at QD32 with a FLUSH
- * every 64, three runs: 15,300 writes/s with write-behind, 19,400 with
- * it off (the remote alone: 19,800); QD1 commits the same or better;
- * WAN the same.  A burst of more than a window, or a writer that stops
- * flushing, is written behind as before.
+ * every export of DEV with dirty pages had a FLUSH in the last
+ * WB_BEHIND_DEFER_NS, and those pages fit in a sync's window
+ * (WB_SYNC_WINDOW), the next FLUSHes write them all in one window each,
+ * with FUA, in one round trip, as they would if write-behind had taken
+ * them first; taken first, they cost a worker's wake-up for every few
+ * writes, and the FLUSH waited for runs that another thread's replies
+ * end.  LAN profile, 4 KiB random writes at QD32 with a FLUSH every 64,
+ * three runs: 15,300 writes/s with write-behind, 19,400 with it off (the
+ * remote alone: 19,800); QD1 commits the same or better; WAN the same.
+ * A burst of more than a window, or an export that does not FLUSH, is
+ * written behind as before.  Never with periodic writeback off
+ * (dirty_writeback_centisecs 0): the periodic pass is what takes the
+ * pages a client leaves when it stops flushing, once the FLUSH is no
+ * longer expected.  COUNT: write-behind would start otherwise (the
+ * count in `wbctl status`).
  */
 #define WB_BEHIND_DEFER_NS (100ull * 1000000ull)
 
 static bool
-wb_behind_defers(struct wb_dev *dev)
+wb_behind_defers(struct wb_dev *dev, bool count)
 {
 	uint64_t seen = load_relaxed(&dev->flush_seen_ns);
+	uint64_t now = now_ns(), dirty = 0;
 
-	if (!seen || now_ns() - seen >= WB_BEHIND_DEFER_NS ||
-	    wb_dev_dirty_pages(dev) > WB_SYNC_WINDOW)
+	/* No FLUSH on the device lately: the write path's fast answer. */
+	if (!seen || now - seen >= WB_BEHIND_DEFER_NS)
 		return false;
-	add_relaxed(&dev->behind_deferred, 1);
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
+		uint64_t cached, d;
+		if (!t)
+			continue;
+		if (load_relaxed(&t->wb->writeback_cs) == 0)
+			return false;
+		cache_file_stats(t->cf, &cached, &d);
+		if (d == 0)
+			continue;
+		/* Another export's FLUSHes do not write this one's pages. */
+		uint64_t t_seen = load_relaxed(&t->flush_seen_ns);
+		if (!t_seen || now - t_seen >= WB_BEHIND_DEFER_NS)
+			return false;
+		dirty += d;
+	}
+	if (dirty == 0 || dirty > WB_SYNC_WINDOW)
+		return false;
+	if (count)
+		add_relaxed(&dev->behind_deferred, 1);
 	return true;
 }
 
@@ -1604,7 +1629,7 @@ wb_write_behind_due(struct wb_dev *dev)
 	struct backend *b = wb_dev_backend(dev);
 
 	return b && load_relaxed(&b->write_behind) && !wb_dev_foreground(dev) &&
-	    !wb_behind_defers(dev);
+	    !wb_behind_defers(dev, false);
 }
 
 /* Write-behind is on for DEV, and DEV is idle now; if it is not, the
@@ -1616,13 +1641,13 @@ wb_write_behind_now(struct wb_dev *dev)
 {
 	struct backend *b = wb_dev_backend(dev);
 
-	if (!b || !load_relaxed(&b->write_behind) || wb_behind_defers(dev))
+	if (!b || !load_relaxed(&b->write_behind))
 		return false;
 	if (!wb_dev_foreground(dev))
-		return true;
+		return !wb_behind_defers(dev, true);
 	atomic_store_explicit(&dev->behind_owed, 1, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
-	return !wb_dev_foreground(dev);
+	return !wb_dev_foreground(dev) && !wb_behind_defers(dev, true);
 }
 
 /* Write-behind on DEV yields to other work: owed to its end. */

@@ -8,9 +8,12 @@
 # and `wbctl status` counts the times it left them
 # (link.write_behind_deferred).  Then 4 MiB of scattered pages with no
 # FLUSH, more than a window: written behind on their own, a FLUSH just
-# before notwithstanding.  nbdkit holds every byte at the end.  Before
-# the deferral write-behind took most pages of every round (and the
-# counter did not exist).
+# before notwithstanding.  With periodic writeback off
+# (dirty_writeback_centisecs = 0) it never defers: 8 pages written just
+# after a FLUSH, and nothing after them, must still go on their own
+# (nothing else would take them).  nbdkit holds every byte at the end.
+# Before the deferral write-behind took most pages of every round (and
+# the counter did not exist).
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
 need_wbctl
@@ -21,10 +24,11 @@ add_remote_export disk0 "$(kit_uri "$KIT")"
 write_cache_config 256M 'dirty_background_ratio = 50; dirty_ratio = 60; dirty_expire_centisecs = 3000;'
 start_wbd
 
-# rounds.py URI OUT ROUNDS PER FLUSH: ROUNDS of PER scattered 4K pages in
-# flight together, each round then a FLUSH if FLUSH is "after", or one
-# FLUSH before the first if "before"; the image of the first 16 MiB into
-# OUT (its old bytes read first).
+# rounds.py URI OUT ROUNDS PER FLUSH [TAIL]: ROUNDS of PER scattered 4K
+# pages in flight together, each round then a FLUSH if FLUSH is "after",
+# or one FLUSH before the first if "before"; then TAIL pages more with no
+# FLUSH; the image of the first 16 MiB into OUT (its old bytes read
+# first).
 cat >"$T/rounds.py" <<'PY'
 import nbd, os, random, sys
 uri, out, rounds, per, flush = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -42,6 +46,10 @@ for r in range(rounds):
         h.poll(-1)
     if flush == "after":
         h.flush()
+for p in random.sample(range(4096), int(sys.argv[6]) if len(sys.argv) > 6 else 0):
+    buf = os.urandom(4096)
+    img[p * 4096:(p + 1) * 4096] = buf
+    h.pwrite(buf, p * 4096)
 h.shutdown()
 open(out, "wb").write(img)
 PY
@@ -68,4 +76,13 @@ behind2=$(link_field write_behind_bytes)
 remote_read "$KIT" 0 $((16 << 20)) "$T/remote-2"
 cmp "$T/img-2" "$T/remote-2" || fail "nbdkit does not hold what write-behind wrote"
 log "4 MiB after the FLUSHes, none after: write-behind wrote $((behind2 - behind)) bytes"
+
+# 3. Periodic writeback off: 8 pages right after the last FLUSH, then
+# nothing; write-behind must take them (no periodic pass would).
+remote_wbctl tune dirty_writeback_centisecs=0 >/dev/null || fail "wbctl tune dirty_writeback_centisecs=0"
+"$PYTHON" "$T/rounds.py" "$(uri_unix disk0)" "$T/img-3" 20 8 after 8 || fail "the writes failed"
+wait_clean 10 || fail "with periodic writeback off, 8 pages written after a FLUSH stayed dirty"
+remote_read "$KIT" 0 $((16 << 20)) "$T/remote-3"
+cmp "$T/img-3" "$T/remote-3" || fail "nbdkit does not hold the pages written after the last FLUSH"
+log "periodic writeback off: the pages after the last FLUSH went on their own"
 assert_alive

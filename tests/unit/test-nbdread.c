@@ -635,6 +635,46 @@ test_a_write_on_a_failed_connection(void **state)
 	pair_close(&p);
 }
 
+/* An idle connection: works while the server says nothing; fails once
+ * the server closes it, or sends anything unasked; not idle (a request
+ * queued), it is not looked at. */
+static void
+test_an_idle_connection_is_checked(void **state)
+{
+	struct pair p;
+	static uint8_t w[4096];
+	struct nbdread_req r = { .buf = w,
+		.count = sizeof w,
+		.off = 0,
+		.write = true };
+
+	pair_open(&p);
+	assert_true(nbdread_idle_ok(p.nr));
+	assert_null(nbdread_failed(p.nr));
+	assert_int_equal(nbdread_submit(p.nr, &r), 0);
+	close(p.fd[1]);
+	p.fd[1] = -1;
+	assert_true(nbdread_idle_ok(p.nr)); /* queued: its owner finds out */
+	assert_true(nbdread_wait(p.nr, &r, 1000, -1));
+	assert_int_equal(r.error, ENOTCONN);
+	assert_false(nbdread_idle_ok(p.nr));
+	pair_close(&p);
+
+	pair_open(&p);
+	close(p.fd[1]);
+	p.fd[1] = -1;
+	assert_false(nbdread_idle_ok(p.nr));
+	assert_non_null(nbdread_failed(p.nr));
+	assert_int_equal(nbdread_submit(p.nr, &r), -ENOTCONN);
+	pair_close(&p);
+
+	pair_open(&p);
+	assert_int_equal(write(p.fd[1], "x", 1), 1);
+	assert_false(nbdread_idle_ok(p.nr));
+	assert_non_null(nbdread_failed(p.nr));
+	pair_close(&p);
+}
+
 int
 main(void)
 {
@@ -652,6 +692,7 @@ main(void)
 		cmocka_unit_test(test_eshutdown_fails_the_connection),
 		cmocka_unit_test(test_submits_after_a_partial_send),
 		cmocka_unit_test(test_in_flight_is_bounded),
+		cmocka_unit_test(test_an_idle_connection_is_checked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
