@@ -83,6 +83,10 @@ struct shard {
 	struct cpage **buckets;
 	uint64_t bucket_mask;
 	struct cpage *dhead, *dtail;
+	/* DHEAD's seq and dirtied_ns (UINT64_MAX: none), written with it
+	 * under the lock and read without it: take_oldest picks its shard
+	 * from these, then looks under that shard's lock alone. */
+	_Atomic uint64_t head_seq, head_ns;
 	/* The last stamp given to a page's write (cpage.lseq). */
 	uint64_t wstamp;
 	/* Reads that found all their pages, or not (counted in the shard

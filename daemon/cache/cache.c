@@ -83,6 +83,15 @@ page_listed(const struct shard *sh, const struct cpage *p)
 
 /* --- dirty lists (shard lock held) ------------------------------------- */
 
+/* SH's head changed: said in head_seq and head_ns. */
+static void
+dirty_head_note(struct shard *sh)
+{
+	store_relaxed(&sh->head_seq, sh->dhead ? sh->dhead->seq : UINT64_MAX);
+	store_relaxed(&sh->head_ns,
+	    sh->dhead ? sh->dhead->dirtied_ns : UINT64_MAX);
+}
+
 static void
 dirty_unlink_locked(struct shard *sh, struct cpage *p)
 {
@@ -97,6 +106,8 @@ dirty_unlink_locked(struct shard *sh, struct cpage *p)
 		p->dnext->dprev = p->dprev;
 	else
 		sh->dtail = p->dprev;
+	if (!p->dprev)
+		dirty_head_note(sh);
 	p->dprev = p->dnext = NULL;
 }
 
@@ -123,8 +134,10 @@ dirty_insert_locked(struct shard *sh, struct cpage *p)
 		sh->dtail = p;
 	if (after)
 		after->dnext = p;
-	else
+	else {
 		sh->dhead = p;
+		dirty_head_note(sh);
+	}
 }
 
 void
@@ -596,6 +609,8 @@ cache_file_new(struct cache *c, uint64_t size_bytes)
 	for (int i = 0; i < CACHE_SHARDS; i++) {
 		struct shard *sh = &f->shards[i];
 		lock_init(&sh->lock);
+		store_relaxed(&sh->head_seq, UINT64_MAX);
+		store_relaxed(&sh->head_ns, UINT64_MAX);
 		sh->buckets = calloc(nb, sizeof *sh->buckets);
 		sh->bucket_mask = nb - 1;
 		if (!sh->buckets) {
@@ -1278,7 +1293,11 @@ take_run_locked(struct cache_file *f, struct shard *sh, struct cpage *p,
 }
 
 /* The run around the oldest qualifying dirty page across the shards.
- * Takes run_lock, then each shard lock in turn. */
+ * Takes run_lock, then the lock of the shard whose head (head_seq, read
+ * without its lock) is the oldest.  A writer may change a head meanwhile
+ * (a page dirtied into an empty shard), as it could while the shards
+ * were looked at one lock at a time; nobody else takes runs (run_lock),
+ * and the chosen head is looked at again under its lock. */
 static struct cache_run *
 take_oldest(struct cache_file *f, uint64_t max_seq, uint64_t not_after_ns,
     uint32_t max_pages)
@@ -1291,22 +1310,18 @@ take_oldest(struct cache_file *f, uint64_t max_seq, uint64_t not_after_ns,
 		uint64_t best_seq = UINT64_MAX;
 		for (int i = 0; i < CACHE_SHARDS; i++) {
 			struct shard *sh = &f->shards[i];
-			pthread_mutex_lock(&sh->lock);
-			struct cpage *h = sh->dhead;
-			if (h && h->seq <= max_seq && h->dirtied_ns <= not_after_ns &&
-			    h->seq < best_seq) {
+			uint64_t seq = load_relaxed(&sh->head_seq);
+			if (seq <= max_seq && seq < best_seq &&
+			    load_relaxed(&sh->head_ns) <= not_after_ns) {
 				best = i;
-				best_seq = h->seq;
+				best_seq = seq;
 			}
-			pthread_mutex_unlock(&sh->lock);
 		}
 		if (best < 0)
 			break;
 		struct shard *sh = &f->shards[best];
 		pthread_mutex_lock(&sh->lock);
 		struct cpage *h = sh->dhead;
-		/* Re-check: writers may have changed it, but nobody else takes
-		 * runs (run_lock), and the head can only get older data. */
 		if (h && h->seq <= max_seq && h->dirtied_ns <= not_after_ns) {
 			run = take_run_locked(f, sh, h, max_pages, 0, UINT64_MAX);
 			pthread_mutex_unlock(&sh->lock);
@@ -1322,6 +1337,32 @@ struct cache_run *
 cache_take_run(struct cache_file *f, uint64_t max_seq, uint32_t max_pages)
 {
 	return take_oldest(f, max_seq, UINT64_MAX, max_pages);
+}
+
+unsigned
+cache_take_runs(struct cache_file *f, uint64_t max_seq, uint32_t max_pages,
+    struct cache_run **runs, unsigned n)
+{
+	unsigned got = 0;
+
+	pthread_mutex_lock(&f->run_lock);
+	for (int i = 0; i < CACHE_SHARDS && got < n; i++) {
+		struct shard *sh = &f->shards[i];
+		pthread_mutex_lock(&sh->lock);
+		struct cpage *h;
+		while (got < n && (h = sh->dhead) && h->seq <= max_seq) {
+			struct cache_run *run =
+			    take_run_locked(f, sh, h, max_pages, 0, UINT64_MAX);
+			if (!run) {
+				n = got; /* memory ran short: what we have */
+				break;
+			}
+			runs[got++] = run;
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
+	pthread_mutex_unlock(&f->run_lock);
+	return got;
 }
 
 struct cache_run *

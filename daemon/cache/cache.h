@@ -299,6 +299,16 @@ struct cache_run {
 struct cache_run *cache_take_run(struct cache_file *f, uint64_t max_seq,
     uint32_t max_pages);
 
+/*
+ * Up to N runs, as cache_take_run's, into RUNS, in no particular order: a
+ * shard's oldest first, the shards in turn.  For a sync that writes them
+ * all: the shards' locks are taken once for the lot, not once a run.
+ * Returns how many (fewer than N: nothing else qualified, or memory ran
+ * short).
+ */
+unsigned cache_take_runs(struct cache_file *f, uint64_t max_seq,
+    uint32_t max_pages, struct cache_run **runs, unsigned n);
+
 /* Pages older than NOT_AFTER_NS only (periodic writeback); NULL if none. */
 struct cache_run *cache_take_expired_run(struct cache_file *f,
     uint64_t not_after_ns, uint32_t max_pages);

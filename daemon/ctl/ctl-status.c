@@ -295,6 +295,7 @@ ctl_link_json(struct wb_dev *dev, struct backend *b)
 	ctl_set_u64(o, "flushes_shared", load_relaxed(&dev->flushes_shared));
 	ctl_set_u64(o, "flushes_by_fua", load_relaxed(&dev->flushes_by_fua));
 	ctl_set_u64(o, "flushes_merged", load_relaxed(&dev->flushes_merged));
+	ctl_set_u64(o, "flushes_joined", load_relaxed(&dev->flushes_joined));
 	ctl_set_u64(o, "fua_writes", load_relaxed(&dev->fua_writes));
 	ctl_set_u64(o, "fua_max_runs",
 	    remote ? load_relaxed(&b->fua_max_runs) : 0);

@@ -270,6 +270,9 @@ static const struct metrics_row metrics_device_rows[] = {
 	{ "link.flushes_merged", "wbd_device_flushes_merged_total", COUNTER, 1,
 	    "FLUSHes written back by a pass that wrote back another FLUSH "
 	    "queued beside them." },
+	{ "link.flushes_joined", "wbd_device_flushes_joined_total", COUNTER, 1,
+	    "Of the merged FLUSHes, those answered by a pass already under "
+	    "way, as nothing was written since it began." },
 	{ "link.fua_writes", "wbd_device_fua_writes_total", COUNTER, 1,
 	    "Writeback writes sent with FUA (remote.fua_max_runs)." },
 	{ "remote.connected", "wbd_remote_connected", GAUGE, 1,

@@ -454,6 +454,11 @@ export_run(struct job *job)
 		break;
 	}
 done:
+	/* Counted before its answer, whatever became of it: a FLUSH after
+	 * it may not join a pass begun before (wb_flush_queue). */
+	if (n->type == NBD_CMD_WRITE || n->type == NBD_CMD_TRIM ||
+	    n->type == NBD_CMD_WRITE_ZEROES)
+		wb_note_change(&e->wt);
 	export_request_done(e, req, r);
 }
 
@@ -681,6 +686,7 @@ export_submit_write(struct export *e, struct request *req, const void *payload)
 		if (!(n->flags & NBD_CMD_FLAG_FUA) && !req->writethrough &&
 		    export_write_cache(e, req, payload, &fill, &done) ==
 			CACHE_WRITE_OK) {
+			wb_note_change(&e->wt);
 			if (!e->journal)
 				return export_write_verdict(e, req);
 			req->jgen =

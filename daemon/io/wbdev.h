@@ -60,6 +60,7 @@ struct wb_dev {
 	 * writes that went with FUA (remote.fua_max_runs). */
 	_Atomic uint64_t flushes_sent, flushes_shared, flushes_by_fua;
 	_Atomic uint64_t flushes_merged; /* answered by another's writeback */
+	_Atomic uint64_t flushes_joined; /* of them, by a pass under way */
 	_Atomic uint64_t fua_writes;
 	struct ratelimit overflow_log;
 	/* BACKEND_REDO_AFTER_LOSS (atomic): pages dirtied again after their

@@ -235,6 +235,7 @@ wb_target_init(struct wb_target *t)
 	t->fq_tail = &t->fq_head;
 	for (unsigned i = 0; i < WB_FLUSH_PASSES; i++)
 		t->fq_pass[i] = (struct wb_flush_pass){ .t = t };
+	store_relaxed(&t->changes, 0);
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->cond, NULL);
 }
@@ -1150,7 +1151,8 @@ wb_window_add(struct wb_window *win, struct wb_target *t, struct cache_run *run)
  * remote a sync for each. */
 #define WB_FUA_BEHIND_NS (5000ull * 1000000ull)
 /* The runs a FLUSH takes before it writes them, to see whether they are
- * few enough to go with FUA (wb_flush_fua_runs): a bound on the stack. */
+ * few enough to go with FUA (wb_flush_runs), and its batches: a bound on
+ * the stack. */
 #define WB_FUA_FLUSH_RUNS 256
 
 static bool
@@ -1257,7 +1259,7 @@ wb_flush(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
  * FLUSH queued when it begins and writes back up to the newest of their
  * sequences (every write acknowledged before that FLUSH arrived is in
  * the cache by then), so one pass answers them all, in about one round
- * trip if its runs go with FUA (wb_flush_fua_runs).  Up to
+ * trip if its runs go with FUA (wb_flush_runs).  Up to
  * WB_FLUSH_PASSES run at once, so that a FLUSH arriving during a pass
  * need not wait for its end.
  */
@@ -1272,35 +1274,76 @@ wb_flush_pass_run(struct job *job)
 		struct wb_flush_wait *batch = t->fq_head;
 		t->fq_head = NULL;
 		t->fq_tail = &t->fq_head;
-		if (!batch)
+		if (!batch) {
 			p->busy = false; /* may be queued again from here */
-		pthread_mutex_unlock(&t->fq_lock);
-		if (!batch)
+			pthread_mutex_unlock(&t->fq_lock);
 			return;
+		}
 		uint64_t max_seq = 0, n = 0;
 		for (struct wb_flush_wait *w = batch; w; w = w->next, n++)
 			if (w->seq > max_seq)
 				max_seq = w->seq;
+		/* Read before the pass takes a page: a change counted by
+		 * then is in the cache for it to take. */
+		p->changes = load_acquire(&t->changes);
+		p->max_seq = max_seq;
+		p->joined = NULL;
+		p->joined_tail = &p->joined;
+		p->joinable = true;
+		pthread_mutex_unlock(&t->fq_lock);
 		int r = wb_flush(t, max_seq, WB_REASON_FLUSH);
-		add_relaxed(&t->dev->flushes_merged, n - 1);
 		/* Each answer may end its request, and so let its export be
 		 * freed: the queue is not looked at after the last (the
 		 * pass goes on only while FLUSHes are queued, which hold
 		 * the export). */
 		pthread_mutex_lock(&t->fq_lock);
+		p->joinable = false;
+		struct wb_flush_wait *joined = p->joined;
 		bool more = t->fq_head != NULL;
 		if (!more)
 			p->busy = false;
 		pthread_mutex_unlock(&t->fq_lock);
-		while (batch) {
-			struct wb_flush_wait *w = batch;
-			batch = w->next;
-			w->err = r;
-			w->done(w);
+		uint64_t j = 0;
+		for (struct wb_flush_wait *w = joined; w; w = w->next)
+			j++;
+		add_relaxed(&t->dev->flushes_merged, n - 1 + j);
+		add_relaxed(&t->dev->flushes_joined, j);
+		for (unsigned k = 0; k < 2; k++) {
+			struct wb_flush_wait *list = k ? joined : batch;
+			while (list) {
+				struct wb_flush_wait *w = list;
+				list = w->next;
+				w->err = r;
+				w->done(w);
+			}
 		}
 		if (!more)
 			return;
 	}
+}
+
+void
+wb_note_change(struct wb_target *t)
+{
+	atomic_fetch_add_explicit(&t->changes, 1, memory_order_release);
+}
+
+/* A pass of T's under way that W may join (under fq_lock), or NULL: W
+ * asks for nothing the pass does not write back, as no write has come
+ * into the cache since the pass began (its answers all did before: each
+ * is counted in `changes` before it is answered). */
+static struct wb_flush_pass *
+wb_flush_joinable(struct wb_target *t, const struct wb_flush_wait *w)
+{
+	lock_assert_held(&t->fq_lock);
+	uint64_t changes = load_acquire(&t->changes);
+	for (unsigned i = 0; i < WB_FLUSH_PASSES; i++) {
+		struct wb_flush_pass *p = &t->fq_pass[i];
+		if (p->busy && p->joinable && w->seq <= p->max_seq &&
+		    changes == p->changes)
+			return p;
+	}
+	return NULL;
 }
 
 void
@@ -1310,6 +1353,13 @@ wb_flush_queue(struct wb_target *t, struct wb_flush_wait *w)
 
 	w->next = NULL;
 	pthread_mutex_lock(&t->fq_lock);
+	struct wb_flush_pass *p = wb_flush_joinable(t, w);
+	if (p) {
+		*p->joined_tail = w;
+		p->joined_tail = &w->next;
+		pthread_mutex_unlock(&t->fq_lock);
+		return;
+	}
 	*t->fq_tail = w;
 	t->fq_tail = &w->next;
 	for (unsigned i = 0; i < WB_FLUSH_PASSES && !start; i++)
@@ -1326,36 +1376,47 @@ wb_flush_queue(struct wb_target *t, struct wb_flush_wait *w)
 }
 
 /*
- * A FLUSH's first run, *RUN, taken: on a backend that takes FUA itself
- * (BACKEND_NATIVE_FUA), if the FLUSH has at most remote.fua_max_runs
- * runs to write and every write counted so far is flushed already, they
- * all go into WIN with FUA, and true: then the FLUSH needs no flush of
- * the device, one round trip where a write and a flush cost two (FUA
- * writes are not counted in `written`, so wb_flush_written finds nothing
- * to flush, unless someone's write completed meanwhile: then it flushes,
- * as before).  Else the runs taken go into WIN as they are, and false.
- * Either way *RUN is the next run to add (not yet added), or NULL.
- * Failures are the window's (win->err).
+ * A sync's runs, taken WB_FUA_FLUSH_RUNS at a time (cache_take_runs), up
+ * to MAX_SEQ, added to WIN.  The first batch, on a backend that takes FUA
+ * itself (BACKEND_NATIVE_FUA): if the FLUSH has at most
+ * remote.fua_max_runs runs to write and every write counted so far is
+ * flushed already, they all go with FUA, and *BY_FUA is true: then the
+ * FLUSH needs no flush of the device, one round trip where a write and a
+ * flush cost two (FUA writes are not counted in `written`, so
+ * wb_flush_written finds nothing to flush, unless someone's write
+ * completed meanwhile: then it flushes, as before).  Else every run is
+ * written plainly.  Returns the first failure (the window's; the runs
+ * not written after it go back dirty), or 0.
  */
-static bool
-wb_flush_fua_runs(struct wb_target *t, struct wb_window *win,
-    struct cache_run **run, uint64_t max_seq)
+static int
+wb_flush_runs(struct wb_target *t, struct wb_window *win, uint64_t max_seq,
+    bool *by_fua)
 {
-	struct cache_run *runs[WB_FUA_FLUSH_RUNS];
+	struct cache_run *runs[WB_FUA_FLUSH_RUNS + 1];
 	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
-	unsigned max = wb_fua_max(t), n = 0;
+	unsigned max = wb_fua_max(t), n, i;
+	unsigned flags = 0;
+	int r = 0;
 
 	if (max > WB_FUA_FLUSH_RUNS)
 		max = WB_FUA_FLUSH_RUNS;
-	while (*run && n < max) {
-		runs[n++] = *run;
-		*run = cache_take_run(t->cf, max_seq, max_run);
+	/* One more than FUA may take: then there is more than it may. */
+	n = cache_take_runs(t->cf, max_seq, max_run, runs, max + 1);
+	if (n > 0 && n <= max && wb_all_flushed(t))
+		flags = BACKEND_WRITE_FUA;
+	*by_fua = flags != 0;
+	while (n > 0) {
+		for (i = 0; i < n && r == 0; i++)
+			r = wb_window_add_flags(win, t, runs[i], flags);
+		/* A failure: report now, the pages stay dirty. */
+		for (; i < n; i++)
+			cache_end_run(runs[i], false);
+		if (r < 0)
+			return r;
+		n = cache_take_runs(t->cf, max_seq, max_run, runs,
+		    WB_FUA_FLUSH_RUNS + 1);
 	}
-	unsigned flags =
-	    n > 0 && !*run && wb_all_flushed(t) ? BACKEND_WRITE_FUA : 0;
-	for (unsigned i = 0; i < n; i++)
-		(void)wb_window_add_flags(win, t, runs[i], flags);
-	return flags != 0;
+	return 0;
 }
 
 static int
@@ -1364,19 +1425,15 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 	struct cache_run *run;
 	struct wb_window win;
+	bool by_fua;
 	int r = 0;
 
 	uint64_t fails = load_acquire(&t->flush_fails);
 
+	/* A shutdown's progress is reported by its owner
+	 * (daemon_drain_report), for every export at once. */
 	wb_window_init(&win, t->dev, why);
-	run = cache_take_run(t->cf, max_seq, max_run);
-	bool by_fua = wb_flush_fua_runs(t, &win, &run, max_seq);
-	for (; run; run = cache_take_run(t->cf, max_seq, max_run)) {
-		/* A shutdown's progress is reported by its owner
-		 * (daemon_drain_report), for every export at once. */
-		if (wb_window_add(&win, t, run) < 0)
-			break; /* report now; the pages stay dirty */
-	}
+	(void)wb_flush_runs(t, &win, max_seq, &by_fua);
 	if (wb_window_drain(&win) < 0)
 		r = -EIO; /* the pages stay dirty */
 	else if (by_fua)

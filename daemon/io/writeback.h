@@ -131,7 +131,20 @@ struct wb_target {
 		struct job job;
 		struct wb_target *t;
 		bool busy;
+		/* While it writes back (joinable): up to MAX_SEQ, and
+		 * CHANGES as it read them before taking a page.  A FLUSH
+		 * arriving with nothing new (its sequence at most MAX_SEQ,
+		 * `changes` still CHANGES) joins it (JOINED), answered with
+		 * its batch: every write answered before that FLUSH came
+		 * was in the cache before the pass took a page. */
+		bool joinable;
+		uint64_t max_seq, changes;
+		struct wb_flush_wait *joined, **joined_tail;
 	} fq_pass[WB_FLUSH_PASSES];
+	/* Writes, trims and zeroes the cache has taken for T, each counted
+	 * once the cache has it and before it is answered (wb_note_change;
+	 * atomic, release). */
+	_Atomic uint64_t changes;
 	pthread_mutex_t gc_lock;
 	pthread_cond_t gc_cond;
 	bool gc_busy;
@@ -226,6 +239,10 @@ struct wb_flush_wait {
 };
 /* Queue W (any thread); no worker waits for it while it is queued. */
 void wb_flush_queue(struct wb_target *t, struct wb_flush_wait *w);
+
+/* A write, trim or zeroing of T's export is in the cache and about to be
+ * answered (success or not): counted, for wb_flush_queue. */
+void wb_note_change(struct wb_target *t);
 
 /* Count a write that reached T's backend over [OFF, OFF + LEN), not
  * durable on its own (see wb_target.written): once it has completed,

@@ -264,6 +264,68 @@ test_flush_sequence_limit(void **state)
 	assert_true(cache_min_dirty_seq(x->f) == 10);   /* > 5: flush done */
 }
 
+/* A sync takes every run up to its sequence, in batches, whatever the
+ * shards' order; nothing newer. */
+static void
+test_take_runs_up_to_a_sequence(void **state)
+{
+	struct fx *x = *state;
+	struct cache_run *runs[8];
+
+	/* Four chunks (shards), the later ones written first, and a page
+	 * newer than the sync. */
+	write_ok(x, 3 * CHUNK, PS, 1, 1);
+	write_ok(x, 2 * CHUNK, PS, 1, 2);
+	write_ok(x, 1 * CHUNK, PS, 1, 3);
+	write_ok(x, 0, PS, 1, 4);
+	write_ok(x, 4 * CHUNK, PS, 1, 9);
+	/* At most N. */
+	assert_int_equal(cache_take_runs(x->f, 5, 256, runs, 3), 3);
+	assert_int_equal(cache_take_runs(x->f, 5, 256, runs + 3, 8), 1);
+	assert_int_equal(cache_take_runs(x->f, 5, 256, runs + 4, 4), 0);
+	uint64_t seen = 0;
+	for (int i = 0; i < 4; i++) {
+		assert_true(runs[i]->min_seq <= 5);
+		seen |= 1u << (runs[i]->first_index * PS / CHUNK);
+		cache_end_run(runs[i], true);
+	}
+	assert_int_equal(seen, 0xf);
+	assert_int_equal(dirty(x), 1);
+	assert_true(cache_min_dirty_seq(x->f) == 9);
+}
+
+/* One run at a time: the oldest across the shards, as heads come and go
+ * (a failed run puts its pages back as old as they were). */
+static void
+test_take_run_oldest_across_shards(void **state)
+{
+	struct fx *x = *state;
+
+	write_ok(x, 3 * CHUNK, PS, 1, 1);
+	write_ok(x, 1 * CHUNK, PS, 1, 2);
+	write_ok(x, 2 * CHUNK, PS, 1, 3);
+	struct cache_run *r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_int_equal(r->first_index, 3 * CHUNK / PS);
+	cache_end_run(r, false); /* back, still the oldest */
+	r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_int_equal(r->first_index, 3 * CHUNK / PS);
+	cache_end_run(r, true);
+	write_ok(x, 0, PS, 1, 4); /* a head in an empty shard */
+	r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_int_equal(r->first_index, 1 * CHUNK / PS);
+	cache_end_run(r, true);
+	r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_int_equal(r->first_index, 2 * CHUNK / PS);
+	cache_end_run(r, true);
+	/* Periodic writeback: none dirtied before the epoch. */
+	assert_null(cache_take_expired_run(x->f, 0, 256));
+	r = cache_take_run(x->f, UINT64_MAX, 256);
+	assert_int_equal(r->first_index, 0);
+	cache_end_run(r, true);
+	assert_null(cache_take_run(x->f, UINT64_MAX, 256));
+	assert_int_equal(dirty(x), 0);
+}
+
 static void
 test_redirty_during_writeback(void **state)
 {
@@ -1112,6 +1174,8 @@ main(void)
 		T(test_coalescing_in_offset_order),
 		T(test_coalescing_cap_and_chunk),
 		T(test_flush_sequence_limit),
+		T(test_take_runs_up_to_a_sequence),
+		T(test_take_run_oldest_across_shards),
 		T(test_redirty_during_writeback),
 		T(test_redirtied_page_not_taken_twice),
 		T(test_redirtied_page_failed_run),
