@@ -1838,6 +1838,7 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	store_relaxed(&bn->b.commit_ms, rc->commit_interval_ms);
 	store_relaxed(&bn->b.max_inflight_bytes,
 	    rc->max_writeback_inflight_bytes);
+	store_relaxed(&bn->b.min_inflight, rc->min_writeback_inflight);
 	store_relaxed(&bn->b.write_behind, rc->write_behind);
 	store_relaxed(&bn->b.fua_max_runs, rc->fua_max_runs);
 	store_relaxed(&bn->b.max_readahead_bytes, rc->max_readahead_bytes);
@@ -1966,6 +1967,9 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	store_relaxed(&bn->b.commit_ms, rc ? rc->commit_interval_ms : 50);
 	store_relaxed(&bn->b.max_inflight_bytes,
 	    rc ? rc->max_writeback_inflight_bytes : 64u << 20);
+	store_relaxed(&bn->b.min_inflight,
+	    rc ? rc->min_writeback_inflight :
+		 REMOTE_DEFAULT_MIN_WRITEBACK_INFLIGHT);
 	store_relaxed(&bn->b.write_behind, rc ? rc->write_behind : true);
 	store_relaxed(&bn->b.fua_max_runs,
 	    rc ? rc->fua_max_runs : REMOTE_DEFAULT_FUA_MAX_RUNS);

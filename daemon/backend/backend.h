@@ -164,6 +164,10 @@ struct backend {
 	 * whether an idle device's dirty data is written back at once. */
 	_Atomic uint64_t max_inflight_bytes;
 	_Atomic bool write_behind;
+	/* A remote's (atomic, remote.min_writeback_inflight, changed by a
+	 * reload); 0 for a local one: the least of writeback's window, in
+	 * writes (writeback.c, wb_dev_budget). */
+	_Atomic unsigned min_inflight;
 	/* A remote's (atomic, remote.fua_max_runs, changed by a reload); 0
 	 * for a local one: how many runs writeback may write with FUA
 	 * between two FLUSHes of an export's clients, so that the FLUSH

@@ -159,6 +159,8 @@ struct remote_conf {
 	                                   most this often; 0: never; 50 */
 	uint64_t max_writeback_inflight_bytes; /* bound of the writeback
 	                                   window (linkest.h); 64 MiB */
+	unsigned min_writeback_inflight;       /* the writeback window's least,
+	                                    in writes (writeback.c); 64 */
 	bool write_behind;            /* write back an idle device's dirty
 	                                   data at once; default true */
 	unsigned fua_max_runs;        /* runs written with FUA for clients
@@ -174,6 +176,12 @@ struct remote_conf {
  * and its bound. */
 #define REMOTE_DEFAULT_CONN_DEPTH 16u
 #define REMOTE_MAX_CONN_DEPTH 256u
+
+/* remote.min_writeback_inflight: its default, also a remote's without a
+ * remote group (bn_new, backend-nbd.c), and its bound (writeback.c's
+ * WB_WINDOW_MAX). */
+#define REMOTE_DEFAULT_MIN_WRITEBACK_INFLIGHT 64u
+#define REMOTE_MAX_MIN_WRITEBACK_INFLIGHT 1024u
 
 /* remote.fua_max_runs: its default, also a remote's without a remote
  * group (bn_new, backend-nbd.c). */

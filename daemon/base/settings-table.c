@@ -195,6 +195,13 @@ const struct setting settings_table[] = {
 	    .unit = "bytes", .min = 4096, .max = 1ull << 30, .def = 64u << 20,
 	    .doc = "writes in flight to one remote device at most, whatever "
 		   "its bandwidth and round trip" },
+	{ REMOTE(min_writeback_inflight), .name = "min_writeback_inflight",
+	    .type = SETTING_UINT, .unit = "writes", .min = 1,
+	    .max = REMOTE_MAX_MIN_WRITEBACK_INFLIGHT,
+	    .def = REMOTE_DEFAULT_MIN_WRITEBACK_INFLIGHT,
+	    .doc = "writes in flight to one remote device at least, when "
+		   "writeback has them, whatever its bandwidth and round "
+		   "trip" },
 	{ REMOTE(conn_depth), .name = "conn_depth", .type = SETTING_UINT,
 	    .unit = "commands", .min = 1, .max = REMOTE_MAX_CONN_DEPTH,
 	    .def = REMOTE_DEFAULT_CONN_DEPTH,

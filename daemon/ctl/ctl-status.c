@@ -280,6 +280,8 @@ ctl_link_json(struct wb_dev *dev, struct backend *b)
 	ctl_set_u64(o, "writes_in_flight_max", l.inflight_max);
 	ctl_set_u64(o, "max_inflight_bytes",
 	    remote ? load_relaxed(&b->max_inflight_bytes) : 0);
+	ctl_set_u64(o, "min_inflight_writes",
+	    remote ? load_relaxed(&b->min_inflight) : 0);
 	json_object_set_new(o, "write_behind",
 	    json_boolean(remote && load_relaxed(&b->write_behind)));
 	ctl_set_u64(o, "write_behind_bytes",

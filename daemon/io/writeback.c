@@ -25,6 +25,7 @@
 #include "atomics.h"
 #include "backend.h"
 #include "cache.h"
+#include "config.h"
 #include "lock.h"
 #include "log.h"
 #include "ratelimit.h"
@@ -218,6 +219,7 @@ wb_target_init(struct wb_target *t)
 	t->uf_n = t->uf_cap = 0;
 	t->uf = NULL;
 	t->uf_lost = 0;
+	t->uf_pruned = 0;
 	t->uf_owed = false;
 	t->uf_commit_ns = 0;
 	lock_init(&t->uf_lock);
@@ -642,11 +644,14 @@ wb_uf_prune_locked(struct wb_target *t)
 	lock_assert_held(&t->uf_lock);
 	if (t->uf_lost <= done)
 		t->uf_lost = 0;
-	for (unsigned i = 0; i < t->uf_n;)
+	/* No flush since the last prune: nothing more to drop.  (A range
+	 * added after a flush that covers it is dropped at the next one.) */
+	for (unsigned i = 0; done != t->uf_pruned && i < t->uf_n;)
 		if (t->uf[i].written <= done)
 			t->uf[i] = t->uf[--t->uf_n];
 		else
 			i++;
+	t->uf_pruned = done;
 	if (t->uf_n == 0 && !t->uf_lost)
 		t->uf_owed = false;
 }
@@ -976,8 +981,8 @@ wb_reason_sync(enum wb_reason why)
 #define WB_SYNC_WINDOW 64
 
 /* Does DEV's window bound its writes (a remote that takes writes in two
- * steps)?  Then its least (*FLOOR: a sync's, WB_SYNC_WINDOW, if SYNC)
- * and its bound (*MAX_BYTES). */
+ * steps)?  Then its least (*FLOOR: remote.min_writeback_inflight, and for
+ * a SYNC's writes at least WB_SYNC_WINDOW) and its bound (*MAX_BYTES). */
 static bool
 wb_dev_budget(struct wb_dev *dev, bool sync, unsigned *floor,
     uint64_t *max_bytes)
@@ -987,7 +992,10 @@ wb_dev_budget(struct wb_dev *dev, bool sync, unsigned *floor,
 	if (!b || !(b->caps & BACKEND_REMOTE) ||
 	    backend_max_in_flight(b) < WB_WINDOW)
 		return false;
-	*floor = sync ? WB_SYNC_WINDOW : WB_WINDOW;
+	unsigned min = load_relaxed(&b->min_inflight);
+	if (min == 0)
+		min = REMOTE_DEFAULT_MIN_WRITEBACK_INFLIGHT;
+	*floor = sync && min < WB_SYNC_WINDOW ? WB_SYNC_WINDOW : min;
 	*max_bytes = load_relaxed(&b->max_inflight_bytes);
 	return true;
 }

@@ -85,6 +85,7 @@ struct wb_target {
 	pthread_mutex_t uf_lock;
 	unsigned uf_n, uf_cap;
 	uint64_t uf_lost;      /* 0: none */
+	uint64_t uf_pruned;    /* flushed_upto at the last prune */
 	uint64_t uf_commit_ns; /* the last wb_commit's flush */
 	bool uf_owed;          /* writeback wrote since: commit */
 	/* backend.losses when the last flush that no loss overtook began
