@@ -134,31 +134,6 @@ wb_dev_fits_locked(struct wb_dev *dev, uint64_t bytes,
 		    e->inflight_bytes + bytes <= room->max_bytes));
 }
 
-/*
- * The window was full and the caller has ended one of its writes: it ends
- * more of its own, down to half the window, before it adds any.  Its
- * writes then go out together, and their replies come back together:
- * one send and one wake-up for several writes, not one each, as a NIC
- * coalesces its interrupts.  Half the window (sized to twice the link's
- * bandwidth x round trip) still fills the link.  LAN profile, 4 KiB
- * random writes at QD32: wbd's CPU per write in a 150 MiB burst 6-7 us,
- * against 8-11 us refilling one at a time (three runs each).  est_lock
- * held, let go around END_ONE.
- */
-static void
-wb_dev_ebb_locked(struct wb_dev *dev, bool (*end_one)(void *), void *arg)
-{
-	lock_assert_held(&dev->est_lock);
-	while (dev->est.inflight > 0 &&
-	    dev->est.inflight * 2 > load_relaxed(&dev->window)) {
-		pthread_mutex_unlock(&dev->est_lock);
-		bool ended = end_one(arg);
-		pthread_mutex_lock(&dev->est_lock);
-		if (!ended)
-			return;
-	}
-}
-
 uint64_t
 wb_dev_write_admit(struct wb_dev *dev, uint64_t bytes,
     const struct wb_dev_room *room, bool (*end_one)(void *), void *arg)
@@ -176,8 +151,6 @@ wb_dev_write_admit(struct wb_dev *dev, uint64_t bytes,
 			pthread_mutex_unlock(&dev->est_lock);
 			bool ended = end_one(arg);
 			pthread_mutex_lock(&dev->est_lock);
-			if (ended)
-				wb_dev_ebb_locked(dev, end_one, arg);
 			/* Looked at again before the wait: what made room
 			 * while the lock was let go (a write's end, a sync
 			 * admitted) woke only the waiters counted then, and

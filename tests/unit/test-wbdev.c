@@ -204,69 +204,11 @@ test_a_full_window_ends_the_callers_own_first(void **state)
 	wb_dev_free(dev);
 }
 
-/* A caller with OWN_LEFT writes of its own in flight (the rest are
- * another's): ends them one at a time, false once it has none. */
-static unsigned own_left;
-
-static bool
-end_own_of_some(void *arg)
-{
-	struct wb_dev *dev = arg;
-
-	if (own_left == 0)
-		return false;
-	own_left--;
-	ended_own++;
-	wb_dev_link_end(dev, &dev->est, BYTES, 1000, true, now_ns());
-	return true;
-}
-
-/* A window that was full ebbs to half before it takes a write again: the
- * caller ends its own down to half (its next writes then leave together),
- * and no further than it has writes of its own. */
-static void
-test_a_full_window_ebbs_to_half(void **state)
-{
-	struct wb_dev_room eight = { .floor = 8, .max_writes = 8 };
-
-	(void)state;
-	struct wb_dev *dev =
-	    wb_dev_new(makedev(250, 9), "250:9", &one_worker, NULL);
-	assert_non_null(dev);
-	ended_own = 0;
-	for (int i = 0; i < 8; i++)
-		(void)wb_dev_write_admit(dev, BYTES, &eight, end_own, dev);
-	assert_int_equal(ended_own, 0);
-	assert_int_equal(dev->est.inflight, 8);
-	assert_int_equal(dev->window, 8);
-
-	/* Full: four ended (down to half), then the write in. */
-	(void)wb_dev_write_admit(dev, BYTES, &eight, end_own, dev);
-	assert_int_equal(ended_own, 4);
-	assert_int_equal(dev->est.inflight, 5);
-	/* Room again: the next three go in with none ended. */
-	for (int i = 0; i < 3; i++)
-		(void)wb_dev_write_admit(dev, BYTES, &eight, end_own, dev);
-	assert_int_equal(ended_own, 4);
-	assert_int_equal(dev->est.inflight, 8);
-
-	/* Full, and only two of the eight are the caller's: it ends those
-	 * two and goes in, without waiting for the others'. */
-	own_left = 2;
-	(void)wb_dev_write_admit(dev, BYTES, &eight, end_own_of_some, dev);
-	assert_int_equal(ended_own, 6);
-	assert_int_equal(own_left, 0);
-	assert_int_equal(dev->est.inflight, 7);
-	assert_int_equal(dev->budget_waiters, 0);
-	wb_dev_free(dev);
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_full_window_ends_the_callers_own_first),
-		cmocka_unit_test(test_a_full_window_ebbs_to_half),
 		cmocka_unit_test(
 		    test_room_made_while_unlocked_lets_the_write_in),
 	};
