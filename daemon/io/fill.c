@@ -272,6 +272,26 @@ fill_window_cap(struct wb_dev *dev, struct backend *b, unsigned size)
 }
 
 /*
+ * May the window, with N reads in flight and CAP its estimate, begin R?
+ * A read-ahead only below CAP; a client's own read (the client waits for
+ * it, and without wbd it would be at the remote already) up to
+ * FILL_WINDOW whatever the estimate, at most what the backend takes.
+ * The estimate follows what is in flight, and its floor in bytes
+ * (LINKEST_FLOOR_BYTES) held a client's 16 misses of 1 MiB to 4.
+ */
+static bool
+fill_window_admits(const struct fill_read *r, unsigned n, unsigned cap,
+    unsigned size)
+{
+	if (n < cap)
+		return true;
+	if (r->ahead || n >= size)
+		return false;
+	return n < FILL_WINDOW &&
+	    n < backend_max_reads_in_flight(r->t->backend);
+}
+
+/*
  * The device's read window, on one worker: begin every read queued (up
  * to the device's limit), end the oldest, again, until none is queued or
  * in flight.  Reads of every export of the device go through it.
@@ -296,7 +316,8 @@ fill_window_run(struct job *job)
 
 	pthread_mutex_lock(&dev->read_lock);
 	for (;;) {
-		while (n < cap && dev->read_head) {
+		while (dev->read_head &&
+		    fill_window_admits(dev->read_head, n, cap, size)) {
 			struct fill_read *r = dev->read_head;
 			if (!(dev->read_head = r->next))
 				dev->read_tail = &dev->read_head;
@@ -314,9 +335,13 @@ fill_window_run(struct job *job)
 		 * The oldest, unless a read is queued first (then begin it:
 		 * a slow read must not hold back the ones behind it).  Woken
 		 * only while waiting (read_waiting): a write less per read
-		 * queued while the window is busy anyway.
+		 * queued while the window is busy anyway.  Only a read queued
+		 * now (the loop above left it: the window has no room for
+		 * it) makes the wait for the oldest one that cannot be
+		 * woken: a client's read may come while the window is over
+		 * its estimate, and must not wait for the oldest to end.
 		 */
-		bool done = n >= cap;
+		bool done = dev->read_head != NULL;
 		if (!done) {
 			dev->read_waiting = true;
 			pthread_mutex_unlock(&dev->read_lock);

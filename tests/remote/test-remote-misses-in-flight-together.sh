@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Cache misses to a remote are in flight together, not one per worker:
 # the remote (nbdkit memory behind its log filter, then its pause filter)
-# is paused; a client sends 16 reads of data not in wbd's cache at once;
-# all 16 reach the remote while it is paused (its log shows them begun
-# and none ended; nbdkit takes 16 at a time on a connection) and one
-# worker of the device holds them (the read window; before, a worker per
-# miss, at most max_workers = 8).  Resumed, every read returns the
+# is paused; a client sends 16 reads of 1 MiB of data not in wbd's cache
+# at once; all 16 reach the remote while it is paused (its log shows
+# them begun and none ended; nbdkit takes 16 at a time on a connection)
+# and one worker of the device holds them (the read window; before, a
+# worker per miss, at most max_workers = 8).  The window's estimate
+# bounds read-ahead only: before, its floor of 4 MiB held these 16
+# client reads to 4 at the remote.  Resumed, every read returns the
 # remote's data.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
 need_python_nbd
@@ -46,15 +48,15 @@ data = open(path, "rb").read()
 h = nbd.NBD()
 h.connect_uri(uri)
 MiB = 1 << 20
-# 16 reads of 64 KiB, 1 MiB apart, out of order: no read-ahead.
+# 16 reads of 1 MiB, every MiB of the data, out of order: no read-ahead.
 offs = [((i * 7) % 16) * MiB for i in range(16)]
-bufs = [nbd.Buffer(65536) for _ in offs]
+bufs = [nbd.Buffer(MiB) for _ in offs]
 cookies = [h.aio_pread(b, o) for b, o in zip(bufs, offs)]
 while h.aio_in_flight() > 0:
     h.poll(-1)
 assert all(h.aio_command_completed(c) for c in cookies)
 for b, o in zip(bufs, offs):
-    assert b.to_bytearray() == data[o:o + 65536], "wrong data at %d" % o
+    assert b.to_bytearray() == data[o:o + MiB], "wrong data at %d" % o
 open(out, "w").write("ok\n")
 h.shutdown()
 PY
