@@ -367,6 +367,8 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		ctl_set_u64(remote, "commits", load_relaxed(&dev->commits));
 		ctl_set_u64(remote, "rewritten_after_loss_bytes",
 		    load_relaxed(&dev->redo_pages) * ps);
+		ctl_set_u64(remote, "writes_on_lost_connections",
+		    load_relaxed(&dev->lost_writes));
 	}
 	json_t *o = json_pack(
 	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"

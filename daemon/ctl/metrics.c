@@ -311,6 +311,10 @@ static const struct metrics_row metrics_device_rows[] = {
 	    "wbd_remote_rewritten_after_loss_bytes_total", COUNTER, 1,
 	    "Bytes written again: the remote was lost before a FLUSH covered "
 	    "them." },
+	{ "remote.writes_on_lost_connections",
+	    "wbd_remote_writes_on_lost_connections_total", COUNTER, 1,
+	    "Writes that failed with a connection lost while they were in "
+	    "flight, left dirty to be written again (not errors)." },
 };
 
 /* The work items counted on a device, by reason. */

@@ -66,6 +66,9 @@ struct wb_dev {
 	/* BACKEND_REDO_AFTER_LOSS (atomic): pages dirtied again after their
 	 * remote was lost before a flush covered them (wb_redo). */
 	_Atomic uint64_t redo_pages;
+	/* Writes that failed with a connection the remote lost while they
+	 * were in flight: left dirty, no error (wb_run_end). */
+	_Atomic uint64_t lost_writes;
 	/* Pages dirtied again after a failed flush of a file or block
 	 * device (wb_redo_failed_flush). */
 	_Atomic uint64_t flush_redo_pages;

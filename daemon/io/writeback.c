@@ -335,6 +335,14 @@ wb_note_error(struct wb_target *t, int err)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* Has T's remote lost a connection since its backend.losses was LOSSES? */
+static bool
+wb_lost_since(struct wb_target *t, uint64_t losses)
+{
+	return (t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
+	    load_acquire(&t->backend->losses) != losses;
+}
+
 /* Is any page of E dirtied at or before MAX_SEQ not yet on the device? */
 static bool
 wb_pending(struct wb_target *t, uint64_t max_seq)
@@ -409,6 +417,11 @@ wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 	*sent = true;
 	add_relaxed(&t->dev->flushes_sent, 1);
 	r = backend_flush(t->backend);
+	/* Failed with a connection lost meanwhile (closed while idle,
+	 * say): not an error yet; wb_redo at the next try, on a new
+	 * connection (a remote still away fails that one). */
+	if (r < 0 && wb_lost_since(t, losses))
+		return -EAGAIN;
 	if (r < 0) {
 		unsigned quiet;
 		char redo[192] = "";
@@ -936,7 +949,22 @@ wb_run_end(struct wb_io *w)
 	cache_end_run(w->run, r == 0);
 	stats_wb_run_end(&t->dev->stats, w->why, w->len, now_ns() - w->start_ns,
 	    r == 0);
-	if (r < 0) {
+	if (r < 0 && wb_lost_since(t, w->losses)) {
+		/* Failed with a connection the remote lost while it was in
+		 * flight (closed while idle, say: the next write finds it
+		 * so): its pages stay dirty, to be written again on a new
+		 * connection, and a sync that wanted it tries again
+		 * (wb_flush_once).  Not a writeback error: none is
+		 * reported, no back-off begins.  While the remote stays
+		 * away no loss is counted again, and its writes fail as
+		 * writes do. */
+		add_relaxed(&t->dev->lost_writes, 1);
+		log_debug("writeback of %llu bytes at offset %llu of export "
+			  "\"%s\" (device %s) met a lost connection: %s; "
+			  "it stays dirty",
+		    (unsigned long long)w->len, (unsigned long long)w->off,
+		    t->name, t->dev->name, strerror(-r));
+	} else if (r < 0) {
 		unsigned quiet;
 		errno = -r;
 		if (wb_fail_log_due(t->dev, &quiet))
@@ -1437,6 +1465,7 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	int r = 0;
 
 	uint64_t fails = load_acquire(&t->flush_fails);
+	uint64_t losses = load_acquire(&t->backend->losses);
 
 	/* A shutdown's progress is reported by its owner
 	 * (daemon_drain_report), for every export at once. */
@@ -1474,6 +1503,12 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	/* Someone's flush failed meanwhile, and dirtied again pages this
 	 * one may have to write (wb_redo_failed_flush): once more. */
 	if (r == 0 && load_acquire(&t->flush_fails) != fails)
+		r = -EAGAIN;
+	/* A write failed with a connection the remote lost meanwhile (one
+	 * it closed while idle, say): once more, on a new connection
+	 * (wb_flush_work bounds the tries; a remote still away fails the
+	 * next without a new loss). */
+	if (r == -EIO && wb_lost_since(t, losses))
 		r = -EAGAIN;
 	return r;
 }
@@ -1525,6 +1560,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 	uint64_t first = off / ps, end = (off + len + ps - 1) / ps;
 	uint64_t fails = load_acquire(&t->flush_fails);
+	uint64_t losses = load_acquire(&t->backend->losses);
 	bool need_flush = false;
 
 	if (len == 0)
@@ -1538,7 +1574,11 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 			    &seen)))
 			if (wb_write_run(t, run, BACKEND_WRITE_FUA,
 				WB_REASON_FUA) < 0)
-				return -EIO; /* the pages stay dirty */
+				/* The pages stay dirty.  Met a lost connection:
+				 * the FLUSH rule, which tries again. */
+				return wb_lost_since(t, losses) ?
+				    wb_flush_work(t, seq, WB_REASON_FUA) :
+				    -EIO;
 		if (seen & (CACHE_RANGE_CLEAN | CACHE_RANGE_BUSY))
 			need_flush = true;
 		if (!(seen & CACHE_RANGE_BUSY))

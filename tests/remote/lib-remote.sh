@@ -235,6 +235,35 @@ h.shutdown()
 PY
 }
 
+# write_scattered_pages URI FILE SEED COUNT MIB STEP [flush]: write COUNT
+# random 4K pages of the first MIB MiB, every STEP-th page (2: no two
+# touch), 32 in flight; then a FLUSH if asked.  FILE gets the MIB MiB
+# image they make (zeros elsewhere, as a fresh nbdkit memory disk).
+write_scattered_pages() {
+	"$PYTHON" - "$@" <<'PY'
+import nbd, os, random, sys
+uri, out = sys.argv[1:3]
+seed, count, mib, step = map(int, sys.argv[3:7])
+random.seed(seed)
+pages = random.sample(range(0, (mib << 20) // 4096, step), count)
+h = nbd.NBD()
+h.connect_uri(uri)
+img = bytearray(mib << 20)
+for p in pages:
+    buf = os.urandom(4096)
+    img[p * 4096:(p + 1) * 4096] = buf
+    h.aio_pwrite(buf, p * 4096)
+    while h.aio_in_flight() > 32:
+        h.poll(-1)
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+if sys.argv[7:] == ["flush"]:
+    h.flush()
+h.shutdown()
+open(out, "wb").write(img)
+PY
+}
+
 # --- wbctl and nbdkit's pause filter ------------------------------------
 
 # $WBCTL (meson sets it; by hand it defaults to the build's client/wbctl

@@ -18,26 +18,8 @@ add_remote_settings 'write_behind = false;'
 start_wbd
 
 # 8 MiB of scattered 4K pages (no two touch: 2048 runs), then a FLUSH.
-"$PYTHON" - "$(uri_unix slow)" "$T/data" <<'PY' || fail "writing or the FLUSH failed"
-import nbd, os, random, sys
-uri, out = sys.argv[1:3]
-random.seed(27)
-pages = random.sample(range(0, (64 << 20) // 4096, 2), 2048)
-h = nbd.NBD()
-h.connect_uri(uri)
-img = bytearray(64 << 20)
-for p in pages:
-    buf = os.urandom(4096)
-    img[p * 4096:(p + 1) * 4096] = buf
-    h.aio_pwrite(buf, p * 4096)
-    while h.aio_in_flight() > 32:
-        h.poll(-1)
-while h.aio_in_flight() > 0:
-    h.poll(-1)
-h.flush()
-h.shutdown()
-open(out, "wb").write(img)
-PY
+write_scattered_pages "$(uri_unix slow)" "$T/data" 27 2048 64 2 flush ||
+	fail "writing or the FLUSH failed"
 
 rtt=$(link_field round_trip_us) window=$(link_field window_writes) most=$(link_field writes_in_flight_max)
 conns=$(remote_field connections)

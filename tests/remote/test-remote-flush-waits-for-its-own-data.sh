@@ -29,24 +29,8 @@ print(e["dirty_bytes"] + e["writeback_bytes"])' "$1"
 
 # The backlog: 1024 scattered pages in [0, 8M) of big (nbdkit's memory
 # is one for both names: small writes at 32M).  No FLUSH.
-"$PYTHON" - "$(uri_unix big)" "$T/img-big" <<'PY' || fail "the backlog's writes failed"
-import nbd, os, random, sys
-uri, out = sys.argv[1:3]
-random.seed(3)
-img = bytearray(8 << 20)
-h = nbd.NBD()
-h.connect_uri(uri)
-for p in random.sample(range(0, 2048), 1024):
-    buf = os.urandom(4096)
-    img[p * 4096:(p + 1) * 4096] = buf
-    h.aio_pwrite(buf, p * 4096)
-    while h.aio_in_flight() > 32:
-        h.poll(-1)
-while h.aio_in_flight() > 0:
-    h.poll(-1)
-h.shutdown()
-open(out, "wb").write(img)
-PY
+write_scattered_pages "$(uri_unix big)" "$T/img-big" 3 1024 8 1 ||
+	fail "the backlog's writes failed"
 before=$(unwritten big)
 ((before >= 3 << 20)) ||
 	fail "only $before bytes of the backlog were left to write (a fast machine?)"

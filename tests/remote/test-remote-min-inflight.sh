@@ -23,25 +23,7 @@ start_wbd
 # 160 scattered 4K pages (no two touch), at memory speed, left dirty
 # (write-behind off, no periodic writeback, far under the background
 # threshold).
-"$PYTHON" - "$(uri_unix slow)" "$T/data" <<'PY' || fail "writing failed"
-import nbd, os, random, sys
-uri, out = sys.argv[1:3]
-random.seed(40)
-pages = random.sample(range(0, (64 << 20) // 4096, 2), 160)
-h = nbd.NBD()
-h.connect_uri(uri)
-img = bytearray(64 << 20)
-for p in pages:
-    buf = os.urandom(4096)
-    img[p * 4096:(p + 1) * 4096] = buf
-    h.aio_pwrite(buf, p * 4096)
-    while h.aio_in_flight() > 32:
-        h.poll(-1)
-while h.aio_in_flight() > 0:
-    h.poll(-1)
-h.shutdown()
-open(out, "wb").write(img)
-PY
+write_scattered_pages "$(uri_unix slow)" "$T/data" 40 160 64 2 || fail "writing failed"
 
 (($(remote_wbctl status --json | "$PYTHON" -c 'import json, sys
 print(json.load(sys.stdin)["cache"]["dirty_bytes"])') == 160 * 4096)) ||

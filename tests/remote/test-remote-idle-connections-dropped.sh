@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The remote closes every connection while wbd has nothing in flight on
+# them (drop-proxy.py between wbd and nbdkit; a server's idle timeout,
+# or a NAT or firewall between, does the same): wbd finds out on its
+# next use of each connection, connects again, and loses nothing.
+# Scattered pages are written and FLUSHed; with the device idle (nothing
+# dirty, nothing in flight) every connection is dropped; the same pages
+# written anew and FLUSHed: the FLUSH succeeds, nbdkit holds the new
+# data, and a read of the whole disk through wbd returns it (the pages
+# never written are misses: they go to the remote on a connection made
+# again too); status counts the reconnection and the writes that met the
+# lost connection (writes_on_lost_connections).  Before, such a write
+# counted as a writeback error and the client's FLUSH failed with EIO,
+# the remote up all along.  Then a second drop, new data left dirty, and
+# SIGTERM: the drain writes it over new connections and nbdkit holds it.
+source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
+need_python_nbd
+need_wbctl
+
+start_nbdkit kit memory 64M
+KIT=$KIT_SOCK
+PROXY=$T/proxy.sock DROP=$T/drop
+"$PYTHON" "$SRCDIR/drop-proxy.py" "$PROXY" "$KIT" "$DROP" >"$T/proxy.log" 2>&1 &
+_PIDS+=("$!")
+for ((i = 0; i < 100; i++)); do [[ -S $PROXY ]] && break; sleep 0.1; done
+[[ -S $PROXY ]] || fail "drop-proxy.py did not listen: $(cat "$T/proxy.log")"
+
+add_remote_export disk0 "$(kit_uri "$PROXY")"
+write_cache_config 256M 'dirty_background_ratio = 50; dirty_ratio = 60; dirty_writeback_centisecs = 0;'
+add_remote_settings 'write_behind = false;'
+start_wbd
+
+# drop: every connection through the proxy closed, with nothing in
+# flight on them and nothing dirty.
+drop() {
+	wait_clean 30
+	(($(link_field writes_in_flight) == 0)) || fail "writes in flight before the drop"
+	local before
+	before=$(grep -c '^dropped' "$T/proxy.log" || true)
+	touch "$DROP"
+	for ((i = 0; i < 100; i++)); do
+		(($(grep -c '^dropped' "$T/proxy.log") > before)) && break
+		sleep 0.1
+	done
+	log "proxy: $(tail -n 1 "$T/proxy.log")"
+	grep -q '^dropped [1-9]' <(tail -n 1 "$T/proxy.log") ||
+		fail "the proxy dropped no connection: $(cat "$T/proxy.log")"
+	sleep 0.5 # idle, and closed
+}
+
+write_scattered_pages "$(uri_unix disk0)" "$T/first" 5 512 64 2 flush ||
+	fail "the first writes or their FLUSH failed"
+drop
+reconnects=$(remote_field reconnects)
+write_scattered_pages "$(uri_unix disk0)" "$T/data" 5 512 64 2 flush ||
+	fail "the writes or the FLUSH after the drop failed"
+cmp -s "$T/first" "$T/data" && fail "the second writes repeat the first's data"
+remote_read "$KIT" 0 $((64 << 20)) "$T/remote"
+cmp "$T/data" "$T/remote" || fail "nbdkit does not hold what the FLUSH after the drop covered"
+"$PYTHON" - "$(uri_unix disk0)" "$T/data" <<'PY' || fail "a read through wbd after the drop does not return the data"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+want = open(sys.argv[2], "rb").read()
+for off in range(0, len(want), 4 << 20):
+    assert h.pread(4 << 20, off) == want[off:off + (4 << 20)], "wrong data at %d" % off
+h.shutdown()
+PY
+log "after the drop: remote.reconnects $reconnects -> $(remote_field reconnects)," \
+	"write_connection $(remote_field write_connection), read_connection $(remote_field read_connection)"
+[[ $(remote_field connected) == True ]] || fail "status does not show the remote connected"
+(($(remote_field reconnects) > reconnects)) || fail "status counts no reconnection after the drop"
+lost=$(remote_field writes_on_lost_connections)
+log "writes that met a lost connection: $lost"
+((lost > 0)) || fail "no write met a lost connection: the drop did not reach writeback"
+
+drop
+write_scattered_pages "$(uri_unix disk0)" "$T/last" 5 512 64 2 ||
+	fail "the writes after the second drop failed"
+stop_wbd "$WBD_PID" TERM 60
+remote_read "$KIT" 0 $((64 << 20)) "$T/remote"
+cmp "$T/last" "$T/remote" || fail "nbdkit does not hold what the drain at SIGTERM wrote"
