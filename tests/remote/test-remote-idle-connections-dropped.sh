@@ -10,7 +10,8 @@
 # data, and a read of the whole disk through wbd returns it (the pages
 # never written are misses: they go to the remote on a connection made
 # again too); status counts the reconnection and the writes that met the
-# lost connection (writes_on_lost_connections).  Before, such a write
+# lost connection (writes_on_lost_connections), and a write a while
+# later opens writeback's own connection again.  Before, such a write
 # counted as a writeback error and the client's FLUSH failed with EIO,
 # the remote up all along.  Then a second drop, new data left dirty, and
 # SIGTERM: the drain writes it over new connections and nbdkit holds it.
@@ -74,6 +75,14 @@ log "after the drop: remote.reconnects $reconnects -> $(remote_field reconnects)
 lost=$(remote_field writes_on_lost_connections)
 log "writes that met a lost connection: $lost"
 ((lost > 0)) || fail "no write met a lost connection: the drop did not reach writeback"
+
+# wbd's own connections (reads', writes') are opened again by the first
+# use after their back-off (1 s).
+sleep 1.5
+write_scattered_pages "$(uri_unix disk0)" "$T/data" 5 512 64 2 flush ||
+	fail "the writes or the FLUSH a while after the drop failed"
+wait_remote_field write_connection True ||
+	fail "writeback's own connection was not opened again after the drop"
 
 drop
 write_scattered_pages "$(uri_unix disk0)" "$T/last" 5 512 64 2 ||
