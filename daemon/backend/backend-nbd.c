@@ -1839,6 +1839,7 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	store_relaxed(&bn->b.max_inflight_bytes,
 	    rc->max_writeback_inflight_bytes);
 	store_relaxed(&bn->b.min_inflight, rc->min_writeback_inflight);
+	store_relaxed(&bn->b.behind_defer_ms, rc->write_behind_defer_ms);
 	store_relaxed(&bn->b.write_behind, rc->write_behind);
 	store_relaxed(&bn->b.fua_max_runs, rc->fua_max_runs);
 	store_relaxed(&bn->b.max_readahead_bytes, rc->max_readahead_bytes);
@@ -1971,6 +1972,9 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	    rc ? rc->min_writeback_inflight :
 		 REMOTE_DEFAULT_MIN_WRITEBACK_INFLIGHT);
 	store_relaxed(&bn->b.write_behind, rc ? rc->write_behind : true);
+	store_relaxed(&bn->b.behind_defer_ms,
+	    rc ? rc->write_behind_defer_ms :
+		 REMOTE_DEFAULT_WRITE_BEHIND_DEFER_MS);
 	store_relaxed(&bn->b.fua_max_runs,
 	    rc ? rc->fua_max_runs : REMOTE_DEFAULT_FUA_MAX_RUNS);
 	store_relaxed(&bn->b.max_readahead_bytes,

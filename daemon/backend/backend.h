@@ -168,6 +168,10 @@ struct backend {
 	 * reload); 0 for a local one: the least of writeback's window, in
 	 * writes (writeback.c, wb_dev_budget). */
 	_Atomic unsigned min_inflight;
+	/* A remote's (atomic, remote.write_behind_defer_ms, changed by a
+	 * reload): how long after a FLUSH write-behind leaves an export's
+	 * pages to the next (writeback.c, wb_behind_defers); 0: never. */
+	_Atomic unsigned behind_defer_ms;
 	/* A remote's (atomic, remote.fua_max_runs, changed by a reload); 0
 	 * for a local one: how many runs writeback may write with FUA
 	 * between two FLUSHes of an export's clients, so that the FLUSH

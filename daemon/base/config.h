@@ -170,12 +170,19 @@ struct remote_conf {
 	                                 bound (fill.c); 64 MiB */
 	unsigned conn_depth; /* commands in flight on each connection to a
 	                        multi-conn remote before another opens */
+	/* Write-behind leaves a client's pages to its FLUSH this long
+	 * after one (writeback.c); 0: never; 100. */
+	unsigned write_behind_defer_ms;
 };
 
 /* remote.conn_depth: its default (why 16: BN_CONN_DEPTH, backend-nbd.c)
  * and its bound. */
 #define REMOTE_DEFAULT_CONN_DEPTH 16u
 #define REMOTE_MAX_CONN_DEPTH 256u
+
+/* remote.write_behind_defer_ms: its default, also a remote's without a
+ * remote group (bn_new, backend-nbd.c). */
+#define REMOTE_DEFAULT_WRITE_BEHIND_DEFER_MS 100u
 
 /* remote.min_writeback_inflight: its default, also a remote's without a
  * remote group (bn_new, backend-nbd.c), and its bound (writeback.c's

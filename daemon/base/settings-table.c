@@ -211,6 +211,11 @@ const struct setting settings_table[] = {
 	    .unit = "", .def = true,
 	    .doc = "an idle remote device's dirty data is written back at "
 		   "once" },
+	{ REMOTE(write_behind_defer_ms), .name = "write_behind_defer_ms",
+	    .type = SETTING_UINT, .unit = "ms", .min = 0, .max = 10000,
+	    .def = REMOTE_DEFAULT_WRITE_BEHIND_DEFER_MS,
+	    .doc = "write-behind leaves a client's pages to its next FLUSH "
+		   "for this long after one (0: never)" },
 	{ REMOTE(fua_max_runs), .name = "fua_max_runs", .type = SETTING_UINT,
 	    .unit = "runs", .min = 0, .max = 4096,
 	    .def = REMOTE_DEFAULT_FUA_MAX_RUNS,

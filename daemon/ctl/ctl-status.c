@@ -288,6 +288,8 @@ ctl_link_json(struct wb_dev *dev, struct backend *b)
 	    load_relaxed(&dev->write_behind_bytes));
 	ctl_set_u64(o, "write_behind_deferred",
 	    load_relaxed(&dev->behind_deferred));
+	ctl_set_u64(o, "write_behind_defer_ms",
+	    remote ? load_relaxed(&b->behind_defer_ms) : 0);
 	ctl_set_u64(o, "read_round_trip_us", l.read_rtt_ns / 1000);
 	ctl_set_u64(o, "read_bandwidth_bytes_per_s", l.read_bandwidth_bps);
 	ctl_set_u64(o, "window_reads", l.read_window);

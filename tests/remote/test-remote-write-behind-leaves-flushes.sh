@@ -11,7 +11,10 @@
 # before notwithstanding.  With periodic writeback off
 # (dirty_writeback_centisecs = 0) it never defers: 8 pages written just
 # after a FLUSH, and nothing after them, must still go on their own
-# (nothing else would take them).  nbdkit holds every byte at the end.
+# (nothing else would take them).  Last, remote.write_behind_defer_ms = 0
+# (status shows it, 100 before) never defers: the rounds of 1 again, and
+# write-behind takes pages of them, leaving none.  nbdkit holds every
+# byte at the end.
 # Before the deferral write-behind took most pages of every round (and
 # the counter did not exist).
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
@@ -85,4 +88,23 @@ wait_clean 10 || fail "with periodic writeback off, 8 pages written after a FLUS
 remote_read "$KIT" 0 $((16 << 20)) "$T/remote-3"
 cmp "$T/img-3" "$T/remote-3" || fail "nbdkit does not hold the pages written after the last FLUSH"
 log "periodic writeback off: the pages after the last FLUSH went on their own"
+
+# 4. remote.write_behind_defer_ms = 0 (a reload): never deferred, so the
+# same rounds as in 1 leave write_behind_deferred where it was, and
+# write-behind takes pages of them.
+(($(link_field write_behind_defer_ms) == 100)) ||
+	fail "status shows write_behind_defer_ms $(link_field write_behind_defer_ms), not its default 100"
+add_remote_settings 'write_behind_defer_ms = 0;'
+reload_remote
+remote_wbctl tune dirty_writeback_centisecs=500 >/dev/null || fail "wbctl tune dirty_writeback_centisecs=500"
+(($(link_field write_behind_defer_ms) == 0)) ||
+	fail "after the reload status shows write_behind_defer_ms $(link_field write_behind_defer_ms), not 0"
+deferred=$(link_field write_behind_deferred) behind=$(link_field write_behind_bytes)
+"$PYTHON" "$T/rounds.py" "$(uri_unix disk0)" "$T/img-4" 200 8 after || fail "the rounds of writes and FLUSHes failed"
+deferred4=$(link_field write_behind_deferred) behind4=$(link_field write_behind_bytes)
+log "write_behind_defer_ms = 0: write-behind wrote $((behind4 - behind)) of $written bytes, left them $((deferred4 - deferred)) time(s)"
+((deferred4 == deferred)) || fail "with write_behind_defer_ms = 0 write-behind still left pages to a FLUSH $((deferred4 - deferred)) time(s)"
+((behind4 > behind)) || fail "with write_behind_defer_ms = 0 write-behind took none of the rounds' pages"
+remote_read "$KIT" 0 $((16 << 20)) "$T/remote-4"
+cmp "$T/img-4" "$T/remote-4" || fail "nbdkit does not hold what the FLUSHes covered"
 assert_alive
