@@ -280,14 +280,11 @@ fill_window_cap(struct wb_dev *dev, struct backend *b, unsigned size)
  * (LINKEST_FLOOR_BYTES) held a client's 16 misses of 1 MiB to 4.
  */
 static bool
-fill_window_admits(const struct fill_read *r, unsigned n, unsigned cap,
-    unsigned size)
+fill_window_admits(const struct fill_read *r, unsigned n, unsigned cap)
 {
 	if (n < cap)
 		return true;
-	if (r->ahead || n >= size)
-		return false;
-	return n < FILL_WINDOW &&
+	return !r->ahead && n < FILL_WINDOW &&
 	    n < backend_max_reads_in_flight(r->t->backend);
 }
 
@@ -317,7 +314,7 @@ fill_window_run(struct job *job)
 	pthread_mutex_lock(&dev->read_lock);
 	for (;;) {
 		while (dev->read_head &&
-		    fill_window_admits(dev->read_head, n, cap, size)) {
+		    fill_window_admits(dev->read_head, n, cap)) {
 			struct fill_read *r = dev->read_head;
 			if (!(dev->read_head = r->next))
 				dev->read_tail = &dev->read_head;

@@ -451,8 +451,7 @@ wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 	}
 	/* Lost meanwhile: the flush may have reached a server that went
 	 * with what it held; wb_redo at the next one. */
-	if ((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
-	    load_acquire(&t->backend->losses) != losses)
+	if (wb_lost_since(t, losses))
 		return -EAGAIN;
 	while (done < w &&
 	    !atomic_compare_exchange_strong_explicit(&t->flushed_upto, &done, w,
@@ -935,8 +934,7 @@ wb_run_end(struct wb_io *w)
 		 * before its range was kept, so its pages stay dirty, to be
 		 * written again (not a failure).  A loss or failure after
 		 * this finds the range kept. */
-		if (((t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
-			load_acquire(&t->backend->losses) != w->losses) ||
+		if (wb_lost_since(t, w->losses) ||
 		    ((t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH) &&
 			load_acquire(&t->flush_fails) != w->fails)) {
 			cache_end_run(w->run, false);
