@@ -462,13 +462,21 @@ status_devices(FILE *f, const json_t *devices)
 			    rdc && wrc ? "a read and a write connection" :
 				rdc    ? "a read connection" :
 					 "a write connection");
+		char held[64] = "";
+		unsigned long long hb = jget_u64(r, "connections_held_back", 0);
+		if (hb)
+			snprintf(held, sizeof held, ", %llu held back", hb);
 		status_named(f, dev,
-		    "%s, %s since %s, %llu connection(s)%s%s, %llu failed "
+		    "%s, %s since %s, %llu connection(s)%s%s; %llu in all, "
+		    "at most %llu (max_connections)%s; %llu failed "
 		    "reconnect(s)%s%s",
 		    jget_str(d, "backing") ? jget_str(d, "backing") : "",
 		    jget_bool(r, "connected") ? "connected" : "DISCONNECTED",
 		    when, (unsigned long long)jget_u64(r, "connections", 0),
-		    depth, own, (unsigned long long)jget_u64(r, "retries", 0),
+		    depth, own,
+		    (unsigned long long)jget_u64(r, "all_connections", 0),
+		    (unsigned long long)jget_u64(r, "max_connections", 0), held,
+		    (unsigned long long)jget_u64(r, "retries", 0),
 		    rle ? "; last: " : "", rle ? rle : "");
 		if (jget_bool(r, "flush_before_read"))
 			status_named(f, dev,

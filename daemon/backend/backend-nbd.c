@@ -66,6 +66,7 @@
 #include "log.h"
 #include "nbd-proto.h"
 #include "nbdread.h"
+#include "ratelimit.h"
 
 #define BN_MAJOR                43      /* NBD's block major */
 #define BN_MAX_SERVERS          1024
@@ -110,6 +111,12 @@
  * writers find none idle.
  */
 #define BN_WR_CONNS 4
+/* remote.max_connections bounds them all, one export's. */
+static_assert(REMOTE_MAX_CONNECTIONS == BN_MAX_CONNS + 1 + BN_WR_CONNS,
+    "remote.max_connections's bound is every connection an export opens");
+/* The line saying remote.max_connections held a connection back, at
+ * most this often. */
+#define BN_CONN_LIMIT_LOG_NS (60 * 1000000000ull)
 #define BN_DEFAULT_PORT         "10809"
 
 #define NS_PER_MS               1000000ull
@@ -133,6 +140,8 @@ struct bn_conn {
 	bool polling;           /* a caller is driving h */
 	bool retired;           /* no new commands; closed once idle */
 	bool shut;              /* its socket was shut down (timeout) */
+	_Atomic bool served;    /* a command was answered on it */
+	uint64_t opened_ns;     /* monotonic */
 };
 
 /*
@@ -155,6 +164,9 @@ struct bn_own {
 	bool write;              /* a write connection */
 	bool announced;          /* logged once */
 	bool loss_counted;       /* a write connection's failure, in b.losses */
+	bool served;             /* a request was answered on it */
+	bool stale;              /* a loss retired it: closed once idle */
+	uint64_t opened_ns;      /* monotonic */
 	unsigned backoff_ms;     /* after a failure; 0 once a request worked */
 	uint64_t failures;       /* since start-up */
 	uint64_t retry_after_ns; /* monotonic */
@@ -184,6 +196,11 @@ struct backend_nbd {
 	_Atomic bool read_connection;  /* remote.read_connection */
 	_Atomic bool write_connection; /* remote.write_connection */
 	_Atomic unsigned conn_depth;   /* remote.conn_depth */
+	/* remote.max_connections; connections it held back (under lock),
+	 * and the line that says so. */
+	_Atomic unsigned max_connections;
+	uint64_t conn_limit_hits;
+	struct ratelimit conn_limit_rl;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;            /* connection up, poll round ended */
@@ -455,6 +472,8 @@ bn_conn_install_locked(struct backend_nbd *bn, struct bn_conn *c,
 	c->wake_fd = wake_fd;
 	c->inflight = 0;
 	c->polling = c->retired = c->shut = false;
+	store_relaxed(&c->served, false);
+	c->opened_ns = bn_now();
 }
 
 static unsigned
@@ -469,6 +488,72 @@ bn_live_conns_locked(struct backend_nbd *bn)
 	return n;
 }
 
+/* Connections open to the remote or opening: libnbd's (retired ones
+ * too, until closed) and wbd's own. */
+static unsigned
+bn_conns_locked(struct backend_nbd *bn)
+{
+	unsigned n = bn->connecting;
+
+	lock_assert_held(&bn->lock);
+	for (unsigned i = 0; i < bn->max_conns; i++)
+		n += bn->conns[i].h != NULL;
+	n += bn->rd.nr != NULL || bn->rd.connecting;
+	for (unsigned i = 0; i < BN_WR_CONNS; i++)
+		n += bn->wr[i].nr != NULL || bn->wr[i].connecting;
+	return n;
+}
+
+static bool
+bn_over_limit_locked(struct backend_nbd *bn)
+{
+	return bn_conns_locked(bn) > load_relaxed(&bn->max_connections);
+}
+
+/*
+ * May one more connection open (remote.max_connections)?  If not, it is
+ * counted and said (once a minute at most); WHAT names the connection
+ * held back.  The first of libnbd's, without which nothing is served,
+ * is never asked about.
+ */
+static bool
+bn_may_open_locked(struct backend_nbd *bn, const char *what)
+{
+	unsigned n = bn_conns_locked(bn);
+	unsigned max = load_relaxed(&bn->max_connections), quiet;
+
+	if (n < max)
+		return true;
+	bn->conn_limit_hits++;
+	if (ratelimit_due(&bn->conn_limit_rl, BN_CONN_LIMIT_LOG_NS, &quiet))
+		log_info("remote %s (device %s): %u connection(s) open, "
+			 "remote.max_connections %u: no %s connection "
+			 "opened (%u more time(s) since the last such line)",
+		    bn->uri, bn->b.dev_name, n, max, what, quiet);
+	return false;
+}
+
+/*
+ * Had a connection lost now served (backend.losses_served)?  It answered
+ * a request (SERVED), or was open (since OPENED_NS) longer than one
+ * request may take and a second more, so it was not opened for the
+ * request that failed.  A connection that fails straight after it was
+ * opened says the remote is not serving: a stalled remote, one that
+ * drops every connection; its writes are writeback errors, and a FLUSH
+ * does not try again on a new one (with the default io_timeout_ms that
+ * held a FLUSH for minutes).
+ */
+static bool
+bn_settled(struct backend_nbd *bn, bool served, uint64_t opened_ns)
+{
+	return served ||
+	    bn_now() - opened_ns >
+	    load_relaxed(&bn->io_timeout_ns) + 1000 * NS_PER_MS;
+}
+
+static void bn_count_loss(struct backend_nbd *bn, bool served,
+    struct bn_own *except, const char *why);
+
 /*
  * Connection C was lost: retire every connection (the server is likely
  * gone), and log it once.  A connection already retired was counted when
@@ -481,10 +566,15 @@ bn_lost_locked(struct backend_nbd *bn, struct bn_conn *c, const char *why)
 	if (c->retired)
 		return;
 	/* Before anything goes on a new connection (writeback, wb_redo). */
-	atomic_fetch_add_explicit(&bn->b.losses, 1, memory_order_acq_rel);
-	for (unsigned i = 0; i < bn->max_conns; i++)
-		if (bn->conns[i].h)
-			bn->conns[i].retired = true;
+	bn_count_loss(bn,
+	    bn_settled(bn, load_relaxed(&c->served), c->opened_ns), NULL, why);
+}
+
+/* The remote is taken for lost (WHY): said once, until reconnected. */
+static void
+bn_disconnected_locked(struct backend_nbd *bn, const char *why)
+{
+	lock_assert_held(&bn->lock);
 	if (!bn->connected)
 		return;
 	bn->connected = false;
@@ -599,13 +689,20 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
  * A connection for one command, its inflight count taken (the least
  * busy); connects when none is up and the back-off allows, or adds one to
  * a multi-conn remote when every connection has conn_depth commands in
- * flight.  When disconnected: WAIT_UNTIL_NS 0 fails at once, otherwise waits until then (monotonic).
- * NULL: *ERR is set.
+ * flight.  When disconnected: WAIT_UNTIL_NS 0 fails at once while the
+ * back-off lasts; a reconnection under way (another caller's) it waits
+ * for, within connect_timeout_ms; one due but with no slot free yet
+ * (the connections a loss retired are still in use) fails with EAGAIN,
+ * not ENOTCONN.  A write after an idle connection's loss found either,
+ * and failed as if the remote were away: a FLUSH's EIO with the remote
+ * up.  Otherwise waits until WAIT_UNTIL_NS (monotonic).  NULL: *ERR is
+ * set.
  */
 static struct bn_conn *
 bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 {
 	unsigned depth = load_relaxed(&bn->conn_depth);
+	uint64_t reconnect_until = 0;
 
 	pthread_mutex_lock(&bn->lock);
 	for (;;) {
@@ -614,6 +711,17 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 
 		for (unsigned i = 0; i < bn->max_conns; i++) {
 			struct bn_conn *c = &bn->conns[i];
+			/* Retired by a loss while nobody used it: nobody
+			 * would close it (bn_conn_put closes the others), and
+			 * it would hold its slot and socket for good. */
+			if (c->h && c->retired && c->inflight == 0 &&
+			    !c->polling) {
+				nbd_close(c->h);
+				if (c->wake_fd >= 0)
+					close(c->wake_fd);
+				c->h = NULL;
+				c->wake_fd = -1;
+			}
 			if (!c->h) {
 				if (!free_slot)
 					free_slot = c;
@@ -624,7 +732,8 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 		}
 		if (best &&
 		    (best->inflight < depth || !free_slot || bn->connecting ||
-			now < bn->grow_after_ns)) {
+			now < bn->grow_after_ns ||
+			!bn_may_open_locked(bn, "libnbd"))) {
 			best->inflight++;
 			pthread_mutex_unlock(&bn->lock);
 			return best;
@@ -634,9 +743,27 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 			bn_connect_slot_locked(bn, free_slot, best != NULL);
 			continue;
 		}
-		/* Disconnected: a reconnection is under way or not yet due. */
+		/* Disconnected: a reconnection is under way or not yet due,
+		 * or due with no slot free yet (the connections a loss
+		 * retired close as their commands end: maybe this caller's
+		 * own, so it must not wait for them). */
+		if (wait_until_ns == 0 && bn->connecting) {
+			if (!reconnect_until)
+				reconnect_until = now +
+				    load_relaxed(&bn->connect_timeout_ms) *
+					NS_PER_MS;
+			if (now < reconnect_until) {
+				bn_cond_wait_until(bn, reconnect_until);
+				continue;
+			}
+		}
 		if (wait_until_ns == 0 || now >= wait_until_ns) {
 			*err = bn->connected ? ETIMEDOUT : ENOTCONN;
+			/* Not the remote's absence: the loss just counted
+			 * (backend.h, BACKEND_RETRY_SOON). */
+			if (!bn->connecting && now >= bn->next_try_ns &&
+			    !free_slot)
+				*err = EAGAIN;
 			pthread_mutex_unlock(&bn->lock);
 			return NULL;
 		}
@@ -656,6 +783,16 @@ bn_conn_put(struct backend_nbd *bn, struct bn_conn *c)
 
 	pthread_mutex_lock(&bn->lock);
 	c->inflight--;
+	/* Over remote.max_connections (a reload lowered it): one of several
+	 * that goes idle is closed.  Its writes not yet flushed may go with
+	 * it (NBD promises nothing of them), so that counts as a loss: they
+	 * are written again before the next flush (wb_redo). */
+	if (c->inflight == 0 && !c->retired && !c->polling &&
+	    bn_live_conns_locked(bn) > 1 && bn_over_limit_locked(bn)) {
+		atomic_fetch_add_explicit(&bn->b.losses, 1,
+		    memory_order_acq_rel);
+		c->retired = true;
+	}
 	/* Another caller may be driving it with its own (bn_poll_claim_locked):
 	 * closed once that round is over. */
 	while (c->inflight == 0 && c->retired && c->polling)
@@ -981,8 +1118,11 @@ bn_finish(struct backend_nbd *bn, struct bn_conn *c, struct bn_cmd *cmd,
     uint64_t deadline)
 {
 	bn_wait(bn, c, cmd, deadline, -1);
-	if (cmd->error == 0)
+	if (cmd->error == 0) {
+		if (!load_relaxed(&c->served))
+			store_relaxed(&c->served, true);
 		return 0;
+	}
 	if (bn_handle_dead(c->h) || bn_errno_is_connection(cmd->error)) {
 		pthread_mutex_lock(&bn->lock);
 		bn_lost_locked(bn, c, strerror(cmd->error));
@@ -1084,6 +1224,9 @@ bn_own_opener(void *arg)
 		o->h = h;
 		o->nr = nr;
 		o->loss_counted = false;
+		o->served = false;
+		o->stale = false;
+		o->opened_ns = bn_now();
 		if (!o->announced && o != &bn->rd && o != &bn->wr[0])
 			log_debug("remote %s (device %s): write connection "
 				  "%u of wbd's own open",
@@ -1150,12 +1293,67 @@ bn_own_detach_locked(struct backend_nbd *bn, struct bn_own *o,
 	o->nr = NULL;
 }
 
+/* Take O out to be closed by wbd's choice (a reload turned it off or
+ * lowered remote.max_connections).  A write connection's writes not yet
+ * flushed may go with it, so its closing counts as a loss, as its
+ * failure would (bn_own_put): they are written again first. */
+static void
+bn_own_retire_locked(struct backend_nbd *bn, struct bn_own *o,
+    struct bn_own_gone *g)
+{
+	lock_assert_held(&bn->lock);
+	if (o->write && o->nr && !o->loss_counted) {
+		o->loss_counted = true;
+		atomic_fetch_add_explicit(&bn->b.losses, 1,
+		    memory_order_acq_rel);
+	}
+	bn_own_detach_locked(bn, o, g);
+}
+
 static void
 bn_own_close(struct bn_own_gone *g)
 {
 	nbdread_free(g->nr);
 	if (g->h)
 		nbd_close(g->h);
+}
+
+/*
+ * Count a loss of a connection that failed (WHY); SERVED: it had served
+ * (bn_settled).  losses_served first: whoever sees the loss sees it too.
+ * Every other connection is retired with it, libnbd's and wbd's own but
+ * EXCEPT (its caller's, which it closes itself): likely gone too (a
+ * remote restarted, a NAT that dropped them all), and what is tried
+ * again must go on new connections, so that a remote that fails those
+ * as well is seen failing (a new connection has not served), not taken
+ * for one more dropped connection, once per connection open.  The
+ * remote is taken for disconnected until a connection is made again.
+ */
+static void
+bn_count_loss(struct backend_nbd *bn, bool served, struct bn_own *except,
+    const char *why)
+{
+	lock_assert_held(&bn->lock);
+	if (served)
+		atomic_fetch_add_explicit(&bn->b.losses_served, 1,
+		    memory_order_acq_rel);
+	atomic_fetch_add_explicit(&bn->b.losses, 1, memory_order_acq_rel);
+	for (unsigned i = 0; i < bn->max_conns; i++)
+		if (bn->conns[i].h)
+			bn->conns[i].retired = true;
+	for (unsigned i = 0; i < 1 + BN_WR_CONNS; i++) {
+		struct bn_own *o = i == 0 ? &bn->rd : &bn->wr[i - 1];
+		if (o == except || !o->nr)
+			continue;
+		if (o->inflight > 0) {
+			o->stale = true; /* bn_own_put closes it */
+			continue;
+		}
+		struct bn_own_gone gone;
+		bn_own_detach_locked(bn, o, &gone);
+		bn_own_close(&gone); /* no I/O: its socket is only closed */
+	}
+	bn_disconnected_locked(bn, why);
 }
 
 /*
@@ -1175,19 +1373,20 @@ bn_own_get(struct backend_nbd *bn, struct bn_own *o, bool on, unsigned share)
 	if (!bn->multi_conn)
 		return NULL;
 	pthread_mutex_lock(&bn->lock);
-	if (!on) {
-		/* Turned off by a reload: closed once idle. */
+	if (!on || (o->nr && o->inflight == 0 && bn_over_limit_locked(bn))) {
+		/* Turned off by a reload, or over remote.max_connections
+		 * after one: closed once idle. */
 		struct bn_own_gone gone = { 0 };
 		if (o->inflight == 0)
-			bn_own_detach_locked(bn, o, &gone);
+			bn_own_retire_locked(bn, o, &gone);
 		pthread_mutex_unlock(&bn->lock);
 		bn_own_close(&gone);
 		return NULL;
 	}
 	if (!o->nr && !o->off && !o->connecting && bn->connected &&
-	    bn_now() >= o->retry_after_ns)
+	    bn_now() >= o->retry_after_ns && bn_may_open_locked(bn, o->what))
 		bn_own_open_locked(bn, o);
-	if (o->nr && o->inflight < share &&
+	if (o->nr && !o->stale && o->inflight < share &&
 	    (o->inflight == 0 || pthread_equal(o->owner, self))) {
 		o->owner = self;
 		o->inflight++;
@@ -1214,7 +1413,7 @@ bn_wr_close_idle(struct backend_nbd *bn)
 	pthread_mutex_lock(&bn->lock);
 	for (unsigned i = 0; i < BN_WR_CONNS; i++)
 		if (bn->wr[i].inflight == 0)
-			bn_own_detach_locked(bn, &bn->wr[i], &gone[i]);
+			bn_own_retire_locked(bn, &bn->wr[i], &gone[i]);
 	pthread_mutex_unlock(&bn->lock);
 	for (unsigned i = 0; i < BN_WR_CONNS; i++)
 		bn_own_close(&gone[i]);
@@ -1255,6 +1454,8 @@ bn_wr_get(struct backend_nbd *bn, struct bn_own **op)
 		if (!o->nr) {
 			if (!shut && !o->off && !o->connecting)
 				shut = o;
+		} else if (o->stale) {
+			/* closed once idle (bn_own_put) */
 		} else if (o->inflight == 0) {
 			if (!idle)
 				idle = o;
@@ -1263,6 +1464,13 @@ bn_wr_get(struct backend_nbd *bn, struct bn_own **op)
 			mine = o;
 		}
 	}
+	/* Over remote.max_connections after a reload: the idle one is
+	 * closed rather than used. */
+	struct bn_own_gone gone = { 0 };
+	if (idle && bn_over_limit_locked(bn)) {
+		bn_own_retire_locked(bn, idle, &gone);
+		idle = shut = NULL;
+	}
 	struct bn_own *o = mine ? mine : idle;
 	struct nbdread *nr = NULL;
 	if (o) {
@@ -1270,12 +1478,14 @@ bn_wr_get(struct backend_nbd *bn, struct bn_own **op)
 		o->inflight++;
 		nr = o->nr;
 		*op = o;
-	} else if (shut && !opening && bn->connected && now >= hold) {
+	} else if (shut && !opening && bn->connected && now >= hold &&
+	    bn_may_open_locked(bn, "write")) {
 		/* One that failed holds the others back too: a server
 		 * that closes them is not sent four in a row. */
 		bn_own_open_locked(bn, shut);
 	}
 	pthread_mutex_unlock(&bn->lock);
+	bn_own_close(&gone);
 	return nr;
 }
 
@@ -1300,9 +1510,11 @@ bn_own_put(struct backend_nbd *bn, struct bn_own *o, struct nbdread *nr,
 		o->backoff_ms = 0;
 	if (o->write && nbdread_failed(nr) && !o->loss_counted) {
 		o->loss_counted = true;
-		atomic_fetch_add_explicit(&bn->b.losses, 1,
-		    memory_order_acq_rel);
+		bn_count_loss(bn, bn_settled(bn, o->served, o->opened_ns), o,
+		    nbdread_failed(nr));
 	}
+	if (worked && !nbdread_failed(nr))
+		o->served = true;
 	if (o->inflight == 0 && nbdread_failed(nr)) {
 		log_info("remote %s (device %s): the %s connection failed "
 			 "(%s); %ss go through libnbd until it is reopened",
@@ -1310,6 +1522,9 @@ bn_own_put(struct backend_nbd *bn, struct bn_own *o, struct nbdread *nr,
 		    o->what);
 		bn_own_detach_locked(bn, o, &gone);
 		bn_own_backoff_locked(bn, o);
+	} else if (o->inflight == 0 && o->stale) {
+		/* Retired by another connection's loss (bn_count_loss). */
+		bn_own_detach_locked(bn, o, &gone);
 	}
 	pthread_mutex_unlock(&bn->lock);
 	bn_own_close(&gone);
@@ -1773,6 +1988,9 @@ bn_get_state(struct backend *b, struct backend_state *st)
 	st->reconnects = bn->reconnects;
 	st->failed_attempts = bn->failed_attempts;
 	st->connections = bn_live_conns_locked(bn);
+	st->all_connections = bn_conns_locked(bn);
+	st->max_connections = load_relaxed(&bn->max_connections);
+	st->connections_held_back = bn->conn_limit_hits;
 	st->multi_conn = bn->multi_conn;
 	st->conn_depth = load_relaxed(&bn->conn_depth);
 	st->read_connection = bn->rd.nr != NULL;
@@ -1833,6 +2051,7 @@ bn_reconfigure(struct backend *b, const struct remote_conf *rc)
 	store_relaxed(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS);
 	store_relaxed(&bn->read_connection, rc->read_connection);
 	store_relaxed(&bn->write_connection, rc->write_connection);
+	store_relaxed(&bn->max_connections, rc->max_connections);
 	store_relaxed(&bn->conn_depth, rc->conn_depth);
 	store_relaxed(&bn->b.unflushed_max, rc->unflushed_ranges);
 	store_relaxed(&bn->b.commit_ms, rc->commit_interval_ms);
@@ -1959,6 +2178,8 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	    (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS);
 	store_relaxed(&bn->read_connection, rc ? rc->read_connection : true);
 	store_relaxed(&bn->write_connection, rc ? rc->write_connection : true);
+	store_relaxed(&bn->max_connections,
+	    rc ? rc->max_connections : REMOTE_MAX_CONNECTIONS);
 	bn->rd = (struct bn_own){ .bn = bn, .what = "read" };
 	for (unsigned i = 0; i < BN_WR_CONNS; i++)
 		bn->wr[i] =

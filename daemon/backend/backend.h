@@ -138,6 +138,11 @@ struct backend_state {
 	unsigned write_connections;        /* ... on so many open now */
 	uint64_t write_connection_failures; /* it failed or could not open */
 	char last_error[256];           /* "" if none */
+	/* Every connection open or opening, libnbd's and wbd's own; their
+	 * bound (remote.max_connections); and connections it held back. */
+	unsigned all_connections;
+	unsigned max_connections;
+	uint64_t connections_held_back;
 };
 
 struct backend {
@@ -158,6 +163,18 @@ struct backend {
 	/* With BACKEND_REDO_AFTER_LOSS (atomic, only rising): times its
 	 * connection was lost, each outage counted once. */
 	_Atomic uint64_t losses;
+	/* Of them (counted first), losses of a connection that had served:
+	 * one that had answered a request, or had been open longer than a
+	 * request may take and a second more (backend-nbd.c, bn_settled).
+	 * A remote, or a NAT or firewall between, closing a connection it
+	 * had kept, idle or not: a write that fails with one is written
+	 * again on a new connection, not a writeback error.  A connection
+	 * that fails straight after it was opened (a remote that stalls or
+	 * drops every connection) is not counted here: its writes fail. */
+	_Atomic uint64_t losses_served;
+	/* A remote's write may also fail with -EAGAIN: a reconnection is
+	 * due, after a loss counted just before it began, and the write
+	 * found no connection yet; not the remote's answer either. */
 	/* A remote's (atomics, from remote.max_writeback_inflight_bytes and
 	 * remote.write_behind, changed by a reload); 0 and false for a local
 	 * one: the bound of writeback's window, in bytes (linkest.h), and

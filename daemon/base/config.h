@@ -173,12 +173,20 @@ struct remote_conf {
 	/* Write-behind leaves a client's pages to its FLUSH this long
 	 * after one (writeback.c); 0: never; 100. */
 	unsigned write_behind_defer_ms;
+	/* Connections one export opens to its remote at most, libnbd's
+	 * and wbd's own (backend-nbd.c); default and bound 13. */
+	unsigned max_connections;
 };
 
 /* remote.conn_depth: its default (why 16: BN_CONN_DEPTH, backend-nbd.c)
  * and its bound. */
 #define REMOTE_DEFAULT_CONN_DEPTH 16u
 #define REMOTE_MAX_CONN_DEPTH 256u
+
+/* remote.max_connections: its default and bound, every connection an
+ * export opens: libnbd's 8, the read connection and 4 write connections
+ * (backend-nbd.c). */
+#define REMOTE_MAX_CONNECTIONS 13u
 
 /* remote.write_behind_defer_ms: its default, also a remote's without a
  * remote group (bn_new, backend-nbd.c). */

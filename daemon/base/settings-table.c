@@ -181,6 +181,11 @@ const struct setting settings_table[] = {
 	{ REMOTE(write_connection), .name = "write_connection",
 	    .type = SETTING_BOOL, .unit = "", .def = true,
 	    .doc = "writeback's writes go on a connection of their own" },
+	{ REMOTE(max_connections), .name = "max_connections",
+	    .type = SETTING_UINT, .unit = "connections", .min = 1,
+	    .max = REMOTE_MAX_CONNECTIONS, .def = REMOTE_MAX_CONNECTIONS,
+	    .doc = "connections one export opens to its remote at most "
+		   "(libnbd's and wbd's own read and write connections)" },
 	{ REMOTE(unflushed_ranges), .name = "unflushed_ranges",
 	    .type = SETTING_UINT, .unit = "ranges", .min = 1, .max = 65536,
 	    .def = 1024,

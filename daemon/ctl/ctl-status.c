@@ -353,6 +353,10 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		ctl_set_u64(remote, "write_connections", bs.write_connections);
 		ctl_set_u64(remote, "write_connection_failures",
 		    bs.write_connection_failures);
+		ctl_set_u64(remote, "all_connections", bs.all_connections);
+		ctl_set_u64(remote, "max_connections", bs.max_connections);
+		ctl_set_u64(remote, "connections_held_back",
+		    bs.connections_held_back);
 		/* Reads after writeback (remote.md): only on a multi-conn
 		 * remote that can flush. */
 		json_object_set_new(remote, "flush_before_read",

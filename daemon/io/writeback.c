@@ -343,6 +343,30 @@ wb_lost_since(struct wb_target *t, uint64_t losses)
 	    load_acquire(&t->backend->losses) != losses;
 }
 
+/*
+ * Has T's remote lost a connection that had served since its
+ * backend.losses_served was SERVED?  Then a write or flush that failed
+ * meanwhile failed with it, not as the remote's answer: no writeback
+ * error, tried again on a new connection (backend.h).
+ */
+static bool
+wb_dropped_since(struct wb_target *t, uint64_t served)
+{
+	return (t->backend->caps & BACKEND_REDO_AFTER_LOSS) &&
+	    load_acquire(&t->backend->losses_served) != served;
+}
+
+/* Did a write or flush of T's that failed with R, begun when
+ * backend.losses_served was SERVED, fail with a lost connection, not as
+ * the remote's answer (backend.h)? */
+static bool
+wb_failed_with_loss(struct wb_target *t, uint64_t served, int r)
+{
+	return r < 0 &&
+	    ((r == -EAGAIN && (t->backend->caps & BACKEND_REMOTE)) ||
+		wb_dropped_since(t, served));
+}
+
 /* Is any page of E dirtied at or before MAX_SEQ not yet on the device? */
 static bool
 wb_pending(struct wb_target *t, uint64_t max_seq)
@@ -403,6 +427,7 @@ static int
 wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 {
 	uint64_t done = load_acquire(&t->flushed_upto);
+	uint64_t served = load_acquire(&t->backend->losses_served);
 	uint64_t losses = load_acquire(&t->backend->losses);
 	int r;
 
@@ -420,7 +445,7 @@ wb_flush_upto_locked(struct wb_target *t, uint64_t w, bool *sent)
 	/* Failed with a connection lost meanwhile (closed while idle,
 	 * say): not an error yet; wb_redo at the next try, on a new
 	 * connection (a remote still away fails that one). */
-	if (r < 0 && wb_lost_since(t, losses))
+	if (wb_failed_with_loss(t, served, r))
 		return -EAGAIN;
 	if (r < 0) {
 		unsigned quiet;
@@ -841,6 +866,7 @@ struct wb_io {
 	enum wb_reason why;
 	uint64_t start_ns;
 	uint64_t losses; /* backend.losses when it began */
+	uint64_t served; /* backend.losses_served then */
 	uint64_t fails;  /* target.flush_fails when it began */
 	bool behind;     /* write-behind's (remote.write_behind) */
 	struct backend_write bw;
@@ -886,6 +912,7 @@ wb_run_begin(struct wb_io *w, struct wb_target *t, struct cache_run *run,
 		w->start_ns = now_ns();
 		wb_dev_link_begin(t->dev, &t->dev->est, w->len, w->start_ns);
 	}
+	w->served = load_acquire(&t->backend->losses_served);
 	w->losses = load_acquire(&t->backend->losses);
 	w->fails = load_acquire(&t->flush_fails);
 	stats_wb_run_begin(&t->dev->stats);
@@ -947,7 +974,7 @@ wb_run_end(struct wb_io *w)
 	cache_end_run(w->run, r == 0);
 	stats_wb_run_end(&t->dev->stats, w->why, w->len, now_ns() - w->start_ns,
 	    r == 0);
-	if (r < 0 && wb_lost_since(t, w->losses)) {
+	if (wb_failed_with_loss(t, w->served, r)) {
 		/* Failed with a connection the remote lost while it was in
 		 * flight (closed while idle, say: the next write finds it
 		 * so): its pages stay dirty, to be written again on a new
@@ -955,7 +982,8 @@ wb_run_end(struct wb_io *w)
 		 * (wb_flush_once).  Not a writeback error: none is
 		 * reported, no back-off begins.  While the remote stays
 		 * away no loss is counted again, and its writes fail as
-		 * writes do. */
+		 * writes do; a new connection that fails straight away
+		 * (a stalled remote) is no excuse (wb_dropped_since). */
 		add_relaxed(&t->dev->lost_writes, 1);
 		log_debug("writeback of %llu bytes at offset %llu of export "
 			  "\"%s\" (device %s) met a lost connection: %s; "
@@ -1463,14 +1491,15 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	int r = 0;
 
 	uint64_t fails = load_acquire(&t->flush_fails);
-	uint64_t losses = load_acquire(&t->backend->losses);
+	uint64_t served = load_acquire(&t->backend->losses_served);
 
 	/* A shutdown's progress is reported by its owner
 	 * (daemon_drain_report), for every export at once. */
 	wb_window_init(&win, t->dev, why);
 	(void)wb_flush_runs(t, &win, max_seq, &by_fua);
-	if (wb_window_drain(&win) < 0)
-		r = -EIO; /* the pages stay dirty */
+	int e = wb_window_drain(&win);
+	if (e < 0) /* the pages stay dirty */
+		r = wb_failed_with_loss(t, served, e) ? -EAGAIN : -EIO;
 	else if (by_fua)
 		add_relaxed(&t->dev->flushes_by_fua, 1);
 	if (r == 0) {
@@ -1487,8 +1516,11 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 			/* Pages failed back into the dirty list: take them. */
 			run = cache_take_run(t->cf, max_seq, max_run);
 			if (run) {
-				if (wb_write_run(t, run, 0, why) < 0) {
-					r = -EIO;
+				int wr = wb_write_run(t, run, 0, why);
+				if (wr < 0) {
+					r = wb_failed_with_loss(t, served, wr) ?
+					    -EAGAIN :
+					    -EIO;
 					break;
 				}
 				continue;
@@ -1506,7 +1538,7 @@ wb_flush_once(struct wb_target *t, uint64_t max_seq, enum wb_reason why)
 	 * it closed while idle, say): once more, on a new connection
 	 * (wb_flush_work bounds the tries; a remote still away fails the
 	 * next without a new loss). */
-	if (r == -EIO && wb_lost_since(t, losses))
+	if (r == -EIO && wb_dropped_since(t, served))
 		r = -EAGAIN;
 	return r;
 }
@@ -1558,7 +1590,7 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 	uint32_t max_run = load_relaxed(&t->wb->max_run_pages);
 	uint64_t first = off / ps, end = (off + len + ps - 1) / ps;
 	uint64_t fails = load_acquire(&t->flush_fails);
-	uint64_t losses = load_acquire(&t->backend->losses);
+	uint64_t served = load_acquire(&t->backend->losses_served);
 	bool need_flush = false;
 
 	if (len == 0)
@@ -1569,14 +1601,16 @@ wb_fua_work(struct wb_target *t, uint64_t off, uint64_t len, uint64_t seq)
 		unsigned seen = 0;
 
 		while ((run = cache_take_range_run(t->cf, &next, end, max_run,
-			    &seen)))
-			if (wb_write_run(t, run, BACKEND_WRITE_FUA,
-				WB_REASON_FUA) < 0)
-				/* The pages stay dirty.  Met a lost connection:
-				 * the FLUSH rule, which tries again. */
-				return wb_lost_since(t, losses) ?
+			    &seen))) {
+			int r = wb_write_run(t, run, BACKEND_WRITE_FUA,
+			    WB_REASON_FUA);
+			/* The pages stay dirty.  Met a lost connection: the
+			 * FLUSH rule, which tries again. */
+			if (r < 0)
+				return wb_failed_with_loss(t, served, r) ?
 				    wb_flush_work(t, seq, WB_REASON_FUA) :
 				    -EIO;
+		}
 		if (seen & (CACHE_RANGE_CLEAN | CACHE_RANGE_BUSY))
 			need_flush = true;
 		if (!(seen & CACHE_RANGE_BUSY))

@@ -4,6 +4,10 @@
 # file CONTROL appears (then removes it and prints "dropped N"): a remote
 # that drops idle connections, as a server's idle timeout or a NAT or
 # firewall between does.  Connections made after a drop go through.
+# While the file CONTROL.stall exists, what a client sends in pieces of
+# more than 1 KiB (a write's payload) is swallowed, on every connection,
+# old and new; the rest (handshakes, reads, FLUSH) goes through: a
+# remote that takes connections and stops answering writes.
 import os
 import socket
 import sys
@@ -11,6 +15,7 @@ import threading
 import time
 
 listen, target, control = sys.argv[1:4]
+stall = control + ".stall"
 lock = threading.Lock()
 live = []
 
@@ -23,12 +28,15 @@ def shut(*socks):
             pass
 
 
-def pump(a, b):
+def pump(a, b, upstream):
     try:
         while True:
             data = a.recv(1 << 20)
             if not data:
                 break
+            if upstream and len(data) > 1024 and os.path.exists(stall):
+                print("swallowed %d" % len(data), flush=True)
+                continue
             b.sendall(data)
     except OSError:
         pass
@@ -46,8 +54,8 @@ def accept_loop(srv):
             continue
         with lock:
             live.append((c, t))
-        threading.Thread(target=pump, args=(c, t), daemon=True).start()
-        threading.Thread(target=pump, args=(t, c), daemon=True).start()
+        threading.Thread(target=pump, args=(c, t, True), daemon=True).start()
+        threading.Thread(target=pump, args=(t, c, False), daemon=True).start()
 
 
 srv = socket.socket(socket.AF_UNIX)

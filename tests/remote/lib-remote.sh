@@ -264,6 +264,80 @@ open(out, "wb").write(img)
 PY
 }
 
+# start_drop_proxy TARGET: drop-proxy.py in front of the remote socket
+# TARGET; sets PROXY (its socket) and DROP (its control file: drop
+# closes every connection, $DROP.stall swallows writes).
+start_drop_proxy() {
+	PROXY=$T/proxy.sock DROP=$T/drop
+	"$PYTHON" "$SRCDIR/drop-proxy.py" "$PROXY" "$1" "$DROP" >"$T/proxy.log" 2>&1 &
+	_PIDS+=("$!")
+	for ((i = 0; i < 100; i++)); do [[ -S $PROXY ]] && break; sleep 0.1; done
+	[[ -S $PROXY ]] || fail "drop-proxy.py did not listen: $(cat "$T/proxy.log")"
+}
+
+# wbd_behind_drop_proxy 'REMOTE SETTINGS': nbdkit memory 64M (KIT),
+# drop-proxy.py in front of it (start_drop_proxy), export disk0 through
+# the proxy, a 256M cache written back only for syncs, and wbd started
+# with the remote group given.
+wbd_behind_drop_proxy() {
+	need_python_nbd
+	need_wbctl
+	start_nbdkit kit memory 64M
+	KIT=$KIT_SOCK
+	start_drop_proxy "$KIT"
+	add_remote_export disk0 "$(kit_uri "$PROXY")"
+	write_cache_config 256M 'dirty_background_ratio = 50; dirty_ratio = 60; dirty_writeback_centisecs = 0;'
+	add_remote_settings "$1"
+	start_wbd
+}
+
+# drop: every connection through the proxy closed, with nothing in
+# flight on them and nothing dirty.
+drop() {
+	wait_clean 30
+	(($(link_field writes_in_flight) == 0)) || fail "writes in flight before the drop"
+	local before
+	before=$(grep -c '^dropped' "$T/proxy.log" || true)
+	touch "$DROP"
+	for ((i = 0; i < 100; i++)); do
+		(($(grep -c '^dropped' "$T/proxy.log") > before)) && break
+		sleep 0.1
+	done
+	log "proxy: $(grep '^dropped' "$T/proxy.log" | tail -n 1)"
+	grep -q '^dropped [1-9]' <(grep '^dropped' "$T/proxy.log" | tail -n 1) ||
+		fail "the proxy dropped no connection: $(cat "$T/proxy.log")"
+	sleep 0.5 # idle, and closed
+}
+
+# flush_sampling URI OFFSET FILE SAMPLER: 16 MiB of random data written
+# at OFFSET through URI (and into FILE at OFFSET), then `wbctl flush`,
+# with the shell function SAMPLER called every 50 ms while it runs and
+# once after it.
+flush_sampling() {
+	local flush
+	"$PYTHON" - "$1" "$2" "$3" <<'PY' || fail "writing through wbd failed"
+import nbd, os, sys
+uri, off, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+h = nbd.NBD()
+h.connect_uri(uri)
+with open(out, "r+b") as f:
+    for i in range(16):
+        buf = os.urandom(1 << 20)
+        h.pwrite(buf, off + (i << 20))
+        f.seek(off + (i << 20))
+        f.write(buf)
+h.shutdown()
+PY
+	remote_wbctl flush >"$T/flush.out" 2>&1 &
+	flush=$!
+	while proc_alive "$flush"; do
+		"$4"
+		sleep 0.05
+	done
+	wait "$flush" || fail "wbctl flush failed: $(cat "$T/flush.out")"
+	"$4"
+}
+
 # --- wbctl and nbdkit's pause filter ------------------------------------
 
 # $WBCTL (meson sets it; by hand it defaults to the build's client/wbctl

@@ -25,32 +25,14 @@ start_wbd
 # in $T/data, whole), then `wbctl flush`, with the remote's connections
 # sampled while it runs: sets CONNS, the most seen.
 : >"$T/data"
-write_then_flush() {
-	local flush c
-	"$PYTHON" - "$(uri_unix serial)" "$1" "$T/data" <<'PY' || fail "writing through wbd failed"
-import nbd, os, sys
-uri, off, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-h = nbd.NBD()
-h.connect_uri(uri)
-with open(out, "r+b") as f:
-    for i in range(16):
-        buf = os.urandom(1 << 20)
-        h.pwrite(buf, off + (i << 20))
-        f.seek(off + (i << 20))
-        f.write(buf)
-h.shutdown()
-PY
-	remote_wbctl flush >"$T/flush.out" 2>&1 &
-	flush=$!
-	CONNS=0
-	while proc_alive "$flush"; do
-		c=$(remote_field connections)
-		((c <= CONNS)) || CONNS=$c
-		sleep 0.05
-	done
-	wait "$flush" || fail "wbctl flush failed: $(cat "$T/flush.out")"
+sample_conns() {
+	local c
 	c=$(remote_field connections)
 	((c <= CONNS)) || CONNS=$c
+}
+write_then_flush() {
+	CONNS=0
+	flush_sampling "$(uri_unix serial)" "$1" "$T/data" sample_conns
 }
 
 [[ $(remote_field multi_conn) == True ]] || fail "nbdkit's memory plugin does not offer multi-conn here"

@@ -16,39 +16,7 @@
 # the remote up all along.  Then a second drop, new data left dirty, and
 # SIGTERM: the drain writes it over new connections and nbdkit holds it.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
-need_python_nbd
-need_wbctl
-
-start_nbdkit kit memory 64M
-KIT=$KIT_SOCK
-PROXY=$T/proxy.sock DROP=$T/drop
-"$PYTHON" "$SRCDIR/drop-proxy.py" "$PROXY" "$KIT" "$DROP" >"$T/proxy.log" 2>&1 &
-_PIDS+=("$!")
-for ((i = 0; i < 100; i++)); do [[ -S $PROXY ]] && break; sleep 0.1; done
-[[ -S $PROXY ]] || fail "drop-proxy.py did not listen: $(cat "$T/proxy.log")"
-
-add_remote_export disk0 "$(kit_uri "$PROXY")"
-write_cache_config 256M 'dirty_background_ratio = 50; dirty_ratio = 60; dirty_writeback_centisecs = 0;'
-add_remote_settings 'write_behind = false;'
-start_wbd
-
-# drop: every connection through the proxy closed, with nothing in
-# flight on them and nothing dirty.
-drop() {
-	wait_clean 30
-	(($(link_field writes_in_flight) == 0)) || fail "writes in flight before the drop"
-	local before
-	before=$(grep -c '^dropped' "$T/proxy.log" || true)
-	touch "$DROP"
-	for ((i = 0; i < 100; i++)); do
-		(($(grep -c '^dropped' "$T/proxy.log") > before)) && break
-		sleep 0.1
-	done
-	log "proxy: $(tail -n 1 "$T/proxy.log")"
-	grep -q '^dropped [1-9]' <(tail -n 1 "$T/proxy.log") ||
-		fail "the proxy dropped no connection: $(cat "$T/proxy.log")"
-	sleep 0.5 # idle, and closed
-}
+wbd_behind_drop_proxy 'write_behind = false;'
 
 write_scattered_pages "$(uri_unix disk0)" "$T/first" 5 512 64 2 flush ||
 	fail "the first writes or their FLUSH failed"

@@ -108,8 +108,10 @@ failures=$(remote_field write_connection_failures)
 log "the write connection timed out; the remote dropped $dropped blocks answered on it"
 
 # 3. A FLUSH that succeeds has it all on the stable store.
-flush_until_ok
-"$PYTHON" - "$STORE" "$T/a" 0 "$T/b" $((8 * MiB)) "$T/first" $((12 * MiB)) <<'PY' || fail "see above"
+# on_store FILE OFFSET ...: each FILE's bytes are at its OFFSET on the
+# remote's stable store, after a FLUSH through wbd succeeded.
+on_store() {
+	"$PYTHON" - "$STORE" "$@" <<'PY' || fail "see above"
 import sys
 img = open(sys.argv[1], "rb").read()
 args = sys.argv[2:]
@@ -123,10 +125,44 @@ for path, off in zip(args[0::2], args[1::2]):
                  "at %d are not on the remote's stable store"
                  % (bad, len(data) // 4096, off))
 PY
+}
+flush_until_ok
+on_store "$T/a" 0 "$T/b" $((8 * MiB)) "$T/first" $((12 * MiB))
 redo=$(remote_field rewritten_after_loss_bytes)
 ((redo >= 4 * MiB)) || fail "rewritten_after_loss_bytes is $redo, expected at least 4 MiB"
 grep -q 'its remote was lost before a flush covered what was written to it: writing' "$LOG" ||
 	fail "no log line for the data written again"
 log "the FLUSH wrote $((redo >> 20)) MiB again: every byte on the stable store"
+
+# 4. wbd closes the write connection itself: a reload turns it off (as
+# lowering remote.max_connections would close one).  The remote drops
+# the writes answered there that no FLUSH covered, as at a failure; the
+# close counts as a loss, so the next FLUSH writes them again.
+rm -f "$SLOW"
+wait_remote_field write_connection True || fail "the write connection did not open again after its failure"
+head -c $((2 * MiB)) /dev/urandom >"$T/c"
+write_at $((4 * MiB)) "$T/c"
+wait_clean 30
+redo0=$(remote_field rewritten_after_loss_bytes)
+mark=$(wc -l <"$T/kit.log")
+sed -i 's/commit_interval_ms = 0;/commit_interval_ms = 0; write_connection = false;/' "$CONF"
+grep -q 'write_connection = false;' "$CONF" || fail "could not edit $CONF"
+reload_remote
+# A write asks for the write connection: found off, it is closed.
+head -c 4096 /dev/urandom >"$T/d"
+write_at $((14 * MiB)) "$T/d"
+wait_remote_field write_connection False || fail "write_connection = false left it open"
+for ((i = 0; i < 100; i++)); do
+	dropped_line >/dev/null && break
+	sleep 0.1
+done
+line=$(dropped_line) || fail "the remote did not drop the closed write connection's writes: $(tail -n 5 "$T/kit.log")"
+dropped=$(sed 's/.*dropped \([0-9]*\) blocks.*/\1/' <<<"$line")
+((dropped >= 512)) || fail "the remote dropped $dropped blocks, not the 2 MiB written back on the write connection"
+flush_until_ok
+on_store "$T/c" $((4 * MiB)) "$T/d" $((14 * MiB))
+redo=$(remote_field rewritten_after_loss_bytes)
+((redo - redo0 >= 2 * MiB)) || fail "rewritten_after_loss_bytes grew by $((redo - redo0)), expected at least 2 MiB"
+log "write connection closed by a reload: the remote dropped $dropped blocks, the FLUSH wrote $(((redo - redo0) >> 20)) MiB again"
 assert_alive
 stop_wbd
