@@ -420,9 +420,15 @@ status_devices(FILE *f, const json_t *devices)
 		    *why ? "; queued or running: " : "", why);
 		free(ex);
 		/* Writeback's CPU: bounded by the workers, one CPU each. */
+		unsigned long long atmax =
+		    jget_u64(json_object_get(d, "workers"), "waits_at_max", 0);
+		char waits[64] = "";
+		if (atmax)
+			snprintf(waits, sizeof waits,
+			    "; %llu wait(s) at max_workers", atmax);
 		status_named(f, dev,
 		    "writeback CPU %.2f s, now %.0f%% of a CPU (at most "
-		    "%llu00%%: workers)%s%s",
+		    "%llu00%%: workers)%s%s%s",
 		    json_number_value(
 			json_object_get(d, "writeback_cpu_seconds")),
 		    100 *
@@ -430,7 +436,8 @@ status_devices(FILE *f, const json_t *devices)
 			    json_object_get(d, "writeback_cpu_share")),
 		    (unsigned long long)jget_u64(json_object_get(d, "workers"),
 			"max", 0),
-		    eng && *eng ? "; io_engine " : "", eng && *eng ? eng : "");
+		    waits, eng && *eng ? "; io_engine " : "",
+		    eng && *eng ? eng : "");
 		if (le)
 			status_named(f, dev, "last error: %s", le);
 		status_link(f, dev, json_object_get(d, "link"));
@@ -494,6 +501,13 @@ status_devices(FILE *f, const json_t *devices)
 			    (unsigned long long)jget_u64(r, "commits", 0),
 			    (unsigned long long)jget_u64(r,
 				"commit_interval_ms", 0));
+		status_named(f, dev,
+		    "timeouts: connect %llu ms, request %llu ms, reconnection "
+		    "back-off at most %llu ms (connect_timeout_ms, "
+		    "io_timeout_ms, reconnect_max_ms)",
+		    (unsigned long long)jget_u64(r, "connect_timeout_ms", 0),
+		    (unsigned long long)jget_u64(r, "io_timeout_ms", 0),
+		    (unsigned long long)jget_u64(r, "reconnect_max_ms", 0));
 		uint64_t redo = jget_u64(r, "rewritten_after_loss_bytes", 0);
 		if (redo)
 			status_named(f, dev,
@@ -674,6 +688,13 @@ status_service(FILE *f, const json_t *ans)
 		    user ? " (user " : "", user ? user : "",
 		    user && group ? ", group " : "", user && group ? group : "",
 		    user ? ")" : "");
+	const json_t *iot = json_object_get(ans, "io_threads");
+	if (iot)
+		status_item(f, "I/O threads",
+		    "%llu running (io_threads %llu%s)",
+		    (unsigned long long)jget_u64(iot, "running", 0),
+		    (unsigned long long)jget_u64(iot, "configured", 0),
+		    jget_u64(iot, "configured", 0) ? "" : ": one per CPU");
 	const json_t *ls = json_object_get(ans, "listeners");
 	for (size_t i = 0; i < json_array_size(ls); i++) {
 		const json_t *l = json_array_get(ls, i);

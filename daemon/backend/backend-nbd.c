@@ -1991,6 +1991,10 @@ bn_get_state(struct backend *b, struct backend_state *st)
 	st->all_connections = bn_conns_locked(bn);
 	st->max_connections = load_relaxed(&bn->max_connections);
 	st->connections_held_back = bn->conn_limit_hits;
+	st->connect_timeout_ms = load_relaxed(&bn->connect_timeout_ms);
+	st->reconnect_max_ms = load_relaxed(&bn->reconnect_max_ms);
+	st->io_timeout_ms =
+	    (unsigned)(load_relaxed(&bn->io_timeout_ns) / NS_PER_MS);
 	st->multi_conn = bn->multi_conn;
 	st->conn_depth = load_relaxed(&bn->conn_depth);
 	st->read_connection = bn->rd.nr != NULL;

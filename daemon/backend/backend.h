@@ -143,6 +143,8 @@ struct backend_state {
 	unsigned all_connections;
 	unsigned max_connections;
 	uint64_t connections_held_back;
+	/* remote.connect_timeout_ms, reconnect_max_ms, io_timeout_ms. */
+	unsigned connect_timeout_ms, reconnect_max_ms, io_timeout_ms;
 };
 
 struct backend {

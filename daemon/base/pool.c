@@ -33,6 +33,7 @@
 #include "lock.h"
 #include "log.h"
 #include "pool.h"
+#include "ratelimit.h"
 
 struct pool {
 	char name[16];                  /* thread name, 15 chars + NUL */
@@ -45,11 +46,18 @@ struct pool {
 	unsigned waited_on;             /* queued jobs a client waits for */
 	unsigned threads, busy, idle;
 	unsigned spawned_total, reaped_total;
+	/* Jobs a client waits for queued with every worker busy at
+	 * max_workers; the line that says so. */
+	unsigned at_max_total;
+	struct ratelimit at_max_rl;
 	struct pool_params params;
 	bool stopping;
 	struct grace *grace; /* may be NULL; set at creation */
 };
 
+/* The line saying max_workers holds a client's job back, at most this
+ * often. */
+#define POOL_AT_MAX_LOG_NS (10ull * 1000000000ull)
 
 static void *pool_worker(void *arg);
 
@@ -223,6 +231,17 @@ pool_submit(struct pool *p, struct job *job)
 		pthread_cond_signal(&p->cond);
 	else if (pool_should_grow_locked(p, now))
 		pool_spawn_locked(p);
+	else if (job->waited_on && p->threads >= p->params.max_workers) {
+		unsigned quiet;
+		p->at_max_total++;
+		if (ratelimit_due(&p->at_max_rl, POOL_AT_MAX_LOG_NS, &quiet))
+			log_info(
+			    "%s: a job a client waits for is queued behind "
+			    "%u busy worker(s), the most "
+			    "(writeback.max_workers); %u queued (%u more "
+			    "time(s) since the last such line)",
+			    p->name, p->threads, p->queued, quiet);
+	}
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -247,6 +266,7 @@ pool_get_stats(struct pool *p, struct pool_stats *st)
 	st->queued = p->queued;
 	st->spawned_total = p->spawned_total;
 	st->reaped_total = p->reaped_total;
+	st->at_max_total = p->at_max_total;
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -24,6 +24,7 @@ struct pool_stats {
 	unsigned queued;
 	unsigned spawned_total;
 	unsigned reaped_total;
+	unsigned at_max_total; /* a client's job queued, all max busy */
 };
 
 struct pool_params {

@@ -478,8 +478,13 @@ daemon_start_io_threads(struct daemon *d)
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		n = cpus > 0 ? (unsigned)cpus : 1;
 	}
-	if (n > DAEMON_MAX_IO_THREADS)
+	if (n > DAEMON_MAX_IO_THREADS) {
+		log_warnx("io_threads: %u asked for (%s), %u started, the most "
+			  "wbd runs",
+		    n, d->cfg.io_threads ? "io_threads" : "one per CPU",
+		    DAEMON_MAX_IO_THREADS);
 		n = DAEMON_MAX_IO_THREADS;
+	}
 	d->io = calloc(n, sizeof *d->io);
 	if (!d->io) {
 		log_errorx("start-up: out of memory for the I/O threads");

@@ -32,7 +32,11 @@
 #include "peer.h"
 #include "ratelimit.h"
 
-#define LISTEN_BACKLOG          128
+/* The kernel's bound (net.core.somaxconn, which caps it): a reconnection
+ * storm after a restart, up to limits.max_connections (1024) clients at
+ * once, overflowed a backlog of 128 (TCP clients then wait a SYN
+ * retransmission, a second or more; Unix ones get EAGAIN). */
+#define LISTEN_BACKLOG SOMAXCONN
 #define ACCEPTS_PER_WAKEUP      32
 #define ACCEPT_PAUSE_S          0.5
 #define LISTENER_LOG_NS (10ull * 1000000000ull)

@@ -357,6 +357,10 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		ctl_set_u64(remote, "max_connections", bs.max_connections);
 		ctl_set_u64(remote, "connections_held_back",
 		    bs.connections_held_back);
+		ctl_set_u64(remote, "connect_timeout_ms",
+		    bs.connect_timeout_ms);
+		ctl_set_u64(remote, "reconnect_max_ms", bs.reconnect_max_ms);
+		ctl_set_u64(remote, "io_timeout_ms", bs.io_timeout_ms);
 		/* Reads after writeback (remote.md): only on a multi-conn
 		 * remote that can flush. */
 		json_object_set_new(remote, "flush_before_read",
@@ -377,16 +381,17 @@ ctl_device_json(struct daemon *d, struct wb_dev *dev)
 		    load_relaxed(&dev->lost_writes));
 	}
 	json_t *o = json_pack(
-	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i},"
+	    "{s:s, s:o, s:I, s:I, s:{s:i, s:i, s:i, s:i, s:i},"
 	    " s:{s:i, s:b, s:b, s:i, s:i, s:i, s:i}, s:I, s:I, s:I, s:i, s:i,"
 	    " s:I, s:o, s:I}",
 	    "device", dev->name, "exports", names, "dirty_bytes",
 	    (json_int_t)(wb_dev_dirty_pages(dev) * ps), "writeback_bytes",
 	    (json_int_t)(wb_pages * ps), "workers", "threads", (int)st.threads,
 	    "busy", (int)st.busy, "min", (int)d->cfg.writeback.min_workers,
-	    "max", (int)d->cfg.writeback.max_workers, "queued", "total",
-	    (int)st.queued, "background", load_relaxed(&dev->bg_queued) != 0,
-	    "periodic", load_relaxed(&dev->periodic_queued) != 0, "flush",
+	    "max", (int)d->cfg.writeback.max_workers, "waits_at_max",
+	    (int)st.at_max_total, "queued", "total", (int)st.queued,
+	    "background", load_relaxed(&dev->bg_queued) != 0, "periodic",
+	    load_relaxed(&dev->periodic_queued) != 0, "flush",
 	    (int)load_relaxed(&dev->work_by_reason[WB_REASON_FLUSH]), "fua",
 	    (int)load_relaxed(&dev->work_by_reason[WB_REASON_FUA]), "sync",
 	    (int)load_relaxed(&dev->work_by_reason[WB_REASON_SYNC]), "read",
@@ -675,6 +680,10 @@ ctl_status_build(struct daemon *d, bool draining)
 	if (o) {
 		json_object_set_new(o, "requests", requests);
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));
+		json_object_set_new(o, "io_threads",
+		    json_pack("{s:I, s:I}", "configured",
+			(json_int_t)d->cfg.io_threads, "running",
+			(json_int_t)d->n_io));
 		json_object_set_new(o, "listeners", ctl_listeners_json(d));
 		json_object_set_new(o, "control", ctl_control_json(d));
 		json_object_set_new(o, "metrics", ctl_metrics_json(d));

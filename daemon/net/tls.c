@@ -280,7 +280,8 @@ tls_creds_load(const struct tls_conf *tc, char *err, size_t errlen)
 {
 	struct tls_creds *cr = calloc(1, sizeof *cr);
 	const char *prio = tc->priority ? tc->priority : "NORMAL";
-	char prio_psk[1024];
+	/* tls.priority (at most 1024 bytes) and the PSK suffix: never cut. */
+	char prio_psk[1024 + sizeof ":+ECDHE-PSK:+DHE-PSK:+PSK"];
 	const char *errpos = NULL;
 	int r;
 

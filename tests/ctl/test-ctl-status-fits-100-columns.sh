@@ -239,11 +239,13 @@ r["remote"] = {"connected": False, "since_unix_ms": 1764900000000,
                "read_connection": True, "read_connection_failures": BIG,
                "write_connection": True, "write_connection_failures": BIG,
                "all_connections": BIG, "max_connections": BIG,
-               "connections_held_back": BIG,
+               "connections_held_back": BIG, "connect_timeout_ms": BIG,
+               "reconnect_max_ms": BIG, "io_timeout_ms": BIG,
                "flush_before_read": True, "unflushed_ranges": BIG,
                "unflushed_ranges_max": BIG, "unflushed_overflows": BIG,
                "flushes_before_read": BIG, "commit_interval_ms": BIG,
                "commits": BIG, "rewritten_after_loss_bytes": BIG}
+d["workers"] = dict(d.get("workers", {}), waits_at_max=BIG)
 s["devices"] = [d, r]
 s["waiting_exports"] = [
     {"name": "late", "backing": "nbd+unix:///?socket=/tmp/wbd-it.AbCdEf/late.sock",
@@ -252,6 +254,7 @@ s["waiting_exports"] = [
      "since_unix_ms": 1764900000000}]
 s["tls"]["credentials"] = "/etc/wbd/tls/" + "c" * 120
 s["run_as"] = {"uid": BIG, "gid": BIG, "user": "u" * 60, "group": "g" * 60}
+s["io_threads"] = {"configured": BIG, "running": BIG}
 s["metrics"]["listen"] = "[fd00:1234:5678:9abc:def0:1234:5678:9abc]:65535"
 json.dump(s, open(sys.argv[2], "w"))
 PY

@@ -174,14 +174,60 @@ test_free_runs_queued_work(void **state)
 	assert_int_equal(n, 8);
 }
 
+/* Jobs a client waits for, queued while every worker is busy at
+ * max_workers, are counted (and logged): a waited-on job behind one busy
+ * worker at max_workers 1 is, jobs nobody waits for are not, and none is
+ * while a worker may still be started. */
+static void
+test_waits_at_max_workers_counted(void **state)
+{
+	struct pool_params pp = { .min_workers = 1,
+		.max_workers = 1,
+		.grow_delay_ms = 1000,
+		.idle_timeout_ms = 1000 };
+	struct pool *p = pool_new("flush-max", &pp, NULL);
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	int order[8], n = 0;
+	struct tjob jobs[8];
+	struct pool_stats st;
+
+	(void)state;
+	assert_non_null(p);
+	submit_jobs(p, jobs, 1, order, &n, &lock, 200, false);
+	usleep(50 * 1000); /* the one worker busy with it */
+	submit_jobs(p, jobs + 1, 2, order, &n, &lock, 0, false);
+	pool_get_stats(p, &st);
+	assert_int_equal(st.at_max_total, 0);
+	submit_jobs(p, jobs + 3, 3, order, &n, &lock, 0, true);
+	pool_get_stats(p, &st);
+	assert_int_equal(st.at_max_total, 3);
+	wait_for(&n, 6, &lock);
+	pool_free(p);
+
+	/* Room for another worker: a waited-on job starts one, no wait. */
+	pp.max_workers = 2;
+	p = pool_new("flush-room", &pp, NULL);
+	assert_non_null(p);
+	n = 0;
+	submit_jobs(p, jobs, 1, order, &n, &lock, 200, false);
+	usleep(50 * 1000);
+	submit_jobs(p, jobs + 1, 1, order, &n, &lock, 0, true);
+	pool_get_stats(p, &st);
+	assert_int_equal(st.at_max_total, 0);
+	wait_for(&n, 2, &lock);
+	pool_free(p);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fifo_order_and_thread_name),
-		cmocka_unit_test(test_grows_when_work_waits_and_shrinks_when_idle),
+		cmocka_unit_test(
+		    test_grows_when_work_waits_and_shrinks_when_idle),
 		cmocka_unit_test(test_waited_on_jobs_grow_at_once),
 		cmocka_unit_test(test_free_runs_queued_work),
+		cmocka_unit_test(test_waits_at_max_workers_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
