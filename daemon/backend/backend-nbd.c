@@ -760,7 +760,7 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 		if (wait_until_ns == 0 || now >= wait_until_ns) {
 			*err = bn->connected ? ETIMEDOUT : ENOTCONN;
 			/* Not the remote's absence: the loss just counted
-			 * (backend.h, BACKEND_RETRY_SOON). */
+			 * (backend.h: a remote write's -EAGAIN). */
 			if (!bn->connecting && now >= bn->next_try_ns &&
 			    !free_slot)
 				*err = EAGAIN;
