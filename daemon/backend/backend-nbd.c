@@ -1844,6 +1844,75 @@ bn_wr_check_idle(struct backend_nbd *bn)
 	}
 }
 
+/*
+ * After a FLUSH was answered: a connection the remote closed before it
+ * answered is counted lost now (backend.losses), before the flush's
+ * caller looks (wb_lost_since), not when a thread next uses it or
+ * wakes from waiting on it.  The writes it carried that were answered
+ * and not flushed may have gone with it (a restarted server, one that
+ * keeps a connection's unflushed writes with the connection), and the
+ * FLUSH, answered on another connection (maybe one opened to the server
+ * that came back), does not cover them; counted, the loss makes the
+ * caller write them again (wb_redo) and flush once more.  The remote
+ * closed it before it answered the FLUSH, so its end of the connection
+ * (or a reset) is on the socket by now: a dead libnbd handle, or a
+ * socket with its end, an error, or (idle: a server sends nothing
+ * unasked) anything to read.  One poll(2), no I/O: done under bn.lock.
+ */
+static void
+bn_check_after_flush(struct backend_nbd *bn)
+{
+	struct pollfd fds[BN_MAX_CONNS + BN_WR_CONNS];
+	struct bn_conn *cs[BN_MAX_CONNS];
+	struct bn_own *os[BN_WR_CONNS];
+	unsigned nc = 0, no = 0;
+	const short gone = POLLRDHUP | POLLHUP | POLLERR | POLLNVAL;
+
+	pthread_mutex_lock(&bn->lock);
+	for (unsigned i = 0; i < bn->max_conns; i++) {
+		struct bn_conn *c = &bn->conns[i];
+		if (!c->h || c->retired)
+			continue;
+		if (bn_handle_dead(c->h)) {
+			bn_lost_locked(bn, c, "closed by the remote");
+			goto out;
+		}
+		bool idle = c->inflight == 0 && !c->polling;
+		fds[nc] = (struct pollfd){ .fd = nbd_aio_get_fd(c->h),
+			.events = (short)(POLLRDHUP | (idle ? POLLIN : 0)) };
+		cs[nc++] = c;
+	}
+	for (unsigned i = 0; i < BN_WR_CONNS; i++) {
+		struct bn_own *o = &bn->wr[i];
+		if (!o->nr || o->stale || o->loss_counted)
+			continue;
+		fds[nc + no] = (struct pollfd){ .fd = nbdread_fd(o->nr),
+			.events = (short)(POLLRDHUP |
+			    (o->inflight == 0 ? POLLIN : 0)) };
+		os[no++] = o;
+	}
+	if (poll(fds, nc + no, 0) <= 0)
+		goto out;
+	for (unsigned i = 0; i < nc; i++)
+		if (fds[i].revents & (gone | POLLIN)) {
+			bn_lost_locked(bn, cs[i],
+			    "closed by the remote before it answered a FLUSH");
+			goto out;
+		}
+	for (unsigned i = 0; i < no; i++)
+		if (fds[nc + i].revents & (gone | POLLIN)) {
+			struct bn_own *o = os[i];
+			o->loss_counted = true;
+			bn_count_loss(bn,
+			    bn_settled(bn, o->served, o->opened_ns), NULL,
+			    "write connection closed by the remote before it "
+			    "answered a FLUSH");
+			goto out;
+		}
+out:
+	pthread_mutex_unlock(&bn->lock);
+}
+
 static bool
 bn_pread_wait(struct backend *b, struct backend_io *io, int wake_fd)
 {
@@ -1894,7 +1963,10 @@ bn_flush(struct backend *b)
 	 * READs queued before it go out before it is waited for. */
 	bn_own_send_queued(bn);
 	bn_wr_check_idle(bn);
-	return bn_run(bn, BN_FLUSH, NULL, 0, 0, 0);
+	int r = bn_run(bn, BN_FLUSH, NULL, 0, 0, 0);
+	if (r == 0)
+		bn_check_after_flush(bn);
+	return r;
 }
 
 static int

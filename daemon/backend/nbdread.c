@@ -115,6 +115,12 @@ nbdread_fail(struct nbdread *nr, const char *why)
 	nr->in_pos = nr->in_len = 0;
 }
 
+int
+nbdread_fd(const struct nbdread *nr)
+{
+	return nr->fd;
+}
+
 bool
 nbdread_idle_ok(struct nbdread *nr)
 {

@@ -78,6 +78,10 @@ void nbdread_test_send_limit(struct nbdread *nr, size_t bytes);
 bool nbdread_wait(struct nbdread *nr, struct nbdread_req *req, int timeout_ms,
     int caller_fd);
 
+/* The socket it speaks on, as given to nbdread_new: any thread may poll
+ * it (backend-nbd.c looks for the remote's end of it after a FLUSH). */
+int nbdread_fd(const struct nbdread *nr);
+
 /* NULL while the connection works, else why it failed. */
 const char *nbdread_failed(const struct nbdread *nr);
 

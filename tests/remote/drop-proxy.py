@@ -8,7 +8,14 @@
 # more than 1 KiB (a write's payload) is swallowed, on every connection,
 # old and new; the rest (handshakes, reads, FLUSH) goes through: a
 # remote that takes connections and stops answering writes.
+# While the file CONTROL.atflush exists, a FLUSH a client sends (its
+# request seen in what it sends) first closes every other connection
+# through the proxy, both ends, waits a second for the remote to take
+# their ends, removes CONTROL.atflush, prints "atflush dropped N", and
+# goes on to the remote: connections closed while a FLUSH is on its way
+# (a server restarting, one that drops connections), the FLUSH answered.
 import os
+import re
 import socket
 import sys
 import threading
@@ -16,6 +23,8 @@ import time
 
 listen, target, control = sys.argv[1:4]
 stall = control + ".stall"
+atflush = control + ".atflush"
+FLUSH = re.compile(rb"\x25\x60\x95\x13..\x00\x03", re.S)
 lock = threading.Lock()
 live = []
 
@@ -28,12 +37,27 @@ def shut(*socks):
             pass
 
 
+def drop_others(a):
+    with lock:
+        if not os.path.exists(atflush):
+            return
+        others = [p for p in live if p[0] is not a]
+        live[:] = [p for p in live if p[0] is a]
+        for c, t in others:
+            shut(c, t)
+        time.sleep(1)
+        os.unlink(atflush)
+        print("atflush dropped %d" % len(others), flush=True)
+
+
 def pump(a, b, upstream):
     try:
         while True:
             data = a.recv(1 << 20)
             if not data:
                 break
+            if upstream and os.path.exists(atflush) and FLUSH.search(data):
+                drop_others(a)
             if upstream and len(data) > 1024 and os.path.exists(stall):
                 print("swallowed %d" % len(data), flush=True)
                 continue

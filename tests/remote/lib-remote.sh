@@ -413,6 +413,78 @@ _resume_then_cleanup() {
 	_remote_cleanup
 }
 
+# start_conn_volatile [ARG...]: conn-volatile.py (a multi-conn disk that
+# drops a connection's unflushed writes when it closes) as nbdkit KIT,
+# 16 MiB, its stable store in $STORE; ARGs go to the plugin.  Sets MiB.
+start_conn_volatile() {
+	need_python_nbd
+	need_wbctl
+	nbdkit python --version >/dev/null 2>&1 ||
+		skip "nbdkit's python plugin (nbdkit-plugin-python) is not installed"
+	MiB=$((1 << 20))
+	STORE=$T/remote.img
+	start_nbdkit kit python "$SRCDIR/conn-volatile.py" file="$STORE" \
+		size=$((16 * MiB)) "$@"
+}
+
+# write_file_at OFF FILE [EXPORT]: FILE's bytes at OFF through wbd's
+# EXPORT (disk0), no FLUSH.
+write_file_at() {
+	"$PYTHON" - "$(uri_unix "${3:-disk0}")" "$1" "$2" <<'PY' || fail "writing through wbd"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2]))
+h.shutdown()
+PY
+}
+
+# on_stable_store STORE FILE OFFSET ...: each FILE's bytes are at its
+# OFFSET in STORE (a remote's stable store, conn-volatile.py's file),
+# after a FLUSH through wbd succeeded; fails saying how many blocks are
+# not.
+on_stable_store() {
+	"$PYTHON" - "$@" <<'PY' || fail "see above"
+import sys
+img = open(sys.argv[1], "rb").read()
+args = sys.argv[2:]
+for path, off in zip(args[0::2], args[1::2]):
+    data, off = open(path, "rb").read(), int(off)
+    got = img[off:off + len(data)]
+    if got != data:
+        bad = sum(got[i:i + 4096] != data[i:i + 4096]
+                  for i in range(0, len(data), 4096))
+        sys.exit("FAIL: after a FLUSH through wbd succeeded, %d of %d blocks "
+                 "at %d are not on the remote's stable store"
+                 % (bad, len(data) // 4096, off))
+PY
+}
+
+# write_half_pages URI OFFSET MIB SEED OUT: MIB of 4K pages, every other
+# page of the 2 MIB from OFFSET in a random order (SEED), 32 in flight,
+# no FLUSH; the 2 MIB's image (zeros between) into OUT.
+write_half_pages() {
+	"$PYTHON" - "$@" <<'PY'
+import nbd, os, random, sys
+uri, off, mib, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+random.seed(seed)
+pages = random.sample(range(0, (mib << 21) // 4096, 2), (mib << 20) // 4096)
+h = nbd.NBD()
+h.connect_uri(uri)
+img = bytearray(mib << 21)
+for p in pages:
+    buf = os.urandom(4096)
+    img[p * 4096:(p + 1) * 4096] = buf
+    h.aio_pwrite(buf, off + p * 4096)
+    while h.aio_in_flight() > 32:
+        h.poll(-1)
+while h.aio_in_flight() > 0:
+    h.poll(-1)
+h.shutdown()
+open(out, "wb").write(img)
+PY
+}
+
 _remote_cleanup() {
 	local rc=$? pid
 	trap - ERR

@@ -26,30 +26,8 @@ d = [d for d in json.load(sys.stdin)["devices"] if d["remote"]][0]
 print(d["link"]["write_behind_bytes"])'
 }
 
-# writes.py OFFSET MIB SEED: MIB of scattered 4K pages from OFFSET, no
-# FLUSH; their image into $T/img-SEED.
-cat >"$T/writes.py" <<'PY'
-import nbd, os, random, sys
-uri, off, mib, seed, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-random.seed(seed)
-pages = random.sample(range(0, (mib << 21) // 4096, 2), (mib << 20) // 4096)
-h = nbd.NBD()
-h.connect_uri(uri)
-img = bytearray(mib << 21)
-for p in pages:
-    buf = os.urandom(4096)
-    img[p * 4096:(p + 1) * 4096] = buf
-    h.aio_pwrite(buf, off + p * 4096)
-    while h.aio_in_flight() > 32:
-        h.poll(-1)
-while h.aio_in_flight() > 0:
-    h.poll(-1)
-h.shutdown()
-open(out, "wb").write(img)
-PY
-
 # 1. No FLUSH: the dirty data goes on its own, well before it expires.
-"$PYTHON" "$T/writes.py" "$(uri_unix slow)" 0 2 1 "$T/img-1" || fail "the writes failed"
+write_half_pages "$(uri_unix slow)" 0 2 1 "$T/img-1" || fail "the writes failed"
 wait_clean 20
 b=$(behind)
 ((b >= 2 << 20)) || fail "write-behind wrote $b bytes, not the 2 MiB written"
@@ -57,7 +35,7 @@ log "write-behind wrote $b bytes with no FLUSH"
 
 # 2. Yielding: while write-behind writes 4 MiB more, a FLUSH completes
 # and reads of the first part are served (and read what was written).
-"$PYTHON" "$T/writes.py" "$(uri_unix slow)" $((16 << 20)) 4 2 "$T/img-2" || fail "the writes failed"
+write_half_pages "$(uri_unix slow)" $((16 << 20)) 4 2 "$T/img-2" || fail "the writes failed"
 (($(dirty) > 0)) || log "write-behind had already written everything (a fast machine)"
 "$PYTHON" - "$(uri_unix slow)" "$T/img-1" <<'PY' || fail "reads or the FLUSH during write-behind failed"
 import nbd, sys
@@ -79,6 +57,6 @@ cmp "$T/img-2" "$T/remote-2" || fail "nbdkit does not hold the writes the FLUSH 
 # bound only: it is still dirty 2 s later, the expiry being 30 s).
 echo 'remote = { write_behind = false; };' >>"$CONF"
 reload_remote
-"$PYTHON" "$T/writes.py" "$(uri_unix slow)" $((32 << 20)) 1 3 "$T/img-3" || fail "the writes failed"
+write_half_pages "$(uri_unix slow)" $((32 << 20)) 1 3 "$T/img-3" || fail "the writes failed"
 sleep 2
 (($(dirty) > 0)) || fail "with write_behind = false, the dirty data went without a FLUSH"

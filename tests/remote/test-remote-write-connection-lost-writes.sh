@@ -12,17 +12,8 @@
 # writes and keep a FLUSHed one's, and the dropped writes are checked to
 # be wbd's written-back data, so the test can fail.
 source "${SRCDIR:-$(dirname "$0")}/lib-remote.sh"
-need_python_nbd
-need_wbctl
-nbdkit python --version >/dev/null 2>&1 ||
-	skip "nbdkit's python plugin (nbdkit-plugin-python) is not installed"
-
-MiB=$((1 << 20))
-SIZE=$((16 * MiB))
-STORE=$T/remote.img
 SLOW=$T/slow
-start_nbdkit kit python "$SRCDIR/conn-volatile.py" file="$STORE" \
-	size=$SIZE slow="$SLOW"
+start_conn_volatile slow="$SLOW"
 URI=$(kit_uri "$KIT_SOCK")
 
 # 0. One connection's unflushed write goes with it; a write any FLUSH
@@ -61,25 +52,14 @@ write_cache_config 64M 'dirty_expire_centisecs = 20; dirty_writeback_centisecs =
 add_remote_settings 'commit_interval_ms = 0; io_timeout_ms = 1000; reconnect_max_ms = 200;'
 start_wbd
 
-# write OFF FILE: FILE's bytes at OFF through wbd, no FLUSH.
-write_at() {
-	"$PYTHON" - "$(uri_unix disk0)" "$1" "$2" <<'PY' || fail "writing through wbd"
-import nbd, sys
-h = nbd.NBD()
-h.connect_uri(sys.argv[1])
-h.pwrite(open(sys.argv[3], "rb").read(), int(sys.argv[2]))
-h.shutdown()
-PY
-}
-
 # 1. Written back on the write connection and answered, never flushed.
 # A first write opens it (the writes before may go through libnbd).
 head -c 4096 /dev/urandom >"$T/first"
-write_at $((12 * MiB)) "$T/first"
+write_file_at $((12 * MiB)) "$T/first"
 wait_clean 30
 wait_remote_field write_connection True || fail "wbctl status: write_connection is not true"
 head -c $((4 * MiB)) /dev/urandom >"$T/a"
-write_at 0 "$T/a"
+write_file_at 0 "$T/a"
 wait_clean 30
 
 # 2. The next write on it gets no reply for 3 s (io_timeout_ms is 1 s):
@@ -88,7 +68,7 @@ wait_clean 30
 head -c 4096 /dev/urandom >"$T/b"
 mark=$(wc -l <"$T/kit.log")
 touch "$SLOW"
-write_at $((8 * MiB)) "$T/b"
+write_file_at $((8 * MiB)) "$T/b"
 # dropped_line: the first close after the mark that dropped anything.
 dropped_line() { tail -n +$((mark + 1)) "$T/kit.log" | grep -m1 'close: conn [0-9]* dropped [1-9]'; }
 for ((i = 0; i < 150; i++)); do
@@ -108,26 +88,8 @@ failures=$(remote_field write_connection_failures)
 log "the write connection timed out; the remote dropped $dropped blocks answered on it"
 
 # 3. A FLUSH that succeeds has it all on the stable store.
-# on_store FILE OFFSET ...: each FILE's bytes are at its OFFSET on the
-# remote's stable store, after a FLUSH through wbd succeeded.
-on_store() {
-	"$PYTHON" - "$STORE" "$@" <<'PY' || fail "see above"
-import sys
-img = open(sys.argv[1], "rb").read()
-args = sys.argv[2:]
-for path, off in zip(args[0::2], args[1::2]):
-    data, off = open(path, "rb").read(), int(off)
-    got = img[off:off + len(data)]
-    if got != data:
-        bad = sum(got[i:i + 4096] != data[i:i + 4096]
-                  for i in range(0, len(data), 4096))
-        sys.exit("FAIL: after a FLUSH through wbd succeeded, %d of %d blocks "
-                 "at %d are not on the remote's stable store"
-                 % (bad, len(data) // 4096, off))
-PY
-}
 flush_until_ok
-on_store "$T/a" 0 "$T/b" $((8 * MiB)) "$T/first" $((12 * MiB))
+on_stable_store "$STORE" "$T/a" 0 "$T/b" $((8 * MiB)) "$T/first" $((12 * MiB))
 redo=$(remote_field rewritten_after_loss_bytes)
 ((redo >= 4 * MiB)) || fail "rewritten_after_loss_bytes is $redo, expected at least 4 MiB"
 grep -q 'its remote was lost before a flush covered what was written to it: writing' "$LOG" ||
@@ -141,7 +103,7 @@ log "the FLUSH wrote $((redo >> 20)) MiB again: every byte on the stable store"
 rm -f "$SLOW"
 wait_remote_field write_connection True || fail "the write connection did not open again after its failure"
 head -c $((2 * MiB)) /dev/urandom >"$T/c"
-write_at $((4 * MiB)) "$T/c"
+write_file_at $((4 * MiB)) "$T/c"
 wait_clean 30
 redo0=$(remote_field rewritten_after_loss_bytes)
 mark=$(wc -l <"$T/kit.log")
@@ -150,7 +112,7 @@ grep -q 'write_connection = false;' "$CONF" || fail "could not edit $CONF"
 reload_remote
 # A write asks for the write connection: found off, it is closed.
 head -c 4096 /dev/urandom >"$T/d"
-write_at $((14 * MiB)) "$T/d"
+write_file_at $((14 * MiB)) "$T/d"
 wait_remote_field write_connection False || fail "write_connection = false left it open"
 for ((i = 0; i < 100; i++)); do
 	dropped_line >/dev/null && break
@@ -160,7 +122,7 @@ line=$(dropped_line) || fail "the remote did not drop the closed write connectio
 dropped=$(sed 's/.*dropped \([0-9]*\) blocks.*/\1/' <<<"$line")
 ((dropped >= 512)) || fail "the remote dropped $dropped blocks, not the 2 MiB written back on the write connection"
 flush_until_ok
-on_store "$T/c" $((4 * MiB)) "$T/d" $((14 * MiB))
+on_stable_store "$STORE" "$T/c" $((4 * MiB)) "$T/d" $((14 * MiB))
 redo=$(remote_field rewritten_after_loss_bytes)
 ((redo - redo0 >= 2 * MiB)) || fail "rewritten_after_loss_bytes grew by $((redo - redo0)), expected at least 2 MiB"
 log "write connection closed by a reload: the remote dropped $dropped blocks, the FLUSH wrote $(((redo - redo0) >> 20)) MiB again"
