@@ -337,8 +337,14 @@ bn_server_minor(const char *uri)
 	}
 	pthread_mutex_unlock(&bn_servers_lock);
 	free(key);
-	if (minor < 0)
+	if (minor < 0) {
+		log_warnx("%s: %u remote servers named since wbd started, the "
+			  "most it numbers (a server's device, %u:N, is kept "
+			  "until wbd restarts, whether an export still uses "
+			  "it or not): restart wbd to serve from another",
+		    uri, BN_MAX_SERVERS, BN_MAJOR);
 		errno = ENFILE;
+	}
 	return minor;
 }
 
@@ -2278,7 +2284,7 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	    rc ? rc->max_readahead_bytes : 64u << 20);
 	bn->uri = strdup(uri);
 	int minor = bn->uri ? bn_server_minor(uri) : -1;
-	if (bn->uri && minor < 0)
+	if (bn->uri && minor < 0 && errno == EINVAL)
 		log_warnx("%s: expected an NBD URI naming a server "
 			  "(nbd://HOST[:PORT]/EXPORT or "
 			  "nbd+unix:///EXPORT?socket=PATH)",
@@ -2290,7 +2296,9 @@ bn_new(const char *uri, const struct remote_conf *rc)
 		pthread_cond_destroy(&bn->cond);
 		free(bn->uri);
 		free(bn);
-		errno = minor < 0 && saved != ENOMEM ? EINVAL : saved;
+		errno = minor < 0 && saved != ENOMEM && saved != ENFILE ?
+		    EINVAL :
+		    saved;
 		return NULL;
 	}
 	bn->b.dev = makedev(BN_MAJOR, (unsigned)minor);

@@ -79,7 +79,11 @@ daemon_get_dev(struct daemon *d, const struct backend *b)
 	store_relaxed(&dev->min_ratio, lo);
 	store_relaxed(&dev->max_ratio, hi);
 	if (load_relaxed(&d->n_devs) >= DAEMON_MAX_DEVS) {
-		log_warnx("more than %u writeback devices", DAEMON_MAX_DEVS);
+		log_warnx("device %s: %u writeback devices made since wbd "
+			  "started, the most it keeps (a device is kept until "
+			  "wbd restarts, whether an export still uses it or "
+			  "not): restart wbd to add another",
+		    b->dev_name, DAEMON_MAX_DEVS);
 		wb_dev_free(dev);
 		return NULL;
 	}
@@ -871,15 +875,23 @@ daemon_accept(void *arg, int fd, const char *peer, const char *client,
 
 /*
  * Each connection is a descriptor: raise the soft RLIMIT_NOFILE to the
- * hard one, and say so if even that does not cover limits.max_connections
- * (plus a margin for listeners, backends, the control socket and the
- * event loops).
+ * hard one, and say so if even that does not cover limits.max_connections,
+ * the connections each remote export may open to its remote (at most
+ * remote.max_connections, two descriptors each: libnbd's socket and
+ * wbd's wake-up for it), and a margin for listeners, files, write logs,
+ * the control socket and the event loops.  Counted for the exports at
+ * start-up.
  */
 static void
 daemon_raise_nofile(struct daemon *d)
 {
 	struct rlimit rl;
-	rlim_t want = (rlim_t)d->cfg.limits.max_connections + 256;
+	unsigned remotes = 0;
+
+	for (size_t i = 0; i < d->cfg.n_exports; i++)
+		remotes += backend_is_uri(d->cfg.exports[i].backing);
+	rlim_t to_remotes = (rlim_t)remotes * d->cfg.remote.max_connections * 2;
+	rlim_t want = (rlim_t)d->cfg.limits.max_connections + to_remotes + 256;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
@@ -891,11 +903,15 @@ daemon_raise_nofile(struct daemon *d)
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
 		log_warnx(
 		    "the open file limit (%llu) does not cover "
-		    "limits.max_connections (%u) and wbd's own files: "
-		    "raise it (LimitNOFILE=, ulimit -n) or lower "
-		    "limits.max_connections; clients beyond it are refused",
+		    "limits.max_connections (%u), %llu for the connections "
+		    "of %u remote export(s) (remote.max_connections %u, two "
+		    "files each) and wbd's own files (%llu in all): raise it "
+		    "(LimitNOFILE=, ulimit -n) or lower limits.max_connections; "
+		    "clients beyond it are refused",
 		    (unsigned long long)rl.rlim_cur,
-		    d->cfg.limits.max_connections);
+		    d->cfg.limits.max_connections,
+		    (unsigned long long)to_remotes, remotes,
+		    d->cfg.remote.max_connections, (unsigned long long)want);
 }
 
 int
