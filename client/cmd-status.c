@@ -336,6 +336,64 @@ status_link(FILE *f, const char *dev, const json_t *lk)
 		"");
 }
 
+/*
+ * A remote device's link settings and what its reads and FLUSHes did
+ * (LK: its link, R: its remote), a line each: the settings are shown
+ * before the link is measured.
+ */
+static void
+status_remote_link(FILE *f, const char *dev, const json_t *lk, const json_t *r)
+{
+	char a[32], b[32], c[32], e[32];
+
+	if (!json_is_object(lk))
+		return;
+	status_named(f, dev,
+	    "writeback window: at least %llu write(s) "
+	    "(min_writeback_inflight), at most %s in flight "
+	    "(max_writeback_inflight_bytes); write-behind %s%s%s",
+	    (unsigned long long)jget_u64(lk, "min_inflight_writes", 0),
+	    wbctl_human(jget_u64(lk, "max_inflight_bytes", 0), a, sizeof a),
+	    jget_bool(lk, "write_behind") ? "on" : "off",
+	    jget_bool(lk, "write_behind") ? ", leaves a FLUSHing client's "
+					    "pages to its FLUSHes for " :
+					    "",
+	    jget_bool(lk, "write_behind") ?
+		fmt_ms(jget_u64(lk, "write_behind_defer_ms", 0), b, sizeof b) :
+		"");
+	uint64_t rrtt = jget_u64(lk, "read_round_trip_us", 0);
+	status_named(f, dev,
+	    "reads: round trip %s, %s/s; window %llu read(s), at most %llu "
+	    "in flight; read ahead %s, at most %s (max_readahead_bytes)",
+	    rrtt ? fmt_us(rrtt, a, sizeof a) : "-",
+	    wbctl_human(jget_u64(lk, "read_bandwidth_bytes_per_s", 0), b,
+		sizeof b),
+	    (unsigned long long)jget_u64(lk, "window_reads", 0),
+	    (unsigned long long)jget_u64(lk, "reads_in_flight_max", 0),
+	    wbctl_human(jget_u64(lk, "readahead_bytes", 0), c, sizeof c),
+	    wbctl_human(jget_u64(lk, "max_readahead_bytes", 0), e, sizeof e));
+	status_named(f, dev,
+	    "FLUSHes: %llu sent to the remote, %llu shared, %llu merged, "
+	    "%llu joined a pass under way, %llu made by FUA (a run of up to "
+	    "%llu: fua_max_runs); %llu FUA write(s)",
+	    (unsigned long long)jget_u64(lk, "flushes_sent", 0),
+	    (unsigned long long)jget_u64(lk, "flushes_shared", 0),
+	    (unsigned long long)jget_u64(lk, "flushes_merged", 0),
+	    (unsigned long long)jget_u64(lk, "flushes_joined", 0),
+	    (unsigned long long)jget_u64(lk, "flushes_by_fua", 0),
+	    (unsigned long long)jget_u64(lk, "fua_max_runs", 0),
+	    (unsigned long long)jget_u64(lk, "fua_writes", 0));
+	status_named(f, dev,
+	    "lost connections: %llu reconnection(s) (%llu failed), %llu "
+	    "write(s) met one; the read connection failed %llu time(s), "
+	    "the write connections %llu",
+	    (unsigned long long)jget_u64(r, "reconnects", 0),
+	    (unsigned long long)jget_u64(r, "failed_reconnects", 0),
+	    (unsigned long long)jget_u64(r, "writes_on_lost_connections", 0),
+	    (unsigned long long)jget_u64(r, "read_connection_failures", 0),
+	    (unsigned long long)jget_u64(r, "write_connection_failures", 0));
+}
+
 /* The work queued or running, by reason: "background, periodic, flush
  * 2"; "" if none. */
 static const char *
@@ -508,6 +566,7 @@ status_devices(FILE *f, const json_t *devices)
 		    (unsigned long long)jget_u64(r, "connect_timeout_ms", 0),
 		    (unsigned long long)jget_u64(r, "io_timeout_ms", 0),
 		    (unsigned long long)jget_u64(r, "reconnect_max_ms", 0));
+		status_remote_link(f, dev, json_object_get(d, "link"), r);
 		uint64_t redo = jget_u64(r, "rewritten_after_loss_bytes", 0);
 		if (redo)
 			status_named(f, dev,
@@ -630,7 +689,8 @@ status_limits(FILE *f, const json_t *lim)
 		    "handshake within %llu s, %llu timed out; stall timeout "
 		    "%llu s, %llu stalled; %llu client error(s); CACHE %llu at "
 		    "once a device (max_cache_requests), %llu answered "
-		    "without prefetching",
+		    "without prefetching; requests of up to %s "
+		    "(max_request_bytes)",
 		    (unsigned long long)jget_u64(lim,
 			"max_requests_per_connection", 0),
 		    wbctl_human(jget_u64(lim,
@@ -644,7 +704,9 @@ status_limits(FILE *f, const json_t *lim)
 		    (unsigned long long)jget_u64(lim, "client_errors", 0),
 		    (unsigned long long)jget_u64(lim, "max_cache_requests", 0),
 		    (unsigned long long)jget_u64(lim, "cache_requests_skipped",
-			0));
+			0),
+		    wbctl_human(jget_u64(lim, "max_request_bytes", 0), p,
+			sizeof p));
 }
 
 /* Where the daemon's memory is (the memory object, if it has one). */
@@ -776,12 +838,13 @@ status_print(FILE *f, const json_t *ans)
 	    wbctl_human(jget_u64(c, "writeback_bytes", 0), e, sizeof e));
 	status_text(f, 2, 4,
 	    "hits %llu, misses %llu, evictions %llu; read ahead %s, %llu "
-	    "read-ahead hits",
+	    "read-ahead hits; at most %s at once (readahead_bytes)",
 	    (unsigned long long)jget_u64(c, "hits", 0),
 	    (unsigned long long)jget_u64(c, "misses", 0),
 	    (unsigned long long)jget_u64(c, "evictions", 0),
 	    wbctl_human(jget_u64(c, "readahead_bytes", 0), a, sizeof a),
-	    (unsigned long long)jget_u64(c, "readahead_hits", 0));
+	    (unsigned long long)jget_u64(c, "readahead_hits", 0),
+	    wbctl_human(jget_u64(c, "readahead_limit_bytes", 0), b, sizeof b));
 	status_text(f, 2, 4,
 	    "writes received straight into cache pages %s, %llu time(s) "
 	    "through a buffer instead",

@@ -295,6 +295,8 @@ ctl_link_json(struct wb_dev *dev, struct backend *b)
 	ctl_set_u64(o, "window_reads", l.read_window);
 	ctl_set_u64(o, "reads_in_flight_max", l.reads_inflight_max);
 	ctl_set_u64(o, "readahead_bytes", l.readahead_bytes);
+	ctl_set_u64(o, "max_readahead_bytes",
+	    remote ? load_relaxed(&b->max_readahead_bytes) : 0);
 	ctl_set_u64(o, "flushes_sent", load_relaxed(&dev->flushes_sent));
 	ctl_set_u64(o, "flushes_shared", load_relaxed(&dev->flushes_shared));
 	ctl_set_u64(o, "flushes_by_fua", load_relaxed(&dev->flushes_by_fua));
@@ -679,6 +681,11 @@ ctl_status_build(struct daemon *d, bool draining)
 	    ctl_tls_json(d));
 	if (o) {
 		json_object_set_new(o, "requests", requests);
+		/* The setting cache.readahead_bytes ("readahead_bytes" above
+		 * is what is cached of read-ahead). */
+		json_object_set_new(json_object_get(o, "cache"),
+		    "readahead_limit_bytes",
+		    json_integer((json_int_t)d->cfg.cache.readahead_bytes));
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));
 		json_object_set_new(o, "io_threads",
 		    json_pack("{s:I, s:I}", "configured",
