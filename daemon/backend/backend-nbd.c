@@ -703,9 +703,21 @@ bn_connect_slot_locked(struct backend_nbd *bn, struct bn_conn *slot,
  * and failed as if the remote were away: a FLUSH's EIO with the remote
  * up.  Otherwise waits until WAIT_UNTIL_NS (monotonic).  NULL: *ERR is
  * set.
+ *
+ * OLDEST (a FLUSH): the connection open longest, however busy.  A FLUSH
+ * covers what the server it reaches answered; one sent on a connection
+ * opened later than another that carried writes may reach a server that
+ * came back after a power cut, while the other, idle since and closed by
+ * nothing, still looks open: what it carried is gone, and nothing says
+ * so.  The one open longest reaches the oldest server still answering:
+ * every connection opened since reached that one too (or is failing),
+ * and a connection is closed only with a loss counted (its unflushed
+ * writes written again).  A server that went away without a word fails
+ * the FLUSH there, and that is counted.
  */
 static struct bn_conn *
-bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
+bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, bool oldest,
+    int *err)
 {
 	unsigned depth = load_relaxed(&bn->conn_depth);
 	uint64_t reconnect_until = 0;
@@ -732,13 +744,15 @@ bn_conn_get(struct backend_nbd *bn, uint64_t wait_until_ns, int *err)
 				if (!free_slot)
 					free_slot = c;
 			} else if (!c->retired &&
-			    (!best || c->inflight < best->inflight)) {
+			    (!best ||
+				(oldest ? c->opened_ns < best->opened_ns :
+					  c->inflight < best->inflight))) {
 				best = c;
 			}
 		}
 		if (best &&
-		    (best->inflight < depth || !free_slot || bn->connecting ||
-			now < bn->grow_after_ns ||
+		    (oldest || best->inflight < depth || !free_slot ||
+			bn->connecting || now < bn->grow_after_ns ||
 			!bn_may_open_locked(bn, "libnbd"))) {
 			best->inflight++;
 			pthread_mutex_unlock(&bn->lock);
@@ -1153,8 +1167,8 @@ bn_run(struct backend_nbd *bn, enum bn_op op, void *buf, uint32_t count,
 	for (;;) {
 		struct bn_cmd cmd = { 0 };
 		int err = 0;
-		struct bn_conn *c =
-		    bn_conn_get(bn, is_read ? deadline : 0, &err);
+		struct bn_conn *c = bn_conn_get(bn, is_read ? deadline : 0,
+		    op == BN_FLUSH, &err);
 		if (!c)
 			return is_read ? -EIO : -err;
 		int r = bn_start(bn, c, op, buf, count, off, flags, &cmd);
@@ -1686,7 +1700,7 @@ bn_pwrite_start(struct backend *b, const void *buf, uint32_t count,
 		bn_own_put(bn, io->own, io->nr, false);
 		io->nr = NULL;
 	}
-	io->c = bn_conn_get(bn, 0, &err);
+	io->c = bn_conn_get(bn, 0, false, &err);
 	if (!io->c) {
 		free(io);
 		return -err;
@@ -1761,7 +1775,7 @@ bn_pread_start(struct backend *b, void *buf, uint32_t count, uint64_t off,
 	}
 	/* The least busy connection (a multi-conn remote gets more as they
 	 * are busy), as writes go: the window's reads spread. */
-	io->c = bn_conn_get(bn, io->deadline, &err);
+	io->c = bn_conn_get(bn, io->deadline, false, &err);
 	if (io->c &&
 	    bn_start(bn, io->c, BN_PREAD, buf, count, off, 0, &io->cmd) < 0) {
 		bn_conn_put(bn, io->c);

@@ -14,6 +14,12 @@
 # their ends, removes CONTROL.atflush, prints "atflush dropped N", and
 # goes on to the remote: connections closed while a FLUSH is on its way
 # (a server restarting, one that drops connections), the FLUSH answered.
+# When the file CONTROL.freeze appears, every connection through the
+# proxy then is frozen: the remote's end is closed (the server sees the
+# client go), the client's is left open and what the client sends on it
+# is swallowed, unanswered; it prints "froze N" and removes the file.  A
+# remote host that lost power and came back: the client hears nothing
+# of it on its old connections, and its new ones reach the server again.
 import os
 import re
 import socket
@@ -24,6 +30,8 @@ import time
 listen, target, control = sys.argv[1:4]
 stall = control + ".stall"
 atflush = control + ".atflush"
+freeze = control + ".freeze"
+frozen = set()
 FLUSH = re.compile(rb"\x25\x60\x95\x13..\x00\x03", re.S)
 lock = threading.Lock()
 live = []
@@ -56,6 +64,8 @@ def pump(a, b, upstream):
             data = a.recv(1 << 20)
             if not data:
                 break
+            if (a if upstream else b) in frozen:
+                continue
             if upstream and os.path.exists(atflush) and FLUSH.search(data):
                 drop_others(a)
             if upstream and len(data) > 1024 and os.path.exists(stall):
@@ -64,7 +74,8 @@ def pump(a, b, upstream):
             b.sendall(data)
     except OSError:
         pass
-    shut(a, b)
+    # A frozen connection's client end stays open, and silent.
+    shut(*[s for s in (a, b) if s not in frozen])
 
 
 def accept_loop(srv):
@@ -88,6 +99,15 @@ srv.listen(64)
 os.rename(listen + ".tmp", listen)  # there once it listens
 threading.Thread(target=accept_loop, args=(srv,), daemon=True).start()
 while True:
+    if os.path.exists(freeze):
+        with lock:
+            pairs = live[:]
+            live.clear()
+        for c, t in pairs:
+            frozen.add(c)
+            shut(t)
+        print("froze %d" % len(pairs), flush=True)
+        os.unlink(freeze)
     if os.path.exists(control):
         with lock:
             pairs = live[:]
