@@ -86,7 +86,8 @@
  * writing to it directly; wbd's write 2.1-2.7 s at 16, 3.3-4.1 at 1.
  * A remote that serves one command of a connection at a time (nbdkit
  * --threads 1, a plugin that serializes requests) wants 1. */
-#define BN_CONN_DEPTH REMOTE_DEFAULT_CONN_DEPTH
+static_assert(REMOTE_DEFAULT_CONN_DEPTH == 16,
+    "remote.conn_depth's default is the one measured above");
 #define BN_BACKOFF_MIN_MS       100
 #define BN_GROW_RETRY_MS        1000    /* after failing to add a connection */
 #define BN_POLL_SLICE_MS        1000
@@ -2250,14 +2251,16 @@ bn_learn(struct backend_nbd *bn, struct nbd_handle *h, uint64_t size_bytes,
 	return 0;
 }
 
-/* A backend for URI with REMOTE's settings, not yet connected; NULL with
- * errno set. */
+/* A backend for URI with RC's settings (the daemon's remote group, its
+ * defaults from the settings table: never NULL), not yet connected; NULL
+ * with errno set. */
 static struct backend_nbd *
 bn_new(const char *uri, const struct remote_conf *rc)
 {
 	struct backend_nbd *bn = calloc(1, sizeof *bn);
 	pthread_condattr_t ca;
 
+	assert(rc);
 	if (!bn)
 		return NULL;
 	lock_init(&bn->lock);
@@ -2267,35 +2270,26 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	pthread_condattr_destroy(&ca);
 	for (unsigned i = 0; i < BN_MAX_CONNS; i++)
 		bn->conns[i].wake_fd = -1;
-	store_relaxed(&bn->connect_timeout_ms,
-	    rc ? rc->connect_timeout_ms : 10000);
-	store_relaxed(&bn->reconnect_max_ms, rc ? rc->reconnect_max_ms : 5000);
-	store_relaxed(&bn->io_timeout_ns,
-	    (rc ? rc->io_timeout_ms : 30000) * NS_PER_MS);
-	store_relaxed(&bn->read_connection, rc ? rc->read_connection : true);
-	store_relaxed(&bn->write_connection, rc ? rc->write_connection : true);
-	store_relaxed(&bn->max_connections,
-	    rc ? rc->max_connections : REMOTE_MAX_CONNECTIONS);
+	store_relaxed(&bn->connect_timeout_ms, rc->connect_timeout_ms);
+	store_relaxed(&bn->reconnect_max_ms, rc->reconnect_max_ms);
+	store_relaxed(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS);
+	store_relaxed(&bn->read_connection, rc->read_connection);
+	store_relaxed(&bn->write_connection, rc->write_connection);
+	store_relaxed(&bn->max_connections, rc->max_connections);
 	bn->rd = (struct bn_own){ .bn = bn, .what = "read" };
 	for (unsigned i = 0; i < BN_WR_CONNS; i++)
 		bn->wr[i] =
 		    (struct bn_own){ .bn = bn, .what = "write", .write = true };
-	store_relaxed(&bn->conn_depth, rc ? rc->conn_depth : BN_CONN_DEPTH);
-	store_relaxed(&bn->b.unflushed_max, rc ? rc->unflushed_ranges : 1024);
-	store_relaxed(&bn->b.commit_ms, rc ? rc->commit_interval_ms : 50);
+	store_relaxed(&bn->conn_depth, rc->conn_depth);
+	store_relaxed(&bn->b.unflushed_max, rc->unflushed_ranges);
+	store_relaxed(&bn->b.commit_ms, rc->commit_interval_ms);
 	store_relaxed(&bn->b.max_inflight_bytes,
-	    rc ? rc->max_writeback_inflight_bytes : 64u << 20);
-	store_relaxed(&bn->b.min_inflight,
-	    rc ? rc->min_writeback_inflight :
-		 REMOTE_DEFAULT_MIN_WRITEBACK_INFLIGHT);
-	store_relaxed(&bn->b.write_behind, rc ? rc->write_behind : true);
-	store_relaxed(&bn->b.behind_defer_ms,
-	    rc ? rc->write_behind_defer_ms :
-		 REMOTE_DEFAULT_WRITE_BEHIND_DEFER_MS);
-	store_relaxed(&bn->b.fua_max_runs,
-	    rc ? rc->fua_max_runs : REMOTE_DEFAULT_FUA_MAX_RUNS);
-	store_relaxed(&bn->b.max_readahead_bytes,
-	    rc ? rc->max_readahead_bytes : 64u << 20);
+	    rc->max_writeback_inflight_bytes);
+	store_relaxed(&bn->b.min_inflight, rc->min_writeback_inflight);
+	store_relaxed(&bn->b.write_behind, rc->write_behind);
+	store_relaxed(&bn->b.behind_defer_ms, rc->write_behind_defer_ms);
+	store_relaxed(&bn->b.fua_max_runs, rc->fua_max_runs);
+	store_relaxed(&bn->b.max_readahead_bytes, rc->max_readahead_bytes);
 	bn->uri = strdup(uri);
 	int minor = bn->uri ? bn_server_minor(uri) : -1;
 	if (bn->uri && minor < 0 && errno == EINVAL)
