@@ -689,7 +689,8 @@ status_limits(FILE *f, const json_t *lim)
 		    "handshake within %llu s, %llu timed out; stall timeout "
 		    "%llu s, %llu stalled; %llu client error(s); CACHE %llu at "
 		    "once a device (max_cache_requests), %llu answered "
-		    "without prefetching; requests of up to %s "
+		    "without prefetching, %llu cut short at %llu%% of the "
+		    "cache (max_cache_share); requests of up to %s "
 		    "(max_request_bytes)",
 		    (unsigned long long)jget_u64(lim,
 			"max_requests_per_connection", 0),
@@ -705,6 +706,8 @@ status_limits(FILE *f, const json_t *lim)
 		    (unsigned long long)jget_u64(lim, "max_cache_requests", 0),
 		    (unsigned long long)jget_u64(lim, "cache_requests_skipped",
 			0),
+		    (unsigned long long)jget_u64(lim, "cache_requests_cut", 0),
+		    (unsigned long long)jget_u64(lim, "max_cache_share", 0),
 		    wbctl_human(jget_u64(lim, "max_request_bytes", 0), p,
 			sizeof p));
 }

@@ -234,6 +234,8 @@ struct limits_conf {
 	unsigned handshake_timeout_s; /* to finish the handshake, default 30 */
 	unsigned max_cache_requests;  /* NBD_CMD_CACHE carried out at once on
 	                                 a device, default 2 */
+	unsigned max_cache_share;     /* percent of the cache one
+	                                 NBD_CMD_CACHE reads, default 25 */
 	unsigned client_ipv6_prefix;  /* an IPv6 client is its address cut to
 	                                 this many bits (peer_client_key),
 	                                 default 128 (whole) */

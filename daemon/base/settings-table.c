@@ -297,6 +297,9 @@ const struct setting settings_table[] = {
 	    .type = SETTING_UINT, .unit = "requests", .min = 1, .max = 1024,
 	    .def = 2,
 	    .doc = "NBD_CMD_CACHE requests carried out at once on a device" },
+	{ LIMITS(max_cache_share), .name = "max_cache_share",
+	    .type = SETTING_UINT, .unit = "%", .min = 1, .max = 100, .def = 25,
+	    .doc = "the most of the cache one NBD_CMD_CACHE request reads" },
 
 	{ TLS(mode), .name = "mode", .type = SETTING_ENUM, .unit = "",
 	    .max = 16, .names = settings_tls_modes, .def = TLS_OFF,

@@ -657,6 +657,11 @@ ctl_status_build(struct daemon *d, bool draining)
 		    json_integer(lc->local_idle_timeout_s));
 		json_object_set_new(limits, "idle_closed",
 		    json_integer((json_int_t)conn_idle_closed()));
+		json_object_set_new(limits, "max_cache_share",
+		    json_integer(lc->max_cache_share));
+		json_object_set_new(limits, "cache_requests_cut",
+		    json_integer(
+			(json_int_t)load_relaxed(&d->wb.prefetch_cut)));
 	}
 	json_t *o = json_pack("{s:b, s:i, s:s, s:i, s:I,"
 			      " s:{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I,"

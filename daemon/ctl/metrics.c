@@ -130,6 +130,9 @@ static const struct metrics_row metrics_limit_rows[] = {
 	    "NBD_CMD_CACHE requests answered without prefetching "
 	    "(limits.max_cache_requests being carried out on the "
 	    "device)." },
+	{ "cache_requests_cut", "wbd_cache_requests_cut_total", COUNTER, 1,
+	    "NBD_CMD_CACHE requests cut short at limits.max_cache_share of "
+	    "the cache." },
 	{ "client_errors", "wbd_client_errors_total", COUNTER, 1,
 	    "Clients' errors: rejected requests, oversized options, bad "
 	    "magic." },

@@ -160,7 +160,8 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 	    oc->limits.handshake_timeout_s != nc->limits.handshake_timeout_s ||
 	    oc->limits.max_request_bytes != nc->limits.max_request_bytes ||
 	    oc->limits.client_ipv6_prefix != nc->limits.client_ipv6_prefix ||
-	    oc->limits.max_cache_requests != nc->limits.max_cache_requests)
+	    oc->limits.max_cache_requests != nc->limits.max_cache_requests ||
+	    oc->limits.max_cache_share != nc->limits.max_cache_share)
 		reload_note(msg, msglen,
 		    "connection limits changed: needs a "
 		    "restart");

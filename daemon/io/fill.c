@@ -34,8 +34,9 @@
 /* Read-ahead on a remote goes in pieces of at most this, each a read of
  * its own in the window: in flight together, not one after another. */
 #define FILL_RA_PIECE_BYTES (1u << 20)
-/* NBD_CMD_CACHE takes at most 1/FILL_PREFETCH_SHARE of the cache. */
-#define FILL_PREFETCH_SHARE 4
+/* The line saying limits.max_cache_share cut a CACHE short, at most
+ * this often. */
+#define FILL_PREFETCH_CUT_LOG_NS (10ull * 1000000000ull)
 /* Read-ahead: after this many sequential reads, windows from this size. */
 #define FILL_RA_STREAK 3
 #define FILL_RA_MIN_BYTES (128u << 10)
@@ -416,12 +417,30 @@ fill_page(struct wb_target *t, uint64_t index)
 	return r;
 }
 
+/* An NBD_CMD_CACHE of T's read what limits.max_cache_share allows and
+ * leaves LEFT bytes unread: counted, and said at most every 10 s. */
+static void
+fill_prefetch_cut(struct wb_target *t, uint64_t left)
+{
+	unsigned quiet;
+
+	add_relaxed(&t->wb->prefetch_cut, 1);
+	if (ratelimit_due(&t->wb->prefetch_cut_rl, FILL_PREFETCH_CUT_LOG_NS,
+		&quiet))
+		log_info("export \"%s\": a CACHE request reached "
+			 "limits.max_cache_share (%llu page(s)); %llu "
+			 "byte(s) of it not read (%u more such since the "
+			 "last line)",
+		    t->name, (unsigned long long)t->wb->prefetch_max_pages,
+		    (unsigned long long)left, quiet);
+}
+
 int
 fill_prefetch(struct wb_target *t, uint64_t off, uint64_t len)
 {
 	uint64_t ps = t->wb->page_size, total = t->wb->total_pages;
 	uint64_t piece = (uint64_t)load_relaxed(&t->wb->max_run_pages) * ps;
-	uint64_t budget = total / FILL_PREFETCH_SHARE;
+	uint64_t budget = t->wb->prefetch_max_pages;
 
 	while (len > 0) {
 		/* To the next piece boundary: aligned reads after the first. */
@@ -429,8 +448,12 @@ fill_prefetch(struct wb_target *t, uint64_t off, uint64_t len)
 		    piece - off % piece < len ? piece - off % piece : len;
 		uint64_t pages = (off + n - 1) / ps - off / ps + 1;
 		uint64_t clean = total - cache_unwritten_pages(t->wb->cache);
-		if (pages > budget || pages > clean / 2)
+		if (pages > clean / 2)
 			break;
+		if (pages > budget) {
+			fill_prefetch_cut(t, len);
+			break;
+		}
 		struct fill_read r = { .t = t,
 			.off = off,
 			.len = (uint32_t)n,

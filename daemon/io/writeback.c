@@ -116,6 +116,8 @@ wb_ctl_init(struct wb_ctl *wb, struct cache *cache,
 	wb->page_size = cache_page_size(cache);
 	wb->total_pages = st.pages_total;
 	wb->readahead_bytes = cfg->cache.readahead_bytes;
+	wb->prefetch_max_pages =
+	    wb->total_pages * cfg->limits.max_cache_share / 100;
 	wb_ctl_update(wb, &cfg->writeback);
 }
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ratelimit.h"
 #include "job.h"
 
 struct backend;
@@ -199,6 +200,11 @@ struct wb_ctl {
 	_Atomic unsigned writeback_cs;  /* dirty_writeback_centisecs, 0: off */
 	_Atomic int stopping;     /* shutting down: stop holding writers */
 	uint32_t readahead_bytes; /* cache.readahead_bytes (fill.c) */
+	/* limits.max_cache_share (fill.c): an NBD_CMD_CACHE reads at most
+	 * this many pages; the requests it cut short, and their line. */
+	uint64_t prefetch_max_pages;
+	_Atomic uint64_t prefetch_cut;
+	struct ratelimit prefetch_cut_rl;
 };
 
 /* The run-time thresholds of a struct wb_ctl, as read at one moment. */

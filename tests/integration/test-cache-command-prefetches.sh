@@ -6,8 +6,10 @@
 #     backing device (its read_bytes stay) and counts cache hits, no miss;
 #     the data is the backing file's;
 #  2. it is bounded: asked for far more than the cache, it reads at most a
-#     quarter of the cache, and the dirty data in the cache is all still
-#     there (dirty data is never evicted for it).
+#     quarter of the cache (limits.max_cache_share's default), counted in
+#     limits.cache_requests_cut and logged, and the dirty data in the
+#     cache is all still there (dirty data is never evicted for it);
+#  3. with limits.max_cache_share = 10, at most a tenth.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need_python_nbd
 need cmp
@@ -70,9 +72,44 @@ s4 = status()
 read = dev_reads(s4, "big") - dev_reads(s3, "big")
 print("CACHE of 256 MiB through a 32 MiB cache read %d MiB" % (read // MiB))
 assert 0 < read <= 8 * MiB, "CACHE read %d bytes: more than a quarter of the cache" % read
+assert read > 4 * MiB, "CACHE read %d bytes: less than the quarter it may" % read
+assert s4["limits"]["max_cache_share"] == 25, s4["limits"]
+cut = s4["limits"]["cache_requests_cut"] - s3["limits"]["cache_requests_cut"]
+assert cut == 1, "limits.cache_requests_cut grew by %d, not 1" % cut
 assert export(s4, "big")["dirty_bytes"] == 8 * MiB, export(s4, "big")
 assert h.pread(MiB, 100 * MiB) == b"\x5a" * MiB
 h.shutdown()
 PY
 	fail "see above"
+assert_alive
+grep -q 'a CACHE request reached limits.max_cache_share' "$LOG" ||
+	fail "no log line for the CACHE request cut short"
+
+# 3. A tenth of the cache (a restart applies it).
+stop_wbd
+echo 'limits = { max_cache_share = 10; };' >>"$CONF"
+start_wbd
+"$PYTHON" - "$(uri_unix big)" "$WBCTL" "$T/control.sock" <<'PY' || fail "see above"
+import json, nbd, subprocess, sys
+big, wbctl, ctl = sys.argv[1:4]
+MiB = 1 << 20
+def status():
+    return json.loads(subprocess.run([wbctl, "-s", ctl, "status", "--json"],
+                                     check=True, capture_output=True,
+                                     text=True).stdout)
+def reads(st):
+    dev = next(e["device"] for e in st["exports"] if e["name"] == "big")
+    return next(d["read_bytes"] for d in st["devices"] if d["device"] == dev)
+s0 = status()
+assert s0["limits"]["max_cache_share"] == 10, s0["limits"]
+h = nbd.NBD()
+h.connect_uri(big)
+h.cache(256 * MiB, 0)
+s1 = status()
+read = reads(s1) - reads(s0)
+print("with max_cache_share = 10: CACHE of 256 MiB read %d KiB" % (read // 1024))
+assert 0 < read <= 32 * MiB // 10, "CACHE read %d bytes: more than a tenth of the cache" % read
+assert s1["limits"]["cache_requests_cut"] == 1, s1["limits"]
+h.shutdown()
+PY
 assert_alive
