@@ -11,8 +11,11 @@
 # certificate made with certtool for the TLS step, and boots it in
 # qemu-system-x86_64 with no network card, KVM when /dev/kvm can be opened
 # and TCG otherwise (and under TCG again when KVM stops qemu before the
-# guest has run: a /dev/kvm that opens but does not work, as on machines
-# whose hypervisor does not nest it).
+# guest has run, or the guest under it says nothing for
+# WBD_VM_KVM_PROBE_S: a /dev/kvm that opens but does not work, as on
+# machines whose hypervisor does not nest it; one such booted a guest
+# that spun at 100% of a CPU after "Probing EDD" until the 25-minute
+# timeout).
 # The guest (tests/vm/guest-init.sh) runs the test and powers off; this
 # script reads the serial console's log.
 #
@@ -27,6 +30,8 @@
 #   WBD_VM_KERNEL_DEB  a linux-image .deb to use instead of downloading one
 #   WBD_VM_ACCEL       kvm or tcg, instead of choosing
 #   WBD_VM_TIMEOUT     seconds before the guest is stopped (default 1500)
+#   WBD_VM_KVM_PROBE_S seconds a guest under KVM has to say its first
+#                      step before KVM is taken for broken (default 90)
 #   KEEP_TMP=1         keep the temporary directory (initramfs, serial log)
 set -uo pipefail
 
@@ -285,6 +290,7 @@ esac
 
 LOG=$T/serial.log
 TIMEOUT=${WBD_VM_TIMEOUT:-1500}
+KVM_PROBE_S=${WBD_VM_KVM_PROBE_S:-90}
 
 # boot ACCEL: run the guest to its end; sets qemu_rc and elapsed.
 boot() {
@@ -303,6 +309,21 @@ boot() {
 	# Show the guest's steps as they come.
 	tail -F -n +1 --pid="$QEMU_PID" "$LOG" 2>/dev/null |
 		grep --line-buffered '^WBD-VM: ' | sed -u 's/\r$//' >&2 &
+	# Under KVM a guest that has said nothing by now never will.
+	kvm_silent=
+	if [[ $1 == kvm && -z ${WBD_VM_ACCEL:-} ]]; then
+		local waited
+		for ((waited = 0; waited < KVM_PROBE_S * 10; waited++)); do
+			grep -aq '^WBD-VM: ' "$LOG" 2>/dev/null && break
+			kill -0 "$QEMU_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		if ! grep -aq '^WBD-VM: ' "$LOG" 2>/dev/null &&
+			kill -0 "$QEMU_PID" 2>/dev/null; then
+			kvm_silent=1
+			kill -TERM "$QEMU_PID" 2>/dev/null
+		fi
+	fi
 	wait "$QEMU_PID"
 	qemu_rc=$?
 	QEMU_PID=
@@ -312,8 +333,13 @@ boot() {
 
 boot "$accel"
 # KVM chosen here, and qemu stopped before the guest said anything (not
-# a timeout): /dev/kvm opened but KVM does not work on this machine.
-if [[ -z ${WBD_VM_ACCEL:-} && $accel == kvm ]] && ((qemu_rc != 0 && qemu_rc != 124 && qemu_rc != 137)) &&
+# a timeout), or the guest said nothing for KVM_PROBE_S: /dev/kvm opened
+# but KVM does not work on this machine.
+if [[ -n $kvm_silent ]]; then
+	say "KVM did not work (the guest said nothing in $KVM_PROBE_S s); booting again under TCG"
+	accel=tcg
+	boot "$accel"
+elif [[ -z ${WBD_VM_ACCEL:-} && $accel == kvm ]] && ((qemu_rc != 0 && qemu_rc != 124 && qemu_rc != 137)) &&
 	! grep -aq '^WBD-VM: ' "$LOG" 2>/dev/null; then
 	say "KVM did not work (qemu exit status $qemu_rc: $(tail -n 1 "$T/qemu.out" 2>/dev/null)); booting again under TCG"
 	accel=tcg
