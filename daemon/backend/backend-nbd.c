@@ -1043,7 +1043,9 @@ bn_conn_timeout_locked(struct backend_nbd *bn, struct bn_conn *c)
 
 	lock_assert_held(&bn->lock);
 	c->shut = true;
-	if (fd >= 0)
+	/* Not if it died meanwhile: libnbd closed the socket, and its number
+	 * may be another's by now. */
+	if (fd >= 0 && !bn_handle_dead(c->h))
 		shutdown(fd, SHUT_RDWR);
 	snprintf(why, sizeof why, "no reply within io_timeout_ms (%llu ms)",
 	    (unsigned long long)(load_relaxed(&bn->io_timeout_ns) / NS_PER_MS));
@@ -1894,12 +1896,17 @@ bn_check_after_flush(struct backend_nbd *bn)
 		struct bn_conn *c = &bn->conns[i];
 		if (!c->h || c->retired)
 			continue;
-		if (bn_handle_dead(c->h)) {
+		int fd = nbd_aio_get_fd(c->h);
+		if (fd < 0 || bn_handle_dead(c->h)) {
 			bn_lost_locked(bn, c, "closed by the remote");
 			goto out;
 		}
-		bool idle = c->inflight == 0 && !c->polling;
-		fds[nc] = (struct pollfd){ .fd = nbd_aio_get_fd(c->h),
+		/* Idle (nobody can drive it meanwhile): nothing to read.  A
+		 * TLS record with no NBD data in it (a key update) may come
+		 * unasked, so not under TLS. */
+		bool idle = c->inflight == 0 && !c->polling &&
+		    nbd_get_tls_negotiated(c->h) != 1;
+		fds[nc] = (struct pollfd){ .fd = fd,
 			.events = (short)(POLLRDHUP | (idle ? POLLIN : 0)) };
 		cs[nc++] = c;
 	}
@@ -1912,7 +1919,16 @@ bn_check_after_flush(struct backend_nbd *bn)
 			    (o->inflight == 0 ? POLLIN : 0)) };
 		os[no++] = o;
 	}
-	if (poll(fds, nc + no, 0) <= 0)
+	int ready = poll(fds, nc + no, 0);
+	/* A thread driving a busy one may have seen its end meanwhile: libnbd
+	 * then closed its socket (maybe polled above under a number reused
+	 * since), and the handle says so. */
+	for (unsigned i = 0; i < nc; i++)
+		if (bn_handle_dead(cs[i]->h)) {
+			bn_lost_locked(bn, cs[i], "closed by the remote");
+			goto out;
+		}
+	if (ready <= 0)
 		goto out;
 	for (unsigned i = 0; i < nc; i++)
 		if (fds[i].revents & (gone | POLLIN)) {
