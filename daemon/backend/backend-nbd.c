@@ -2286,26 +2286,11 @@ bn_new(const char *uri, const struct remote_conf *rc)
 	pthread_condattr_destroy(&ca);
 	for (unsigned i = 0; i < BN_MAX_CONNS; i++)
 		bn->conns[i].wake_fd = -1;
-	store_relaxed(&bn->connect_timeout_ms, rc->connect_timeout_ms);
-	store_relaxed(&bn->reconnect_max_ms, rc->reconnect_max_ms);
-	store_relaxed(&bn->io_timeout_ns, rc->io_timeout_ms * NS_PER_MS);
-	store_relaxed(&bn->read_connection, rc->read_connection);
-	store_relaxed(&bn->write_connection, rc->write_connection);
-	store_relaxed(&bn->max_connections, rc->max_connections);
+	bn_reconfigure(&bn->b, rc);
 	bn->rd = (struct bn_own){ .bn = bn, .what = "read" };
 	for (unsigned i = 0; i < BN_WR_CONNS; i++)
 		bn->wr[i] =
 		    (struct bn_own){ .bn = bn, .what = "write", .write = true };
-	store_relaxed(&bn->conn_depth, rc->conn_depth);
-	store_relaxed(&bn->b.unflushed_max, rc->unflushed_ranges);
-	store_relaxed(&bn->b.commit_ms, rc->commit_interval_ms);
-	store_relaxed(&bn->b.max_inflight_bytes,
-	    rc->max_writeback_inflight_bytes);
-	store_relaxed(&bn->b.min_inflight, rc->min_writeback_inflight);
-	store_relaxed(&bn->b.write_behind, rc->write_behind);
-	store_relaxed(&bn->b.behind_defer_ms, rc->write_behind_defer_ms);
-	store_relaxed(&bn->b.fua_max_runs, rc->fua_max_runs);
-	store_relaxed(&bn->b.max_readahead_bytes, rc->max_readahead_bytes);
 	bn->uri = strdup(uri);
 	int minor = bn->uri ? bn_server_minor(uri) : -1;
 	if (bn->uri && minor < 0 && errno == EINVAL)
