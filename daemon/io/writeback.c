@@ -685,11 +685,13 @@ wb_uf_prune_locked(struct wb_target *t)
 		t->uf_lost = 0;
 	/* No flush since the last prune: nothing more to drop.  (A range
 	 * added after a flush that covers it is dropped at the next one.) */
-	for (unsigned i = 0; done != t->uf_pruned && i < t->uf_n;)
-		if (t->uf[i].written <= done)
-			t->uf[i] = t->uf[--t->uf_n];
-		else
-			i++;
+	if (done != t->uf_pruned) {
+		unsigned k = 0;
+		for (unsigned i = 0; i < t->uf_n; i++)
+			if (t->uf[i].written > done)
+				t->uf[k++] = t->uf[i]; /* in order */
+		t->uf_n = k;
+	}
 	t->uf_pruned = done;
 	if (t->uf_n == 0 && !t->uf_lost)
 		t->uf_owed = false;
@@ -744,24 +746,21 @@ wb_range_grow(struct wb_range *r, uint64_t lo, uint64_t hi, uint64_t w)
 	r->written = w > r->written ? w : r->written;
 }
 
-/* Range I of T, grown: take in every other range it now touches. */
-static void
-wb_uf_join_locked(struct wb_target *t, unsigned i)
+/* The first of T's ranges that ends at or after OFF (STRICT: after),
+ * or uf_n: they are kept in order and apart, so their ends rise too. */
+static unsigned
+wb_uf_first(const struct wb_target *t, uint64_t off, bool strict)
 {
-	lock_assert_held(&t->uf_lock);
-	assert(i < t->uf_n);
-	for (unsigned j = 0; j < t->uf_n;) {
-		struct wb_range *r = &t->uf[i], *q = &t->uf[j];
-		if (j == i || q->lo > r->hi || r->lo > q->hi) {
-			j++;
-			continue;
-		}
-		wb_range_grow(r, q->lo, q->hi, q->written);
-		t->uf[j] = t->uf[--t->uf_n];
-		if (i == t->uf_n)
-			i = j; /* R was the last: moved into J's place */
-		j = 0;         /* R grew: look again */
+	unsigned lo = 0, hi = t->uf_n;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (t->uf[mid].hi < off || (strict && t->uf[mid].hi == off))
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	return lo;
 }
 
 /* wb_count_written; BY_WRITEBACK: a run, which wb_commit owes a flush. */
@@ -781,29 +780,33 @@ wb_count(struct wb_target *t, uint64_t off, uint64_t len, bool by_writeback)
 	wb_uf_prune_locked(t);
 	had_lost = t->uf_lost != 0;
 	wb_uf_size_locked(t);
-	for (i = 0; i < t->uf_n; i++)
-		if (t->uf[i].lo <= end && off <= t->uf[i].hi)
-			break; /* overlaps or touches: one range */
-	if (i < t->uf_n) {
+	/* Ranges I to J-1 overlap or touch [OFF, END): one range with it. */
+	i = wb_uf_first(t, off, false);
+	unsigned j = i;
+	while (j < t->uf_n && t->uf[j].lo <= end)
+		j++;
+	if (j > i) {
 		wb_range_grow(&t->uf[i], off, end, w);
-		wb_uf_join_locked(t, i);
+		for (unsigned k = i + 1; k < j; k++)
+			wb_range_grow(&t->uf[i], t->uf[k].lo, t->uf[k].hi,
+			    t->uf[k].written);
+		memmove(&t->uf[i + 1], &t->uf[j],
+		    (t->uf_n - j) * sizeof *t->uf);
+		t->uf_n -= j - i - 1;
 	} else if (t->uf_n < t->uf_cap) {
-		t->uf[t->uf_n++] = (struct wb_range){ off, end, w };
+		memmove(&t->uf[i + 1], &t->uf[i],
+		    (t->uf_n - i) * sizeof *t->uf);
+		t->uf[i] = (struct wb_range){ off, end, w };
+		t->uf_n++;
 	} else if (t->uf_n > 0 &&
 	    (t->backend->caps & BACKEND_REDO_AFTER_FAILED_FLUSH)) {
-		/* Full: into the nearest, a superset to write again. */
-		unsigned best = 0;
-		uint64_t best_gap = UINT64_MAX;
-		for (i = 0; i < t->uf_n; i++) {
-			uint64_t gap = t->uf[i].hi < off ? off - t->uf[i].hi :
-							   t->uf[i].lo - end;
-			if (gap < best_gap) {
-				best_gap = gap;
-				best = i;
-			}
-		}
+		/* Full: into the nearer neighbour, a superset to write
+		 * again; grown, it still stays apart from the next. */
+		unsigned best = i;
+		if (i == t->uf_n ||
+		    (i > 0 && off - t->uf[i - 1].hi < t->uf[i].lo - end))
+			best = i - 1;
 		wb_range_grow(&t->uf[best], off, end, w);
-		wb_uf_join_locked(t, best);
 	} else if (w > t->uf_lost) {
 		t->uf_lost = w;
 	}
@@ -845,8 +848,10 @@ wb_flush_before_read(struct wb_target *t, uint64_t off, uint64_t len)
 	pthread_mutex_lock(&t->uf_lock);
 	wb_uf_prune_locked(t);
 	need = t->uf_lost != 0;
-	for (unsigned i = 0; i < t->uf_n && !need; i++)
-		need = t->uf[i].lo < end && off < t->uf[i].hi;
+	if (!need) {
+		unsigned i = wb_uf_first(t, off, true);
+		need = i < t->uf_n && t->uf[i].lo < end;
+	}
 	pthread_mutex_unlock(&t->uf_lock);
 	bool sent = false;
 	if (need)

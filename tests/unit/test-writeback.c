@@ -600,6 +600,105 @@ test_unflushed_ranges_merge_and_overflow(void **state)
 	assert_int_equal(x->t.uf_n, 0);
 }
 
+/* T's ranges in order of offset and apart (none touches the next). */
+static void
+assert_ranges_in_order(const struct wb_target *t)
+{
+	for (unsigned i = 0; i < t->uf_n; i++) {
+		assert_true(t->uf[i].lo <= t->uf[i].hi);
+		if (i > 0)
+			assert_true(t->uf[i - 1].hi < t->uf[i].lo);
+	}
+}
+
+static void
+test_unflushed_ranges_stay_in_order_and_join_across_several(void **state)
+{
+	struct wfx *x = *state;
+	static const unsigned pages[] = { 10, 2, 6, 14 };
+
+	for (unsigned i = 0; i < 4; i++)
+		wb_count_written(&x->t, pages[i] * PS, PS);
+	assert_int_equal(x->t.uf_n, 4);
+	assert_ranges_in_order(&x->t);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(x->t.uf[i].lo, (2 + 4 * i) * PS);
+	/* Between pages 10 and 14, touching neither: no flush; on 14's
+	 * last byte, one. */
+	wb_flush_before_read(&x->t, 11 * PS, 3 * PS);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 0);
+	/* Touching 2's end and 10's start, over 6: the three are one. */
+	wb_count_written(&x->t, 3 * PS, 7 * PS);
+	assert_int_equal(x->t.uf_n, 2);
+	assert_ranges_in_order(&x->t);
+	assert_int_equal(x->t.uf[0].lo, 2 * PS);
+	assert_int_equal(x->t.uf[0].hi, 11 * PS);
+	assert_int_equal(x->t.uf[0].written, 5);
+	assert_int_equal(x->t.uf[1].lo, 14 * PS);
+	assert_int_equal(x->t.uf[1].written, 4);
+	wb_flush_before_read(&x->t, 15 * PS - 1, 1);
+	assert_int_equal(fake_count(x->fake, FAKE_FLUSH, 0), 1);
+	assert_int_equal(wb_target_unflushed(&x->t), 0);
+	/* Eight pages in a scrambled order (one next to another): as many
+	 * ranges as runs of pages, in order, each covering its run. */
+	bool seen[64] = { false };
+	unsigned first = 64, last = 0;
+	for (unsigned i = 0, pg = 7; i < UF_CAP;
+	     i++, pg = (pg * 37 + 11) % 64) {
+		seen[pg] = true;
+		first = pg < first ? pg : first;
+		last = pg > last ? pg : last;
+		wb_count_written(&x->t, pg * PS, PS);
+		assert_ranges_in_order(&x->t);
+	}
+	unsigned runs = 0;
+	for (unsigned pg = 0; pg < 64; pg++)
+		if (seen[pg] && (pg == 0 || !seen[pg - 1]))
+			runs++;
+	assert_int_equal(runs, UF_CAP - 1);
+	assert_int_equal(wb_target_unflushed(&x->t), runs);
+	assert_int_equal(x->t.uf_lost, 0);
+	for (unsigned pg = 0; pg < 64; pg++) {
+		bool in = false;
+		for (unsigned i = 0; i < x->t.uf_n; i++)
+			in |= x->t.uf[i].lo <= pg * PS &&
+			    (pg + 1) * PS <= x->t.uf[i].hi;
+		assert_true(in == seen[pg]);
+	}
+	/* One write from the first to the last: one range. */
+	wb_count_written(&x->t, first * PS, (last - first + 1) * PS);
+	assert_int_equal(x->t.uf_n, 1);
+	assert_int_equal(x->t.uf[0].lo, first * PS);
+	assert_int_equal(x->t.uf[0].hi, (last + 1) * PS);
+}
+
+/* A file's array full (2 ranges): a new range joins the nearer of its
+ * two neighbours, and the two stay in order and apart. */
+static void
+test_a_full_file_array_joins_the_nearer_neighbour(void **state)
+{
+	struct wfx *x = *state;
+
+	wb_count_written(&x->t, 10 * PS, PS);
+	wb_count_written(&x->t, 30 * PS, PS);
+	wb_count_written(&x->t, 28 * PS, PS); /* nearer the one above */
+	assert_int_equal(x->t.uf_n, 2);
+	assert_int_equal(x->t.uf[1].lo, 28 * PS);
+	assert_int_equal(x->t.uf[1].hi, 31 * PS);
+	wb_count_written(&x->t, 12 * PS, PS); /* nearer the one below */
+	assert_int_equal(x->t.uf[0].lo, 10 * PS);
+	assert_int_equal(x->t.uf[0].hi, 13 * PS);
+	wb_count_written(&x->t, 0, PS);       /* below both */
+	wb_count_written(&x->t, 40 * PS, PS); /* above both */
+	assert_int_equal(x->t.uf_n, 2);
+	assert_ranges_in_order(&x->t);
+	assert_int_equal(x->t.uf[0].lo, 0);
+	assert_int_equal(x->t.uf[0].hi, 13 * PS);
+	assert_int_equal(x->t.uf[1].lo, 28 * PS);
+	assert_int_equal(x->t.uf[1].hi, 41 * PS);
+	assert_int_equal(x->t.uf_lost, 0);
+}
+
 /* The remote lost (a server restarted loses what no FLUSH covered). */
 static void
 lose_the_remote(struct wfx *x)
@@ -1549,6 +1648,8 @@ main(void)
 		    setup_flush_before_read),
 		T(test_unflushed_ranges_merge_and_overflow,
 		    setup_flush_before_read),
+		T(test_unflushed_ranges_stay_in_order_and_join_across_several,
+		    setup_flush_before_read),
 		T(test_read_after_a_failed_flush_flushes_again,
 		    setup_flush_before_read),
 		T(test_a_reload_resizes_the_unflushed_ranges,
@@ -1597,6 +1698,8 @@ main(void)
 		T(test_failed_device_flush_is_an_error_and_is_retried,
 		    setup_one_step),
 		T(test_failed_flush_of_a_file_dirties_again_what_it_may_have_lost,
+		    setup_redo_after_failed_flush),
+		T(test_a_full_file_array_joins_the_nearer_neighbour,
 		    setup_redo_after_failed_flush),
 		T(test_err_seq_counts_every_failure_and_keeps_the_last_errno,
 		    setup_one_step),
