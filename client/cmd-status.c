@@ -754,12 +754,19 @@ status_service(FILE *f, const json_t *ans)
 		    user && group ? ", group " : "", user && group ? group : "",
 		    user ? ")" : "");
 	const json_t *iot = json_object_get(ans, "io_threads");
-	if (iot)
+	if (iot) {
+		const char *berr = jget_str(iot, "batch_error");
+		char how[128] = "";
+		if (json_is_true(json_object_get(iot, "batch")))
+			snprintf(how, sizeof how, ", SCHED_BATCH%s%s%s",
+			    berr ? " not applied (" : "", berr ? berr : "",
+			    berr ? ")" : "");
 		status_item(f, "I/O threads",
-		    "%llu running (io_threads %llu%s)",
+		    "%llu running (io_threads %llu%s)%s",
 		    (unsigned long long)jget_u64(iot, "running", 0),
 		    (unsigned long long)jget_u64(iot, "configured", 0),
-		    jget_u64(iot, "configured", 0) ? "" : ": one per CPU");
+		    jget_u64(iot, "configured", 0) ? "" : ": one per CPU", how);
+	}
 	const json_t *ls = json_object_get(ans, "listeners");
 	for (size_t i = 0; i < json_array_size(ls); i++) {
 		const json_t *l = json_array_get(ls, i);
@@ -870,6 +877,12 @@ status_print(FILE *f, const json_t *ans)
 	uint64_t per = jget_u64(th, "dirty_writeback_centisecs", 0);
 	status_item(f, "dirty_writeback", "%s",
 	    per ? fmt_ms(per * 10, a, sizeof a) : "off");
+	uint64_t nice = jget_u64(th, "background_nice", 0);
+	const json_t *applied = json_object_get(th, "background_nice_applied");
+	status_item(f, "background_nice", "%llu%s", (unsigned long long)nice,
+	    nice && applied && !json_is_true(applied) ?
+		" (not applied: no right to take a priority back)" :
+		"");
 	const json_t *lim = json_object_get(ans, "limits");
 	if (lim)
 		status_limits(f, lim);

@@ -31,6 +31,7 @@
 #include "reload.h"
 #include "service.h"
 #include "size.h"
+#include "wbnice.h"
 
 static void
 usage(FILE *f)
@@ -389,6 +390,9 @@ main(int argc, char **argv)
 		log_init("wbd", LOG_TO_SYSLOG, verbosity);
 	}
 	main_signals_start(&sigs, d);
+	/* Said now if background writeback cannot run at a lower
+	 * priority (after detaching: the probe reads the main thread). */
+	(void)wbnice_supported(d->cfg.writeback.background_nice);
 	if (main_lock_memory(&d->cfg) < 0 || daemon_start(d) < 0 ||
 	    ctl_start(d) < 0 || metrics_http_start(mh) < 0) {
 		daemon_shutdown(d);

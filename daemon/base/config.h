@@ -301,7 +301,8 @@ struct wbd_config {
 
 	struct run_as_conf run_as;
 
-	unsigned io_threads; /* 0: one per CPU */
+	unsigned io_threads;   /* 0: one per CPU */
+	bool io_threads_batch; /* SCHED_BATCH, default true */
 
 	struct cache_conf cache;
 	struct writeback_conf writeback;

@@ -123,6 +123,10 @@ const struct setting settings_table[] = {
 	    .unit = "ms", .min = 1, .max = 3600000, .def = 10000,
 	    .runtime = true,
 	    .doc = "a worker idle this long exits (above min_workers)" },
+	{ WB(background_nice), .name = "background_nice", .type = SETTING_UINT,
+	    .unit = "nice", .min = 0, .max = 19, .def = 10, .runtime = true,
+	    .doc = "added to a worker's nice value while it runs background, "
+		   "periodic or write-behind writeback (0: none)" },
 	{ WB(min_ratio), .name = "min_ratio", .type = SETTING_RATIO,
 	    .scope = SETTING_DEVICE, .unit = "%", .min = 0, .max = 100,
 	    .def = 0, DEV_FIELD(min_ratio), .runtime = true,
@@ -353,6 +357,10 @@ const struct setting settings_table[] = {
 	    .unit = "threads", .min = 0, .max = IO_THREADS_MAX, .def = 0,
 	    .by_hand = true,
 	    .doc = "threads serving NBD connections (0: one per CPU)" },
+	{ TOP(io_threads_batch), .name = "io_threads_batch",
+	    .type = SETTING_BOOL, .unit = "", .def = true, .by_hand = true,
+	    .doc = "those threads run as SCHED_BATCH: a request does not "
+		   "preempt its client, whose queue is then read at once" },
 	{ TOP(default_export), .name = "default_export", .type = SETTING_STRING,
 	    .unit = "", .min = 1, .max = NAME_BYTES, .by_hand = true,
 	    .doc = "the export the empty name reaches, or \"none\" (unset: "

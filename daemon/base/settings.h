@@ -58,6 +58,7 @@ struct writeback_conf {
 	uint64_t max_io_bytes;               /* coalescing cap, default 1M */
 	unsigned worker_spawn_ms;            /* work waited this long: grow */
 	unsigned worker_idle_ms;             /* idle this long: reap */
+	unsigned background_nice;            /* background work's, default 10 */
 	unsigned min_ratio;                  /* per-device default, 0 */
 	unsigned max_ratio;                  /* per-device default, 100 */
 	struct device_conf *devices;         /* per-device overrides */

@@ -124,16 +124,18 @@ static int
 cfg_read(struct cfg_load *ld, const config_setting_t *root,
     struct wbd_config *cfg)
 {
-	static const char *const keys[] = { "listen", "io_threads", "cache",
-		"writeback", "control", "remote", "limits", "memory", "tls",
-		"metrics", "user", "group", "journal", "exports",
-		"default_export", NULL };
+	static const char *const keys[] = { "listen", "io_threads",
+		"io_threads_batch", "cache", "writeback", "control", "remote",
+		"limits", "memory", "tls", "metrics", "user", "group",
+		"journal", "exports", "default_export", NULL };
 
 	if (cfg_files(ld, cfg) == -1 || cfg_check_keys(ld, root, keys) == -1 ||
 	    cfg_listen(ld, root, cfg) == -1 ||
 	    cfg_uint(ld, root, "io_threads",
 		(unsigned)cfg_row_of("", "io_threads")->min,
 		CFG_MAX("", "io_threads"), &cfg->io_threads) == -1 ||
+	    cfg_bool(ld, root, "io_threads_batch", &cfg->io_threads_batch) ==
+		-1 ||
 	    cfg_cache(ld, root, cfg) == -1 ||
 	    cfg_writeback(ld, root, cfg) == -1 ||
 	    cfg_control(ld, root, cfg) == -1 ||

@@ -510,6 +510,7 @@ daemon_start_io_threads(struct daemon *d)
 			d->io[i]->host.budget = &d->budget;
 			d->io[i]->host.tls = &d->tls;
 			d->io[i]->grace = &d->grace;
+			d->io[i]->sched_batch = d->cfg.io_threads_batch;
 		}
 		if (!d->io[i])
 			log_errorx("start-up: out of memory for I/O thread %u",

@@ -49,6 +49,7 @@
 #include "settings.h"
 #include "slots.h"
 #include "wbdev.h"
+#include "wbnice.h"
 #include "writeback.h"
 
 void
@@ -122,10 +123,32 @@ ctl_thresholds_json(struct daemon *d)
 	for (size_t i = 0; o && i < sizeof rows / sizeof rows[0]; i++)
 		json_object_set_new(o, rows[i],
 		    settings_json(settings_find(rows[i]), wc));
-	if (o)
+	if (o) {
 		json_object_set_new(o, "max_io_bytes",
 		    json_integer((json_int_t)(th.max_run_pages * ps)));
+		json_object_set_new(o, "background_nice",
+		    settings_json(settings_find("background_nice"), wc));
+		/* Not applied: no right to take a priority back. */
+		json_object_set_new(o, "background_nice_applied",
+		    json_boolean(wbnice_supported(0)));
+	}
 	return o;
+}
+
+/* The I/O threads: how many, and whether they run as SCHED_BATCH
+ * (io_threads_batch; "batch_error": why one could not, else null). */
+static json_t *
+ctl_io_threads_json(struct daemon *d)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < d->n_io && !err; i++)
+		if (d->io[i])
+			err = load_relaxed(&d->io[i]->sched_batch_failed);
+	return json_pack("{s:I, s:I, s:b, s:o}", "configured",
+	    (json_int_t)d->cfg.io_threads, "running", (json_int_t)d->n_io,
+	    "batch", d->cfg.io_threads_batch, "batch_error",
+	    err ? json_string(strerror(err)) : json_null());
 }
 
 /* Who may open E: its allow list as written (null: anyone who reaches a
@@ -692,10 +715,7 @@ ctl_status_build(struct daemon *d, bool draining)
 		    "readahead_limit_bytes",
 		    json_integer((json_int_t)d->cfg.cache.readahead_bytes));
 		json_object_set_new(o, "run_as", ctl_run_as_json(d));
-		json_object_set_new(o, "io_threads",
-		    json_pack("{s:I, s:I}", "configured",
-			(json_int_t)d->cfg.io_threads, "running",
-			(json_int_t)d->n_io));
+		json_object_set_new(o, "io_threads", ctl_io_threads_json(d));
 		json_object_set_new(o, "listeners", ctl_listeners_json(d));
 		json_object_set_new(o, "control", ctl_control_json(d));
 		json_object_set_new(o, "metrics", ctl_metrics_json(d));

@@ -110,6 +110,9 @@ reload_restart_only(struct daemon *d, const struct wbd_config *nc, char *msg,
 		    "restart");
 	if (oc->io_threads != nc->io_threads)
 		reload_note(msg, msglen, "io_threads changed: needs a restart");
+	if (oc->io_threads_batch != nc->io_threads_batch)
+		reload_note(msg, msglen,
+		    "io_threads_batch changed: needs a restart");
 	if (oc->cache.size_bytes != nc->cache.size_bytes ||
 	    oc->cache.page_size != nc->cache.page_size ||
 	    oc->cache.readahead_bytes != nc->cache.readahead_bytes)

@@ -31,6 +31,7 @@
 #include "ratelimit.h"
 #include "settings.h"
 #include "wbdev.h"
+#include "wbnice.h"
 #include "writeback.h"
 
 #define WB_BACKOFF_MIN_MS 100u
@@ -83,6 +84,7 @@ wb_ctl_update(struct wb_ctl *wb, const struct writeback_conf *wc)
 	store_relaxed(&wb->expire_ns,
 	    (uint64_t)wc->dirty_expire_centisecs * 10000000ull);
 	store_relaxed(&wb->writeback_cs, wc->dirty_writeback_centisecs);
+	store_relaxed(&wb->bg_nice, wc->background_nice);
 	/* Runs never cross a chunk: the cap cannot grow past the start's. */
 	if (run < 1)
 		run = 1;
@@ -1883,6 +1885,18 @@ wb_background_chunk(const struct wb_ctl *wb)
 	return pages;
 }
 
+/* writeback.background_nice, from any of DEV's targets (0: none). */
+static unsigned
+wb_dev_bg_nice(struct wb_dev *dev)
+{
+	for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
+		struct wb_target *t = wb_dev_target(dev, i);
+		if (t)
+			return load_relaxed(&t->wb->bg_nice);
+	}
+	return 0;
+}
+
 /* Background: round-robin over the device's exports until below the
  * background threshold (looked at between chunks), or the device
  * fails. */
@@ -1897,6 +1911,8 @@ wb_background_run(struct job *job)
 	uint64_t written = 0;
 
 	wb_window_init(&win, dev, WB_REASON_BACKGROUND);
+	/* Nobody waits for it: at writeback.background_nice (wbnice.h). */
+	wbnice_enter(wb_dev_bg_nice(dev));
 	while (progress && !wb_backing_off(dev)) {
 		struct pool_stats ps;
 		/* Background work yields to waiting work (a FLUSH, a miss):
@@ -1972,6 +1988,8 @@ wb_background_run(struct job *job)
 		}
 	}
 out:
+	/* A FLUSH may wait for the runs in flight: ended at full priority. */
+	wbnice_leave();
 	wb_window_drain(&win);
 	wb_commit(dev);
 	wb_cpu_account(dev, cpu);
@@ -1993,6 +2011,7 @@ wb_periodic_run(struct job *job)
 	uint64_t cpu = wb_thread_cpu_ns();
 
 	wb_window_init(&win, dev, WB_REASON_PERIODIC);
+	wbnice_enter(wb_dev_bg_nice(dev));
 	if (!wb_backing_off(dev)) {
 		for (unsigned i = 0; i < wb_dev_n_targets(dev); i++) {
 			struct wb_target *t = wb_dev_target(dev, i);
@@ -2011,6 +2030,7 @@ wb_periodic_run(struct job *job)
 		}
 	}
 out:
+	wbnice_leave();
 	wb_window_drain(&win);
 	wb_commit(dev);
 	wb_cpu_account(dev, cpu);

@@ -201,6 +201,7 @@ struct wb_ctl {
 	_Atomic uint64_t expire_ns;     /* dirty_expire_centisecs */
 	_Atomic uint32_t max_run_pages; /* coalescing cap */
 	_Atomic unsigned writeback_cs;  /* dirty_writeback_centisecs, 0: off */
+	_Atomic unsigned bg_nice;       /* writeback.background_nice */
 	_Atomic int stopping;     /* shutting down: stop holding writers */
 	uint32_t readahead_bytes; /* cache.readahead_bytes (fill.c) */
 	/* limits.max_cache_share (fill.c): an NBD_CMD_CACHE reads at most

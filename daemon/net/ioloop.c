@@ -8,6 +8,8 @@
  * atomics).  Posted jobs are completed in the order they arrived.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,30 @@ ioloop_main(void *arg)
 {
 	struct ioloop *io = arg;
 
+	/*
+	 * SCHED_BATCH: a request arriving does not preempt the thread that
+	 * sent it.  On a CPU shared with a client (fio, QEMU, the kernel's
+	 * NBD client), each of the client's requests woke this thread at
+	 * once, which read that one request, answered it and slept again:
+	 * two context switches a request, the client's queue never seen
+	 * whole.  Not preempting it, the client sends its queue and blocks,
+	 * and this thread reads the queue in one go.  A thread alone on its
+	 * CPU, or one the client waits for (QD1), runs as before.  LAN
+	 * network benchmark, 4 KiB random writes at QD32: the thread slept
+	 * 50,000-75,000 times in 39,168 writes in the runs where the
+	 * scheduler had put both on one CPU (74,000-121,000 writes/s), and
+	 * at most 1,600 times as SCHED_BATCH.  Any user may choose it.
+	 */
+	if (io->sched_batch) {
+		struct sched_param sp = { .sched_priority = 0 };
+		int r = pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+		if (r != 0) {
+			store_relaxed(&io->sched_batch_failed, r);
+			log_warnx("io_threads_batch: I/O thread %u cannot run "
+				  "as SCHED_BATCH (%s): it runs as before",
+			    io->index, strerror(r));
+		}
+	}
 	if (io->grace) {
 		grace_register(io->grace, &io->reader);
 		grace_online(io->grace, &io->reader);

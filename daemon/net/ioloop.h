@@ -38,6 +38,10 @@ struct ioloop {
 	 * it (grace.h), offline only while it waits in poll(). */
 	struct grace *grace;
 	struct grace_reader reader;
+	/* Set before ioloop_start: the thread runs as SCHED_BATCH
+	 * (io_threads_batch); sched_batch_failed: it could not (errno). */
+	bool sched_batch;
+	_Atomic int sched_batch_failed;
 
 	pthread_mutex_t lock;           /* protects the mailbox only */
 	struct job *mail_head, **mail_tail;

@@ -683,7 +683,7 @@ test_error_unknown_key_lists_the_known_ones(void **state)
 {
 	expect_error(*state, "unknown-top.conf",
 	    "colour = \"blue\";\n" EXPORTS_OK, 1, "colour",
-	    "unknown key; expected one of: listen, io_threads, "
+	    "unknown key; expected one of: listen, io_threads, io_threads_batch, "
 	    "cache, writeback, control, remote, limits, memory, tls, metrics, "
 	    "user, group, journal, exports");
 }
