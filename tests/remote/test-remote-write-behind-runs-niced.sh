@@ -88,6 +88,9 @@ grep -q ' 0$' "$T/nice-two" || fail "no flush thread sampled at all"
 stop_wbd
 
 log "3. user = nobody: not applied, and said"
+# No RLIMIT_NICE to go back with (the usual one: 0), whatever this shell
+# was given.
+ulimit -S -e 0
 CONF_EXTRA='user = "nobody";'
 write_cache_config 64M "$KEYS background_nice = 7;"
 start_wbd

@@ -6,12 +6,14 @@
 # a scratch root, so the host is not touched; the unit runs as that user,
 # in the groups the shipped wbd.conf names.  And wbd serves as an
 # unprivileged user under the unit's UMask=0077 (setpriv), its control
-# socket still of the mode the configuration asks for.
+# socket still of the mode the configuration asks for, and with the
+# unit's LimitNICE its writeback workers may take back the priority
+# writeback.background_nice took.
 source "${SRCDIR:?SRCDIR must name tests/service}/lib-service.sh"
 : "${UNIT:?UNIT must name the generated wbd.service}"
 : "${PKGDIR:?PKGDIR must name packaging/}"
 : "${CONFDIR:?CONFDIR must name conf/}"
-need systemd-sysusers systemd-tmpfiles setpriv nbdinfo
+need systemd-sysusers systemd-tmpfiles setpriv nbdinfo prlimit jq
 
 R=$T/root
 mkdir -p "$R/etc" "$R/usr/lib/sysusers.d" "$R/usr/lib/tmpfiles.d"
@@ -41,6 +43,16 @@ done
 nofile=$(sed -n 's/^LimitNOFILE=//p' "$UNIT")
 ((nofile > 65536 + 256)) ||
 	fail "LimitNOFILE=$nofile does not cover limits.max_connections (at most 65536)"
+# LimitNICE: the RLIMIT_NICE the unit gives, so that a writeback worker
+# may take back the priority writeback.background_nice took (+N is a
+# nice value, 20 - N as a limit; a bare number is the limit itself).
+lnice=$(sed -n 's/^LimitNICE=//p' "$UNIT")
+case $lnice in
+[+-]*) rlnice=$((20 - lnice)) ;;
+[0-9]*) rlnice=$lnice ;;
+*) fail "wbd.service has no LimitNICE= (writeback.background_nice needs it)" ;;
+esac
+((rlnice >= 20)) || fail "LimitNICE=$lnice does not let a thread go back to nice 0"
 grep -Eq '^ *group = "wbd-admin";' "$CONFDIR/wbd.conf" ||
 	fail "the shipped control socket is not of group wbd-admin"
 grep -Eq '^ *admin_group = "wbd-admin";' "$CONFDIR/wbd.conf" ||
@@ -56,8 +68,17 @@ add_export disk0 16M rw "" "$D/disk0.img"
 write_config "$D/wbd.conf" "$D/nbd.sock"
 sed -i "s|^control = .*|control = { socket = \"$D/control.sock\"; mode = \"0660\"; };|" "$D/wbd.conf"
 chown nobody:nogroup "$D/wbd.conf"
-(umask 0077 && exec setpriv --reuid=nobody --regid=nogroup --clear-groups \
-	"$WBD" -f -c "$D/wbd.conf") >>"$T/nobody.log" 2>&1 &
+# Raising the hard RLIMIT_NICE, as systemd does, needs CAP_SYS_RESOURCE:
+# where this test lacks it, wbd runs with the limit it has, and must then
+# say that it does not apply background_nice.
+want_applied=true
+lim=(prlimit --nice="$rlnice")
+if ! prlimit --nice="$rlnice" true 2>/dev/null; then
+	log "cannot raise RLIMIT_NICE to $rlnice here (no CAP_SYS_RESOURCE): wbd must say background_nice is not applied"
+	lim=() want_applied=false
+fi
+(umask 0077 && exec "${lim[@]}" setpriv --reuid=nobody --regid=nogroup \
+	--clear-groups "$WBD" -f -c "$D/wbd.conf") >>"$T/nobody.log" 2>&1 &
 pid=$!
 track_wbd "$pid" "$T/nobody.log"
 wait_ready "$pid" "$D/nbd.sock" "$PORT" "$T/nobody.log"
@@ -67,6 +88,13 @@ wait_ready "$pid" "$D/nbd.sock" "$PORT" "$T/nobody.log"
 	fail "backing file: $(stat -c '%U %a' "$D/disk0.img")"
 nbdinfo "$(uri_unix disk0 "$D/nbd.sock")" >/dev/null || fail "nbdinfo failed"
 "$WBCTL" -s "$D/control.sock" status >/dev/null || fail "wbctl status failed"
+applied=$("$WBCTL" -s "$D/control.sock" --json status | jq -r .thresholds.background_nice_applied)
+[[ $applied == "$want_applied" ]] ||
+	fail "writeback.background_nice applied: $applied, expected $want_applied (LimitNICE=$lnice): $(grep -i nice "$T/nobody.log")"
+if [[ $want_applied == false ]]; then
+	grep -q 'writeback.background_nice = 10 is not applied' "$T/nobody.log" ||
+		fail "the log does not say background_nice is not applied"
+fi
 stop_wbd "$pid"
 [[ $EXIT_STATUS == 0 ]] || fail "wbd as nobody exited with status $EXIT_STATUS"
 log "user wbd (uid $uid) and wbd-admin made; wbd serves unprivileged under umask 0077"
