@@ -72,6 +72,13 @@ pool_spawn_locked(struct pool *p)
 	lock_assert_held(&p->lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* SCHED_OTHER, not the caller's policy: an I/O thread (SCHED_BATCH,
+	 * io_threads_batch) starts a worker for a client's FLUSH or miss
+	 * when none is idle, and that worker is on the client's path. */
+	struct sched_param sp = { .sched_priority = 0 };
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+	pthread_attr_setschedparam(&attr, &sp);
 	r = pthread_create(&t, &attr, pool_worker, p);
 	pthread_attr_destroy(&attr);
 	if (r != 0) {

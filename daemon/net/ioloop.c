@@ -137,6 +137,9 @@ ioloop_main(void *arg)
 	 * 50,000-75,000 times in 39,168 writes in the runs where the
 	 * scheduler had put both on one CPU (74,000-121,000 writes/s), and
 	 * at most 1,600 times as SCHED_BATCH.  Any user may choose it.
+	 * A thread started from this one would inherit it (Linux resets
+	 * only real-time policies on fork): the pool starts its workers as
+	 * SCHED_OTHER explicitly (pool.c).
 	 */
 	if (io->sched_batch) {
 		struct sched_param sp = { .sched_priority = 0 };

@@ -3,7 +3,9 @@
 # io_threads_batch: the I/O threads (wbd-io-N) run as SCHED_BATCH by
 # default, so that a request does not preempt the client that sent it on
 # a shared CPU; no other thread does (the control thread, the flush
-# workers).  `wbctl status` says so, JSON and human.  They serve data as
+# workers), not even a flush worker an I/O thread started for a client's
+# FLUSH (four clients of a writethrough export grow the pool at once):
+# threads an I/O thread starts run as SCHED_OTHER (SCHED_RESET_ON_FORK).  `wbctl status` says so, JSON and human.  They serve data as
 # ever.  With io_threads_batch = false every thread runs as SCHED_OTHER
 # and the status says nothing of SCHED_BATCH.  A value that is not true or
 # false is refused with the file and its line.
@@ -37,8 +39,10 @@ PY
 }
 
 add_export disk0 64M rw
+add_export_mode wt 64M writethrough
 CONF_EXTRA='io_threads = 2;'
-write_config
+write_cache_config 32M 'min_workers = 1; max_workers = 6;'
+
 start_wbd
 policies >"$T/pol"
 log "threads: $(tr '\n' ' ' <"$T/pol")"
@@ -52,6 +56,33 @@ st=$("$WBCTL" -s "$T/control.sock" --json status)
 "$WBCTL" -s "$T/control.sock" status | grep -q 'I/O threads.*2 running (io_threads 2), SCHED_BATCH$' ||
 	fail "the human view does not say SCHED_BATCH: $("$WBCTL" -s "$T/control.sock" status | grep 'I/O threads')"
 serves
+log "four clients of a writethrough export: the pool grows"
+pids=()
+for i in 0 1 2 3; do
+	"$PYTHON" - "$(uri_unix wt)" "$i" <<'PY' &
+import nbd, os, sys, time
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+i = int(sys.argv[2])
+buf = os.urandom(64 << 10)
+until = time.monotonic() + 2
+n = 0
+while time.monotonic() < until:
+    h.pwrite(buf, (i * 256 + n % 256) * (64 << 10) % (64 << 20), nbd.CMD_FLAG_FUA)
+    h.flush()
+    n += 1
+PY
+	pids+=($!)
+done
+for p in "${pids[@]}"; do
+	wait "$p" || fail "a client failed"
+done
+policies >"$T/pol2"
+log "threads: $(tr '\n' ' ' <"$T/pol2")"
+(($(grep -c '^(flush-' "$T/pol2") > 1)) ||
+	fail "the pool did not grow: $(tr '\n' ' ' <"$T/pol2")"
+grep -v '^(wbd-io-' "$T/pol2" | grep -vq ' 0$' &&
+	fail "a thread started since runs as SCHED_BATCH: $(tr '\n' ' ' <"$T/pol2")"
 stop_wbd
 
 log "io_threads_batch = false"
