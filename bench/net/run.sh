@@ -34,7 +34,13 @@
 #   burst-randwrite-4k      4K random writes QD32, BURST bytes (less than
 #                           wbd's dirty limit), no fsync
 #   sustained-randwrite-4k  the same, SIZE bytes (more than the cache)
-#   fsync64-randwrite-4k    4K random writes QD32, --fsync=64, RUNTIME s
+#   fsync64-randwrite-4k    4K random writes QD32, --fsync=64, RUNTIME s.
+#                           fio counts a sync as done only when it
+#                           completes, so after each 64th write its nbd
+#                           engine issues a FLUSH into every slot that
+#                           frees until one completes: about one FLUSH
+#                           for every two writes, for every server alike
+#                           (libaio on a file: one for every 64)
 #   commit-qd1              4K random writes QD1, --fsync=1, RUNTIME s:
 #                           commits/s, and the p99 of writes and FLUSHes
 #   write-1m-fsync          1M sequential writes QD8, SIZE bytes,
