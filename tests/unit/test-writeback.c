@@ -269,6 +269,22 @@ setup_redo_after_failed_flush(void **state)
 	return r;
 }
 
+/* A file whose reads flush first (as a remote's do), 3 ranges kept: a
+ * full array joins neighbours. */
+static int
+setup_flush_before_read_joining(void **state)
+{
+	struct fake_params p = { .size_bytes = DEV_BYTES,
+		.caps = BACKEND_FLUSH_BEFORE_READ |
+		    BACKEND_REDO_AFTER_FAILED_FLUSH };
+	int r = wfx_setup(state, &p);
+	struct wfx *x = *state;
+
+	x->t.backend->unflushed_max = 3;
+	x->t.backend->commit_ms = 0;
+	return r;
+}
+
 /* A remote whose window is 8 pages (remote.max_writeback_inflight_bytes)
  * and whose writes take two steps, on 4 MiB: room for 512 runs of one
  * page on each of two exports (even and odd pages). */
@@ -670,6 +686,93 @@ test_unflushed_ranges_stay_in_order_and_join_across_several(void **state)
 	assert_int_equal(x->t.uf_n, 1);
 	assert_int_equal(x->t.uf[0].lo, first * PS);
 	assert_int_equal(x->t.uf[0].hi, (last + 1) * PS);
+}
+
+/*
+ * The ranges against a model: a page for each page of a small device,
+ * set when a write is counted on it and cleared when a FLUSH covers it.
+ * Thousands of writes of 1 to 4 pages and reads, in an order a
+ * generator of its own gives (the same every run), with few ranges kept:
+ * after each step the ranges are in order and apart, never more than
+ * kept, and cover every page set unless ranges were given up (uf_lost);
+ * a read of a set page always flushes first.  The ranges may cover more
+ * than was written (a full array joins), never less.
+ */
+#define UFM_PAGES 96
+static void
+uf_against_the_model(struct wfx *x, uint32_t seed)
+{
+	bool set[UFM_PAGES] = { false };
+	uint32_t g = seed;
+	unsigned flushes = 0, needed = 0, joined_over = 0;
+
+	for (unsigned step = 0; step < 4000; step++) {
+		g = g * 1103515245u + 12345u;
+		unsigned pg = (g >> 8) % UFM_PAGES;
+		unsigned n = 1 + (g >> 20) % 4;
+		if (pg + n > UFM_PAGES)
+			n = UFM_PAGES - pg;
+		if ((g >> 28) % 8 < 5) {
+			wb_count_written(&x->t, (uint64_t)pg * PS,
+			    (uint64_t)n * PS);
+			for (unsigned k = pg; k < pg + n; k++)
+				set[k] = true;
+		} else {
+			size_t before = fake_count(x->fake, FAKE_FLUSH, 0);
+			bool need = false;
+			for (unsigned k = pg; k < pg + n; k++)
+				need |= set[k];
+			wb_flush_before_read(&x->t, (uint64_t)pg * PS,
+			    (uint64_t)n * PS);
+			bool flushed =
+			    fake_count(x->fake, FAKE_FLUSH, 0) > before;
+			assert_true(flushed || !need);
+			needed += need;
+			joined_over += flushed && !need;
+			if (flushed) {
+				flushes++;
+				memset(set, 0, sizeof set);
+			}
+		}
+		assert_ranges_in_order(&x->t);
+		assert_true(x->t.uf_n <= x->t.uf_cap);
+		if (x->t.uf_lost)
+			continue;
+		for (unsigned k = 0; k < UFM_PAGES; k++) {
+			bool in = false;
+			for (unsigned i = 0; i < x->t.uf_n && !in; i++)
+				in = x->t.uf[i].lo <= (uint64_t)k * PS &&
+				    (uint64_t)(k + 1) * PS <= x->t.uf[i].hi;
+			assert_true(in || !set[k]);
+		}
+	}
+	/* The walk did what it is for: reads that had to flush, and
+	 * (ranges joined or given up) some that flushed for nothing. */
+	assert_true(flushes > 100 && needed > 100);
+	assert_true(joined_over > 0);
+}
+
+/* Ranges given up when the array is full (a remote): a read flushes. */
+static void
+test_unflushed_ranges_hold_against_a_model_when_given_up(void **state)
+{
+	struct wfx *x = *state;
+
+	x->t.backend->unflushed_max = 4;
+	uf_against_the_model(x, 1);
+	uf_against_the_model(x, 77);
+}
+
+/* Ranges joined when the array is full (a file): never given up. */
+static void
+test_unflushed_ranges_hold_against_a_model_when_joined(void **state)
+{
+	struct wfx *x = *state;
+
+	uf_against_the_model(x, 5);
+	assert_int_equal(x->t.uf_lost, 0);
+	uf_against_the_model(x, 4242);
+	assert_int_equal(x->t.uf_lost, 0);
 }
 
 /* A file's array full (2 ranges): a new range joins the nearer of its
@@ -1654,6 +1757,10 @@ main(void)
 		    setup_flush_before_read),
 		T(test_a_reload_resizes_the_unflushed_ranges,
 		    setup_flush_before_read),
+		T(test_unflushed_ranges_hold_against_a_model_when_given_up,
+		    setup_flush_before_read),
+		T(test_unflushed_ranges_hold_against_a_model_when_joined,
+		    setup_flush_before_read_joining),
 		T(test_flush_after_a_loss_writes_again_what_no_flush_covered,
 		    setup_redo_after_loss),
 		T(test_a_loss_of_what_is_no_longer_cached_is_reported,
