@@ -4,11 +4,13 @@
 # default, so that a request does not preempt the client that sent it on
 # a shared CPU; no other thread does (the control thread, the flush
 # workers), not even a flush worker an I/O thread started for a client's
-# FLUSH (four clients of a writethrough export grow the pool at once):
-# threads an I/O thread starts run as SCHED_OTHER (SCHED_RESET_ON_FORK).  `wbctl status` says so, JSON and human.  They serve data as
-# ever.  With io_threads_batch = false every thread runs as SCHED_OTHER
-# and the status says nothing of SCHED_BATCH.  A value that is not true or
-# false is refused with the file and its line.
+# FLUSH (four clients of a writethrough export grow the pool at once): a
+# new thread would keep its creator's SCHED_BATCH (Linux resets only
+# real-time policies), so the pool starts each as SCHED_OTHER.  `wbctl
+# status` says so, JSON and human.  They serve data as ever.  With
+# io_threads_batch = false every thread runs as SCHED_OTHER and the status
+# says nothing of SCHED_BATCH.  A value that is not true or false is
+# refused with the file and its line.
 source "${SRCDIR:-$(dirname "$0")}/lib.sh"
 need nbdcopy
 need_python_nbd
